@@ -1,0 +1,67 @@
+// Command spark_exporter is a Prometheus exporter for the NVIDIA DGX Spark
+// (GB10): the unified CPU/GPU memory pool, the GPU through NVML, thermal
+// throttling and the workloads sharing the pool. `spark_exporter plan`
+// sizes a training run against the live pool.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/common/version"
+)
+
+const name = "spark_exporter"
+
+// defaultPort is outside 9100-9999, which the Prometheus wiki's list of
+// exporter ports has filled, and clear of the Kubernetes node ports
+// (10248-10259) that may share the host. 10240: the GB10's 240 W rating.
+const defaultPort = ":10240"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// command is one of the program's subcommands, run once flags are parsed.
+type command func(stdout, stderr io.Writer) int
+
+// run parses args and runs the chosen command; it returns the exit status.
+// Bad flags exit with status 2, as for any usage error.
+func run(args []string, stdout, stderr io.Writer) (status int) {
+	app := kingpin.New(name, "Prometheus exporter for the NVIDIA DGX Spark (GB10): unified memory pool, GPU, thermal throttling and workloads.")
+	app.Version(version.Print(name))
+	app.HelpFlag.Short('h')
+	app.UsageWriter(stdout)
+	app.ErrorWriter(stderr)
+	// --help and --version end the program through Terminate; turn that
+	// into a return so that run can be called from tests.
+	type exit int
+	app.Terminate(func(code int) { panic(exit(code)) })
+	defer func() {
+		if r := recover(); r != nil {
+			code, ok := r.(exit)
+			if !ok {
+				panic(r)
+			}
+			status = int(code)
+		}
+	}()
+
+	procfs := app.Flag("path.procfs", "procfs mount point; every /proc read goes through it.").Default("/proc").String()
+
+	// Serving flags belong to the application, not to the serve command, so
+	// that `spark_exporter --help` lists them and existing command lines
+	// (spark_exporter --web.listen-address=…) read as for any exporter.
+	commands := map[string]command{
+		app.Command("serve", "Serve metrics (the default command).").Default().FullCommand(): serveCommand(app, procfs),
+	}
+
+	selected, err := app.Parse(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: error: %v; try --help\n", name, err)
+		return 2
+	}
+	return commands[selected](stdout, stderr)
+}

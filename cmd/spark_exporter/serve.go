@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/go-kit/log/level"
+	"github.com/prometheus/common/version"
+	"github.com/prometheus/exporter-toolkit/web"
+	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
+
+	"github.com/spark-exporter/spark_exporter/collector"
+	"github.com/spark-exporter/spark_exporter/internal/cliflag"
+	"github.com/spark-exporter/spark_exporter/internal/logging"
+)
+
+// serveCommand registers the serving flags on cmd and returns the command
+// that serves metrics until SIGINT or SIGTERM.
+func serveCommand(cmd *kingpin.Application, procfs *string) command {
+	webFlags := kingpinflag.AddFlags(cmd, defaultPort)
+	metricsPath := cmd.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").String()
+	disableExporterMetrics := cmd.Flag("web.disable-exporter-metrics",
+		"Exclude metrics about the exporter itself (promhttp_*, process_*, go_*).").Bool()
+	maxRequests := cliflag.Int(cmd.Flag("web.max-requests",
+		"Maximum number of parallel scrape requests; 0 disables the limit.").Default("40"), 0, 1<<20)
+	logConfig := logging.AddFlags(cmd)
+	selection := collector.AddFlags(cmd)
+
+	return func(stdout, stderr io.Writer) int {
+		logger, slogger := logging.New(stderr, logConfig)
+		level.Info(logger).Log("msg", "Starting "+name, "version", version.Info())
+		level.Info(logger).Log("msg", "Build context", "build_context", version.BuildContext())
+
+		if *webFlags.WebConfigFile != "" {
+			if err := web.Validate(*webFlags.WebConfigFile); err != nil {
+				level.Error(logger).Log("msg", "invalid --web.config.file", "err", err)
+				return 1
+			}
+		}
+
+		exporter, err := selection.Build(collector.Env{ProcFS: *procfs, Logger: logger})
+		if err != nil {
+			level.Error(logger).Log("msg", "cannot start", "err", err)
+			return 1
+		}
+		defer func() {
+			if err := exporter.Close(); err != nil {
+				level.Error(logger).Log("msg", "closing collectors", "err", err)
+			}
+		}()
+		for _, c := range exporter.Names() {
+			level.Info(logger).Log("msg", "collector enabled", "collector", c)
+		}
+
+		mux := http.NewServeMux()
+		mux.Handle(*metricsPath, newMetricsHandler(exporter, !*disableExporterMetrics, *maxRequests, logger))
+		if *metricsPath != "/" {
+			landing, err := web.NewLandingPage(web.LandingConfig{
+				Name:        "Spark Exporter",
+				Description: "Prometheus exporter for the NVIDIA DGX Spark (GB10)",
+				Version:     version.Info(),
+				Links:       []web.LandingLinks{{Address: *metricsPath, Text: "Metrics"}},
+			})
+			if err != nil {
+				level.Error(logger).Log("msg", "building landing page", "err", err)
+				return 1
+			}
+			mux.Handle("/", landing)
+		}
+
+		server := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		served := make(chan error, 1)
+		go func() { served <- web.ListenAndServe(server, webFlags, slogger) }()
+
+		stop := make(chan os.Signal, 1)
+		signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
+		defer signal.Stop(stop)
+		select {
+		case err := <-served:
+			level.Error(logger).Log("msg", "server stopped", "err", err)
+			return 1
+		case sig := <-stop:
+			level.Info(logger).Log("msg", "shutting down", "signal", sig.String())
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := server.Shutdown(ctx); err != nil {
+			level.Warn(logger).Log("msg", "scrapes still running at shutdown", "err", err)
+		}
+		if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			level.Error(logger).Log("msg", "server stopped", "err", err)
+		}
+		return 0
+	}
+}

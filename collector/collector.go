@@ -1,0 +1,290 @@
+// Package collector holds the exporter's collectors and the registry that
+// runs them, in node_exporter's shape: each collector lives in one file,
+// registers itself in init() with its default state and its own flags, and
+// gets --collector.NAME / --no-collector.NAME. Every scrape runs the enabled
+// collectors concurrently and reports, per collector, whether it succeeded and
+// how long it took; a failing collector never hides the others.
+package collector
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+const namespace = "spark"
+
+// Collector is one source of metrics, read afresh on every scrape.
+type Collector interface {
+	// Update sends this scrape's metrics to ch. An error marks the
+	// collector failed for this scrape; metrics already sent are kept.
+	Update(ch chan<- prometheus.Metric) error
+}
+
+// ErrNoData tells the registry that a collector has nothing to report on
+// this host. It is not a failure: success stays 1 and only a debug line is
+// logged.
+var ErrNoData = errors.New("collector returned no data")
+
+// Env is what every collector may need besides its own flags.
+type Env struct {
+	// ProcFS is the procfs mount point (--path.procfs). Every /proc read
+	// goes through it, so that tests can point it at a fixture tree.
+	ProcFS string
+	Logger log.Logger
+}
+
+// FlagGroup is a kingpin application or command.
+type FlagGroup interface {
+	Flag(name, help string) *kingpin.FlagClause
+}
+
+// Factory builds a collector once flags are parsed.
+type Factory func(env Env) (Collector, error)
+
+// Setup registers a collector's own flags on fg and returns the factory that
+// reads them. Binding flags in a closure keeps collectors free of package
+// state, so tests can build any number of them with any flags.
+type Setup func(fg FlagGroup) Factory
+
+const (
+	defaultEnabled  = true
+	defaultDisabled = false
+)
+
+type registration struct {
+	name    string
+	enabled bool
+	setup   Setup
+}
+
+var registrations []registration
+
+func registerCollector(name string, enabledByDefault bool, setup Setup) {
+	for _, r := range registrations {
+		if r.name == name {
+			panic("collector " + name + " registered twice")
+		}
+	}
+	registrations = append(registrations, registration{name, enabledByDefault, setup})
+}
+
+// Selection is the parsed --collector.* flags and each collector's factory.
+type Selection struct {
+	enabled   map[string]*bool
+	factories map[string]Factory
+}
+
+// AddFlags registers --collector.NAME for every known collector and each
+// collector's own flags.
+func AddFlags(fg FlagGroup) *Selection {
+	s := &Selection{enabled: map[string]*bool{}, factories: map[string]Factory{}}
+	for _, r := range registrations {
+		def := "disabled"
+		if r.enabled {
+			def = "enabled"
+		}
+		s.enabled[r.name] = fg.Flag("collector."+r.name,
+			fmt.Sprintf("Enable the %s collector (default: %s).", r.name, def)).
+			Default(fmt.Sprint(r.enabled)).Bool()
+		if r.setup != nil {
+			s.factories[r.name] = r.setup(fg)
+		}
+	}
+	return s
+}
+
+// Enabled lists the enabled collectors, sorted.
+func (s *Selection) Enabled() []string {
+	var names []string
+	for name, on := range s.enabled {
+		if *on {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Build instantiates the enabled collectors. A collector that cannot be
+// built (bad flag combination, unreadable file it was pointed at) stops the
+// exporter at start, which is when its operator is watching.
+func (s *Selection) Build(env Env) (*Exporter, error) {
+	cs := map[string]Collector{}
+	for _, name := range s.Enabled() {
+		c, err := s.factories[name](Env{ProcFS: env.ProcFS, Logger: log.With(env.Logger, "collector", name)})
+		if err != nil {
+			for _, built := range cs {
+				closeCollector(built)
+			}
+			return nil, fmt.Errorf("collector %s: %w", name, err)
+		}
+		cs[name] = c
+	}
+	return NewExporter(cs, env.Logger), nil
+}
+
+var (
+	scrapeDurationDesc = prometheus.NewDesc(
+		prometheus.BuildFQName(namespace, "scrape", "collector_duration_seconds"),
+		"Time a collector took during the last scrape.",
+		[]string{"collector"}, nil)
+	scrapeSuccessDesc = prometheus.NewDesc(
+		prometheus.BuildFQName(namespace, "scrape", "collector_success"),
+		"1 if the collector ran without error during the last scrape.",
+		[]string{"collector"}, nil)
+)
+
+// health remembers whether a collector failed last time, so that a
+// persistent failure is logged when it starts and when it clears rather than
+// on every scrape.
+type health struct {
+	mu      sync.Mutex
+	failing bool
+}
+
+// Exporter runs a set of collectors on each scrape. It is a
+// prometheus.Collector.
+type Exporter struct {
+	collectors map[string]Collector
+	health     map[string]*health
+	logger     log.Logger
+}
+
+// NewExporter wraps built collectors, keyed by name.
+func NewExporter(collectors map[string]Collector, logger log.Logger) *Exporter {
+	h := make(map[string]*health, len(collectors))
+	for name := range collectors {
+		h[name] = &health{}
+	}
+	return &Exporter{collectors: collectors, health: h, logger: logger}
+}
+
+// Names lists the collectors the exporter runs, sorted.
+func (e *Exporter) Names() []string {
+	names := make([]string, 0, len(e.collectors))
+	for name := range e.collectors {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Describe sends only the per-collector descriptors: the collectors' own
+// metrics depend on the hardware found, so the exporter is unchecked for
+// them, as node_exporter is.
+func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
+	ch <- scrapeDurationDesc
+	ch <- scrapeSuccessDesc
+}
+
+// Collect runs every collector concurrently.
+func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
+	e.collect(ch, e.Names())
+}
+
+func (e *Exporter) collect(ch chan<- prometheus.Metric, names []string) {
+	var wg sync.WaitGroup
+	for _, name := range names {
+		wg.Go(func() { e.run(name, ch) })
+	}
+	wg.Wait()
+}
+
+func (e *Exporter) run(name string, ch chan<- prometheus.Metric) {
+	start := time.Now()
+	err := e.collectors[name].Update(ch)
+	duration := time.Since(start)
+
+	success := 1.0
+	if err != nil && !errors.Is(err, ErrNoData) {
+		success = 0
+	}
+	e.record(name, err, duration)
+	ch <- prometheus.MustNewConstMetric(scrapeDurationDesc, prometheus.GaugeValue, duration.Seconds(), name)
+	ch <- prometheus.MustNewConstMetric(scrapeSuccessDesc, prometheus.GaugeValue, success, name)
+}
+
+// record logs a change of a collector's state: the first failure at error
+// level, the recovery at info level; repeats only at debug level.
+func (e *Exporter) record(name string, err error, duration time.Duration) {
+	logger := log.With(e.logger, "collector", name)
+	if errors.Is(err, ErrNoData) {
+		level.Debug(logger).Log("msg", "collector returned no data", "duration_seconds", duration.Seconds())
+		err = nil
+	}
+	h := e.health[name]
+	h.mu.Lock()
+	was := h.failing
+	h.failing = err != nil
+	h.mu.Unlock()
+	switch {
+	case err != nil && !was:
+		level.Error(logger).Log("msg", "collector failed; further failures are logged at debug level until it recovers", "err", err)
+	case err != nil:
+		level.Debug(logger).Log("msg", "collector still failing", "err", err)
+	case was:
+		level.Info(logger).Log("msg", "collector recovered")
+	}
+}
+
+// Filter returns a collector that runs only the named collectors, for the
+// collect[] and exclude[] query parameters. It shares the collectors and
+// their state with e: a filtered scrape starts nothing new.
+func (e *Exporter) Filter(include, exclude []string) (prometheus.Collector, error) {
+	for _, name := range slices.Concat(include, exclude) {
+		if _, ok := e.collectors[name]; !ok {
+			return nil, fmt.Errorf("unknown or disabled collector %q", name)
+		}
+	}
+	var names []string
+	for _, name := range e.Names() {
+		if (len(include) == 0 || slices.Contains(include, name)) && !slices.Contains(exclude, name) {
+			names = append(names, name)
+		}
+	}
+	return filtered{e, names}, nil
+}
+
+type filtered struct {
+	e     *Exporter
+	names []string
+}
+
+func (f filtered) Describe(ch chan<- *prometheus.Desc) { f.e.Describe(ch) }
+func (f filtered) Collect(ch chan<- prometheus.Metric) { f.e.collect(ch, f.names) }
+
+// Close stops the collectors' background work (samplers, open files).
+func (e *Exporter) Close() error {
+	var errs []error
+	for _, name := range e.Names() {
+		if err := closeCollector(e.collectors[name]); err != nil {
+			errs = append(errs, fmt.Errorf("collector %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func closeCollector(c Collector) error {
+	if closer, ok := c.(io.Closer); ok {
+		return closer.Close()
+	}
+	return nil
+}
+
+// supported renders a field's availability as the 1/0 of a _supported gauge.
+func supported(ok bool) float64 {
+	if ok {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,168 @@
+package collector
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/go-kit/log"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/procfs"
+
+	"github.com/spark-exporter/spark_exporter/internal/cliflag"
+	"github.com/spark-exporter/spark_exporter/internal/pool"
+	"github.com/spark-exporter/spark_exporter/internal/vmstat"
+)
+
+// The pool collector reports the 128 GB unified memory pool that the GB10's
+// CPU and GPU share: the headroom a job may take (MemFree less a reserve,
+// which nvidia-smi cannot show), the page cache that eats it unseen, and the
+// signs of eviction (stalls, refaults, reclaim, OOM kills).
+func init() {
+	registerCollector("pool", defaultEnabled, func(fg FlagGroup) Factory {
+		reserve := cliflag.Bytes(fg.Flag("pool.reserve",
+			"Memory kept back for the OS and driver; headroom is MemFree minus this. Examples: 4GiB, 512MiB.").
+			Default("4GiB"))
+		return func(env Env) (Collector, error) {
+			return newPoolCollector(env.ProcFS, *reserve, env.Logger)
+		}
+	})
+}
+
+func poolDesc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(prometheus.BuildFQName(namespace, "pool", name), help, labels, nil)
+}
+
+var (
+	poolTotalDesc     = poolDesc("total_bytes", "MemTotal: the unified CPU/GPU memory pool.")
+	poolFreeDesc      = poolDesc("free_bytes", "MemFree: the free column of free(1), the figure to budget a job against.")
+	poolAvailableDesc = poolDesc("available_bytes", "MemAvailable: the kernel's estimate of memory available without swapping, counting reclaimable cache.")
+	poolCacheDesc     = poolDesc("page_cache_bytes", "Buffers + Cached + SReclaimable: the buff/cache column of free(1).")
+	poolFlushDesc     = poolDesc("flushable_bytes", "Estimate of what dropping caches gives back: max(0, Buffers + Cached - Shmem - Mapped) + SReclaimable.")
+	poolMappedDesc    = poolDesc("mapped_bytes", "Mapped: mmap'd file pages, such as model weights during a load.")
+	poolHugeDesc      = poolDesc("hugepages_bytes", "HugePages_Total x Hugepagesize: memory held back in huge pages.")
+	poolReserveDesc   = poolDesc("reserve_bytes", "Memory kept back for the OS and driver (--pool.reserve).")
+	poolHeadroomDesc  = poolDesc("headroom_bytes", "MemFree minus the reserve: what a new job may take. Negative when free is below the reserve.")
+	poolAfterFlush    = poolDesc("headroom_after_flush_bytes", "MemFree plus flushable page cache minus the reserve: headroom after step 1 of the OOM ladder.")
+	poolStallDesc     = poolDesc("pressure_stall_seconds_total", "Time tasks stalled waiting for memory (PSI); kind=some: at least one task, full: all non-idle tasks.", "kind")
+	poolMajFaultDesc  = poolDesc("major_faults_total", "Major page faults (vmstat pgmajfault).")
+	poolRefaultDesc   = poolDesc("refaults_total", "Evicted pages read back in (vmstat workingset_refault_*).", "type")
+	poolReclaimDesc   = poolDesc("reclaimed_pages_total", "Pages reclaimed, by kswapd or by allocating tasks directly (vmstat pgsteal_*).", "by")
+	poolStallsDesc    = poolDesc("allocation_stalls_total", "Allocations that stalled for direct reclaim (sum of vmstat allocstall_*).")
+	poolOOMDesc       = poolDesc("oom_kills_total", "Processes killed by the kernel OOM killer (vmstat oom_kill).")
+	poolSupportedDesc = poolDesc("field_supported", "1 when the running kernel provides the field, 0 when it does not (its series are then absent).", "field")
+)
+
+type poolCollector struct {
+	fs      procfs.FS
+	vmstat  string
+	reserve uint64
+	logger  log.Logger
+}
+
+func newPoolCollector(procPath string, reserve uint64, logger log.Logger) (*poolCollector, error) {
+	fs, err := procfs.NewFS(procPath)
+	if err != nil {
+		return nil, err
+	}
+	return &poolCollector{fs: fs, vmstat: filepath.Join(procPath, "vmstat"), reserve: reserve, logger: logger}, nil
+}
+
+func (c *poolCollector) Update(ch chan<- prometheus.Metric) error {
+	// Read every source before sending anything, so that a failed scrape
+	// sends no half set of pool figures.
+	snap, err := pool.Read(c.fs)
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(c.vmstat)
+	if err != nil {
+		return fmt.Errorf("reading vmstat: %w", err)
+	}
+	vm, err := vmstat.Parse(data)
+	if err != nil {
+		return err
+	}
+	psi, psiOK, err := c.memoryPressure()
+	if err != nil {
+		return err
+	}
+
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+	}
+	optional := func(d *prometheus.Desc, v *uint64, labels ...string) {
+		if v != nil {
+			counter(d, float64(*v), labels...)
+		}
+	}
+
+	gauge(poolTotalDesc, float64(snap.Total))
+	gauge(poolFreeDesc, float64(snap.Free))
+	gauge(poolAvailableDesc, float64(snap.Available))
+	gauge(poolCacheDesc, float64(snap.PageCache))
+	gauge(poolFlushDesc, float64(snap.Flushable))
+	gauge(poolMappedDesc, float64(snap.Mapped))
+	if snap.HugePages != nil {
+		gauge(poolHugeDesc, float64(*snap.HugePages))
+	}
+	gauge(poolReserveDesc, float64(c.reserve))
+	gauge(poolHeadroomDesc, float64(snap.Headroom(c.reserve)))
+	gauge(poolAfterFlush, float64(snap.HeadroomAfterFlush(c.reserve)))
+
+	if psiOK {
+		// PSI totals are in microseconds.
+		if psi.Some != nil {
+			counter(poolStallDesc, float64(psi.Some.Total)/1e6, "some")
+		}
+		if psi.Full != nil {
+			counter(poolStallDesc, float64(psi.Full.Total)/1e6, "full")
+		}
+	}
+	optional(poolMajFaultDesc, vm.MajorFaults)
+	optional(poolRefaultDesc, vm.RefaultsAnon, "anon")
+	optional(poolRefaultDesc, vm.RefaultsFile, "file")
+	optional(poolReclaimDesc, vm.ReclaimedKswapd, "kswapd")
+	optional(poolReclaimDesc, vm.ReclaimedDirect, "direct")
+	optional(poolStallsDesc, vm.AllocStalls)
+	optional(poolOOMDesc, vm.OOMKills)
+
+	for _, f := range []struct {
+		field string
+		ok    bool
+	}{
+		{"psi", psiOK},
+		{"major_faults", vm.MajorFaults != nil},
+		// Kernels before 5.9 count file refaults only; anon refaults are
+		// then absent while the field is still supported.
+		{"refaults", vm.RefaultsAnon != nil || vm.RefaultsFile != nil},
+		{"reclaimed_pages", vm.ReclaimedKswapd != nil || vm.ReclaimedDirect != nil},
+		{"allocation_stalls", vm.AllocStalls != nil},
+		{"oom_kills", vm.OOMKills != nil},
+		{"hugepages", snap.HugePages != nil},
+	} {
+		gauge(poolSupportedDesc, supported(f.ok), f.field)
+	}
+	return nil
+}
+
+// memoryPressure reads /proc/pressure/memory. A kernel without PSI (before
+// 4.20, or booted with psi=0) has no such file or refuses the read; that is
+// a missing field, not a failure.
+func (c *poolCollector) memoryPressure() (procfs.PSIStats, bool, error) {
+	psi, err := c.fs.PSIStatsForResource("memory")
+	switch {
+	case err == nil:
+		return psi, psi.Some != nil || psi.Full != nil, nil
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.EOPNOTSUPP):
+		return procfs.PSIStats{}, false, nil
+	default:
+		return procfs.PSIStats{}, false, fmt.Errorf("reading memory pressure: %w", err)
+	}
+}

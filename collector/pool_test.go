@@ -1,0 +1,241 @@
+package collector
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const gib = 1 << 30
+
+func TestPoolOnSparkFixture(t *testing.T) {
+	c, err := newPoolCollector(fixtures, 4*gib, nopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := collect(t, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// From testdata/proc/spark/meminfo, in kB.
+	const (
+		memTotal     = 125027328
+		memFree      = 21474836
+		memAvailable = 58720256
+		buffers      = 524288
+		cached       = 38797312
+		sreclaimable = 1572864
+		shmem        = 2097152
+		mapped       = 16777216
+		reserve      = 4 * gib
+	)
+	// flushable = max(0, 524288 + 38797312 - 2097152 - 16777216) + 1572864
+	//           = 20447232 + 1572864 = 22020096 kB
+	const flushableKB = 22020096
+	if buffers+cached-shmem-mapped+sreclaimable != flushableKB {
+		t.Fatal("the arithmetic above is wrong")
+	}
+	want := map[string]float64{
+		"spark_pool_total_bytes":     memTotal * 1024, // 128,027,983,872
+		"spark_pool_free_bytes":      memFree * 1024,  // 21,990,232,064
+		"spark_pool_available_bytes": memAvailable * 1024,
+		// buff/cache = 524288 + 38797312 + 1572864 = 40894464 kB
+		"spark_pool_page_cache_bytes": 40894464 * 1024,
+		"spark_pool_flushable_bytes":  flushableKB * 1024, // 22,548,578,304
+		"spark_pool_mapped_bytes":     mapped * 1024,
+		"spark_pool_hugepages_bytes":  0, // HugePages_Total: 0
+		"spark_pool_reserve_bytes":    reserve,
+		// 21,990,232,064 - 4,294,967,296
+		"spark_pool_headroom_bytes": 17695264768,
+		// 21,990,232,064 + 22,548,578,304 - 4,294,967,296
+		"spark_pool_headroom_after_flush_bytes": 40243843072,
+		// PSI totals are µs: 48213000 µs = 48.213 s
+		`spark_pool_pressure_stall_seconds_total{kind="some"}`: 48.213,
+		`spark_pool_pressure_stall_seconds_total{kind="full"}`: 19.004,
+		"spark_pool_major_faults_total":                        184467,
+		`spark_pool_refaults_total{type="anon"}`:               1204,
+		`spark_pool_refaults_total{type="file"}`:               389112,
+		`spark_pool_reclaimed_pages_total{by="kswapd"}`:        2621440,
+		`spark_pool_reclaimed_pages_total{by="direct"}`:        131072,
+		"spark_pool_allocation_stalls_total":                   37 + 5, // allocstall_normal + allocstall_movable
+		"spark_pool_oom_kills_total":                           1,
+	}
+	for _, f := range []string{"psi", "major_faults", "refaults", "reclaimed_pages", "allocation_stalls", "oom_kills", "hugepages"} {
+		want[`spark_pool_field_supported{field="`+f+`"}`] = 1
+	}
+	compare(t, got, want)
+}
+
+func TestPoolOnOldKernel(t *testing.T) {
+	c, err := newPoolCollector("../testdata/proc/oldkernel", 4*gib, nopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := collect(t, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No PSI, no oom_kill, no hugetlbfs: absent series, supported 0.
+	for _, absent := range []string{
+		`spark_pool_pressure_stall_seconds_total{kind="some"}`,
+		`spark_pool_pressure_stall_seconds_total{kind="full"}`,
+		"spark_pool_oom_kills_total",
+		"spark_pool_hugepages_bytes",
+		// Before 5.9 only file pages had refault tracking.
+		`spark_pool_refaults_total{type="anon"}`,
+	} {
+		if _, ok := got[absent]; ok {
+			t.Errorf("%s exported on a kernel that lacks it", absent)
+		}
+	}
+	for field, want := range map[string]float64{"psi": 0, "oom_kills": 0, "hugepages": 0, "refaults": 1, "allocation_stalls": 1} {
+		if v := got[`spark_pool_field_supported{field="`+field+`"}`]; v != want {
+			t.Errorf("field_supported{%s} = %v, want %v", field, v, want)
+		}
+	}
+	// MemFree 2097152 kB = 2 GiB, below the 4 GiB reserve.
+	if v := got["spark_pool_headroom_bytes"]; v != -2*gib {
+		t.Errorf("headroom = %v, want %v", v, -2*gib)
+	}
+	if v := got[`spark_pool_refaults_total{type="file"}`]; v != 77001 {
+		t.Errorf("file refaults = %v, want 77001 (workingset_refault)", v)
+	}
+}
+
+// copyTree copies a fixture tree so that a test can damage it.
+func copyTree(t *testing.T, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	err := filepath.Walk(src, func(path string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		target := filepath.Join(dst, rel)
+		if info.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func TestPoolBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		damage  func(dir string) error
+		wantErr string // empty: the collector succeeds
+	}{
+		{"meminfo missing", func(d string) error { return os.Remove(filepath.Join(d, "meminfo")) }, "meminfo"},
+		{"meminfo empty", func(d string) error { return os.WriteFile(filepath.Join(d, "meminfo"), nil, 0o644) }, "MemTotal missing"},
+		{"meminfo truncated at a line end", func(d string) error {
+			return truncateAt(filepath.Join(d, "meminfo"), "SReclaimable:")
+		}, "SReclaimable missing"},
+		{"meminfo truncated mid-line", func(d string) error {
+			return truncateAt(filepath.Join(d, "meminfo"), "laimable:     1572864") // leaves "...\nSRec"
+		}, "Malformed line"},
+		{"meminfo garbage", func(d string) error {
+			return os.WriteFile(filepath.Join(d, "meminfo"), []byte("\x00\x01garbage\n"), 0o644)
+		}, "meminfo"},
+		{"meminfo value at 2^64", func(d string) error {
+			return replaceIn(filepath.Join(d, "meminfo"), "MemTotal:       125027328 kB", "MemTotal:       18446744073709551615 kB")
+		}, "MemTotal value 18446744073709551615 kB out of range"},
+		{"vmstat missing", func(d string) error { return os.Remove(filepath.Join(d, "vmstat")) }, "vmstat"},
+		{"vmstat duplicate key", func(d string) error {
+			return appendTo(filepath.Join(d, "vmstat"), "oom_kill 7\n")
+		}, "oom_kill appears twice"},
+		{"vmstat garbled counter", func(d string) error {
+			return replaceIn(filepath.Join(d, "vmstat"), "oom_kill 1", "oom_kill 1x")
+		}, "oom_kill: value is not a counter"},
+		{"vmstat empty: counters absent, not failed", func(d string) error {
+			return os.WriteFile(filepath.Join(d, "vmstat"), nil, 0o644)
+		}, ""},
+		{"psi absent: old kernel, not a failure", func(d string) error { return os.RemoveAll(filepath.Join(d, "pressure")) }, ""},
+		{"psi garbage", func(d string) error {
+			return os.WriteFile(filepath.Join(d, "pressure", "memory"), []byte("some avg10=x\n"), 0o644)
+		}, "memory pressure"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := copyTree(t, fixtures)
+			if err := tc.damage(dir); err != nil {
+				t.Fatal(err)
+			}
+			c, err := newPoolCollector(dir, 4*gib, nopLogger())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := collect(t, c)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+			}
+			if len(got) != 0 {
+				t.Errorf("a failed read still sent %d series", len(got))
+			}
+		})
+	}
+}
+
+func truncateAt(path, marker string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	i := strings.Index(string(data), marker)
+	if i < 0 {
+		return os.ErrNotExist
+	}
+	return os.WriteFile(path, data[:i], 0o644)
+}
+
+func replaceIn(path, old, new string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(string(data), old) {
+		return os.ErrNotExist
+	}
+	return os.WriteFile(path, []byte(strings.Replace(string(data), old, new, 1)), 0o644)
+}
+
+func appendTo(path, text string) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = f.WriteString(text)
+	return err
+}
+
+func compare(t *testing.T, got, want map[string]float64) {
+	t.Helper()
+	for name, w := range want {
+		g, ok := got[name]
+		if !ok {
+			t.Errorf("%s missing", name)
+		} else if g != w {
+			t.Errorf("%s = %v, want %v", name, g, w)
+		}
+	}
+	for name := range got {
+		if _, ok := want[name]; !ok {
+			t.Errorf("unexpected series %s", name)
+		}
+	}
+}

@@ -1,0 +1,113 @@
+// Package cliflag gives kingpin flags whose bad values are refused with a
+// message that names the flag. Kingpin's own typed flags report only the
+// parser's error ("units: invalid lots"), which leaves a user guessing which
+// of twenty flags was wrong.
+package cliflag
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/alecthomas/units"
+)
+
+type parsed[T any] struct {
+	name  string
+	text  string
+	dst   *T
+	parse func(string) (T, error)
+}
+
+func (v *parsed[T]) Set(s string) error {
+	x, err := v.parse(s)
+	if err != nil {
+		return fmt.Errorf("invalid value %q for flag --%s: %w", s, v.name, err)
+	}
+	*v.dst = x
+	v.text = s
+	return nil
+}
+
+func (v *parsed[T]) String() string { return v.text }
+
+// Value binds the flag to a value produced by parse. The flag's default, if
+// any, goes through parse too, so a bad default fails as loudly as a bad
+// argument.
+func Value[T any](fc *kingpin.FlagClause, parse func(string) (T, error)) *T {
+	dst := new(T)
+	fc.SetValue(&parsed[T]{name: fc.Model().Name, dst: dst, parse: parse})
+	return dst
+}
+
+// Bytes is a size with a unit, as in 4GiB or 512MiB.
+func Bytes(fc *kingpin.FlagClause) *uint64 { return Value(fc, ParseBytes) }
+
+// Duration is a positive Go duration such as 5s or 10m.
+func Duration(fc *kingpin.FlagClause) *time.Duration { return Value(fc, ParsePositiveDuration) }
+
+// Int is a whole number within [min, max].
+func Int(fc *kingpin.FlagClause, min, max int) *int {
+	return Value(fc, func(s string) (int, error) {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return 0, fmt.Errorf("not a whole number")
+		}
+		if n < min || n > max {
+			return 0, fmt.Errorf("must be between %d and %d", min, max)
+		}
+		return n, nil
+	})
+}
+
+// Float is a number within [min, max].
+func Float(fc *kingpin.FlagClause, min, max float64) *float64 {
+	return Value(fc, func(s string) (float64, error) {
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return 0, fmt.Errorf("not a number")
+		}
+		if !(f >= min && f <= max) { // also refuses NaN
+			return 0, fmt.Errorf("must be between %g and %g", min, max)
+		}
+		return f, nil
+	})
+}
+
+// Enum is one of the given words.
+func Enum(fc *kingpin.FlagClause, options ...string) *string {
+	return Value(fc, func(s string) (string, error) {
+		if !slices.Contains(options, s) {
+			return "", fmt.Errorf("must be one of %s", strings.Join(options, ", "))
+		}
+		return s, nil
+	})
+}
+
+// ParseBytes reads a non-negative size with a binary unit (4GiB, 512MiB,
+// 1024KiB) or a plain number of bytes.
+func ParseBytes(s string) (uint64, error) {
+	b, err := units.ParseBase2Bytes(s)
+	if err != nil {
+		return 0, fmt.Errorf("not a size; use a unit such as 4GiB or 512MiB")
+	}
+	if b < 0 {
+		return 0, fmt.Errorf("must not be negative")
+	}
+	return uint64(b), nil
+}
+
+// ParsePositiveDuration reads a Go duration (5s, 10m, 1h30m) greater than zero.
+func ParsePositiveDuration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("not a duration; use a unit such as 5s or 10m")
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("must be greater than zero")
+	}
+	return d, nil
+}

@@ -1,0 +1,47 @@
+package cliflag
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+)
+
+func TestBadValueNamesTheFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--pool.reserve=lots"}, `invalid value "lots" for flag --pool.reserve`},
+		{[]string{"--pool.reserve=-1GiB"}, "--pool.reserve"},
+		{[]string{"--interval=0s"}, `--interval: must be greater than zero`},
+		{[]string{"--interval=soon"}, `--interval`},
+		{[]string{"--count=7"}, `for flag --count: must be between 1 and 5`},
+		{[]string{"--ratio=NaN"}, `for flag --ratio: must be between 0 and 1`},
+	} {
+		app := kingpin.New("t", "")
+		Bytes(app.Flag("pool.reserve", "").Default("4GiB"))
+		Duration(app.Flag("interval", "").Default("5s"))
+		Int(app.Flag("count", "").Default("1"), 1, 5)
+		Float(app.Flag("ratio", "").Default("0.5"), 0, 1)
+		_, err := app.Parse(tc.args)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want it to contain %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestValuesAndDefaults(t *testing.T) {
+	app := kingpin.New("t", "")
+	reserve := Bytes(app.Flag("pool.reserve", "").Default("4GiB"))
+	interval := Duration(app.Flag("interval", "").Default("5s"))
+	count := Int(app.Flag("count", "").Default("1"), 1, 5)
+	ratio := Float(app.Flag("ratio", "").Default("0.5"), 0, 1)
+	if _, err := app.Parse([]string{"--pool.reserve=512MiB", "--count=5"}); err != nil {
+		t.Fatal(err)
+	}
+	if *reserve != 512<<20 || *interval != 5*time.Second || *count != 5 || *ratio != 0.5 {
+		t.Errorf("got reserve=%d interval=%v count=%d ratio=%v", *reserve, *interval, *count, *ratio)
+	}
+}

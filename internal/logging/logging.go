@@ -1,0 +1,70 @@
+// Package logging builds the exporter's go-kit logger from --log.level and
+// --log.format, and the *slog.Logger that exporter-toolkit asks for, bridged
+// onto the same go-kit logger so that both write one stream in one format.
+package logging
+
+import (
+	"io"
+	"log/slog"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	sloggokit "github.com/tjhop/slog-gokit"
+
+	"github.com/spark-exporter/spark_exporter/internal/cliflag"
+)
+
+// Config is what the two flags select.
+type Config struct {
+	Level  *string
+	Format *string
+}
+
+// FlagGroup is a kingpin application or command.
+type FlagGroup interface {
+	Flag(name, help string) *kingpin.FlagClause
+}
+
+// AddFlags registers --log.level and --log.format.
+func AddFlags(fg FlagGroup) Config {
+	return Config{
+		Level: cliflag.Enum(fg.Flag("log.level", "Only log messages with the given severity or above. One of: [debug, info, warn, error]").
+			Default("info"), "debug", "info", "warn", "error"),
+		Format: cliflag.Enum(fg.Flag("log.format", "Output format of log messages. One of: [logfmt, json]").
+			Default("logfmt"), "logfmt", "json"),
+	}
+}
+
+// New returns the exporter's logger and an slog.Logger for libraries that
+// need one. Both filter at the configured level.
+func New(w io.Writer, c Config) (log.Logger, *slog.Logger) {
+	sw := log.NewSyncWriter(w)
+	var base log.Logger
+	if *c.Format == "json" {
+		base = log.NewJSONLogger(sw)
+	} else {
+		base = log.NewLogfmtLogger(sw)
+	}
+
+	var allow level.Option
+	var slogLevel slog.Level
+	switch *c.Level {
+	case "debug":
+		allow, slogLevel = level.AllowDebug(), slog.LevelDebug
+	case "warn":
+		allow, slogLevel = level.AllowWarn(), slog.LevelWarn
+	case "error":
+		allow, slogLevel = level.AllowError(), slog.LevelError
+	default:
+		allow, slogLevel = level.AllowInfo(), slog.LevelInfo
+	}
+
+	// The slog bridge adds its own time and caller keys, so it wraps the
+	// base logger; ours adds the same keys, under the same names.
+	bridged := slog.New(sloggokit.NewGoKitHandler(level.NewFilter(base, allow), slogLevel))
+	// Caller depth 5 skips go-kit's level and filter wrappers to name the
+	// line that logged.
+	logger := log.With(base, slog.TimeKey, log.DefaultTimestampUTC, "caller", log.Caller(5))
+	return level.NewFilter(logger, allow), bridged
+}

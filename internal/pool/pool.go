@@ -1,0 +1,110 @@
+// Package pool reads the unified CPU/GPU memory pool of a DGX Spark as
+// /proc/meminfo shows it, and works out the figures a user budgets with. The
+// pool collector and the plan command both read it through here, so that the
+// headroom a dashboard shows is the headroom a plan is checked against.
+package pool
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/prometheus/procfs"
+)
+
+// Snapshot is the pool at one moment, in bytes.
+type Snapshot struct {
+	Total     uint64 // MemTotal
+	Free      uint64 // MemFree: `free`'s "free" column, the figure to budget against
+	Available uint64 // MemAvailable: the kernel's estimate, counting reclaimable cache
+	PageCache uint64 // Buffers + Cached + SReclaimable: `free`'s "buff/cache"
+	Flushable uint64 // what `sync; echo 3 > /proc/sys/vm/drop_caches` would give back
+	Mapped    uint64 // Mapped: mmap'd file pages, such as safetensors during a load
+	// HugePages is HugePages_Total × Hugepagesize; nil on kernels built
+	// without hugetlbfs, which print neither line.
+	HugePages *uint64
+}
+
+// Read reads /proc/meminfo under fs.
+func Read(fs procfs.FS) (Snapshot, error) {
+	m, err := fs.Meminfo()
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("reading meminfo: %w", err)
+	}
+	return FromMeminfo(m)
+}
+
+// maxKiB is the largest meminfo value (in kB) whose byte count fits an int64,
+// so that headroom arithmetic cannot wrap. Anything larger is corrupt input.
+const maxKiB = math.MaxInt64 / 1024 / 4
+
+// FromMeminfo derives the pool's figures from parsed meminfo. Every field it
+// needs must be present: a meminfo without them is truncated or not Linux's,
+// and the figures would be wrong rather than missing.
+func FromMeminfo(m procfs.Meminfo) (Snapshot, error) {
+	var err error
+	kib := func(name string, v *uint64) uint64 {
+		switch {
+		case err != nil:
+			return 0
+		case v == nil:
+			err = fmt.Errorf("meminfo: %s missing", name)
+			return 0
+		case *v > maxKiB:
+			err = fmt.Errorf("meminfo: %s value %d kB out of range", name, *v)
+			return 0
+		}
+		return *v * 1024
+	}
+	total := kib("MemTotal", m.MemTotal)
+	free := kib("MemFree", m.MemFree)
+	available := kib("MemAvailable", m.MemAvailable)
+	buffers := kib("Buffers", m.Buffers)
+	cached := kib("Cached", m.Cached)
+	sreclaimable := kib("SReclaimable", m.SReclaimable)
+	shmem := kib("Shmem", m.Shmem)
+	mapped := kib("Mapped", m.Mapped)
+	if err != nil {
+		return Snapshot{}, err
+	}
+
+	// Shmem (tmpfs, shared anonymous memory) sits inside Cached but cannot
+	// be dropped, and neither can pages still mapped by a process.
+	// Subtracting Mapped whole is conservative: a mapped page may also be
+	// Shmem. That makes the figure a lower bound, which is the safe side
+	// for a budget.
+	flushable := int64(buffers+cached) - int64(shmem) - int64(mapped)
+	s := Snapshot{
+		Total:     total,
+		Free:      free,
+		Available: available,
+		PageCache: buffers + cached + sreclaimable,
+		Flushable: uint64(max(0, flushable)) + sreclaimable,
+		Mapped:    mapped,
+	}
+
+	// Hugepagesize is in kB; HugePages_Total is a count of pages.
+	if m.HugePagesTotal != nil && m.Hugepagesize != nil {
+		size := kib("Hugepagesize", m.Hugepagesize)
+		if err != nil {
+			return Snapshot{}, err
+		}
+		if size != 0 && *m.HugePagesTotal > math.MaxInt64/4/size {
+			return Snapshot{}, fmt.Errorf("meminfo: HugePages_Total %d out of range", *m.HugePagesTotal)
+		}
+		h := *m.HugePagesTotal * size
+		s.HugePages = &h
+	}
+	return s, nil
+}
+
+// Headroom is free memory minus the reserve kept for the OS and driver:
+// what a new job may take. Negative when free is already below the reserve.
+func (s Snapshot) Headroom(reserve uint64) int64 {
+	return int64(s.Free) - int64(reserve)
+}
+
+// HeadroomAfterFlush is the headroom once the page cache is dropped: step 1
+// of the OOM ladder.
+func (s Snapshot) HeadroomAfterFlush(reserve uint64) int64 {
+	return int64(s.Free) + int64(s.Flushable) - int64(reserve)
+}

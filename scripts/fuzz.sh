@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Runs every fuzz target in the module for a short time each. `go test -fuzz`
+# takes one target at a time, so list them first.
+set -euo pipefail
+fuzztime=${1:-5s}
+cd "$(dirname "$0")/.."
+for pkg in $(go list ./...); do
+  dir=$(go list -f '{{.Dir}}' "$pkg")
+  for target in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' | sort -u); do
+    echo "fuzz: $pkg $target ($fuzztime)"
+    go test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzztime" "$pkg"
+  done
+done
