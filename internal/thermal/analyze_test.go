@@ -1,0 +1,227 @@
+package thermal
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+)
+
+// The reason bits are nvml.h's; go-nvml is the reference.
+func TestThermalReasonsMatchNVML(t *testing.T) {
+	if ReasonSWThermalSlowdown != nvml.ClocksEventReasonSwThermalSlowdown {
+		t.Errorf("sw thermal slowdown = %#x, nvml says %#x", ReasonSWThermalSlowdown, nvml.ClocksEventReasonSwThermalSlowdown)
+	}
+	if ReasonHWThermalSlowdown != nvml.ClocksThrottleReasonHwThermalSlowdown {
+		t.Errorf("hw thermal slowdown = %#x, nvml says %#x", ReasonHWThermalSlowdown, nvml.ClocksThrottleReasonHwThermalSlowdown)
+	}
+	for _, other := range []uint64{nvml.ClocksEventReasonGpuIdle, nvml.ClocksEventReasonSwPowerCap,
+		nvml.ClocksThrottleReasonHwSlowdown, nvml.ClocksThrottleReasonHwPowerBrakeSlowdown} {
+		if (Sample{Reasons: &other}).ThermalSlowdown() {
+			t.Errorf("reason %#x taken for a thermal slowdown", other)
+		}
+	}
+}
+
+// A small window keeps the tables short: one minute of 10 s samples.
+func smallConfig() Config {
+	cfg := DefaultConfig()
+	cfg.Window = time.Minute
+	cfg.Interval = 10 * time.Second
+	return cfg
+}
+
+var t0 = time.Date(2025, 11, 24, 14, 0, 0, 0, time.UTC)
+
+func ptr[T any](v T) *T { return &v }
+
+// series builds samples every 10 s from t0, one per temperature; power
+// and utilisation cycle through their lists (nil util: not reported).
+func series(temps, powers []float64, util *float64) []Sample {
+	out := make([]Sample, len(temps))
+	for i, temp := range temps {
+		out[i] = Sample{Time: t0.Add(time.Duration(i) * 10 * time.Second), Temperature: temp,
+			Power: powers[i%len(powers)], Utilization: util}
+	}
+	return out
+}
+
+func flat(v float64, n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out
+}
+
+// linear is n temperatures from a, rising by step each sample.
+func linear(a, step float64, n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = a + step*float64(i)
+	}
+	return out
+}
+
+func TestAnalyzeStates(t *testing.T) {
+	busyUtil, idleUtil := ptr(0.97), ptr(0.0)
+	end := t0.Add(time.Minute) // seven samples, 0 s to 60 s, cover the window
+	for _, tc := range []struct {
+		name      string
+		samples   []Sample
+		now       time.Time
+		prev      State
+		want      State
+		signature bool
+	}{
+		{"no samples", nil, end, Normal, Collecting, false},
+		{"window not yet covered", series(linear(70, 1, 3), []float64{100}, busyUtil), t0.Add(20 * time.Second), Normal, Collecting, false},
+		{"idle: flat low power, cool", series(flat(38, 7), []float64{4, 4.5}, idleUtil), end, Normal, Normal, false},
+		{"idle GPU warming with its room", series(linear(40, 1, 7), []float64{4}, idleUtil), end, Normal, Normal, false},
+		{"plateau, temperature climbing", series(linear(70, 1, 7), []float64{100, 103, 98}, busyUtil), end, Normal, Throttled, true},
+		{"plateau holding hot", series(flat(90, 7), []float64{100, 103, 98}, busyUtil), end, Normal, Throttled, true},
+		{"plateau holding warm", series(flat(80, 7), []float64{100, 103, 98}, busyUtil), end, Normal, Normal, false},
+		{"climbing, power swinging", series(linear(60, 1, 7), []float64{60, 100}, busyUtil), end, Normal, Watching, false},
+		{"climbing, flat at the rating", series(linear(60, 1, 7), []float64{230}, busyUtil), end, Normal, Watching, false},
+		{"busy by power when utilisation is not reported", series(linear(70, 1, 7), []float64{100}, nil), end, Normal, Throttled, true},
+		{"idle by power when utilisation is not reported", series(linear(40, 1, 7), []float64{5}, nil), end, Normal, Normal, false},
+		// Fast rise then level: a warm-up ending, not a climb.
+		{"plateau, warm-up levelling off", series([]float64{60, 66, 70, 72, 73, 73.5, 74}, []float64{100}, busyUtil), end, Normal, Normal, false},
+		{"samples after now are ignored", series(linear(70, 1, 9), []float64{100}, busyUtil), t0.Add(30 * time.Second), Normal, Collecting, false},
+		// 0.3 °C/min: under the 0.5 threshold, over the 0.25 kept when
+		// already throttled.
+		{"slow climb, entering", series(linear(70, 0.05, 7), []float64{100}, busyUtil), end, Normal, Normal, false},
+		{"slow climb, staying", series(linear(70, 0.05, 7), []float64{100}, busyUtil), end, Throttled, Throttled, true},
+		{"84 °C, entering", series(flat(84, 7), []float64{100}, busyUtil), end, Normal, Normal, false},
+		{"84 °C, staying", series(flat(84, 7), []float64{100}, busyUtil), end, Throttled, Throttled, true},
+		{"82 °C, leaving", series(flat(82, 7), []float64{100}, busyUtil), end, Throttled, Normal, false},
+		{"spread 25 W, entering", series(flat(90, 7), []float64{100, 75}, busyUtil), end, Normal, Normal, false},
+		{"spread 25 W, staying", series(flat(90, 7), []float64{100, 75}, busyUtil), end, Throttled, Throttled, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := Analyze(tc.samples, tc.now, tc.prev, smallConfig())
+			if v.State != tc.want || v.Signature != tc.signature {
+				t.Errorf("state %s signature %v, want %s %v (busy %v flat %v below %v rising %v climbing %v hot %v)",
+					v.State, v.Signature, tc.want, tc.signature, v.Busy, v.Flat, v.BelowNominal, v.Rising, v.Climbing, v.Hot)
+			}
+		})
+	}
+}
+
+func TestAnalyzeGaps(t *testing.T) {
+	cfg := smallConfig() // gap: more than 30 s
+	busyUtil := ptr(0.97)
+	samples := series(linear(70, 1, 7), []float64{100}, busyUtil)
+	// Remove 10 s to 40 s: a 40 s hole inside the window.
+	holed := append(append([]Sample{}, samples[:1]...), samples[5:]...)
+	v := Analyze(holed, t0.Add(time.Minute), Normal, cfg)
+	if v.State != Collecting || v.Covered || v.Samples != 2 {
+		t.Errorf("window with a 40 s hole: state %s covered %v samples %d, want collecting on the 2 samples after the hole",
+			v.State, v.Covered, v.Samples)
+	}
+	// A 30 s hole is within the tolerance.
+	tolerated := append(append([]Sample{}, samples[:2]...), samples[4:]...)
+	if v := Analyze(tolerated, t0.Add(time.Minute), Normal, cfg); v.State != Throttled || !v.Covered {
+		t.Errorf("window with a 30 s hole: state %s covered %v, want throttled and covered", v.State, v.Covered)
+	}
+	// Nothing for 40 s: the window is stale, nothing is reported from it.
+	v = Analyze(samples, t0.Add(100*time.Second), Throttled, cfg)
+	if v.State != Collecting || v.Stats != nil || v.Latest != nil {
+		t.Errorf("stale window: state %s stats %v latest %v, want collecting with neither", v.State, v.Stats, v.Latest)
+	}
+}
+
+func TestAnalyzeThermalSlowdown(t *testing.T) {
+	cfg := smallConfig()
+	samples := series(flat(70, 3), []float64{60, 100}, ptr(0.97))
+	samples[1].Reasons = ptr(ReasonSWThermalSlowdown)
+	samples[2].Reasons = ptr(ReasonHWThermalSlowdown | 0x4)
+	now := t0.Add(20 * time.Second)
+	v := Analyze(samples, now, Normal, cfg)
+	if v.State != Throttled || !v.ThermalSlowdown || v.Signature || v.SlowdownFor != 10*time.Second {
+		t.Errorf("state %s slowdown %v for %v signature %v; want throttled by NVML's reasons for 10s, without the signature",
+			v.State, v.ThermalSlowdown, v.SlowdownFor, v.Signature)
+	}
+	samples[2].Reasons = ptr(uint64(0x4)) // power cap only
+	if v := Analyze(samples, now, Throttled, cfg); v.State != Collecting || v.ThermalSlowdown {
+		t.Errorf("after the reasons cleared: state %s slowdown %v, want collecting", v.State, v.ThermalSlowdown)
+	}
+}
+
+func TestAnalyzeStats(t *testing.T) {
+	cfg := smallConfig()
+	// (0 s, 0 °C), (10 s, 1 °C), (20 s, 5 °C): slope = Σ(t−10)(y−2)/Σ(t−10)²
+	// = (20 + 0 + 30)/200 = 0.25 °C/s.
+	samples := series([]float64{0, 1, 5}, []float64{10, 40, 16}, nil)
+	v := Analyze(samples, t0.Add(20*time.Second), Normal, cfg)
+	st := v.Stats
+	if st == nil {
+		t.Fatal("no stats")
+	}
+	if math.Abs(st.Slope-0.25) > 1e-12 || !st.HasSlope {
+		t.Errorf("slope %v, want 0.25", st.Slope)
+	}
+	if st.PowerMean != 22 || st.PowerSpread != 30 || st.PowerMax != 40 || st.TemperatureMean != 2 {
+		t.Errorf("power mean %v spread %v max %v, temperature mean %v; want 22 30 40 2",
+			st.PowerMean, st.PowerSpread, st.PowerMax, st.TemperatureMean)
+	}
+	if v.Samples != 3 || v.Span != 20*time.Second || v.Latest.Temperature != 5 {
+		t.Errorf("samples %d span %v latest %v", v.Samples, v.Span, v.Latest)
+	}
+
+	one := Analyze(samples[:1], t0, Normal, cfg)
+	if one.Stats.HasSlope || one.Stats.PowerSpread != 0 {
+		t.Errorf("one sample: has slope %v, spread %v", one.Stats.HasSlope, one.Stats.PowerSpread)
+	}
+}
+
+// A covered window analyses the samples in the window only, not the older
+// ones kept in the ring.
+func TestAnalyzeUsesTheWindowOnly(t *testing.T) {
+	cfg := smallConfig()
+	samples := series(append(flat(40, 5), flat(90, 7)...), append(flat(5, 5), flat(100, 7)...), nil)
+	v := Analyze(samples, samples[len(samples)-1].Time, Normal, cfg)
+	if v.Samples != 7 || v.Stats.PowerSpread != 0 || v.State != Throttled {
+		t.Errorf("samples %d spread %v state %s; want the last 7 samples, flat and hot", v.Samples, v.Stats.PowerSpread, v.State)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatalf("default config: %v", err)
+	}
+	for name, change := range map[string]func(*Config){
+		"zero interval":       func(c *Config) { c.Interval = 0 },
+		"window of 2 samples": func(c *Config) { c.Window = 2 * c.Interval },
+		"window too long":     func(c *Config) { c.Interval = time.Millisecond; c.Window = 24 * time.Hour },
+		"zero nominal power":  func(c *Config) { c.NominalPower = 0 },
+		"NaN nominal power":   func(c *Config) { c.NominalPower = math.NaN() },
+		"ratio over 1":        func(c *Config) { c.BelowNominalRatio = 1.5 },
+		"negative spread":     func(c *Config) { c.FlatSpread = -1 },
+		"utilisation over 1":  func(c *Config) { c.BusyUtilization = 2 },
+		"negative busy power": func(c *Config) { c.BusyPower = -1 },
+		"infinite slope":      func(c *Config) { c.ClimbingSlope = math.Inf(1) },
+		"NaN hot temperature": func(c *Config) { c.HotTemperature = math.NaN() },
+	} {
+		cfg := DefaultConfig()
+		change(&cfg)
+		if cfg.Validate() == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func BenchmarkAnalyzeDefaultWindow(b *testing.B) {
+	cfg := DefaultConfig()
+	n := int(cfg.Window / cfg.Interval)
+	samples := make([]Sample, n+1)
+	for i := range samples {
+		samples[i] = Sample{Time: t0.Add(time.Duration(i) * cfg.Interval), Temperature: 70 + float64(i)/60, Power: 100}
+	}
+	now := samples[n].Time
+	b.ReportAllocs()
+	for b.Loop() {
+		Analyze(samples, now, Normal, cfg)
+	}
+}

@@ -1,0 +1,74 @@
+package thermal
+
+import "time"
+
+// Monitor follows one GPU: its window of samples, the latest verdict, and
+// the throttle episodes so far. The sampler calls Step once per interval;
+// time only moves when Step is told it does.
+type Monitor struct {
+	cfg     Config
+	window  *Window
+	verdict Verdict
+	stepped bool
+	last    time.Time // time of the previous Step
+
+	episodes     int
+	throttled    time.Duration
+	episodeStart time.Time
+}
+
+// NewMonitor starts a GPU's monitor with a configuration that has passed
+// Validate.
+func NewMonitor(cfg Config) *Monitor {
+	return &Monitor{cfg: cfg, window: NewWindow(cfg.Capacity()), verdict: Verdict{State: Collecting}}
+}
+
+// Transition says what a Step changed.
+type Transition struct {
+	Entered bool // the GPU entered Throttled
+	Left    bool // the GPU left Throttled
+	// Episode is, on leaving, how long the episode lasted.
+	Episode time.Duration
+	// Refused is set when the sample was not later than the previous one
+	// and was left out.
+	Refused bool
+}
+
+// Step adds s (nil when no reading came this time) and judges the window
+// at now.
+func (m *Monitor) Step(now time.Time, s *Sample) Transition {
+	var tr Transition
+	if s != nil {
+		tr.Refused = m.window.Add(*s) != nil
+	}
+	was := m.verdict.State
+	if m.stepped && was == Throttled {
+		// The state held from the previous step until now. A long stall
+		// of the sampler itself counts for at most a gap: nobody saw
+		// what happened meanwhile.
+		m.throttled += min(now.Sub(m.last), m.cfg.MaxGap())
+	}
+	m.verdict = Analyze(m.window.Samples(), now, was, m.cfg)
+	m.stepped = true
+	m.last = now
+
+	switch is := m.verdict.State; {
+	case is == Throttled && was != Throttled:
+		m.episodes++
+		m.episodeStart = now
+		tr.Entered = true
+	case is != Throttled && was == Throttled:
+		tr.Left = true
+		tr.Episode = now.Sub(m.episodeStart)
+	}
+	return tr
+}
+
+// Verdict is the verdict of the latest Step.
+func (m *Monitor) Verdict() Verdict { return m.verdict }
+
+// Episodes is the number of entries into Throttled.
+func (m *Monitor) Episodes() int { return m.episodes }
+
+// ThrottledTime is the time spent Throttled, up to the latest Step.
+func (m *Monitor) ThrottledTime() time.Duration { return m.throttled }

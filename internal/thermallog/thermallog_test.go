@@ -1,0 +1,197 @@
+package thermallog
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+var at = time.Date(2025, 11, 24, 14, 8, 55, 751_000_000, time.Local)
+
+func TestFormatIsNvidiaSmis(t *testing.T) {
+	for _, tc := range []struct {
+		row  Row
+		want string
+	}{
+		// The guide's example row.
+		{Row{Time: at, Temperature: ptr(38.0), Power: ptr(12.34)}, "2025/11/24 14:08:55.751, 38, 12.34 W"},
+		{Row{Time: at, Temperature: ptr(91.4), Power: ptr(100.005)}, "2025/11/24 14:08:55.751, 91, 100.00 W"},
+		{Row{Time: at, Temperature: ptr(38.0)}, "2025/11/24 14:08:55.751, 38, [N/A]"},
+		{Row{Time: at}, "2025/11/24 14:08:55.751, [N/A], [N/A]"},
+	} {
+		if got := Format(tc.row); got != tc.want {
+			t.Errorf("Format = %q, want %q", got, tc.want)
+		}
+	}
+}
+
+func TestParse(t *testing.T) {
+	in := `# a comment
+timestamp, temperature.gpu, power.draw [W], utilization.gpu [%], clocks.current.sm [MHz], clocks_event_reasons.active, pstate
+2025/11/24 14:08:55.751, 38, 12.34 W, 97 %, 2405 MHz, 0x0000000000000040, P0
+
+2025/11/24 14:09:00.750, [N/A], [N/A], [Not Supported], [N/A], [N/A], P8
+`
+	tr, err := Parse(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.Comments) != 1 || tr.Comments[0] != "a comment" {
+		t.Errorf("comments %q", tr.Comments)
+	}
+	if len(tr.Rows) != 2 {
+		t.Fatalf("%d rows, want 2", len(tr.Rows))
+	}
+	r := tr.Rows[0]
+	if !r.Time.Equal(at) || *r.Temperature != 38 || *r.Power != 12.34 || *r.Utilization != 0.97 ||
+		*r.SMClock != 2405e6 || *r.Reasons != 0x40 {
+		t.Errorf("row 1: %+v", r)
+	}
+	r = tr.Rows[1]
+	if r.Temperature != nil || r.Power != nil || r.Utilization != nil || r.SMClock != nil || r.Reasons != nil {
+		t.Errorf("row 2: [N/A] fields must be absent: %+v", r)
+	}
+}
+
+// Without a header, a log is the guide's three columns (nvidia-smi's
+// noheader output).
+func TestParseWithoutHeader(t *testing.T) {
+	tr, err := Parse(strings.NewReader("2025/11/24 14:08:55.751, 38, 12.34 W\n"))
+	if err != nil || len(tr.Rows) != 1 || *tr.Rows[0].Power != 12.34 {
+		t.Fatalf("%+v, %v", tr, err)
+	}
+}
+
+func TestParseRefusesMalformedRows(t *testing.T) {
+	for _, in := range []string{
+		"2025/11/24 14:08:55.751, 38\n",              // too few fields
+		"yesterday, 38, 12.34 W\n",                   // bad timestamp
+		"2025/11/24 14:08:55.751, hot, 12.34 W\n",    // bad number
+		"2025/11/24 14:08:55.751, 38, -3 W\n",        // negative power
+		"2025/11/24 14:08:55.751, NaN, 12 W\n",       // NaN
+		"2025/11/24 14:08:55.751, 38, 12 W, 140 %\n", // not the header's width
+		"temperature.gpu\n38\n",                      // no timestamp column
+		"timestamp,utilization.gpu\n2025/11/24 14:08:55.751, 140 %\n",
+		"timestamp,clocks_event_reasons.active\n2025/11/24 14:08:55.751, 64\n",
+	} {
+		if _, err := Parse(strings.NewReader(in)); err == nil {
+			t.Errorf("accepted %q", in)
+		} else if !strings.HasPrefix(err.Error(), "line ") {
+			t.Errorf("error %q does not name the line", err)
+		}
+	}
+}
+
+// What the writer writes, the parser reads back.
+func TestWriterRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "thermal.log")
+	w := NewWriter(path)
+	rows := []Row{
+		{Time: at, Temperature: ptr(38.0), Power: ptr(12.34)},
+		{Time: at.Add(5 * time.Second), Temperature: ptr(39.0), Power: ptr(99.5)},
+	}
+	for _, r := range rows {
+		if err := w.Append(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	want := Header + "\n2025/11/24 14:08:55.751, 38, 12.34 W\n2025/11/24 14:09:00.751, 39, 99.50 W\n"
+	if string(data) != want {
+		t.Errorf("file:\n%s\nwant:\n%s", data, want)
+	}
+	tr, err := Parse(strings.NewReader(string(data)))
+	if err != nil || len(tr.Rows) != 2 || !tr.Rows[1].Time.Equal(rows[1].Time) || *tr.Rows[1].Power != 99.5 {
+		t.Errorf("read back %+v, %v", tr, err)
+	}
+}
+
+// A restarted exporter appends under the first header, and finishes a line
+// that a crash cut short before writing its own.
+func TestWriterAppendsAcrossRestarts(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "thermal.log")
+	row := Row{Time: at, Temperature: ptr(38.0), Power: ptr(12.34)}
+	for range 2 {
+		w := NewWriter(path)
+		if err := w.Append(row); err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+	}
+	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString("2025/11/24 14:0") // cut short
+	f.Close()
+	w := NewWriter(path)
+	if err := w.Append(row); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+
+	data, _ := os.ReadFile(path)
+	line := Format(row)
+	want := Header + "\n" + line + "\n" + line + "\n2025/11/24 14:0\n" + line + "\n"
+	if string(data) != want {
+		t.Errorf("file:\n%s\nwant:\n%s", data, want)
+	}
+}
+
+// An unwritable log is an error without the path, and writing resumes by
+// itself once the file can be created.
+func TestWriterUnwritableThenRecovers(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "not-yet")
+	path := filepath.Join(dir, "thermal.log")
+	w := NewWriter(path)
+	defer w.Close()
+	row := Row{Time: at, Temperature: ptr(38.0), Power: ptr(12.34)}
+	err := w.Append(row)
+	if err == nil {
+		t.Fatal("writing into a missing directory succeeded")
+	}
+	if strings.Contains(err.Error(), dir) || strings.Contains(err.Error(), "thermal.log") {
+		t.Errorf("error %q names the path", err)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Append(row); err != nil {
+		t.Fatalf("after the directory appeared: %v", err)
+	}
+	data, _ := os.ReadFile(path)
+	if string(data) != Header+"\n"+Format(row)+"\n" {
+		t.Errorf("file:\n%s", data)
+	}
+}
+
+func TestWriterRefusesADirectory(t *testing.T) {
+	w := NewWriter(t.TempDir())
+	if err := w.Append(Row{Time: at}); err == nil {
+		t.Error("wrote to a directory")
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add("timestamp,temperature.gpu,power.draw\n2025/11/24 14:08:55.751, 38, 12.34 W\n")
+	f.Add("# c\ntimestamp, power.draw [W], clocks_event_reasons.active\n2025/11/24 14:08:55.751, [N/A], 0x40\n")
+	f.Add("timestamp,utilization.gpu,clocks.sm\n2025/11/24 14:08:55.751, 97 %, 2405 MHz\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		tr, err := Parse(strings.NewReader(in))
+		if err != nil {
+			return
+		}
+		for _, r := range tr.Rows {
+			if r.Time.IsZero() {
+				t.Fatal("a row without a time")
+			}
+			if r.Power != nil && *r.Power < 0 || r.Utilization != nil && (*r.Utilization < 0 || *r.Utilization > 1) {
+				t.Fatalf("value out of range: %+v", r)
+			}
+		}
+	})
+}
