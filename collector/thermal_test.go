@@ -46,22 +46,10 @@ func reading(idx int, temp, power, util float64) gpu.Reading {
 	return gpu.Reading{Index: idx, TemperatureCelsius: fptr(temp), PowerWatts: fptr(power), Utilization: fptr(util)}
 }
 
-// lockedBuffer collects log lines from the sampler and the test.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) lines() []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Split(strings.TrimSpace(b.buf.String()), "\n")
+// logLines splits what the collector logged; the tests step the sampler
+// themselves, so nothing writes while they read.
+func logLines(b *bytes.Buffer) []string {
+	return strings.Split(strings.TrimSpace(b.String()), "\n")
 }
 
 // oneMinute: a one-minute window of 10 s samples keeps tests short.
@@ -76,9 +64,9 @@ var start = time.Date(2025, 11, 24, 14, 0, 0, 0, time.UTC)
 
 func tick(i int) time.Time { return start.Add(time.Duration(i) * 10 * time.Second) }
 
-func newTestThermal(t *testing.T, src gpu.Source, csvFile string) (*thermalCollector, *lockedBuffer) {
+func newTestThermal(t *testing.T, src gpu.Source, csvFile string) (*thermalCollector, *bytes.Buffer) {
 	t.Helper()
-	logs := &lockedBuffer{}
+	logs := &bytes.Buffer{}
 	c := newThermalCollector(src, func() {}, oneMinute(), csvFile, log.NewLogfmtLogger(logs))
 	t.Cleanup(func() { c.Close() })
 	return c, logs
@@ -131,7 +119,7 @@ func TestThermalThrottleEpisode(t *testing.T) {
 		t.Errorf("after the drop: %v", got)
 	}
 
-	lines := logs.lines()
+	lines := logLines(logs)
 	if len(lines) != 2 {
 		t.Fatalf("want exactly two log lines (enter, leave), got %d:\n%s", len(lines), strings.Join(lines, "\n"))
 	}
@@ -175,7 +163,7 @@ func TestThermalNVMLSlowdown(t *testing.T) {
 	if got[`spark_thermal_state{gpu="0",state="throttled"}`] != 1 || got[`spark_thermal_throttle_signature{gpu="0"}`] != 0 {
 		t.Errorf("want throttled by NVML, without the window's signature: %v", got)
 	}
-	if l := logs.lines(); len(l) != 1 || !strings.Contains(l[0], "evidence=nvml_thermal_slowdown") {
+	if l := logLines(logs); len(l) != 1 || !strings.Contains(l[0], "evidence=nvml_thermal_slowdown") {
 		t.Errorf("log: %q", l)
 	}
 }
@@ -211,7 +199,7 @@ func TestThermalReadFailuresComeAndGo(t *testing.T) {
 	if got, _ := collect(t, c); got[`spark_thermal_state{gpu="0",state="normal"}`] != 1 {
 		t.Errorf("a window after recovery: %v", got)
 	}
-	lines := logs.lines()
+	lines := logLines(logs)
 	if len(lines) != 2 || !strings.Contains(lines[0], "level=warn") || !strings.Contains(lines[1], "level=info") {
 		t.Errorf("want one warning when reads fail and one line when they return, got:\n%s", strings.Join(lines, "\n"))
 	}
@@ -296,7 +284,7 @@ func TestThermalCSV(t *testing.T) {
 		math.Abs(got[`spark_thermal_window_power_mean_watts{gpu="0"}`]-12.34) > 1e-9 {
 		t.Errorf("unwritable log: %v, %v; want 3 errors counted and the GPU still reported", got, err)
 	}
-	lines := logs.lines()
+	lines := logLines(logs)
 	if len(lines) != 1 || !strings.Contains(lines[0], "--thermal.csv-file") {
 		t.Errorf("want one log line for the unwritable file, got:\n%s", strings.Join(lines, "\n"))
 	}

@@ -125,6 +125,17 @@ func climbAfter(t, t0 time.Duration, base, rate float64) float64 {
 	return base + rate*(t-t0).Minutes()
 }
 
+// plateauClimb: idle until load, then the ≈100 W plateau whose
+// temperature climbs by rate °C/min from climbFrom (cooling degrading).
+func plateauClimb(load, climbFrom time.Duration, rate float64) func(time.Duration, *rand.Rand) point {
+	return func(t time.Duration, _ *rand.Rand) point {
+		if t < load {
+			return quiet(roomC)
+		}
+		return loaded(plateauW, climbAfter(t, climbFrom, roomC, rate))
+	}
+}
+
 var corpus = []traceSpec{
 	{
 		name: "idle", what: "idle GPU: flat ≈4 W, ≈38 °C, NVML's gpu_idle reason",
@@ -265,12 +276,7 @@ var corpus = []traceSpec{
 		name: "plateau-climb", what: "flat ≈100 W plateau; from 15m the temperature keeps climbing ≈1 °C/min (cooling degrading) to the mid 90s",
 		interval: 5 * time.Second, duration: minutes(40), powerNoise: 2, tempNoise: 0.3, startTemp: 38,
 		expect: []string{"expect: throttled", "onset: 15m", "episodes: 1", "state 14m: normal", "state 30m: throttled", "state 40m: throttled"},
-		at: func(t time.Duration, _ *rand.Rand) point {
-			if t < minutes(2) {
-				return quiet(roomC)
-			}
-			return loaded(plateauW, climbAfter(t, minutes(15), roomC, 1))
-		},
+		at:     plateauClimb(minutes(2), minutes(15), 1),
 	},
 	{
 		name: "plateau-hold-hot", what: "flat ≈100 W plateau in a hot enclosure: temperature rises to ≈90 °C and holds there",
@@ -287,12 +293,7 @@ var corpus = []traceSpec{
 		name: "plateau-climb-noisy", what: "the plateau climb with noisier sensors (power σ 3 W, temperature σ 1 °C): one episode, no flapping",
 		interval: 5 * time.Second, duration: minutes(45), powerNoise: 3, tempNoise: 1, startTemp: 38,
 		expect: []string{"expect: throttled", "onset: 15m", "episodes: 1", "state 35m: throttled"},
-		at: func(t time.Duration, _ *rand.Rand) point {
-			if t < minutes(2) {
-				return quiet(roomC)
-			}
-			return loaded(plateauW, climbAfter(t, minutes(15), roomC, 0.8))
-		},
+		at:     plateauClimb(minutes(2), minutes(15), 0.8),
 	},
 	{
 		name: "peak-then-throttle", what: "power at its ≈140 W peak with temperature rising to ≈88 °C (watching); at 12m power drops to a flat 100 W and temperature holds hot: the guide's throttle signature",
@@ -384,12 +385,7 @@ var corpus = []traceSpec{
 		name: "guide-format-throttle-30s", what: "the guide's own log (three columns, every 30 s) of a plateau climb; busy is judged from power",
 		interval: 30 * time.Second, duration: minutes(45), guideFormat: true, powerNoise: 2, tempNoise: 0.3, startTemp: 38,
 		expect: []string{"expect: throttled", "onset: 15m", "episodes: 1", "state 40m: throttled"},
-		at: func(t time.Duration, _ *rand.Rand) point {
-			if t < minutes(2) {
-				return quiet(roomC)
-			}
-			return loaded(plateauW, climbAfter(t, minutes(15), roomC, 1))
-		},
+		at:     plateauClimb(minutes(2), minutes(15), 1),
 	},
 	{
 		name: "throttle-missed-samples", what: "plateau climb with single and double missed samples (within the gap tolerance): detection is not delayed",
