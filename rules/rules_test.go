@@ -7,12 +7,12 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -329,19 +329,10 @@ func checkSelector(sel selector, golden exported, recorded map[string]bool) erro
 			return fmt.Errorf("metric %s has no label %q", sel.Name, m.Label)
 		}
 		if m.Op == "=" && !values[m.Value] {
-			return fmt.Errorf("metric %s never has %s=%q (seen: %s)", sel.Name, m.Label, m.Value, strings.Join(sortedKeys(values), ", "))
+			return fmt.Errorf("metric %s never has %s=%q (seen: %s)", sel.Name, m.Label, m.Value, strings.Join(slices.Sorted(maps.Keys(values)), ", "))
 		}
 	}
 	return nil
-}
-
-func sortedKeys(m map[string]bool) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func TestRulesReferenceRealMetrics(t *testing.T) {
@@ -361,7 +352,7 @@ func TestRulesReferenceRealMetrics(t *testing.T) {
 		if r.Record == "" && len(sels) == 0 {
 			t.Errorf("alert %s: expr selects no metric", r.name())
 		}
-		for _, key := range sortedAnnotationKeys(r.Annotations) {
+		for _, key := range slices.Sorted(maps.Keys(r.Annotations)) {
 			more, err := annotationSelectors(r.Annotations[key])
 			if err != nil {
 				t.Errorf("%s: annotation %s: %v", r.name(), key, err)
@@ -374,15 +365,6 @@ func TestRulesReferenceRealMetrics(t *testing.T) {
 			}
 		}
 	}
-}
-
-func sortedAnnotationKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // The check above must catch what it is for: a misspelt metric, a
