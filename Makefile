@@ -29,7 +29,7 @@ FUZZTIME  ?= 5s
 # Run the built tools from tests; missing tools then fail rather than skip.
 export SPARK_REQUIRE_TOOLS := 1
 
-.PHONY: all build run test unit fuzz lint fmt vet staticcheck tools bench clean
+.PHONY: all build run test unit rules fuzz lint fmt vet staticcheck tools bench clean
 
 all: build
 
@@ -45,6 +45,12 @@ test: lint unit fuzz
 
 unit: tools
 	$(GO) test -count=1 ./...
+
+## rules: the alert and recording rules alone: promtool check and unit tests
+## (rules/tests), the contract, runbook and metric-name checks. `unit` runs
+## them too, so `make test` covers them.
+rules: $(TOOLS)/promtool $(TOOLS)/amtool
+	$(GO) test -count=1 ./rules/
 
 ## fuzz: every fuzz target briefly (FUZZTIME each); the seeds also run in `unit`.
 fuzz:
