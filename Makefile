@@ -69,19 +69,33 @@ staticcheck: $(TOOLS)/staticcheck
 	$(TOOLS)/staticcheck ./...
 
 ## tools: the real Prometheus parts, pinned in tools/*/go.mod, kept out of
-## the product's go.mod.
+## the product's go.mod. Each set is rebuilt only when its pins change: the
+## stamp's name carries a hash of the module files, not their timestamps
+## (which every fresh checkout renews).
 tools: $(TOOLS)/promtool $(TOOLS)/prometheus $(TOOLS)/alertmanager $(TOOLS)/amtool $(TOOLS)/staticcheck
 
-$(TOOLS)/promtool $(TOOLS)/prometheus: tools/prometheus/go.mod tools/prometheus/go.sum
+pins = $(shell cat tools/$(1)/go.mod tools/$(1)/go.sum | sha256sum | cut -c1-16)
+PROMETHEUS_STAMP   := $(TOOLS)/.prometheus-$(call pins,prometheus)
+ALERTMANAGER_STAMP := $(TOOLS)/.alertmanager-$(call pins,alertmanager)
+LINT_STAMP         := $(TOOLS)/.lint-$(call pins,lint)
+
+$(TOOLS)/promtool $(TOOLS)/prometheus: $(PROMETHEUS_STAMP)
+$(TOOLS)/alertmanager $(TOOLS)/amtool: $(ALERTMANAGER_STAMP)
+$(TOOLS)/staticcheck: $(LINT_STAMP)
+
+$(PROMETHEUS_STAMP):
 	cd tools/prometheus && CGO_ENABLED=0 $(GO) build -o $(CURDIR)/$(TOOLS)/ \
 		github.com/prometheus/prometheus/cmd/promtool github.com/prometheus/prometheus/cmd/prometheus
+	touch $@
 
-$(TOOLS)/alertmanager $(TOOLS)/amtool: tools/alertmanager/go.mod tools/alertmanager/go.sum
+$(ALERTMANAGER_STAMP):
 	cd tools/alertmanager && CGO_ENABLED=0 $(GO) build -o $(CURDIR)/$(TOOLS)/ \
 		github.com/prometheus/alertmanager/cmd/alertmanager github.com/prometheus/alertmanager/cmd/amtool
+	touch $@
 
-$(TOOLS)/staticcheck: tools/lint/go.mod tools/lint/go.sum
+$(LINT_STAMP):
 	cd tools/lint && $(GO) build -o $(CURDIR)/$(TOOLS)/ honnef.co/go/tools/cmd/staticcheck
+	touch $@
 
 ## bench: benchmarks with allocations; figures go in docs/performance.md.
 bench:
