@@ -29,22 +29,62 @@ FUZZTIME  ?= 5s
 # Run the built tools from tests; missing tools then fail rather than skip.
 export SPARK_REQUIRE_TOOLS := 1
 
-.PHONY: all build run test unit fuzz lint fmt vet staticcheck tools bench clean
+# Release platforms: the same list as .promu.yml's crossbuild. Every DGX
+# Spark is linux/arm64.
+PLATFORMS := linux/arm64 linux/amd64
+HOST_ARCH := $(shell $(GO) env GOARCH)
+# cgo needs a C compiler for the target: the host's gcc for its own
+# architecture, Debian's cross compilers otherwise.
+CC_arm64  ?= $(if $(filter arm64,$(HOST_ARCH)),gcc,aarch64-linux-gnu-gcc)
+CC_amd64  ?= $(if $(filter amd64,$(HOST_ARCH)),gcc,x86_64-linux-gnu-gcc)
+# How to run an arm64 binary here: directly on arm64, else under qemu's
+# user-mode emulation with the cross toolchain's sysroot.
+QEMU_ARM64 ?= $(if $(filter arm64,$(HOST_ARCH)),,qemu-aarch64 -L /usr/aarch64-linux-gnu)
+
+.PHONY: all build run test unit rules fuzz lint fmt vet staticcheck tools bench clean \
+	crossbuild test-arm64 release test-release
 
 all: build
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o spark_exporter ./cmd/spark_exporter
 
+## crossbuild: .build/linux-ARCH/spark_exporter for every platform.
+crossbuild: $(foreach p,$(PLATFORMS),.build/$(subst /,-,$(p))/spark_exporter)
+
+.build/linux-%/spark_exporter: FORCE
+	CC=$(CC_$*) GOOS=linux GOARCH=$* $(GO) build -ldflags "$(LDFLAGS)" -o $@ ./cmd/spark_exporter
+
+.PHONY: FORCE
+FORCE:
+
+## test-arm64: the linux/arm64 build, run under emulation, must serve the
+## same /metrics as the golden files the amd64 build is tested against.
+test-arm64:
+	scripts/test-arm64.sh
+
+## release: promu-style tarballs and sha256sums.txt in .tarballs/.
+release: crossbuild
+	scripts/release.sh $(VERSION) $(PLATFORMS)
+
+test-release:
+	scripts/test-release.sh
+
 ## run: the exporter on this host's /proc, on :10240.
 run: build
 	./spark_exporter
 
 ## test: everything CI checks.
-test: lint unit fuzz
+test: lint unit fuzz test-arm64 test-release
 
 unit: tools
 	$(GO) test -count=1 ./...
+
+## rules: the alert and recording rules alone: promtool check and unit tests
+## (rules/tests), the contract, runbook and metric-name checks. `unit` runs
+## them too, so `make test` covers them.
+rules: $(TOOLS)/promtool $(TOOLS)/amtool
+	$(GO) test -count=1 ./rules/
 
 ## fuzz: every fuzz target briefly (FUZZTIME each); the seeds also run in `unit`.
 fuzz:
@@ -63,19 +103,33 @@ staticcheck: $(TOOLS)/staticcheck
 	$(TOOLS)/staticcheck ./...
 
 ## tools: the real Prometheus parts, pinned in tools/*/go.mod, kept out of
-## the product's go.mod.
+## the product's go.mod. Each set is rebuilt only when its pins change: the
+## stamp's name carries a hash of the module files, not their timestamps
+## (which every fresh checkout renews).
 tools: $(TOOLS)/promtool $(TOOLS)/prometheus $(TOOLS)/alertmanager $(TOOLS)/amtool $(TOOLS)/staticcheck
 
-$(TOOLS)/promtool $(TOOLS)/prometheus: tools/prometheus/go.mod tools/prometheus/go.sum
+pins = $(shell cat tools/$(1)/go.mod tools/$(1)/go.sum | sha256sum | cut -c1-16)
+PROMETHEUS_STAMP   := $(TOOLS)/.prometheus-$(call pins,prometheus)
+ALERTMANAGER_STAMP := $(TOOLS)/.alertmanager-$(call pins,alertmanager)
+LINT_STAMP         := $(TOOLS)/.lint-$(call pins,lint)
+
+$(TOOLS)/promtool $(TOOLS)/prometheus: $(PROMETHEUS_STAMP)
+$(TOOLS)/alertmanager $(TOOLS)/amtool: $(ALERTMANAGER_STAMP)
+$(TOOLS)/staticcheck: $(LINT_STAMP)
+
+$(PROMETHEUS_STAMP):
 	cd tools/prometheus && CGO_ENABLED=0 $(GO) build -o $(CURDIR)/$(TOOLS)/ \
 		github.com/prometheus/prometheus/cmd/promtool github.com/prometheus/prometheus/cmd/prometheus
+	touch $@
 
-$(TOOLS)/alertmanager $(TOOLS)/amtool: tools/alertmanager/go.mod tools/alertmanager/go.sum
+$(ALERTMANAGER_STAMP):
 	cd tools/alertmanager && CGO_ENABLED=0 $(GO) build -o $(CURDIR)/$(TOOLS)/ \
 		github.com/prometheus/alertmanager/cmd/alertmanager github.com/prometheus/alertmanager/cmd/amtool
+	touch $@
 
-$(TOOLS)/staticcheck: tools/lint/go.mod tools/lint/go.sum
+$(LINT_STAMP):
 	cd tools/lint && $(GO) build -o $(CURDIR)/$(TOOLS)/ honnef.co/go/tools/cmd/staticcheck
+	touch $@
 
 ## bench: benchmarks with allocations; figures go in docs/performance.md.
 bench:

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -79,6 +80,16 @@ func TestGoldenSpark(t *testing.T) {
 		"--web.disable-exporter-metrics")
 	metrics := p.Get(t, "/metrics")
 	golden(t, "spark.metrics", normalise(metrics))
+
+	// The build must be the one meant: make test-arm64 runs this test on the
+	// cross-built binary under emulation.
+	goarch := os.Getenv("SPARK_TEST_GOARCH")
+	if goarch == "" {
+		goarch = runtime.GOARCH
+	}
+	if !strings.Contains(metrics, `goarch="`+goarch+`"`) {
+		t.Errorf("build_info does not say goarch=%q:\n%s", goarch, buildInfoLine.FindString(metrics))
+	}
 
 	promtool := testexporter.Tool(t, "promtool")
 	cmd := exec.Command(promtool, "check", "metrics")

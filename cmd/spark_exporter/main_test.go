@@ -14,6 +14,8 @@ func TestBadFlagsExitTwoNamingTheFlag(t *testing.T) {
 		{[]string{"--pool.reserve=lots"}, "--pool.reserve"},
 		{[]string{"--web.max-requests=-3"}, "--web.max-requests"},
 		{[]string{"--log.level=loud"}, "log.level"},
+		{[]string{"--workloads.match=training:x:(unclosed"}, "for flag --workloads.match: bad regular expression"},
+		{[]string{"--workloads.match=training:x:ok", "--workloads.match=server:x:y"}, "for flag --workloads.match: role must be"},
 		{[]string{"--no-such-flag"}, "unknown long flag '--no-such-flag'"},
 	} {
 		var stdout, stderr bytes.Buffer

@@ -25,11 +25,15 @@ type parsed[T any] struct {
 func (v *parsed[T]) Set(s string) error {
 	x, err := v.parse(s)
 	if err != nil {
-		return fmt.Errorf("invalid value %q for flag --%s: %w", s, v.name, err)
+		return refused(s, v.name, err)
 	}
 	*v.dst = x
 	v.text = s
 	return nil
+}
+
+func refused(value, flag string, err error) error {
+	return fmt.Errorf("invalid value %q for flag --%s: %w", value, flag, err)
 }
 
 func (v *parsed[T]) String() string { return v.text }
@@ -40,6 +44,38 @@ func (v *parsed[T]) String() string { return v.text }
 func Value[T any](fc *kingpin.FlagClause, parse func(string) (T, error)) *T {
 	dst := new(T)
 	fc.SetValue(&parsed[T]{name: fc.Model().Name, dst: dst, parse: parse})
+	return dst
+}
+
+// repeated is a flag that may be given many times; each value is parsed
+// and kept in order.
+type repeated[T any] struct {
+	name  string
+	texts []string
+	dst   *[]T
+	parse func(string) (T, error)
+}
+
+func (v *repeated[T]) Set(s string) error {
+	x, err := v.parse(s)
+	if err != nil {
+		return refused(s, v.name, err)
+	}
+	*v.dst = append(*v.dst, x)
+	v.texts = append(v.texts, s)
+	return nil
+}
+
+func (v *repeated[T]) String() string { return strings.Join(v.texts, ",") }
+
+// IsCumulative tells kingpin that the flag may be repeated.
+func (v *repeated[T]) IsCumulative() bool { return true }
+
+// List binds a repeatable flag: every occurrence goes through parse, and a
+// bad one is refused naming the flag.
+func List[T any](fc *kingpin.FlagClause, parse func(string) (T, error)) *[]T {
+	dst := new([]T)
+	fc.SetValue(&repeated[T]{name: fc.Model().Name, dst: dst, parse: parse})
 	return dst
 }
 

@@ -1,6 +1,9 @@
 package cliflag
 
 import (
+	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -43,5 +46,36 @@ func TestValuesAndDefaults(t *testing.T) {
 	}
 	if *reserve != 512<<20 || *interval != 5*time.Second || *count != 5 || *ratio != 0.5 {
 		t.Errorf("got reserve=%d interval=%v count=%d ratio=%v", *reserve, *interval, *count, *ratio)
+	}
+}
+
+func TestListKeepsEveryValueAndNamesTheFlagOnABadOne(t *testing.T) {
+	parseEven := func(s string) (int, error) {
+		n, err := strconv.Atoi(s)
+		if err != nil || n%2 != 0 {
+			return 0, fmt.Errorf("not an even number")
+		}
+		return n, nil
+	}
+	app := kingpin.New("t", "")
+	evens := List(app.Flag("even", ""), parseEven)
+	if _, err := app.Parse([]string{"--even=2", "--even=8", "--even=4"}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(*evens, []int{2, 8, 4}) {
+		t.Errorf("got %v, want [2 8 4]", *evens)
+	}
+
+	app = kingpin.New("t", "")
+	List(app.Flag("even", ""), parseEven)
+	_, err := app.Parse([]string{"--even=2", "--even=3"})
+	if want := `invalid value "3" for flag --even: not an even number`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want it to contain %q", err, want)
+	}
+
+	app = kingpin.New("t", "")
+	none := List(app.Flag("even", ""), parseEven)
+	if _, err := app.Parse(nil); err != nil || len(*none) != 0 {
+		t.Errorf("no flag given: got %v, %v; want an empty list", *none, err)
 	}
 }

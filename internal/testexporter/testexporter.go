@@ -37,9 +37,13 @@ var (
 )
 
 // Binary builds cmd/spark_exporter once per test process and returns its
-// path.
+// path. SPARK_TEST_BINARY names a prebuilt binary instead, such as the
+// cross-built linux/arm64 one that `make test-arm64` runs under qemu.
 func Binary(t testing.TB) string {
 	t.Helper()
+	if b := os.Getenv("SPARK_TEST_BINARY"); b != "" {
+		return b
+	}
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "spark_exporter-test-")
 		if err != nil {
@@ -92,8 +96,11 @@ var listening = regexp.MustCompile(`msg="?Listening on"? address=(\S+)`)
 // the test ends; its log is printed if the test failed.
 func Start(t testing.TB, env []string, args ...string) *Process {
 	t.Helper()
-	args = append([]string{"--web.listen-address=127.0.0.1:0"}, args...)
-	cmd := exec.Command(Binary(t), args...)
+	args = append([]string{Binary(t), "--web.listen-address=127.0.0.1:0"}, args...)
+	// SPARK_TEST_EXEC_WRAPPER runs the binary through an emulator, e.g.
+	// "qemu-aarch64 -L /usr/aarch64-linux-gnu" for the arm64 build.
+	args = append(strings.Fields(os.Getenv("SPARK_TEST_EXEC_WRAPPER")), args...)
+	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

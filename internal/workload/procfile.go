@@ -1,0 +1,101 @@
+package workload
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// stat is what a scan needs of /proc/PID/stat.
+type stat struct {
+	PPID  int
+	State byte
+	// StartTime is in clock ticks after boot: with the pid, it names a
+	// process for its whole life, since pids are reused.
+	StartTime uint64
+	Comm      string
+}
+
+// The parsers below are hand-written rather than prometheus/procfs's: a scan
+// reads every process's stat on every scrape, and procfs parses all 52
+// fields with fmt.Fscan, several times slower (docs/performance.md). Their
+// errors never quote the file: comm and cmdline are the process's to set.
+
+var (
+	errStatNoComm   = errors.New("stat: no command name in parentheses")
+	errStatShort    = errors.New("stat: too few fields")
+	errStatBadField = errors.New("stat: a field is not a number")
+	errStatusRSS    = errors.New("status: VmRSS is not a size in kB")
+)
+
+// parseStat reads the fields a scan needs from /proc/PID/stat:
+// "pid (comm) state ppid … starttime …". comm may hold spaces and
+// parentheses, so it ends at the last ')'.
+func parseStat(data []byte) (stat, error) {
+	l := bytes.IndexByte(data, '(')
+	r := bytes.LastIndexByte(data, ')')
+	if l < 0 || r < l {
+		return stat{}, errStatNoComm
+	}
+	s := stat{Comm: string(data[l+1 : r])}
+	// Fields after comm, counted from 0: state (0), ppid (1), …,
+	// starttime (19), as in proc(5) where they are fields 3, 4 and 22.
+	rest := data[r+1:]
+	for field := 0; field <= 19; field++ {
+		rest = bytes.TrimLeft(rest, " ")
+		end := bytes.IndexByte(rest, ' ')
+		if end < 0 {
+			end = len(rest)
+		}
+		value := bytes.TrimRight(rest[:end], "\n")
+		rest = rest[end:]
+		if len(value) == 0 {
+			return stat{}, errStatShort
+		}
+		var err error
+		switch field {
+		case 0:
+			s.State = value[0]
+		case 1:
+			var ppid uint64
+			ppid, err = strconv.ParseUint(string(value), 10, 31)
+			s.PPID = int(ppid)
+		case 19:
+			s.StartTime, err = strconv.ParseUint(string(value), 10, 64)
+		}
+		if err != nil {
+			return stat{}, errStatBadField
+		}
+	}
+	return s, nil
+}
+
+// parseVmRSS reads VmRSS from /proc/PID/status, in bytes. Kernel threads and
+// zombies have no VmRSS line: ok is then false.
+func parseVmRSS(data []byte) (rss uint64, ok bool, err error) {
+	for line := range bytes.SplitSeq(data, []byte("\n")) {
+		value, found := bytes.CutPrefix(line, []byte("VmRSS:"))
+		if !found {
+			continue
+		}
+		number, unit, _ := strings.Cut(strings.TrimSpace(string(value)), " ")
+		kb, err := strconv.ParseUint(number, 10, 64)
+		if err != nil || unit != "kB" || kb > math.MaxUint64/1024 {
+			return 0, false, errStatusRSS
+		}
+		return kb * 1024, true, nil
+	}
+	return 0, false, nil
+}
+
+// splitCmdline splits /proc/PID/cmdline, NUL-separated. A program that
+// rewrites its title (setproctitle) pads it with NULs, which are dropped.
+func splitCmdline(data []byte) []string {
+	data = bytes.TrimRight(data, "\x00")
+	if len(data) == 0 {
+		return nil
+	}
+	return strings.Split(string(data), "\x00")
+}

@@ -1,0 +1,222 @@
+package workload
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
+)
+
+// Workload is one program found in /proc, with everything it started.
+type Workload struct {
+	// PID is the topmost process of the program (vllm serve, torchrun).
+	PID int
+	Identity
+	// ResidentBytes is VmRSS summed over the process and its descendants.
+	ResidentBytes uint64
+}
+
+// Problem is a note about a process, for a debug log line. It names the
+// process by pid and kind only.
+type Problem struct {
+	PID  int
+	Kind string
+	What string
+}
+
+// Result is one scan of /proc.
+type Result struct {
+	// Workloads, by pid.
+	Workloads []Workload
+	// Unreadable counts processes whose /proc entry exists but could not be
+	// read (hidepid=1, permissions): detection may be blind to them.
+	Unreadable int
+	// Problems of workloads, each reported once in a process's life.
+	Problems []Problem
+}
+
+// Scanner finds workloads in a /proc tree. It remembers each process it has
+// classified by pid and start time, so that a command line is read once in a
+// process's life rather than on every scrape, and forgets processes once
+// they exit. It is safe for concurrent use; scans run one at a time.
+type Scanner struct {
+	proc     fs.FS
+	patterns []Pattern
+
+	mu    sync.Mutex
+	known map[int]known
+	scans uint64
+}
+
+// known is what is remembered of a process: never its command line.
+type known struct {
+	startTime uint64
+	// comm changes on exec and when a program renames itself: its command
+	// line may have changed too, so it is read again.
+	comm     string
+	identity *Identity
+	// scan is the last scan that saw the process.
+	scan uint64
+	// reported: its problem, if any, has been handed out.
+	reported bool
+}
+
+// NewScanner scans the /proc tree proc (os.DirFS of --path.procfs).
+func NewScanner(proc fs.FS, patterns []Pattern) *Scanner {
+	return &Scanner{proc: proc, patterns: patterns, known: map[int]known{}}
+}
+
+// Scan lists the processes and groups them into workloads. Only a failure to
+// list /proc is an error; a process that cannot be read is counted in
+// Unreadable, and one that exits during the scan is left out.
+func (s *Scanner) Scan() (Result, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.scans++
+
+	entries, err := fs.ReadDir(s.proc, ".")
+	if err != nil {
+		return Result{}, fmt.Errorf("listing processes: %w", withoutPath(err))
+	}
+	var res Result
+	nodes := make([]Node, 0, len(entries))
+	// blind: processes already counted unreadable, whose memory is not
+	// read either.
+	blind := map[int]bool{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid <= 0 {
+			continue // self, sys, meminfo, …
+		}
+		n, present, err := s.process(pid)
+		if err != nil {
+			res.Unreadable++
+			blind[pid] = true
+		}
+		if present {
+			nodes = append(nodes, n)
+		}
+	}
+	for pid, k := range s.known {
+		if k.scan != s.scans {
+			delete(s.known, pid)
+		}
+	}
+	s.group(nodes, blind, &res)
+	return res, nil
+}
+
+// group makes one workload of each matched process that has no matched
+// ancestor, and sums the memory of its tree.
+func (s *Scanner) group(nodes []Node, blind map[int]bool, res *Result) {
+	owners := Owners(nodes)
+	for i, n := range nodes {
+		if owners[i] != n.PID {
+			continue
+		}
+		k := s.known[n.PID]
+		res.Workloads = append(res.Workloads, Workload{PID: n.PID, Identity: *k.identity})
+		// Only a workload's own problem is told: an engine core's missing
+		// cap does not matter once its server is found.
+		if problem := k.identity.Cap.Problem; problem != "" && !k.reported {
+			res.Problems = append(res.Problems, Problem{PID: n.PID, Kind: k.identity.Kind, What: problem})
+			k.reported = true
+			s.known[n.PID] = k
+		}
+	}
+	byPID := make(map[int]*Workload, len(res.Workloads))
+	for i := range res.Workloads {
+		byPID[res.Workloads[i].PID] = &res.Workloads[i]
+	}
+	for i, n := range nodes {
+		w := byPID[owners[i]]
+		if w == nil || blind[n.PID] {
+			continue
+		}
+		rss, err := s.residentBytes(n.PID)
+		if err != nil {
+			res.Unreadable++
+			continue
+		}
+		w.ResidentBytes += rss
+	}
+	slices.SortFunc(res.Workloads, func(a, b Workload) int { return a.PID - b.PID })
+}
+
+// process reads one process's stat, and its command line if it is new.
+// present is false when the process has gone, or when its stat could not be
+// read (err then says why). A process whose command line could not be read
+// is present, unclassified, and read again next scan.
+func (s *Scanner) process(pid int) (n Node, present bool, err error) {
+	dir := strconv.Itoa(pid)
+	data, err := fs.ReadFile(s.proc, dir+"/stat")
+	if gone(err) || (err == nil && len(data) == 0) {
+		return Node{}, false, nil
+	}
+	if err != nil {
+		return Node{}, false, err
+	}
+	st, err := parseStat(data)
+	if err != nil {
+		return Node{}, false, err
+	}
+	n = Node{PID: pid, PPID: st.PPID}
+
+	k, seen := s.known[pid]
+	if !seen || k.startTime != st.StartTime || k.comm != st.Comm {
+		k = known{startTime: st.StartTime, comm: st.Comm}
+		// Kernel threads (kthreadd, pid 2, and its children) have no
+		// command line to read.
+		if pid != 2 && st.PPID != 2 {
+			data, err := fs.ReadFile(s.proc, dir+"/cmdline")
+			if gone(err) {
+				return Node{}, false, nil
+			}
+			if err != nil {
+				return n, true, err
+			}
+			if id, ok := Classify(Command{Argv: splitCmdline(data), Comm: st.Comm}, s.patterns); ok {
+				k.identity = &id
+			}
+		}
+	}
+	k.scan = s.scans
+	s.known[pid] = k
+	// A zombie has exited: it still links its children to the tree, but
+	// holds no memory and is no workload of its own.
+	n.Matched = k.identity != nil && st.State != 'Z' && st.State != 'X'
+	return n, true, nil
+}
+
+// residentBytes reads VmRSS; a process that has gone, or has no VmRSS
+// (zombie), counts for nothing.
+func (s *Scanner) residentBytes(pid int) (uint64, error) {
+	data, err := fs.ReadFile(s.proc, strconv.Itoa(pid)+"/status")
+	if gone(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	rss, _, err := parseVmRSS(data)
+	return rss, err
+}
+
+// gone tells whether a read failed because the process exited meanwhile:
+// its directory vanished, or the kernel answers ESRCH for a dead task.
+func gone(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH)
+}
+
+// withoutPath keeps an error's cause and drops the path it names: errors
+// leave this package without paths.
+func withoutPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}

@@ -1,0 +1,227 @@
+package workload
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+var (
+	vllmServer = fakeProc{pid: 2101, ppid: 1987, comm: "vllm", start: 4817734, rssKB: 3 << 20,
+		argv: []string{"/home/spark/.venv/bin/python3", "/home/spark/.venv/bin/vllm", "serve", "Qwen/Qwen3-32B-AWQ",
+			"--gpu-memory-utilization", "0.4", "--api-key", "sk-test-0123456789"}}
+	engineCore      = fakeProc{pid: 2140, ppid: 2101, comm: "VLLM::EngineCor", start: 4818950, rssKB: 40 << 20, argv: []string{"VLLM::EngineCore"}}
+	resourceTracker = fakeProc{pid: 2139, ppid: 2101, comm: "python3", start: 4818902, rssKB: 24 << 10,
+		argv: []string{"/home/spark/.venv/bin/python3", "-c", "from multiprocessing.resource_tracker import main;main(25)"}}
+	accelerate = fakeProc{pid: 2301, ppid: 1987, comm: "accelerate", start: 4902210, rssKB: 512 << 10,
+		argv: []string{"/home/spark/.venv/bin/python3", "/home/spark/.venv/bin/accelerate", "launch", "--num_processes", "1",
+			"-m", "trl.scripts.sft", "--model_name_or_path", "Qwen/Qwen3-8B", "--use_peft"}}
+	trainer = fakeProc{pid: 2302, ppid: 2301, comm: "python3", start: 4902390, rssKB: 22 << 20,
+		argv: []string{"/home/spark/.venv/bin/python3", "-m", "trl.scripts.sft", "--model_name_or_path", "Qwen/Qwen3-8B", "--use_peft"}}
+)
+
+func host(extra ...fakeProc) []fakeProc {
+	return append([]fakeProc{initProc, kthreadd, kworker, loginBash}, extra...)
+}
+
+func scanOnce(t *testing.T, s *Scanner) Result {
+	t.Helper()
+	res, err := s.Scan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestScanGroupsProgramsAndSumsTheirMemory(t *testing.T) {
+	root := writeTree(t, host(vllmServer, engineCore, resourceTracker, accelerate, trainer)...)
+	res := scanOnce(t, NewScanner(os.DirFS(root), nil))
+	want := []Workload{
+		{PID: 2101, Identity: Identity{Inference, KindVLLM, flagCap(0.4)},
+			ResidentBytes: (3<<20 + 40<<20 + 24<<10) * 1024},
+		{PID: 2301, Identity: Identity{Training, KindTRL, Cap{}},
+			ResidentBytes: (512<<10 + 22<<20) * 1024},
+	}
+	if len(res.Workloads) != len(want) {
+		t.Fatalf("got %+v, want %+v", res.Workloads, want)
+	}
+	for i := range want {
+		if res.Workloads[i] != want[i] {
+			t.Errorf("got %+v, want %+v", res.Workloads[i], want[i])
+		}
+	}
+	if res.Unreadable != 0 || len(res.Problems) != 0 {
+		t.Errorf("unreadable %d, problems %v; want none", res.Unreadable, res.Problems)
+	}
+}
+
+func TestScanReadsACommandLineOnceInAProcessLife(t *testing.T) {
+	root := writeTree(t, host(vllmServer, engineCore)...)
+	w := watch(root)
+	s := NewScanner(w, nil)
+
+	scanOnce(t, s)
+	// Every process but the two kernel threads.
+	if n := w.readsOf("cmdline"); n != 4 {
+		t.Errorf("first scan read %d command lines, want 4", n)
+	}
+	if n := w.readsOf("stat"); n != 6 {
+		t.Errorf("first scan read %d stat files, want 6", n)
+	}
+	scanOnce(t, s)
+	if n := w.readsOf("cmdline"); n != 0 {
+		t.Errorf("second scan read %d command lines, want 0", n)
+	}
+
+	// A new process is read; the others are not.
+	accelerate.write(t, root)
+	res := scanOnce(t, s)
+	if n := w.readsOf("cmdline"); n != 1 {
+		t.Errorf("after one process started: %d command lines read, want 1", n)
+	}
+	if len(res.Workloads) != 2 {
+		t.Errorf("got %+v, want the server and the trainer", res.Workloads)
+	}
+
+	// The pid is reused by another program: a new start time.
+	reused := fakeProc{pid: 2301, ppid: 1987, comm: "htop", start: 5000000, argv: []string{"htop"}, rssKB: 4096}
+	reused.write(t, root)
+	res = scanOnce(t, s)
+	if n := w.readsOf("cmdline"); n != 1 {
+		t.Errorf("after a pid was reused: %d command lines read, want 1", n)
+	}
+	if len(res.Workloads) != 1 || res.Workloads[0].PID != 2101 {
+		t.Errorf("got %+v, want only the server once its pid 2301 is htop", res.Workloads)
+	}
+
+	// Same process, new program (exec): comm changes, so is read again.
+	execed := reused
+	execed.comm, execed.argv = "llama-server", []string{"/opt/llama.cpp/bin/llama-server", "-m", "m.gguf"}
+	execed.write(t, root)
+	res = scanOnce(t, s)
+	if n := w.readsOf("cmdline"); n != 1 {
+		t.Errorf("after an exec: %d command lines read, want 1", n)
+	}
+	if len(res.Workloads) != 2 || res.Workloads[1].Kind != KindLlamaCpp {
+		t.Errorf("got %+v, want the server and llama-server", res.Workloads)
+	}
+
+	// Exited processes are forgotten.
+	for _, pid := range []string{"2301", "2140"} {
+		if err := os.RemoveAll(filepath.Join(root, pid)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scanOnce(t, s)
+	if len(s.known) != 5 {
+		t.Errorf("%d processes remembered after two exited, want 5 (four host processes and the server)", len(s.known))
+	}
+}
+
+func TestScanCountsUnreadableEntries(t *testing.T) {
+	hidden := fakeProc{pid: 2500, ppid: 1, comm: "sshd", start: 3000, argv: []string{"sshd: spark [priv]"}, rssKB: 9000}
+	secret := fakeProc{pid: 2501, ppid: 1, comm: "python3", start: 3100, argv: []string{"python3", "-m", "vllm.entrypoints.openai.api_server"}, rssKB: 9000}
+	root := writeTree(t, host(vllmServer, engineCore, hidden, secret)...)
+	w := watch(root)
+	w.fail["2500/stat"] = fs.ErrPermission    // hidepid=1: nothing readable
+	w.fail["2501/cmdline"] = fs.ErrPermission // a security module refusing the command line
+	w.fail["2140/status"] = fs.ErrPermission  // a child whose memory cannot be read
+	s := NewScanner(w, nil)
+
+	res := scanOnce(t, s)
+	if res.Unreadable != 3 {
+		t.Errorf("unreadable = %d, want 3", res.Unreadable)
+	}
+	// The server is still found; its memory is what could be read.
+	if len(res.Workloads) != 1 || res.Workloads[0].PID != 2101 || res.Workloads[0].ResidentBytes != 3<<30 {
+		t.Errorf("got %+v, want the server with its own 3 GiB", res.Workloads)
+	}
+	w.readsOf("cmdline")
+
+	// An unreadable command line is tried again, and found once readable.
+	delete(w.fail, "2501/cmdline")
+	res = scanOnce(t, s)
+	if n := w.readsOf("cmdline"); n != 1 {
+		t.Errorf("%d command lines read on the second scan, want 1 (the one that failed)", n)
+	}
+	if len(res.Workloads) != 2 || res.Unreadable != 2 {
+		t.Errorf("got %+v, unreadable %d; want two servers, 2 unreadable", res.Workloads, res.Unreadable)
+	}
+}
+
+func TestScanLeavesOutProcessesThatExitMidScan(t *testing.T) {
+	root := writeTree(t, host(vllmServer, engineCore, accelerate, trainer)...)
+	// Exited between the listing and the reads: an empty directory.
+	if err := os.Mkdir(filepath.Join(root, "3001"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Exited after its stat was read: no command line.
+	fakeProc{pid: 3002, ppid: 1987, comm: "vllm", start: 9000, argv: []string{"vllm", "serve"}, rssKB: 1}.write(t, root)
+	os.Remove(filepath.Join(root, "3002", "cmdline"))
+	// A child of the trainer that exited before its status was read.
+	os.Remove(filepath.Join(root, "2302", "status"))
+	// A stat read after the task died comes back empty.
+	fakeProc{pid: 3003, ppid: 1, comm: "x", start: 9100, argv: []string{"x"}}.write(t, root)
+	os.WriteFile(filepath.Join(root, "3003", "stat"), nil, 0o644)
+	w := watch(root)
+	// The kernel answers ESRCH for a task that died while open.
+	w.fail["2140/status"] = syscall.ESRCH
+
+	res := scanOnce(t, NewScanner(w, nil))
+	if res.Unreadable != 0 {
+		t.Errorf("unreadable = %d, want 0: exited processes are not hidden ones", res.Unreadable)
+	}
+	if len(res.Workloads) != 2 {
+		t.Fatalf("got %+v, want the server and the trainer", res.Workloads)
+	}
+	if got := res.Workloads[0].ResidentBytes; got != 3<<30 {
+		t.Errorf("server resident %d, want 3 GiB (its engine core has gone)", got)
+	}
+	if got := res.Workloads[1].ResidentBytes; got != 512<<20 {
+		t.Errorf("trainer resident %d, want 512 MiB (its child has gone)", got)
+	}
+}
+
+func TestScanZombieIsNoWorkload(t *testing.T) {
+	dead := vllmServer
+	dead.state, dead.noRSS = 'Z', true
+	root := writeTree(t, host(dead, engineCore)...)
+	res := scanOnce(t, NewScanner(os.DirFS(root), nil))
+	// The orphaned engine core stands alone, with no cap of its own.
+	if len(res.Workloads) != 1 || res.Workloads[0].PID != 2140 || res.Workloads[0].Cap.Source != "" {
+		t.Errorf("got %+v, want the engine core alone, uncapped", res.Workloads)
+	}
+}
+
+func TestScanReportsACapProblemOnce(t *testing.T) {
+	bad := vllmServer
+	bad.argv = []string{"vllm", "serve", "m", "--gpu-memory-utilization", "sk-live-SECRET"}
+	root := writeTree(t, host(bad)...)
+	s := NewScanner(os.DirFS(root), nil)
+
+	res := scanOnce(t, s)
+	want := Problem{PID: 2101, Kind: KindVLLM, What: ProblemCapNotANumber}
+	if len(res.Problems) != 1 || res.Problems[0] != want {
+		t.Errorf("problems %+v, want [%+v]", res.Problems, want)
+	}
+	if len(res.Workloads) != 1 || res.Workloads[0].Cap.Source != "" {
+		t.Errorf("got %+v, want the server with no cap", res.Workloads)
+	}
+	if res = scanOnce(t, s); len(res.Problems) != 0 {
+		t.Errorf("problems reported again: %+v", res.Problems)
+	}
+}
+
+func TestScanErrorNamesNoPath(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "no-such-proc")
+	_, err := NewScanner(os.DirFS(missing), nil).Scan()
+	if err == nil {
+		t.Fatal("no error for a missing /proc")
+	}
+	if strings.Contains(err.Error(), missing) || strings.Contains(err.Error(), "no-such-proc") {
+		t.Errorf("error %q names the path", err)
+	}
+}
