@@ -292,3 +292,19 @@ func TestAnchorsAreConsistent(t *testing.T) {
 		}
 	}
 }
+
+func TestLoadTransientCanBlockWhatSteadyFits(t *testing.T) {
+	// The ~120B NVFP4 MoE anchor: ≈68 GB steady, but 60 GB of weights
+	// mmap'd and copied at once is 120 GB, more than an idle Spark's 116 GB
+	// after a flush. The guide says to size for the transient, so the plan
+	// is blocked, and says why.
+	a := assess(t, Plan{Params: 120e9, Method: LoRA, DType: NVFP4, GradientCheckpointing: true}, idle)
+	c := check(a, "fit")
+	if a.Verdict != Blocked || !strings.Contains(c.Detail, "the steady state (68.36 GB) would fit, the load transient (120.00 GB) does not") {
+		t.Errorf("verdict %s, fit %q", a.Verdict, c.String())
+	}
+	// No ladder step shrinks a load transient, and NVFP4 is already 4-bit.
+	if !strings.HasPrefix(a.Next, "no step of the OOM ladder fits") {
+		t.Errorf("next %q", a.Next)
+	}
+}
