@@ -9,10 +9,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/spark-exporter/spark_exporter/internal/planfile"
 	"github.com/spark-exporter/spark_exporter/internal/testexporter"
 )
 
@@ -211,5 +215,24 @@ func TestServeRefusesBadPlanFile(t *testing.T) {
 	}
 	if strings.Contains(log, "sk-live-123") || strings.Contains(log, "private") {
 		t.Errorf("log repeats the file's contents or path:\n%s", log)
+	}
+}
+
+// --plan.file takes the plan command's flags as keys, and no others.
+func TestPlanFileKeysAreTheCommandsFlags(t *testing.T) {
+	app := kingpin.New(name, "")
+	procfs := app.Flag("path.procfs", "").String()
+	planCommand(app, procfs)
+	var flags []string
+	for _, f := range app.GetCommand("plan").Model().Flags {
+		if f.Name != "json" {
+			flags = append(flags, f.Name)
+		}
+	}
+	keys := planfile.Fields()
+	slices.Sort(flags)
+	slices.Sort(keys)
+	if !slices.Equal(flags, keys) {
+		t.Errorf("plan command flags %v, plan file keys %v", flags, keys)
 	}
 }

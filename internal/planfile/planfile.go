@@ -20,6 +20,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -60,6 +61,19 @@ type entry struct {
 	Batch                 string `yaml:"batch"`
 	Layers                string `yaml:"layers"`
 	HiddenSize            string `yaml:"hidden-size"`
+}
+
+// Fields lists the keys a plan may have besides its name: the plan
+// command's flag names, which a test holds the two to.
+func Fields() []string {
+	t := reflect.TypeFor[entry]()
+	var keys []string
+	for i := range t.NumField() {
+		if k := t.Field(i).Tag.Get("yaml"); k != "name" {
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
 
 // Load reads and checks the plan file at path.
