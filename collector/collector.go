@@ -65,49 +65,92 @@ type registration struct {
 	name    string
 	enabled bool
 	setup   Setup
+	// onWith names a flag of the collector's own that switches it on
+	// when given; "" for collectors switched by --collector.NAME alone.
+	onWith string
 }
 
 var registrations []registration
 
 func registerCollector(name string, enabledByDefault bool, setup Setup) {
-	for _, r := range registrations {
-		if r.name == name {
-			panic("collector " + name + " registered twice")
+	register(registration{name: name, enabled: enabledByDefault, setup: setup})
+}
+
+// registerConfiguredCollector registers a collector that has nothing to do
+// until it is given its configuration (a file to read): it is off by
+// default, and giving its flag onWith turns it on, so that one flag does the
+// job; --no-collector.NAME keeps it off regardless.
+func registerConfiguredCollector(name, onWith string, setup Setup) {
+	register(registration{name: name, setup: setup, onWith: onWith})
+}
+
+func register(r registration) {
+	for _, other := range registrations {
+		if other.name == r.name {
+			panic("collector " + r.name + " registered twice")
 		}
 	}
-	registrations = append(registrations, registration{name, enabledByDefault, setup})
+	registrations = append(registrations, r)
 }
 
 // Selection is the parsed --collector.* flags and each collector's factory.
 type Selection struct {
-	enabled   map[string]*bool
-	factories map[string]Factory
+	enabled    map[string]*bool
+	explicit   map[string]*bool // --[no-]collector.NAME given
+	configured map[string]*bool // the collector's onWith flag given
+	factories  map[string]Factory
 }
 
 // AddFlags registers --collector.NAME for every known collector and each
 // collector's own flags.
 func AddFlags(fg FlagGroup) *Selection {
-	s := &Selection{enabled: map[string]*bool{}, factories: map[string]Factory{}}
+	s := &Selection{enabled: map[string]*bool{}, explicit: map[string]*bool{},
+		configured: map[string]*bool{}, factories: map[string]Factory{}}
 	for _, r := range registrations {
 		def := "disabled"
-		if r.enabled {
+		switch {
+		case r.enabled:
 			def = "enabled"
+		case r.onWith != "":
+			def = "disabled; on when --" + r.onWith + " is given"
 		}
+		s.explicit[r.name] = new(bool)
 		s.enabled[r.name] = fg.Flag("collector."+r.name,
 			fmt.Sprintf("Enable the %s collector (default: %s).", r.name, def)).
-			Default(fmt.Sprint(r.enabled)).Bool()
+			Default(fmt.Sprint(r.enabled)).IsSetByUser(s.explicit[r.name]).Bool()
 		if r.setup != nil {
-			s.factories[r.name] = r.setup(fg)
+			group := fg
+			if r.onWith != "" {
+				s.configured[r.name] = new(bool)
+				group = watchFlag{fg, r.onWith, s.configured[r.name]}
+			}
+			s.factories[r.name] = r.setup(group)
 		}
 	}
 	return s
+}
+
+// watchFlag notes whether the user gives one named flag.
+type watchFlag struct {
+	FlagGroup
+	name  string
+	given *bool
+}
+
+func (w watchFlag) Flag(name, help string) *kingpin.FlagClause {
+	fc := w.FlagGroup.Flag(name, help)
+	if name == w.name {
+		fc.IsSetByUser(w.given)
+	}
+	return fc
 }
 
 // Enabled lists the enabled collectors, sorted.
 func (s *Selection) Enabled() []string {
 	var names []string
 	for name, on := range s.enabled {
-		if *on {
+		configured := s.configured[name] != nil && *s.configured[name]
+		if *on || configured && !*s.explicit[name] {
 			names = append(names, name)
 		}
 	}

@@ -57,6 +57,7 @@ func run(args []string, stdout, stderr io.Writer) (status int) {
 	commands := map[string]command{
 		app.Command("serve", "Serve metrics (the default command).").Default().FullCommand(): serveCommand(app, procfs),
 	}
+	commands["plan"] = planCommand(app, procfs)
 
 	selected, err := app.Parse(args)
 	if err != nil {

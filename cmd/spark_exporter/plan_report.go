@@ -1,0 +1,178 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spark-exporter/spark_exporter/internal/uma"
+)
+
+// reportJSON is the guide's env-report.json (platform, checks, headroom_gb,
+// verdict) with the estimate's parts beside it. GB is 10^9 bytes. Figures the
+// pool could not give are left out, never zero.
+type reportJSON struct {
+	Platform platformJSON      `json:"platform"`
+	Pool     poolJSON          `json:"pool"`
+	Checks   map[string]string `json:"checks"`
+	// Details says why for the checks that are a bare pass or fail.
+	Details              map[string]string `json:"details,omitempty"`
+	HeadroomGB           *float64          `json:"headroom_gb,omitempty"`
+	HeadroomAfterFlushGB *float64          `json:"headroom_after_flush_gb,omitempty"`
+	Verdict              uma.Verdict       `json:"verdict"`
+	NextStep             string            `json:"next_step,omitempty"`
+	Anchor               string            `json:"anchor"`
+	Estimate             estimateJSON      `json:"estimate"`
+}
+
+type platformJSON struct {
+	Arch          string   `json:"arch,omitempty"`
+	Kernel        string   `json:"kernel,omitempty"`
+	MemoryTotalGB *float64 `json:"memory_total_gb,omitempty"`
+}
+
+type poolJSON struct {
+	FreeGB      *float64 `json:"free_gb,omitempty"`
+	FlushableGB *float64 `json:"flushable_gb,omitempty"`
+	ReserveGB   float64  `json:"reserve_gb"`
+}
+
+type estimateJSON struct {
+	Params                float64       `json:"params"`
+	Method                uma.Method    `json:"method"`
+	DType                 uma.DType     `json:"dtype"`
+	Optimizer             uma.Optimizer `json:"optimizer"`
+	LoRARank              int           `json:"lora_rank,omitempty"`
+	Pack                  int           `json:"pack"`
+	Batch                 int           `json:"batch"`
+	GradientCheckpointing bool          `json:"gradient_checkpointing"`
+	Layers                int           `json:"layers"`
+	HiddenSize            int           `json:"hidden_size"`
+	ArchitectureDerived   bool          `json:"architecture_derived"`
+	TrainableParams       float64       `json:"trainable_params"`
+	WeightsGB             float64       `json:"weights_gb"`
+	OptimizerGB           float64       `json:"optimizer_gb"`
+	GradientsGB           float64       `json:"gradients_gb"`
+	AdaptersGB            float64       `json:"adapters_gb"`
+	ActivationsGB         float64       `json:"activations_gb"`
+	SteadyGB              float64       `json:"steady_gb"`
+	LoadGB                float64       `json:"load_gb"`
+	PeakGB                float64       `json:"peak_gb"`
+}
+
+func gbPtr(bytes float64) *float64 {
+	v := uma.GBRounded(bytes)
+	return &v
+}
+
+func (r report) json() reportJSON {
+	e := r.Estimate
+	out := reportJSON{
+		Platform: platformJSON{Arch: r.Platform.Arch, Kernel: r.Platform.Kernel},
+		Pool:     poolJSON{ReserveGB: uma.GBRounded(float64(r.Reserve))},
+		Checks:   map[string]string{},
+		Details:  map[string]string{},
+		Verdict:  r.Verdict,
+		NextStep: r.Next,
+		Anchor:   r.Anchor.Nearest.Name,
+		Estimate: estimateJSON{
+			Params: e.Plan.Params, Method: e.Plan.Method, DType: e.Plan.DType, Optimizer: e.Plan.Optimizer,
+			LoRARank: e.Plan.LoRARank, Pack: e.Plan.Pack, Batch: e.Plan.Batch,
+			GradientCheckpointing: e.Plan.GradientCheckpointing,
+			Layers:                e.Layers, HiddenSize: e.HiddenSize, ArchitectureDerived: e.Derived,
+			TrainableParams: e.TrainableParams,
+			WeightsGB:       uma.GBRounded(e.Weights), OptimizerGB: uma.GBRounded(e.Optimizer),
+			GradientsGB: uma.GBRounded(e.Gradients), AdaptersGB: uma.GBRounded(e.Adapters),
+			ActivationsGB: uma.GBRounded(e.Activations), SteadyGB: uma.GBRounded(e.Steady),
+			LoadGB: uma.GBRounded(e.Load), PeakGB: uma.GBRounded(e.Peak),
+		},
+	}
+	for _, c := range r.Checks {
+		out.Checks[c.Name] = c.Value()
+		if (c.Level == uma.Pass || c.Level == uma.Fail) && c.Detail != "" {
+			out.Details[c.Name] = c.Detail
+		}
+	}
+	if s := r.Pool; s != nil {
+		out.Platform.MemoryTotalGB = gbPtr(float64(s.Total))
+		out.Pool.FreeGB = gbPtr(float64(s.Free))
+		out.Pool.FlushableGB = gbPtr(float64(s.Flushable))
+		out.HeadroomGB = gbPtr(float64(s.Headroom(r.Reserve)))
+		out.HeadroomAfterFlushGB = gbPtr(float64(s.HeadroomAfterFlush(r.Reserve)))
+	}
+	return out
+}
+
+// num writes a per-parameter byte count without trailing zeros: 0.5, 2, 8.
+func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// writeTable prints the report as a few small tables: the estimate's parts
+// and how each was reckoned, the pool, the checks, the verdict.
+func (r report) writeTable(w io.Writer) error {
+	e := r.Estimate
+	p := e.Plan
+	var b strings.Builder
+
+	desc := []string{fmt.Sprintf("%s %s (%s weights)", uma.FormatParams(p.Params), p.Method, p.DType), string(p.Optimizer)}
+	if p.Method != uma.Full {
+		desc = append(desc, "LoRA rank "+strconv.Itoa(p.LoRARank))
+	}
+	desc = append(desc, fmt.Sprintf("pack %d × batch %d", p.Pack, p.Batch))
+	if p.GradientCheckpointing {
+		desc = append(desc, "gradient checkpointing")
+	} else {
+		desc = append(desc, "no gradient checkpointing")
+	}
+	fmt.Fprintf(&b, "plan: %s\n\n", strings.Join(desc, ", "))
+
+	row := func(label string, bytes float64, how string) {
+		fmt.Fprintf(&b, "%-12s %8s  %s\n", label, uma.FormatGB(bytes), how)
+	}
+	trainable := uma.FormatParams(e.TrainableParams)
+	fmt.Fprintf(&b, "%-12s %8s\n", "ESTIMATE", "GB")
+	row("weights", e.Weights, fmt.Sprintf("%s × %s B (%s)", uma.FormatParams(p.Params), num(e.Weights/p.Params), p.DType))
+	if p.Method != uma.Full {
+		row("adapters", e.Adapters, fmt.Sprintf("%s × %s B", uma.FormatParams(e.AdapterParams), num(e.Adapters/e.AdapterParams)))
+	} else {
+		row("adapters", 0, "none: full fine-tune")
+	}
+	row("optimizer", e.Optimizer, fmt.Sprintf("%s trainable × %s B (%s)", trainable, num(e.Optimizer/e.TrainableParams), p.Optimizer))
+	row("gradients", e.Gradients, fmt.Sprintf("%s trainable × %s B", trainable, num(e.Gradients/e.TrainableParams)))
+	shape := fmt.Sprintf("%d layers × %d hidden", e.Layers, e.HiddenSize)
+	if e.Derived {
+		shape += " (derived)"
+	}
+	row("activations", e.Activations, fmt.Sprintf("%d tokens, %s; ×½ to ×2", p.Pack*p.Batch, shape))
+	row("steady", e.Steady, "resident while training")
+	row("load", e.Load, "weights twice: mmap'd file + CUDA copy")
+	row("peak", e.Peak, "what the pool must take")
+
+	fmt.Fprintf(&b, "\n%-12s %8s\n", "POOL", "GB")
+	if s := r.Pool; s != nil {
+		row("free", float64(s.Free), "MemFree: free(1)'s free column")
+		row("flushable", float64(s.Flushable), "page cache a flush gives back")
+		row("reserve", float64(r.Reserve), "--pool.reserve")
+		row("headroom", float64(s.Headroom(r.Reserve)), "free − reserve")
+		row("after flush", float64(s.HeadroomAfterFlush(r.Reserve)), "free + flushable − reserve")
+	} else {
+		b.WriteString("unreadable\n")
+	}
+
+	b.WriteString("\n")
+	cw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(cw, "CHECK\tRESULT\n")
+	for _, c := range r.Checks {
+		fmt.Fprintf(cw, "%s\t%s\n", c.Name, c)
+	}
+	if err := cw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(&b, "\nverdict: %s\n", r.Verdict)
+	if r.Next != "" {
+		fmt.Fprintf(&b, "next: %s\n", r.Next)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,65 @@
+package collector
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/spark-exporter/spark_exporter/internal/planfile"
+)
+
+// The plan collector exports what each planned training run in --plan.file
+// would need from the pool at its peak (load transient included), so that an
+// alert can say when the pool can no longer take it: an inference server
+// grew, or the page cache filled. It is off until a file is given; the file
+// is read once, at start, and a bad one stops the exporter there.
+func init() {
+	registerConfiguredCollector("plan", "plan.file", func(fg FlagGroup) Factory {
+		file := fg.Flag("plan.file",
+			"YAML list of planned training runs, each with a name and the fields of the plan command's flags (see `plan --help`). Turns on the plan collector.").
+			PlaceHolder("FILE").String()
+		return func(Env) (Collector, error) {
+			if *file == "" {
+				return nil, errors.New("needs --plan.file, the list of planned runs")
+			}
+			plans, err := planfile.Load(*file)
+			if err != nil {
+				return nil, fmt.Errorf("--plan.file: %w", err)
+			}
+			return newPlanCollector(plans)
+		}
+	})
+}
+
+var planRequiredDesc = prometheus.NewDesc(
+	prometheus.BuildFQName(namespace, "plan", "required_bytes"),
+	"Peak pool need of a planned run (load transient included), from the accounting worksheet; plan is the name given in --plan.file.",
+	[]string{"plan"}, nil)
+
+// planCollector holds each plan's peak, worked out once: plans change only
+// with the file, which is read at start.
+type planCollector struct {
+	names []string
+	peaks []float64
+}
+
+func newPlanCollector(plans []planfile.Named) (*planCollector, error) {
+	c := &planCollector{}
+	for _, p := range plans {
+		e, err := p.Plan.Estimate()
+		if err != nil {
+			return nil, fmt.Errorf("--plan.file: plan %s: %w", p.Name, err)
+		}
+		c.names = append(c.names, p.Name)
+		c.peaks = append(c.peaks, e.Peak)
+	}
+	return c, nil
+}
+
+func (c *planCollector) Update(ch chan<- prometheus.Metric) error {
+	for i, name := range c.names {
+		ch <- prometheus.MustNewConstMetric(planRequiredDesc, prometheus.GaugeValue, c.peaks[i], name)
+	}
+	return nil
+}
