@@ -12,6 +12,7 @@ require (
 	github.com/prometheus/exporter-toolkit v0.20.0
 	github.com/prometheus/procfs v0.23.0
 	github.com/tjhop/slog-gokit v0.2.2
+	go.yaml.in/yaml/v3 v3.0.5
 )
 
 require (
