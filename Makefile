@@ -20,6 +20,10 @@ LDFLAGS := -X $(VERSION_PKG).Version=$(VERSION) \
            -X $(VERSION_PKG).BuildUser=$(BUILDUSER) \
            -X $(VERSION_PKG).BuildDate=$(BUILDDATE)
 
+# The platforms released, the same as .promu.yml's crossbuild.platforms (a
+# test checks that they agree): every DGX Spark is linux/arm64.
+PLATFORMS := linux/arm64 linux/amd64
+
 # go-nvml needs cgo; its header uses deprecated declarations on purpose.
 export CGO_ENABLED := 1
 export CGO_CFLAGS  := -Wno-deprecated-declarations
@@ -29,7 +33,7 @@ FUZZTIME  ?= 5s
 # Run the built tools from tests; missing tools then fail rather than skip.
 export SPARK_REQUIRE_TOOLS := 1
 
-.PHONY: all build run test unit fuzz lint fmt vet staticcheck tools bench clean
+.PHONY: all build run test unit fuzz lint fmt vet staticcheck tools bench clean docker kubernetes-rules
 
 all: build
 
@@ -76,6 +80,23 @@ $(TOOLS)/alertmanager $(TOOLS)/amtool: tools/alertmanager/go.mod tools/alertmana
 
 $(TOOLS)/staticcheck: tools/lint/go.mod tools/lint/go.sum
 	cd tools/lint && $(GO) build -o $(CURDIR)/$(TOOLS)/ honnef.co/go/tools/cmd/staticcheck
+
+## docker: the image for every platform in PLATFORMS (docker/Dockerfile runs
+## `make build` inside). Needs Docker with buildx; DOCKER_FLAGS=--push to
+## publish, or --load with a single PLATFORMS entry to keep it locally.
+DOCKER_IMAGE ?= spark_exporter
+DOCKER_FLAGS ?=
+comma := ,
+space := $(subst ,, )
+docker:
+	docker buildx build -f docker/Dockerfile \
+		--platform $(subst $(space),$(comma),$(strip $(PLATFORMS))) \
+		--build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) --build-arg BRANCH=$(BRANCH) \
+		-t $(DOCKER_IMAGE):$(VERSION) $(DOCKER_FLAGS) .
+
+## kubernetes-rules: examples/kubernetes/prometheusrule.yaml from rules/*.yml.
+kubernetes-rules:
+	$(GO) run ./scripts/prometheusrule
 
 ## bench: benchmarks with allocations; figures go in docs/performance.md.
 bench:
