@@ -55,6 +55,20 @@ func readPromu(t *testing.T, root string) promu {
 	return p
 }
 
+// makeCmd runs make in root as from a shell, not as a sub-make of the
+// `make unit` running this test (whose MAKEFLAGS would pass on).
+func makeCmd(root string, args ...string) *exec.Cmd {
+	cmd := exec.Command("make", append([]string{"--no-print-directory"}, args...)...)
+	cmd.Dir = root
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if name != "MAKEFLAGS" && name != "MFLAGS" && name != "MAKELEVEL" {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	return cmd
+}
+
 // makeVars prints Makefile variables by adding a rule from stdin, so the
 // Makefile needs no target for this test.
 func makeVars(t *testing.T, root string, names ...string) map[string]string {
@@ -64,8 +78,7 @@ func makeVars(t *testing.T, root string, names ...string) map[string]string {
 	for _, n := range names {
 		rule.WriteString("\t@echo '" + n + "=$(" + n + ")'\n")
 	}
-	cmd := exec.Command("make", "-s", "--no-print-directory", "-f", "Makefile", "-f", "-", "print-packaging-vars")
-	cmd.Dir = root
+	cmd := makeCmd(root, "-s", "-f", "Makefile", "-f", "-", "print-packaging-vars")
 	cmd.Stdin = strings.NewReader(rule.String())
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -117,8 +130,7 @@ func TestPromuAndMakefileAgree(t *testing.T) {
 	p := readPromu(t, root)
 
 	// The Makefile's build command, as make would run it.
-	cmd := exec.Command("make", "-n", "build")
-	cmd.Dir = root
+	cmd := makeCmd(root, "-n", "build")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("make -n build: %v\n%s", err, out)

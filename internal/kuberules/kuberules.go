@@ -106,6 +106,12 @@ func PrometheusRule(files []File) ([]byte, error) {
 
 // fileGroups returns the group nodes of one rule file.
 func fileGroups(f File) ([]*yaml.Node, error) {
+	// Decoding into Go values first rejects what a Node tree lets through,
+	// such as a key given twice, which Prometheus would refuse too.
+	var plain any
+	if err := yaml.Unmarshal(f.Data, &plain); err != nil {
+		return nil, fmt.Errorf("%s: %w", f.Name, err)
+	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(f.Data, &doc); err != nil {
 		return nil, fmt.Errorf("%s: %w", f.Name, err)

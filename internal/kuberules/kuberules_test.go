@@ -102,6 +102,7 @@ func TestPrometheusRuleErrors(t *testing.T) {
 		want  string
 	}{
 		{"not yaml", []File{{"a.yml", []byte("groups: [")}}, "a.yml"},
+		{"key twice", []File{{"a.yml", []byte("groups:\n  - name: x\n    name: y\n")}}, `"name" already defined`},
 		{"not a mapping", []File{{"a.yml", []byte("- 1\n")}}, "not a rule file"},
 		{"other key", []File{{"a.yml", []byte("groups: []\nalerts: []\n")}}, `unexpected key "alerts"`},
 		{"groups not a list", []File{{"a.yml", []byte("groups: x\n")}}, "groups is not a list"},
