@@ -315,6 +315,19 @@ func equal(a, b map[string]string) bool {
 	return true
 }
 
+// Prometheus (rule_files: rules/*.yml), the PrometheusRule generator and
+// the dashboard check all read rules/*.yml: a rule file named *.yaml would
+// be left out of all three without a word.
+func TestRuleFilesAreYml(t *testing.T) {
+	stray, err := filepath.Glob(filepath.Join(testexporter.Root(t), "rules", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range stray {
+		t.Errorf("rules/%s: name rule files *.yml, or Prometheus and the examples never load it", filepath.Base(f))
+	}
+}
+
 // The PrometheusRule is generated from rules/ and equals what the generator
 // makes of today's rules/*.yml; its groups load in promtool.
 func TestPrometheusRuleMatchesRules(t *testing.T) {
