@@ -20,6 +20,10 @@ LDFLAGS := -X $(VERSION_PKG).Version=$(VERSION) \
            -X $(VERSION_PKG).BuildUser=$(BUILDUSER) \
            -X $(VERSION_PKG).BuildDate=$(BUILDDATE)
 
+# The platforms released, the same as .promu.yml's crossbuild.platforms (a
+# test checks that they agree): every DGX Spark is linux/arm64.
+PLATFORMS := linux/arm64 linux/amd64
+
 # go-nvml needs cgo; its header uses deprecated declarations on purpose.
 export CGO_ENABLED := 1
 export CGO_CFLAGS  := -Wno-deprecated-declarations
@@ -29,9 +33,6 @@ FUZZTIME  ?= 5s
 # Run the built tools from tests; missing tools then fail rather than skip.
 export SPARK_REQUIRE_TOOLS := 1
 
-# Release platforms: the same list as .promu.yml's crossbuild. Every DGX
-# Spark is linux/arm64.
-PLATFORMS := linux/arm64 linux/amd64
 HOST_ARCH := $(shell $(GO) env GOARCH)
 # cgo needs a C compiler for the target: the host's gcc for its own
 # architecture, Debian's cross compilers otherwise.
@@ -42,7 +43,7 @@ CC_amd64  ?= $(if $(filter amd64,$(HOST_ARCH)),gcc,x86_64-linux-gnu-gcc)
 QEMU_ARM64 ?= $(if $(filter arm64,$(HOST_ARCH)),,qemu-aarch64 -L /usr/aarch64-linux-gnu)
 
 .PHONY: all build run test unit rules fuzz lint fmt vet staticcheck tools bench clean \
-	crossbuild test-arm64 release test-release
+	crossbuild test-arm64 release test-release docker kubernetes-rules
 
 all: build
 
@@ -130,6 +131,23 @@ $(ALERTMANAGER_STAMP):
 $(LINT_STAMP):
 	cd tools/lint && $(GO) build -o $(CURDIR)/$(TOOLS)/ honnef.co/go/tools/cmd/staticcheck
 	touch $@
+
+## docker: the image for every platform in PLATFORMS (docker/Dockerfile runs
+## `make build` inside). Needs Docker with buildx; DOCKER_FLAGS=--push to
+## publish, or --load with a single PLATFORMS entry to keep it locally.
+DOCKER_IMAGE ?= spark_exporter
+DOCKER_FLAGS ?=
+comma := ,
+space := $(subst ,, )
+docker:
+	docker buildx build -f docker/Dockerfile \
+		--platform $(subst $(space),$(comma),$(strip $(PLATFORMS))) \
+		--build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) --build-arg BRANCH=$(BRANCH) \
+		-t $(DOCKER_IMAGE):$(VERSION) $(DOCKER_FLAGS) .
+
+## kubernetes-rules: examples/kubernetes/prometheusrule.yaml from rules/*.yml.
+kubernetes-rules:
+	$(GO) run ./scripts/prometheusrule
 
 ## bench: benchmarks with allocations; figures go in docs/performance.md.
 bench:

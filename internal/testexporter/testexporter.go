@@ -96,11 +96,21 @@ var listening = regexp.MustCompile(`msg="?Listening on"? address=(\S+)`)
 // the test ends; its log is printed if the test failed.
 func Start(t testing.TB, env []string, args ...string) *Process {
 	t.Helper()
-	args = append([]string{Binary(t), "--web.listen-address=127.0.0.1:0"}, args...)
+	args = append([]string{"--web.listen-address=127.0.0.1:0"}, args...)
 	// SPARK_TEST_EXEC_WRAPPER runs the binary through an emulator, e.g.
 	// "qemu-aarch64 -L /usr/aarch64-linux-gnu" for the arm64 build.
-	args = append(strings.Fields(os.Getenv("SPARK_TEST_EXEC_WRAPPER")), args...)
-	cmd := exec.Command(args[0], args[1:]...)
+	if wrapper := strings.Fields(os.Getenv("SPARK_TEST_EXEC_WRAPPER")); len(wrapper) > 0 {
+		return StartProgram(t, wrapper[0], env, append(append(wrapper[1:], Binary(t)), args...)...)
+	}
+	return StartProgram(t, Binary(t), env, args...)
+}
+
+// StartProgram runs another program that logs "Listening on" the way
+// exporter-toolkit does (Prometheus, Alertmanager), with args that make it
+// listen on a loopback port, and stops it like Start.
+func StartProgram(t testing.TB, path string, env []string, args ...string) *Process {
+	t.Helper()
+	cmd := exec.Command(path, args...)
 	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -131,7 +141,7 @@ func Start(t testing.TB, env []string, args ...string) *Process {
 	t.Cleanup(func() {
 		p.Stop(t)
 		if t.Failed() {
-			t.Logf("exporter log:\n%s", p.logs.String())
+			t.Logf("%s log:\n%s", filepath.Base(path), p.logs.String())
 		}
 	})
 
@@ -140,9 +150,9 @@ func Start(t testing.TB, env []string, args ...string) *Process {
 		p.URL = "http://" + a
 	case <-p.done:
 		cmd.Wait()
-		t.Fatalf("exporter exited before listening: %v\n%s", cmd.ProcessState, p.logs.String())
+		t.Fatalf("%s exited before listening: %v\n%s", filepath.Base(path), cmd.ProcessState, p.logs.String())
 	case <-time.After(30 * time.Second):
-		t.Fatalf("exporter did not listen within 30s:\n%s", p.logs.String())
+		t.Fatalf("%s did not listen within 30s:\n%s", filepath.Base(path), p.logs.String())
 	}
 	return p
 }

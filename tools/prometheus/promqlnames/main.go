@@ -1,0 +1,67 @@
+// Command promqlnames parses PromQL expressions with Prometheus' own parser
+// and lists the metric names each one selects. Tests in the main module use
+// it to check dashboards and rules against the metrics the exporter exports,
+// without putting github.com/prometheus/prometheus in the exporter's go.mod.
+//
+// Input on stdin: a JSON array of expressions. Output on stdout: a JSON array
+// of the same length, each element {"metrics": [...]} or {"error": "..."}.
+// A selector without a plain metric name ({__name__=~"..."}) is listed as
+// its PromQL text, so a caller that expects names sees it as unknown.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+
+	"github.com/prometheus/prometheus/promql/parser"
+)
+
+type result struct {
+	Metrics []string `json:"metrics,omitempty"`
+	Error   string   `json:"error,omitempty"`
+}
+
+func main() {
+	var exprs []string
+	if err := json.NewDecoder(os.Stdin).Decode(&exprs); err != nil {
+		fmt.Fprintln(os.Stderr, "promqlnames: reading a JSON array of expressions:", err)
+		os.Exit(2)
+	}
+	// Default options: experimental functions are off, as in a Prometheus
+	// started without feature flags.
+	p := parser.NewParser(parser.Options{})
+	results := make([]result, len(exprs))
+	for i, e := range exprs {
+		results[i] = names(p, e)
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(results); err != nil {
+		fmt.Fprintln(os.Stderr, "promqlnames:", err)
+		os.Exit(1)
+	}
+}
+
+func names(p parser.Parser, input string) result {
+	expr, err := p.ParseExpr(input)
+	if err != nil {
+		return result{Error: err.Error()}
+	}
+	seen := map[string]bool{}
+	parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
+		if vs, ok := n.(*parser.VectorSelector); ok {
+			name := vs.Name
+			if name == "" {
+				name = vs.String()
+			}
+			seen[name] = true
+		}
+		return nil
+	})
+	var r result
+	for name := range seen {
+		r.Metrics = append(r.Metrics, name)
+	}
+	sort.Strings(r.Metrics)
+	return r
+}
