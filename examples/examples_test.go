@@ -183,9 +183,9 @@ func TestAlertmanagerNamesRuleAlerts(t *testing.T) {
 	readYAML(t, "alertmanager.yml", &c)
 	for _, r := range c.InhibitRules {
 		for _, m := range append(r.SourceMatchers, r.TargetMatchers...) {
-			value, ok := strings.CutPrefix(m, "alertname=")
+			value, ok := strings.CutPrefix(m, "alertname=~")
 			if !ok {
-				value, ok = strings.CutPrefix(m, "alertname=~")
+				value, ok = strings.CutPrefix(m, "alertname=")
 			}
 			if !ok {
 				continue
