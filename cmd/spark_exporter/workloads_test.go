@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/spark-exporter/spark_exporter/internal/testexporter"
 )
@@ -64,10 +63,7 @@ func TestCommandLineSecretsNeverLeak(t *testing.T) {
 	}
 	// The unreadable cap was logged; wait for the line to come through the
 	// pipe, then stop the exporter so that every line is in.
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(p.Logs(), "no memory cap exported") && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	p.WaitLog(t, "no memory cap exported")
 	p.Stop(t)
 	logs := p.Logs()
 	if !strings.Contains(logs, "no memory cap exported") || !strings.Contains(logs, "pid=3500") {

@@ -172,6 +172,30 @@ func (p *Process) Stop(t testing.TB) int {
 // Logs returns everything the process wrote so far.
 func (p *Process) Logs() string { return p.logs.String() }
 
+// WaitLog waits until the process has logged a line containing text, and
+// fails the test if it has not within 30 seconds. A log line is written
+// before the response it concerns is sent, but read through a pipe: a
+// test that checks the log right after a request would race.
+func (p *Process) WaitLog(t testing.TB, text string) {
+	t.Helper()
+	Eventually(t, 30*time.Second, func() bool { return strings.Contains(p.Logs(), text) },
+		"the log to contain %q", text)
+}
+
+// Eventually polls cond until it holds, failing the test with the
+// description if it does not within timeout. It is how tests wait for a
+// running program: a condition, never a fixed sleep.
+func Eventually(t testing.TB, timeout time.Duration, cond func() bool, format string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for "+format, append([]any{timeout}, args...)...)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // Get fetches path and returns the body, failing the test on a non-200.
 func (p *Process) Get(t testing.TB, path string) string {
 	t.Helper()
