@@ -73,9 +73,19 @@ func fixtureDir(t *testing.T, name string) string {
 	return filepath.Join(testexporter.Root(t), "testdata", "proc", name)
 }
 
+// noGPU is a --gpu.nvml-library that does not exist: the exporter as on a
+// host without an NVIDIA driver, whatever the test machine has.
+const noGPU = "--gpu.nvml-library=/nonexistent/libnvidia-ml.so.1"
+
+// A Spark mid-run: the fixture /proc and the GB10 stand-in NVML playing the
+// throttling fine-tune, frozen 45 minutes in.
 func TestGoldenSpark(t *testing.T) {
-	p := testexporter.Start(t, nil,
+	p := testexporter.Start(t, []string{
+		"SPARK_NVML_SCENARIO=" + testexporter.Scenario(t, "gb10-throttle"),
+		"SPARK_NVML_FREEZE=45m",
+	},
 		"--path.procfs="+fixtureDir(t, "spark"),
+		"--gpu.nvml-library="+testexporter.StandInNVML(t),
 		"--web.disable-exporter-metrics")
 	metrics := p.Get(t, "/metrics")
 	golden(t, "spark.metrics", normalise(metrics))
@@ -88,9 +98,11 @@ func TestGoldenSpark(t *testing.T) {
 	}
 }
 
+// An old kernel on a host without a GPU.
 func TestGoldenOldKernel(t *testing.T) {
 	p := testexporter.Start(t, nil,
 		"--path.procfs="+fixtureDir(t, "oldkernel"),
+		noGPU,
 		"--web.disable-exporter-metrics")
 	golden(t, "oldkernel.metrics", normalise(p.Get(t, "/metrics")))
 }

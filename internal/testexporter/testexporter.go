@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/spark-exporter/spark_exporter/internal/standin"
 )
 
 // Root is the repository root, found from this file's package directory.
@@ -58,6 +60,43 @@ func Binary(t testing.TB) string {
 		t.Fatal(buildErr)
 	}
 	return binary
+}
+
+var (
+	standInOnce sync.Once
+	standInLib  string
+	standInErr  error
+)
+
+// StandInNVML builds the GB10 stand-in libnvidia-ml.so.1 once per test
+// process and returns its path, for --gpu.nvml-library. Its scenario comes
+// from SPARK_NVML_SCENARIO in the exporter's environment (see Scenario and
+// docs/standin-nvml.md).
+func StandInNVML(t testing.TB) string {
+	t.Helper()
+	standInOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "nvml-standin-")
+		if err != nil {
+			standInErr = err
+			return
+		}
+		standInLib, standInErr = standin.Build(Root(t), dir)
+	})
+	if standInErr != nil {
+		t.Fatal(standInErr)
+	}
+	return standInLib
+}
+
+// Scenario is the path of a stand-in scenario in testdata/nvml/scenarios,
+// by name (gb10-idle, gb10-throttle, …).
+func Scenario(t testing.TB, name string) string {
+	t.Helper()
+	path := filepath.Join(Root(t), "testdata", "nvml", "scenarios", name+".scenario")
+	if _, err := os.Stat(path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // Process is a running exporter.
