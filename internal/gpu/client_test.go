@@ -1,7 +1,6 @@
 package gpu
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"github.com/go-kit/log"
 
 	"github.com/spark-exporter/spark_exporter/internal/gpu/gputest"
+	"github.com/spark-exporter/spark_exporter/internal/testexporter"
 )
 
 const gib = gputest.GiB
@@ -321,24 +321,6 @@ func TestWedgedCallDoesNotPileUp(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log destination shared by the client's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // eventually polls cond until it holds or a generous deadline passes.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -362,7 +344,7 @@ func TestInitialisationRetried(t *testing.T) {
 		}
 		return nvml.SUCCESS
 	}
-	var logs syncBuffer
+	var logs testexporter.SyncBuffer
 	c := newTestClient(t, lib, log.NewLogfmtLogger(&logs))
 	if c.Up() {
 		t.Fatal("up without a driver")
@@ -423,7 +405,7 @@ func TestDriverGoneReinitialises(t *testing.T) {
 
 // No library at all: down, a read says unavailable, the log names no path.
 func TestNoLibrary(t *testing.T) {
-	var logs syncBuffer
+	var logs testexporter.SyncBuffer
 	c := New(Options{Library: "/nonexistent/secret-dir/libnvidia-ml.so.1", Logger: log.NewLogfmtLogger(&logs), RetryMin: time.Hour})
 	defer c.Close()
 	if c.Up() {

@@ -7,45 +7,21 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/spark-exporter/spark_exporter/internal/standin"
+	"github.com/spark-exporter/spark_exporter/internal/testexporter"
 )
 
 // These tests load the GB10 stand-in library through go-nvml's real dlopen
 // path, in this test process. go-nvml binds NVML's symbols process-wide,
 // so every test here uses the same library file.
 
-var (
-	standInOnce sync.Once
-	standInPath string
-	standInErr  error
-)
-
-func standInLibrary(t *testing.T) string {
-	t.Helper()
-	standInOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "nvml-standin-")
-		if err != nil {
-			standInErr = err
-			return
-		}
-		standInPath, standInErr = standin.Build(".", dir)
-	})
-	if standInErr != nil {
-		t.Fatal(standInErr)
-	}
-	return standInPath
-}
-
-const scenarioDir = "../../testdata/nvml/scenarios"
-
 // The library answers what its scenario model says, through go-nvml.
 func TestStandInAnswersItsScenario(t *testing.T) {
-	lib := standInLibrary(t)
-	scenario := filepath.Join(scenarioDir, "gb10-throttle.scenario")
+	lib := testexporter.StandInNVML(t)
+	scenario := testexporter.Scenario(t, "gb10-throttle")
 	t.Setenv("SPARK_NVML_SCENARIO", scenario)
 	t.Setenv("SPARK_NVML_FREEZE", "45m")
 	c := New(Options{Library: lib})
@@ -109,7 +85,7 @@ func TestStandInAnswersItsScenario(t *testing.T) {
 // a hang while another file exists makes reads time out without piling up
 // goroutines, and readings resume when it ends.
 func TestStandInInitFailureAndHang(t *testing.T) {
-	lib := standInLibrary(t)
+	lib := testexporter.StandInNVML(t)
 	dir := t.TempDir()
 	initFail, hang := filepath.Join(dir, "no-driver"), filepath.Join(dir, "wedged")
 	scenario := filepath.Join(dir, "test.scenario")

@@ -32,41 +32,48 @@ func Root(t testing.TB) string {
 	return filepath.Dir(strings.TrimSpace(string(out)))
 }
 
-var (
-	buildOnce sync.Once
-	binary    string
-	buildErr  error
-)
+// once builds something once per test process, into a temporary
+// directory of its own, and gives every caller the same path or error.
+type once struct {
+	sync.Once
+	path string
+	err  error
+}
+
+func (o *once) build(t testing.TB, prefix string, build func(dir string) (string, error)) string {
+	t.Helper()
+	o.Do(func() {
+		dir, err := os.MkdirTemp("", prefix)
+		if err != nil {
+			o.err = err
+			return
+		}
+		o.path, o.err = build(dir)
+	})
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	return o.path
+}
+
+var binary, standInLib once
 
 // Binary builds cmd/spark_exporter once per test process and returns its
 // path.
 func Binary(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "spark_exporter-test-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binary = filepath.Join(dir, "spark_exporter")
-		cmd := exec.Command("go", "build", "-o", binary, "./cmd/spark_exporter")
-		cmd.Dir = Root(t)
+	root := Root(t)
+	return binary.build(t, "spark_exporter-test-", func(dir string) (string, error) {
+		path := filepath.Join(dir, "spark_exporter")
+		cmd := exec.Command("go", "build", "-o", path, "./cmd/spark_exporter")
+		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=1", "CGO_CFLAGS=-Wno-deprecated-declarations")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+			return "", fmt.Errorf("go build: %v\n%s", err, out)
 		}
+		return path, nil
 	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binary
 }
-
-var (
-	standInOnce sync.Once
-	standInLib  string
-	standInErr  error
-)
 
 // StandInNVML builds the GB10 stand-in libnvidia-ml.so.1 once per test
 // process and returns its path, for --gpu.nvml-library. Its scenario comes
@@ -74,18 +81,10 @@ var (
 // docs/standin-nvml.md).
 func StandInNVML(t testing.TB) string {
 	t.Helper()
-	standInOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "nvml-standin-")
-		if err != nil {
-			standInErr = err
-			return
-		}
-		standInLib, standInErr = standin.Build(Root(t), dir)
+	root := Root(t)
+	return standInLib.build(t, "nvml-standin-", func(dir string) (string, error) {
+		return standin.Build(root, dir)
 	})
-	if standInErr != nil {
-		t.Fatal(standInErr)
-	}
-	return standInLib
 }
 
 // Scenario is the path of a stand-in scenario in testdata/nvml/scenarios,
@@ -103,22 +102,24 @@ func Scenario(t testing.TB, name string) string {
 type Process struct {
 	URL  string // http://127.0.0.1:PORT
 	cmd  *exec.Cmd
-	logs *syncBuffer
+	logs *SyncBuffer
 	done chan struct{}
 }
 
-type syncBuffer struct {
+// SyncBuffer collects a log written from several goroutines and reads it
+// back safely.
+type SyncBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
+func (b *SyncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *syncBuffer) String() string {
+func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
@@ -138,7 +139,7 @@ func Start(t testing.TB, env []string, args ...string) *Process {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Process{cmd: cmd, logs: &syncBuffer{}, done: make(chan struct{})}
+	p := &Process{cmd: cmd, logs: &SyncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout = p.logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
