@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/procfs"
@@ -48,32 +49,32 @@ var (
 		"gpu", "uuid", "name", "driver_version", "cuda_driver_version", "compute_capability")
 	gpuSupportedDesc = gpuDesc("field_supported",
 		"1 when the GPU answers the NVML field, 0 when NVML says it is not supported (N/A in nvidia-smi; its series are then absent).", "gpu", "field")
-	gpuTempDesc        = gpuDesc("temperature_celsius", "GPU core temperature.", "gpu")
-	gpuPowerDesc       = gpuDesc("power_watts", "GPU power draw.", "gpu")
-	gpuEnergyDesc      = gpuDesc("energy_joules_total", "Energy used by the GPU since the driver loaded.", "gpu")
-	gpuPowerLimitDesc  = gpuDesc("power_limit_watts", "Enforced power limit (N/A on GB10, whose cap is the platform's).", "gpu")
-	gpuSMClockDesc     = gpuDesc("sm_clock_hertz", "Current SM clock.", "gpu")
-	gpuSMClockMaxDesc  = gpuDesc("sm_clock_max_hertz", "Maximum SM clock.", "gpu")
-	gpuUtilDesc        = gpuDesc("utilization_ratio", "Fraction of the last sample period during which a kernel ran on the GPU.", "gpu")
-	gpuMemTotalDesc    = gpuDesc("memory_total_bytes", "NVML's total memory, the nvidia-smi view; absent on GB10, whose memory is the unified pool (see spark_pool_*).", "gpu")
-	gpuMemUsedDesc     = gpuDesc("memory_used_bytes", "NVML's used memory, the nvidia-smi view; absent on GB10 (see spark_pool_*).", "gpu")
-	gpuReasonDesc      = gpuDesc("clocks_event_active", "1 while NVML reports the reason as holding the clocks down, else 0.", "gpu", "reason")
-	gpuProcMemoryDesc  = gpuDesc("process_memory_bytes", "GPU memory held by a compute process, per NVML; comm is empty when /proc/<pid>/comm cannot be read.", "gpu", "pid", "comm")
+	gpuTempDesc       = gpuDesc("temperature_celsius", "GPU core temperature.", "gpu")
+	gpuPowerDesc      = gpuDesc("power_watts", "GPU power draw.", "gpu")
+	gpuEnergyDesc     = gpuDesc("energy_joules_total", "Energy used by the GPU since the driver loaded.", "gpu")
+	gpuPowerLimitDesc = gpuDesc("power_limit_watts", "Enforced power limit (N/A on GB10, whose cap is the platform's).", "gpu")
+	gpuSMClockDesc    = gpuDesc("sm_clock_hertz", "Current SM clock.", "gpu")
+	gpuSMClockMaxDesc = gpuDesc("sm_clock_max_hertz", "Maximum SM clock.", "gpu")
+	gpuUtilDesc       = gpuDesc("utilization_ratio", "Fraction of the last sample period during which a kernel ran on the GPU.", "gpu")
+	gpuMemTotalDesc   = gpuDesc("memory_total_bytes", "NVML's total memory, the nvidia-smi view; absent on GB10, whose memory is the unified pool (see spark_pool_*).", "gpu")
+	gpuMemUsedDesc    = gpuDesc("memory_used_bytes", "NVML's used memory, the nvidia-smi view; absent on GB10 (see spark_pool_*).", "gpu")
+	gpuReasonDesc     = gpuDesc("clocks_event_active", "1 while NVML reports the reason as holding the clocks down, else 0.", "gpu", "reason")
+	gpuProcMemoryDesc = gpuDesc("process_memory_bytes", "GPU memory held by a compute process, per NVML; comm is empty when /proc/<pid>/comm cannot be read.", "gpu", "pid", "comm")
+	// The nine reasons of the contract, by NVML bit. The hardware bits only
+	// have NVML's older "throttle" names.
 	gpuClockEventNames = []struct {
 		bit  uint64
 		name string
 	}{
-		// nvml.ClocksEventReason* and the older ClocksThrottleReason*
-		// constants for the bits that only have the older name.
-		{0x001, "gpu_idle"},
-		{0x002, "applications_clocks_setting"},
-		{0x004, "sw_power_cap"},
-		{0x008, "hw_slowdown"},
-		{0x010, "sync_boost"},
-		{0x020, "sw_thermal_slowdown"},
-		{0x040, "hw_thermal_slowdown"},
-		{0x080, "hw_power_brake_slowdown"},
-		{0x100, "display_clock_setting"},
+		{nvml.ClocksEventReasonGpuIdle, "gpu_idle"},
+		{nvml.ClocksEventReasonApplicationsClocksSetting, "applications_clocks_setting"},
+		{nvml.ClocksEventReasonSwPowerCap, "sw_power_cap"},
+		{nvml.ClocksThrottleReasonHwSlowdown, "hw_slowdown"},
+		{nvml.ClocksEventReasonSyncBoost, "sync_boost"},
+		{nvml.ClocksEventReasonSwThermalSlowdown, "sw_thermal_slowdown"},
+		{nvml.ClocksThrottleReasonHwThermalSlowdown, "hw_thermal_slowdown"},
+		{nvml.ClocksThrottleReasonHwPowerBrakeSlowdown, "hw_power_brake_slowdown"},
+		{nvml.ClocksEventReasonDisplayClockSetting, "display_clock_setting"},
 	}
 )
 

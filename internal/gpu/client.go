@@ -128,7 +128,9 @@ func (c *Client) Up() bool { return c.up.Load() }
 
 // Snapshot reads every device within ctx's deadline. Without NVML it
 // returns ErrUnavailable at once. When some devices or fields fail, the
-// readings taken are returned with the error.
+// readings taken are returned with the error. Every read of NVML goes
+// through here, so a cache that serves a recent enough snapshot to both
+// collectors (the thermal sampler reads every few seconds) belongs here.
 func (c *Client) Snapshot(ctx context.Context) (Snapshot, error) {
 	if !c.up.Load() {
 		return Snapshot{}, ErrUnavailable
