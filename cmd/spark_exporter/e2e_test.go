@@ -72,7 +72,7 @@ func diff(want, got string) string {
 	return strings.Join(out, "\n")
 }
 
-func fixtureDir(t *testing.T, name string) string {
+func fixtureDir(t testing.TB, name string) string {
 	return filepath.Join(testexporter.Root(t), "testdata", "proc", name)
 }
 

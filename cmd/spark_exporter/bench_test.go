@@ -1,0 +1,118 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/spark-exporter/spark_exporter/collector"
+	"github.com/spark-exporter/spark_exporter/internal/cputime"
+	"github.com/spark-exporter/spark_exporter/internal/fakeproc"
+	"github.com/spark-exporter/spark_exporter/internal/logging"
+	"github.com/spark-exporter/spark_exporter/internal/testexporter"
+)
+
+// benchProc writes a /proc tree of a busy Spark: the Spark fixture's pool
+// files and n processes (fakeproc.Busy).
+func benchProc(b *testing.B, n int) string {
+	b.Helper()
+	root := fakeproc.WriteTree(b, fakeproc.Busy(n)...)
+	for _, name := range []string{"meminfo", "vmstat", "pressure/memory"} {
+		data, err := os.ReadFile(filepath.Join(fixtureDir(b, "spark"), name))
+		if err != nil {
+			b.Fatal(err)
+		}
+		path := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(path, data, 0o444); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return root
+}
+
+// benchHandler is the exporter's /metrics handler as serve builds it, from
+// command-line args: the real registry and collectors, the GB10 stand-in
+// NVML, logs discarded.
+func benchHandler(b *testing.B, procfs string, exporterMetrics bool, args ...string) http.Handler {
+	b.Helper()
+	app := kingpin.New(name, "")
+	logConfig := logging.AddFlags(app)
+	selection := collector.AddFlags(app)
+	if _, err := app.Parse(append([]string{"--gpu.nvml-library=" + testexporter.StandInNVML(b)}, args...)); err != nil {
+		b.Fatal(err)
+	}
+	logger, _ := logging.New(io.Discard, logConfig)
+	exporter, err := selection.Build(collector.Env{ProcFS: procfs, Logger: logger})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { exporter.Close() })
+	return newMetricsHandler(exporter, exporterMetrics, 40, logger)
+}
+
+// prometheusScrape is the request a Prometheus 3 server sends with its
+// default scrape protocols.
+func prometheusScrape() *http.Request {
+	r, err := http.NewRequest(http.MethodGet, "/metrics", nil)
+	if err != nil {
+		panic(err)
+	}
+	r.Header.Set("Accept", "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.6,"+
+		"application/openmetrics-text;version=0.0.1;q=0.5,text/plain;version=1.0.0;escaping=allow-utf-8;q=0.4,"+
+		"text/plain;version=0.0.4;q=0.3,*/*;q=0.2")
+	r.Header.Set("Accept-Encoding", "gzip")
+	r.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", "10")
+	return r
+}
+
+// discard is a ResponseWriter that keeps only the status and the size, so
+// that the benchmark counts the exporter's work and not a recorder's.
+type discard struct {
+	header http.Header
+	status int
+	size   int
+}
+
+func (d *discard) Header() http.Header         { return d.header }
+func (d *discard) WriteHeader(status int)      { d.status = status }
+func (d *discard) Write(p []byte) (int, error) { d.size += len(p); return len(p), nil }
+
+// BenchmarkScrape is a whole scrape through the /metrics handler, as
+// Prometheus asks for it (gzip), with the default collectors on a busy
+// host: pool, gpu on the stand-in, thermal, workloads at 100 processes.
+// cpu-ns/op is the process's CPU time per scrape, background work
+// included.
+func BenchmarkScrape(b *testing.B) {
+	procfs := benchProc(b, 100)
+	for _, bc := range []struct {
+		name            string
+		exporterMetrics bool
+		args            []string
+	}{
+		{"default", true, nil},
+		{"no-exporter-metrics", false, nil},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			h := benchHandler(b, procfs, bc.exporterMetrics, bc.args...)
+			req := prometheusScrape()
+			w := &discard{}
+			var size int
+			cputime.Loop(b, func() {
+				*w = discard{header: http.Header{}}
+				h.ServeHTTP(w, req)
+				if w.status != 0 && w.status != http.StatusOK {
+					b.Fatalf("status %d", w.status)
+				}
+				size = w.size
+			})
+			b.ReportMetric(float64(size), "gzip-bytes")
+		})
+	}
+}
