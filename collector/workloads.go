@@ -1,7 +1,6 @@
 package collector
 
 import (
-	"os"
 	"strconv"
 
 	"github.com/go-kit/log"
@@ -53,7 +52,7 @@ type workloadsCollector struct {
 }
 
 func newWorkloadsCollector(procPath string, patterns []workload.Pattern, logger log.Logger) *workloadsCollector {
-	return &workloadsCollector{scanner: workload.NewScanner(os.DirFS(procPath), patterns), logger: logger}
+	return &workloadsCollector{scanner: workload.NewScanner(procPath, patterns), logger: logger}
 }
 
 func (c *workloadsCollector) Update(ch chan<- prometheus.Metric) error {

@@ -1,68 +1,61 @@
 package workload
 
 import (
-	"fmt"
 	"io/fs"
 	"os"
 	"testing"
 
 	"github.com/prometheus/procfs"
+
+	"github.com/spark-exporter/spark_exporter/internal/cputime"
+	"github.com/spark-exporter/spark_exporter/internal/fakeproc"
 )
 
-// benchTree writes n processes: a host's usual ones, and among the rest one
-// program in fifty a workload (a server or a launcher) with two children.
-func benchTree(b *testing.B, n int) string {
-	b.Helper()
-	procs := []fakeProc{initProc, kthreadd, kworker, loginBash}
-	for pid := 10000; len(procs) < n; pid++ {
-		p := fakeProc{pid: pid, ppid: 1, comm: "sshd", start: uint64(pid) * 7, rssKB: 6144,
-			argv: []string{"sshd: spark@pts/0"}}
-		switch {
-		case pid%50 == 0:
-			p.comm, p.argv = "vllm", vllmServer.argv
-		case pid%50 == 25:
-			p.comm, p.argv = "accelerate", accelerate.argv
-		case pid%50 == 1 || pid%50 == 26:
-			p.ppid, p.comm, p.argv = pid-1, "python3", trainer.argv
-		case pid%50 == 2 || pid%50 == 27:
-			p.ppid, p.comm, p.argv = pid-2, "python3", resourceTracker.argv
-		case pid%3 == 0:
-			p.ppid, p.comm, p.argv = 2, "kworker/u16:3", nil
-		}
-		procs = append(procs, p)
-	}
-	root := b.TempDir()
-	for _, p := range procs {
-		p.write(b, root)
-	}
-	return root
-}
-
-// BenchmarkScan: "first" is a scan with nothing remembered (every command
-// line read: the exporter's first scrape), "steady" a scan of processes all
-// seen before (every later scrape).
+// BenchmarkScan scans a busy host's /proc (fakeproc.Busy) of 100, 1,000
+// and 5,000 processes, and this machine's own. "first" is a scan with
+// nothing remembered (every command line read: the exporter's first
+// scrape), "steady" a scan of processes all seen before (every later
+// scrape). reader=fs is the same scan reading through os.DirFS and
+// os.ReadFile, as it did before procDir: what procDir buys.
 func BenchmarkScan(b *testing.B) {
-	for _, n := range []int{100, 1000, 5000} {
-		root := benchTree(b, n)
-		proc := os.DirFS(root)
-		b.Run(fmt.Sprintf("procs=%d/first", n), func(b *testing.B) {
-			for b.Loop() {
-				if _, err := NewScanner(proc, nil).Scan(); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		b.Run(fmt.Sprintf("procs=%d/steady", n), func(b *testing.B) {
-			s := NewScanner(proc, nil)
-			if _, err := s.Scan(); err != nil {
-				b.Fatal(err)
-			}
-			for b.Loop() {
+	trees := []struct {
+		name string
+		root func(b *testing.B) string
+	}{
+		{"procs=100", func(b *testing.B) string { return fakeproc.WriteTree(b, fakeproc.Busy(100)...) }},
+		{"procs=1000", func(b *testing.B) string { return fakeproc.WriteTree(b, fakeproc.Busy(1000)...) }},
+		{"procs=5000", func(b *testing.B) string { return fakeproc.WriteTree(b, fakeproc.Busy(5000)...) }},
+		{"procs=host", func(*testing.B) string { return "/proc" }},
+	}
+	readers := []struct {
+		name string
+		new  func(root string) *Scanner
+	}{
+		{"reader=dir", func(root string) *Scanner { return NewScanner(root, nil) }},
+		{"reader=fs", func(root string) *Scanner { return newScanner(fsFiles{os.DirFS(root)}, nil) }},
+	}
+	for _, tree := range trees {
+		for _, r := range readers {
+			b.Run(tree.name+"/"+r.name+"/first", func(b *testing.B) {
+				root := tree.root(b)
+				cputime.Loop(b, func() {
+					if _, err := r.new(root).Scan(); err != nil {
+						b.Fatal(err)
+					}
+				})
+			})
+			b.Run(tree.name+"/"+r.name+"/steady", func(b *testing.B) {
+				s := r.new(tree.root(b))
 				if _, err := s.Scan(); err != nil {
 					b.Fatal(err)
 				}
-			}
-		})
+				cputime.Loop(b, func() {
+					if _, err := s.Scan(); err != nil {
+						b.Fatal(err)
+					}
+				})
+			})
+		}
 	}
 }
 
@@ -70,7 +63,7 @@ func BenchmarkScan(b *testing.B) {
 // prometheus/procfs's, each reading the same file.
 func BenchmarkReadStat(b *testing.B) {
 	root := b.TempDir()
-	vllmServer.write(b, root)
+	vllmServer.Write(b, root)
 	b.Run("own", func(b *testing.B) {
 		proc := os.DirFS(root)
 		for b.Loop() {

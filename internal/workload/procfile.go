@@ -15,7 +15,8 @@ type stat struct {
 	// StartTime is in clock ticks after boot: with the pid, it names a
 	// process for its whole life, since pids are reused.
 	StartTime uint64
-	Comm      string
+	// Comm is the command name, in the data parsed: valid while it is.
+	Comm []byte
 }
 
 // The parsers below are hand-written rather than prometheus/procfs's: a scan
@@ -39,7 +40,7 @@ func parseStat(data []byte) (stat, error) {
 	if l < 0 || r < l {
 		return stat{}, errStatNoComm
 	}
-	s := stat{Comm: string(data[l+1 : r])}
+	s := stat{Comm: data[l+1 : r]}
 	// Fields after comm, counted from 0: state (0), ppid (1), …,
 	// starttime (19), as in proc(5) where they are fields 3, 4 and 22.
 	rest := data[r+1:]

@@ -13,29 +13,37 @@ const vllmStat = "2101 (vllm) S 1987 2101 1987 34816 2101 4194560 1840233 0 2101
 	"281474523291468 281474523291468 281474523295715 0\n"
 
 func TestParseStat(t *testing.T) {
+	// comparable is a stat with its command name as a string.
+	type comparable struct {
+		PPID      int
+		State     byte
+		StartTime uint64
+		Comm      string
+	}
 	for _, tc := range []struct {
 		name    string
 		in      string
-		want    stat
+		want    comparable
 		wantErr error
 	}{
-		{"vllm server", vllmStat, stat{PPID: 1987, State: 'S', StartTime: 4817734, Comm: "vllm"}, nil},
+		{"vllm server", vllmStat, comparable{PPID: 1987, State: 'S', StartTime: 4817734, Comm: "vllm"}, nil},
 		{"comm with spaces and parentheses", "77 (a) b (c)) R 1 77 77 0 -1 4194304 1 0 0 0 0 0 0 0 20 0 1 0 900 0 0\n",
-			stat{PPID: 1, State: 'R', StartTime: 900, Comm: "a) b (c)"}, nil},
+			comparable{PPID: 1, State: 'R', StartTime: 900, Comm: "a) b (c)"}, nil},
 		{"renamed engine core", "2140 (VLLM::EngineCor) S 2101 2101 1987 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 40 0 4818950 0 0",
-			stat{PPID: 2101, State: 'S', StartTime: 4818950, Comm: "VLLM::EngineCor"}, nil},
+			comparable{PPID: 2101, State: 'S', StartTime: 4818950, Comm: "VLLM::EngineCor"}, nil},
 		{"zombie", "300 (python3) Z 299 1 1 0 -1 4227084 0 0 0 0 0 0 0 0 20 0 1 0 5000 0 0 0\n",
-			stat{PPID: 299, State: 'Z', StartTime: 5000, Comm: "python3"}, nil},
-		{"empty", "", stat{}, errStatNoComm},
-		{"no closing parenthesis", "1 (init S 0", stat{}, errStatNoComm},
-		{"parentheses reversed", "1 )init( S 0", stat{}, errStatNoComm},
-		{"cut before starttime", "1 (init) S 0 1 1 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0", stat{}, errStatShort},
-		{"ppid not a number", "1 (init) S x 1 1 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 7 0", stat{}, errStatBadField},
-		{"negative ppid", "1 (init) S -1 1 1 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 7 0", stat{}, errStatBadField},
-		{"starttime not a number", "1 (init) S 0 1 1 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 7x 0", stat{}, errStatBadField},
+			comparable{PPID: 299, State: 'Z', StartTime: 5000, Comm: "python3"}, nil},
+		{"empty", "", comparable{}, errStatNoComm},
+		{"no closing parenthesis", "1 (init S 0", comparable{}, errStatNoComm},
+		{"parentheses reversed", "1 )init( S 0", comparable{}, errStatNoComm},
+		{"cut before starttime", "1 (init) S 0 1 1 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0", comparable{}, errStatShort},
+		{"ppid not a number", "1 (init) S x 1 1 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 7 0", comparable{}, errStatBadField},
+		{"negative ppid", "1 (init) S -1 1 1 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 7 0", comparable{}, errStatBadField},
+		{"starttime not a number", "1 (init) S 0 1 1 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 7x 0", comparable{}, errStatBadField},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := parseStat([]byte(tc.in))
+			s, err := parseStat([]byte(tc.in))
+			got := comparable{s.PPID, s.State, s.StartTime, string(s.Comm)}
 			if err != tc.wantErr || got != tc.want {
 				t.Errorf("got %+v, %v; want %+v, %v", got, err, tc.want, tc.wantErr)
 			}
@@ -94,7 +102,7 @@ func FuzzParseStat(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := parseStat(data)
 		if err != nil {
-			if s != (stat{}) {
+			if s.PPID != 0 || s.State != 0 || s.StartTime != 0 || s.Comm != nil {
 				t.Errorf("error %v with a partial result %+v", err, s)
 			}
 			return
@@ -102,7 +110,7 @@ func FuzzParseStat(f *testing.F) {
 		if s.PPID < 0 {
 			t.Errorf("negative ppid %d", s.PPID)
 		}
-		if !bytes.Contains(data, []byte("("+s.Comm+")")) {
+		if !bytes.Contains(data, []byte("("+string(s.Comm)+")")) {
 			t.Errorf("comm %q is not what the parentheses hold", s.Comm)
 		}
 	})

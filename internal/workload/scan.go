@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"slices"
-	"strconv"
 	"sync"
 	"syscall"
 )
@@ -43,12 +42,16 @@ type Result struct {
 // process's life rather than on every scrape, and forgets processes once
 // they exit. It is safe for concurrent use; scans run one at a time.
 type Scanner struct {
-	proc     fs.FS
+	proc     procFiles
 	patterns []Pattern
 
 	mu    sync.Mutex
 	known map[int]known
 	scans uint64
+	// Kept from one scan to the next, so that a scan allocates little.
+	entries []entry
+	nodes   []Node
+	buf     []byte
 }
 
 // known is what is remembered of a process: never its command line.
@@ -62,10 +65,26 @@ type known struct {
 	scan uint64
 	// reported: its problem, if any, has been handed out.
 	reported bool
+
+	// A kernel thread (kthreadd, pid 2, and its children) never execs,
+	// changes parent or becomes a workload: while its /proc directory is
+	// the same (ino), its stat is not read again. On a Spark, kernel
+	// threads are most of the processes.
+	kernel bool
+	ino    uint64
+	ppid   int
 }
 
-// NewScanner scans the /proc tree proc (os.DirFS of --path.procfs).
-func NewScanner(proc fs.FS, patterns []Pattern) *Scanner {
+// maxBuffer is the largest read buffer kept between reads: a command line
+// can run to megabytes, and one such process should not pin as much.
+const maxBuffer = 64 << 10
+
+// NewScanner scans the /proc tree at procPath (--path.procfs).
+func NewScanner(procPath string, patterns []Pattern) *Scanner {
+	return newScanner(newProcDir(procPath), patterns)
+}
+
+func newScanner(proc procFiles, patterns []Pattern) *Scanner {
 	return &Scanner{proc: proc, patterns: patterns, known: map[int]known{}}
 }
 
@@ -77,35 +96,39 @@ func (s *Scanner) Scan() (Result, error) {
 	defer s.mu.Unlock()
 	s.scans++
 
-	entries, err := fs.ReadDir(s.proc, ".")
+	var err error
+	s.entries, err = s.proc.list(s.entries[:0])
 	if err != nil {
 		return Result{}, fmt.Errorf("listing processes: %w", withoutPath(err))
 	}
 	var res Result
-	nodes := make([]Node, 0, len(entries))
+	nodes := s.nodes[:0]
 	// blind: processes already counted unreadable, whose memory is not
 	// read either.
-	blind := map[int]bool{}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid <= 0 {
-			continue // self, sys, meminfo, …
-		}
-		n, present, err := s.process(pid)
+	var blind map[int]bool
+	for _, e := range s.entries {
+		n, present, err := s.process(e)
 		if err != nil {
 			res.Unreadable++
-			blind[pid] = true
+			if blind == nil {
+				blind = map[int]bool{}
+			}
+			blind[e.pid] = true
 		}
 		if present {
 			nodes = append(nodes, n)
 		}
 	}
+	s.nodes = nodes
 	for pid, k := range s.known {
 		if k.scan != s.scans {
 			delete(s.known, pid)
 		}
 	}
 	s.group(nodes, blind, &res)
+	if cap(s.buf) > maxBuffer {
+		s.buf = nil
+	}
 	return res, nil
 }
 
@@ -150,40 +173,48 @@ func (s *Scanner) group(nodes []Node, blind map[int]bool, res *Result) {
 // present is false when the process has gone, or when its stat could not be
 // read (err then says why). A process whose command line could not be read
 // is present, unclassified, and read again next scan.
-func (s *Scanner) process(pid int) (n Node, present bool, err error) {
-	dir := strconv.Itoa(pid)
-	data, err := fs.ReadFile(s.proc, dir+"/stat")
-	if gone(err) || (err == nil && len(data) == 0) {
+func (s *Scanner) process(e entry) (n Node, present bool, err error) {
+	pid := e.pid
+	k, seen := s.known[pid]
+	if seen && k.kernel && e.ino != 0 && e.ino == k.ino {
+		k.scan = s.scans
+		s.known[pid] = k
+		return Node{PID: pid, PPID: k.ppid}, true, nil
+	}
+
+	s.buf, err = s.proc.read(pid, "stat", s.buf)
+	if gone(err) || (err == nil && len(s.buf) == 0) {
 		return Node{}, false, nil
 	}
 	if err != nil {
 		return Node{}, false, err
 	}
-	st, err := parseStat(data)
+	st, err := parseStat(s.buf)
 	if err != nil {
 		return Node{}, false, err
 	}
 	n = Node{PID: pid, PPID: st.PPID}
 
-	k, seen := s.known[pid]
-	if !seen || k.startTime != st.StartTime || k.comm != st.Comm {
-		k = known{startTime: st.StartTime, comm: st.Comm}
-		// Kernel threads (kthreadd, pid 2, and its children) have no
-		// command line to read.
+	// Comparing comm to the one remembered allocates nothing; only a new
+	// one is copied out of the buffer that the next read reuses.
+	if !seen || k.startTime != st.StartTime || k.comm != string(st.Comm) {
+		k = known{startTime: st.StartTime, comm: string(st.Comm)}
+		// Kernel threads have no command line to read.
 		if pid != 2 && st.PPID != 2 {
-			data, err := fs.ReadFile(s.proc, dir+"/cmdline")
+			s.buf, err = s.proc.read(pid, "cmdline", s.buf)
 			if gone(err) {
 				return Node{}, false, nil
 			}
 			if err != nil {
 				return n, true, err
 			}
-			if id, ok := Classify(Command{Argv: splitCmdline(data), Comm: st.Comm}, s.patterns); ok {
+			if id, ok := Classify(Command{Argv: splitCmdline(s.buf), Comm: k.comm}, s.patterns); ok {
 				k.identity = &id
 			}
 		}
 	}
 	k.scan = s.scans
+	k.kernel, k.ino, k.ppid = pid == 2 || st.PPID == 2, e.ino, st.PPID
 	s.known[pid] = k
 	// A zombie has exited: it still links its children to the tree, but
 	// holds no memory and is no workload of its own.
@@ -194,14 +225,15 @@ func (s *Scanner) process(pid int) (n Node, present bool, err error) {
 // residentBytes reads VmRSS; a process that has gone, or has no VmRSS
 // (zombie), counts for nothing.
 func (s *Scanner) residentBytes(pid int) (uint64, error) {
-	data, err := fs.ReadFile(s.proc, strconv.Itoa(pid)+"/status")
+	var err error
+	s.buf, err = s.proc.read(pid, "status", s.buf)
 	if gone(err) {
 		return 0, nil
 	}
 	if err != nil {
 		return 0, err
 	}
-	rss, _, err := parseVmRSS(data)
+	rss, _, err := parseVmRSS(s.buf)
 	return rss, err
 }
 

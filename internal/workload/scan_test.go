@@ -7,24 +7,21 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/spark-exporter/spark_exporter/internal/fakeproc"
 )
 
+// The processes the tests start from, named as in fakeproc.
 var (
-	vllmServer = fakeProc{pid: 2101, ppid: 1987, comm: "vllm", start: 4817734, rssKB: 3 << 20,
-		argv: []string{"/home/spark/.venv/bin/python3", "/home/spark/.venv/bin/vllm", "serve", "Qwen/Qwen3-32B-AWQ",
-			"--gpu-memory-utilization", "0.4", "--api-key", "sk-test-0123456789"}}
-	engineCore      = fakeProc{pid: 2140, ppid: 2101, comm: "VLLM::EngineCor", start: 4818950, rssKB: 40 << 20, argv: []string{"VLLM::EngineCore"}}
-	resourceTracker = fakeProc{pid: 2139, ppid: 2101, comm: "python3", start: 4818902, rssKB: 24 << 10,
-		argv: []string{"/home/spark/.venv/bin/python3", "-c", "from multiprocessing.resource_tracker import main;main(25)"}}
-	accelerate = fakeProc{pid: 2301, ppid: 1987, comm: "accelerate", start: 4902210, rssKB: 512 << 10,
-		argv: []string{"/home/spark/.venv/bin/python3", "/home/spark/.venv/bin/accelerate", "launch", "--num_processes", "1",
-			"-m", "trl.scripts.sft", "--model_name_or_path", "Qwen/Qwen3-8B", "--use_peft"}}
-	trainer = fakeProc{pid: 2302, ppid: 2301, comm: "python3", start: 4902390, rssKB: 22 << 20,
-		argv: []string{"/home/spark/.venv/bin/python3", "-m", "trl.scripts.sft", "--model_name_or_path", "Qwen/Qwen3-8B", "--use_peft"}}
+	vllmServer      = fakeproc.VLLMServer
+	engineCore      = fakeproc.EngineCore
+	resourceTracker = fakeproc.ResourceTracker
+	accelerate      = fakeproc.Accelerate
+	trainer         = fakeproc.Trainer
 )
 
-func host(extra ...fakeProc) []fakeProc {
-	return append([]fakeProc{initProc, kthreadd, kworker, loginBash}, extra...)
+func host(extra ...fakeproc.Process) []fakeproc.Process {
+	return append([]fakeproc.Process{fakeproc.Init, fakeproc.Kthreadd, fakeproc.Kworker, fakeproc.LoginBash}, extra...)
 }
 
 func scanOnce(t *testing.T, s *Scanner) Result {
@@ -37,8 +34,8 @@ func scanOnce(t *testing.T, s *Scanner) Result {
 }
 
 func TestScanGroupsProgramsAndSumsTheirMemory(t *testing.T) {
-	root := writeTree(t, host(vllmServer, engineCore, resourceTracker, accelerate, trainer)...)
-	res := scanOnce(t, NewScanner(os.DirFS(root), nil))
+	root := fakeproc.WriteTree(t, host(vllmServer, engineCore, resourceTracker, accelerate, trainer)...)
+	res := scanOnce(t, NewScanner(root, nil))
 	want := []Workload{
 		{PID: 2101, Identity: Identity{Inference, KindVLLM, flagCap(0.4)},
 			ResidentBytes: (3<<20 + 40<<20 + 24<<10) * 1024},
@@ -59,9 +56,9 @@ func TestScanGroupsProgramsAndSumsTheirMemory(t *testing.T) {
 }
 
 func TestScanReadsACommandLineOnceInAProcessLife(t *testing.T) {
-	root := writeTree(t, host(vllmServer, engineCore)...)
+	root := fakeproc.WriteTree(t, host(vllmServer, engineCore)...)
 	w := watch(root)
-	s := NewScanner(w, nil)
+	s := newScanner(fsFiles{w}, nil)
 
 	scanOnce(t, s)
 	// Every process but the two kernel threads.
@@ -75,9 +72,13 @@ func TestScanReadsACommandLineOnceInAProcessLife(t *testing.T) {
 	if n := w.readsOf("cmdline"); n != 0 {
 		t.Errorf("second scan read %d command lines, want 0", n)
 	}
+	// The kernel threads' stat is not read again either.
+	if n := w.readsOf("stat"); n != 4 {
+		t.Errorf("second scan read %d stat files, want 4", n)
+	}
 
 	// A new process is read; the others are not.
-	accelerate.write(t, root)
+	accelerate.Write(t, root)
 	res := scanOnce(t, s)
 	if n := w.readsOf("cmdline"); n != 1 {
 		t.Errorf("after one process started: %d command lines read, want 1", n)
@@ -87,8 +88,8 @@ func TestScanReadsACommandLineOnceInAProcessLife(t *testing.T) {
 	}
 
 	// The pid is reused by another program: a new start time.
-	reused := fakeProc{pid: 2301, ppid: 1987, comm: "htop", start: 5000000, argv: []string{"htop"}, rssKB: 4096}
-	reused.write(t, root)
+	reused := fakeproc.Process{PID: 2301, PPID: 1987, Comm: "htop", Start: 5000000, Argv: []string{"htop"}, RSSKB: 4096}
+	reused.Write(t, root)
 	res = scanOnce(t, s)
 	if n := w.readsOf("cmdline"); n != 1 {
 		t.Errorf("after a pid was reused: %d command lines read, want 1", n)
@@ -99,8 +100,8 @@ func TestScanReadsACommandLineOnceInAProcessLife(t *testing.T) {
 
 	// Same process, new program (exec): comm changes, so is read again.
 	execed := reused
-	execed.comm, execed.argv = "llama-server", []string{"/opt/llama.cpp/bin/llama-server", "-m", "m.gguf"}
-	execed.write(t, root)
+	execed.Comm, execed.Argv = "llama-server", []string{"/opt/llama.cpp/bin/llama-server", "-m", "m.gguf"}
+	execed.Write(t, root)
 	res = scanOnce(t, s)
 	if n := w.readsOf("cmdline"); n != 1 {
 		t.Errorf("after an exec: %d command lines read, want 1", n)
@@ -122,14 +123,14 @@ func TestScanReadsACommandLineOnceInAProcessLife(t *testing.T) {
 }
 
 func TestScanCountsUnreadableEntries(t *testing.T) {
-	hidden := fakeProc{pid: 2500, ppid: 1, comm: "sshd", start: 3000, argv: []string{"sshd: spark [priv]"}, rssKB: 9000}
-	secret := fakeProc{pid: 2501, ppid: 1, comm: "python3", start: 3100, argv: []string{"python3", "-m", "vllm.entrypoints.openai.api_server"}, rssKB: 9000}
-	root := writeTree(t, host(vllmServer, engineCore, hidden, secret)...)
+	hidden := fakeproc.Process{PID: 2500, PPID: 1, Comm: "sshd", Start: 3000, Argv: []string{"sshd: spark [priv]"}, RSSKB: 9000}
+	secret := fakeproc.Process{PID: 2501, PPID: 1, Comm: "python3", Start: 3100, Argv: []string{"python3", "-m", "vllm.entrypoints.openai.api_server"}, RSSKB: 9000}
+	root := fakeproc.WriteTree(t, host(vllmServer, engineCore, hidden, secret)...)
 	w := watch(root)
 	w.fail["2500/stat"] = fs.ErrPermission    // hidepid=1: nothing readable
 	w.fail["2501/cmdline"] = fs.ErrPermission // a security module refusing the command line
 	w.fail["2140/status"] = fs.ErrPermission  // a child whose memory cannot be read
-	s := NewScanner(w, nil)
+	s := newScanner(fsFiles{w}, nil)
 
 	res := scanOnce(t, s)
 	if res.Unreadable != 3 {
@@ -153,24 +154,24 @@ func TestScanCountsUnreadableEntries(t *testing.T) {
 }
 
 func TestScanLeavesOutProcessesThatExitMidScan(t *testing.T) {
-	root := writeTree(t, host(vllmServer, engineCore, accelerate, trainer)...)
+	root := fakeproc.WriteTree(t, host(vllmServer, engineCore, accelerate, trainer)...)
 	// Exited between the listing and the reads: an empty directory.
 	if err := os.Mkdir(filepath.Join(root, "3001"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	// Exited after its stat was read: no command line.
-	fakeProc{pid: 3002, ppid: 1987, comm: "vllm", start: 9000, argv: []string{"vllm", "serve"}, rssKB: 1}.write(t, root)
+	fakeproc.Process{PID: 3002, PPID: 1987, Comm: "vllm", Start: 9000, Argv: []string{"vllm", "serve"}, RSSKB: 1}.Write(t, root)
 	os.Remove(filepath.Join(root, "3002", "cmdline"))
 	// A child of the trainer that exited before its status was read.
 	os.Remove(filepath.Join(root, "2302", "status"))
 	// A stat read after the task died comes back empty.
-	fakeProc{pid: 3003, ppid: 1, comm: "x", start: 9100, argv: []string{"x"}}.write(t, root)
+	fakeproc.Process{PID: 3003, PPID: 1, Comm: "x", Start: 9100, Argv: []string{"x"}}.Write(t, root)
 	os.WriteFile(filepath.Join(root, "3003", "stat"), nil, 0o644)
 	w := watch(root)
 	// The kernel answers ESRCH for a task that died while open.
 	w.fail["2140/status"] = syscall.ESRCH
 
-	res := scanOnce(t, NewScanner(w, nil))
+	res := scanOnce(t, newScanner(fsFiles{w}, nil))
 	if res.Unreadable != 0 {
 		t.Errorf("unreadable = %d, want 0: exited processes are not hidden ones", res.Unreadable)
 	}
@@ -187,9 +188,9 @@ func TestScanLeavesOutProcessesThatExitMidScan(t *testing.T) {
 
 func TestScanZombieIsNoWorkload(t *testing.T) {
 	dead := vllmServer
-	dead.state, dead.noRSS = 'Z', true
-	root := writeTree(t, host(dead, engineCore)...)
-	res := scanOnce(t, NewScanner(os.DirFS(root), nil))
+	dead.State, dead.NoRSS = 'Z', true
+	root := fakeproc.WriteTree(t, host(dead, engineCore)...)
+	res := scanOnce(t, NewScanner(root, nil))
 	// The orphaned engine core stands alone, with no cap of its own.
 	if len(res.Workloads) != 1 || res.Workloads[0].PID != 2140 || res.Workloads[0].Cap.Source != "" {
 		t.Errorf("got %+v, want the engine core alone, uncapped", res.Workloads)
@@ -198,9 +199,9 @@ func TestScanZombieIsNoWorkload(t *testing.T) {
 
 func TestScanReportsACapProblemOnce(t *testing.T) {
 	bad := vllmServer
-	bad.argv = []string{"vllm", "serve", "m", "--gpu-memory-utilization", "sk-live-SECRET"}
-	root := writeTree(t, host(bad)...)
-	s := NewScanner(os.DirFS(root), nil)
+	bad.Argv = []string{"vllm", "serve", "m", "--gpu-memory-utilization", "sk-live-SECRET"}
+	root := fakeproc.WriteTree(t, host(bad)...)
+	s := NewScanner(root, nil)
 
 	res := scanOnce(t, s)
 	want := Problem{PID: 2101, Kind: KindVLLM, What: ProblemCapNotANumber}
@@ -217,11 +218,63 @@ func TestScanReportsACapProblemOnce(t *testing.T) {
 
 func TestScanErrorNamesNoPath(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "no-such-proc")
-	_, err := NewScanner(os.DirFS(missing), nil).Scan()
+	_, err := NewScanner(missing, nil).Scan()
 	if err == nil {
 		t.Fatal("no error for a missing /proc")
 	}
 	if strings.Contains(err.Error(), missing) || strings.Contains(err.Error(), "no-such-proc") {
 		t.Errorf("error %q names the path", err)
+	}
+}
+
+// A kernel thread's stat is read once while its /proc directory stays; a
+// new directory at its pid (the pid reused by a new process) is read
+// afresh, here a vLLM server.
+func TestScanKernelThreadReadOnceWhileItsDirectoryStays(t *testing.T) {
+	root := fakeproc.WriteTree(t, host()...)
+	for _, open := range []struct {
+		name string
+		new  func() (*Scanner, *watchedFS)
+	}{
+		{"fs", func() (*Scanner, *watchedFS) { w := watch(root); return newScanner(fsFiles{w}, nil), w }},
+		{"dir", func() (*Scanner, *watchedFS) { return NewScanner(root, nil), nil }},
+	} {
+		t.Run(open.name, func(t *testing.T) {
+			fakeproc.Kworker.Write(t, root)
+			s, w := open.new()
+			scanOnce(t, s)
+			// A stat the scan would fail on, had it read it.
+			stat := filepath.Join(root, "87", "stat")
+			if err := os.WriteFile(stat, []byte("garbage"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if w != nil {
+				w.readsOf("stat")
+			}
+			if res := scanOnce(t, s); res.Unreadable != 0 {
+				t.Errorf("unreadable = %d: the kernel thread's stat was read again", res.Unreadable)
+			}
+			if w != nil {
+				if n := w.reads["87/stat"]; n != 0 {
+					t.Errorf("kernel thread's stat read %d times, want 0", n)
+				}
+			}
+
+			// The new process's directory is made before the old one
+			// goes, so that it cannot get the old one's inode.
+			server := vllmServer
+			server.PID = 9999
+			server.Write(t, root)
+			if err := os.RemoveAll(filepath.Join(root, "87")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(filepath.Join(root, "9999"), filepath.Join(root, "87")); err != nil {
+				t.Fatal(err)
+			}
+			res := scanOnce(t, s)
+			if len(res.Workloads) != 1 || res.Workloads[0].PID != 87 || res.Workloads[0].Kind != KindVLLM {
+				t.Errorf("got %+v, want the server at the kernel thread's old pid", res.Workloads)
+			}
+		})
 	}
 }

@@ -1,0 +1,99 @@
+package workload
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// dirent is one linux_dirent64 record as getdents64 writes it, padded to 8
+// bytes.
+func dirent(ino uint64, name string) []byte {
+	reclen := (19 + len(name) + 1 + 7) &^ 7
+	b := make([]byte, reclen)
+	binary.NativeEndian.PutUint64(b[0:], ino)
+	binary.NativeEndian.PutUint64(b[8:], 1)
+	binary.NativeEndian.PutUint16(b[16:], uint16(reclen))
+	b[18] = syscall.DT_DIR
+	copy(b[19:], name)
+	return b
+}
+
+func TestAppendPids(t *testing.T) {
+	buf := slices.Concat(dirent(1, "."), dirent(2, ".."), dirent(40, "1"), dirent(41, "self"),
+		dirent(42, "2101"), dirent(43, "0"), dirent(44, "007"), dirent(45, "99999999999"),
+		dirent(46, "meminfo"), dirent(47, "4194304"))
+	got := appendPids(nil, buf)
+	want := []entry{{1, 40}, {2101, 42}, {4194304, 47}}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	// A record that claims more than the buffer holds ends the parse.
+	bad := dirent(48, "3000")
+	binary.NativeEndian.PutUint16(bad[16:], 200)
+	if got := appendPids(nil, slices.Concat(dirent(40, "1"), bad)); !slices.Equal(got, []entry{{1, 40}}) {
+		t.Errorf("got %v after a record running past the buffer", got)
+	}
+}
+
+func FuzzAppendPids(f *testing.F) {
+	f.Add(slices.Concat(dirent(40, "1"), dirent(41, "self"), dirent(42, "2101")))
+	f.Add(dirent(0, ""))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, buf []byte) {
+		for _, e := range appendPids(nil, buf) {
+			if e.pid <= 0 {
+				t.Errorf("pid %d", e.pid)
+			}
+		}
+	})
+}
+
+func TestProcDirReadsWholeFiles(t *testing.T) {
+	root := t.TempDir()
+	long := strings.Repeat("x", 100_000) // a command line far beyond the first buffer
+	for name, data := range map[string]string{"stat": "42 (x) S 1", "cmdline": long, "status": ""} {
+		path := filepath.Join(root, "42", name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "meminfo"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := newProcDir(root)
+	if _, err := d.read(42, "stat", nil); err == nil {
+		t.Error("read before list succeeded")
+	}
+	entries, err := d.list(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].pid != 42 || entries[0].ino == 0 {
+		t.Fatalf("listed %v, want pid 42 with its inode", entries)
+	}
+	var buf []byte
+	for name, want := range map[string]string{"stat": "42 (x) S 1", "cmdline": long, "status": ""} {
+		buf, err = d.read(42, name, buf)
+		if err != nil || !bytes.Equal(buf, []byte(want)) {
+			t.Errorf("%s: read %d bytes, %v; want %d bytes", name, len(buf), err, len(want))
+		}
+	}
+	_, err = d.read(43, "stat", buf)
+	if !gone(err) {
+		t.Errorf("missing process: %v, want an error that says it has gone", err)
+	}
+	if _, err := newProcDir(filepath.Join(root, "none")).list(nil); !errors.Is(err, fs.ErrNotExist) || strings.Contains(err.Error(), root) {
+		t.Errorf("listing a missing tree: %v, want ErrNotExist without the path", err)
+	}
+}
