@@ -120,18 +120,29 @@ func BenchmarkWorkloads(b *testing.B) {
 }
 
 // BenchmarkGPU is the gpu collector on the GB10 stand-in library, loaded
-// through go-nvml as the real one is.
+// through go-nvml as the real one is: reading NVML on every scrape
+// (--gpu.max-age=0), and served a recent reading.
 func BenchmarkGPU(b *testing.B) {
 	client := gpu.New(gpu.Options{Library: testexporter.StandInNVML(b)})
 	if !client.Up() {
 		b.Fatal("the stand-in NVML did not initialise")
 	}
-	c, err := newGPUCollector(client, time.Second, fixtures, func() { client.Close() }, nopLogger())
-	if err != nil {
-		b.Fatal(err)
+	b.Cleanup(func() { client.Close() })
+	for _, bc := range []struct {
+		name   string
+		maxAge time.Duration
+	}{
+		{"nvml=read", 0},
+		{"nvml=recent", time.Hour},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			c, err := newGPUCollector(client, time.Second, bc.maxAge, fixtures, func() {}, nopLogger())
+			if err != nil {
+				b.Fatal(err)
+			}
+			drain(b, c)
+		})
 	}
-	b.Cleanup(func() { c.Close() })
-	drain(b, c)
 }
 
 // BenchmarkThermal is the thermal collector's Update with a full window:

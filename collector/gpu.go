@@ -31,10 +31,14 @@ func init() {
 		timeout := cliflag.Duration(fg.Flag("gpu.timeout",
 			"Deadline of each NVML read; a driver that does not answer in time fails the gpu collector, not the scrape. Shared with the thermal collector.").
 			Default(defaultGPUTimeout.String()))
+		maxAge := cliflag.Value(fg.Flag("gpu.max-age",
+			"A scrape serves the latest NVML reading, the thermal sampler's or another scrape's, while it is at most this old, "+
+				"instead of reading NVML again; 0 reads NVML on every scrape.").
+			Default(defaultGPUMaxAge.String()), parseMaxAge)
 		setNVMLFlags(library, timeout)
 		return func(env Env) (Collector, error) {
 			client, timeout, release := acquireNVMLClient(env.Logger)
-			return newGPUCollector(client, timeout, env.ProcFS, release, env.Logger)
+			return newGPUCollector(client, timeout, *maxAge, env.ProcFS, release, env.Logger)
 		}
 	})
 }
@@ -78,26 +82,44 @@ var (
 	}
 )
 
+// defaultGPUMaxAge matches the thermal sampler's default interval: with
+// both at their defaults, nearly every scrape is served the sampler's
+// reading, and NVML is read once per interval whatever the scrape rate.
+const defaultGPUMaxAge = 5 * time.Second
+
+// parseMaxAge reads --gpu.max-age: a duration, 0 included.
+func parseMaxAge(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("not a duration; use a unit such as 5s or 1m")
+	case d < 0:
+		return 0, fmt.Errorf("must not be negative")
+	}
+	return d, nil
+}
+
 // snapshotter is the part of gpu.Client the collector uses.
 type snapshotter interface {
-	Snapshot(ctx context.Context) (gpu.Snapshot, error)
+	Recent(ctx context.Context, maxAge time.Duration) (gpu.Snapshot, error)
 }
 
 type gpuCollector struct {
 	nvml    snapshotter
 	timeout time.Duration
+	maxAge  time.Duration
 	procfs  procfs.FS
 	release func()
 	logger  log.Logger
 }
 
-func newGPUCollector(nvml snapshotter, timeout time.Duration, procPath string, release func(), logger log.Logger) (*gpuCollector, error) {
+func newGPUCollector(nvml snapshotter, timeout, maxAge time.Duration, procPath string, release func(), logger log.Logger) (*gpuCollector, error) {
 	fs, err := procfs.NewFS(procPath)
 	if err != nil {
 		release()
 		return nil, err
 	}
-	return &gpuCollector{nvml: nvml, timeout: timeout, procfs: fs, release: release, logger: logger}, nil
+	return &gpuCollector{nvml: nvml, timeout: timeout, maxAge: maxAge, procfs: fs, release: release, logger: logger}, nil
 }
 
 // Close gives the shared NVML client back.
@@ -109,7 +131,7 @@ func (c *gpuCollector) Close() error {
 func (c *gpuCollector) Update(ch chan<- prometheus.Metric) error {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	snap, err := c.nvml.Snapshot(ctx)
+	snap, err := c.nvml.Recent(ctx, c.maxAge)
 	switch {
 	case errors.Is(err, gpu.ErrUnavailable):
 		// No driver or library: a normal host state, not a failure.

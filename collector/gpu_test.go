@@ -21,7 +21,7 @@ func newMockGPUCollector(t *testing.T, lib nvml.Interface, timeout time.Duration
 	t.Helper()
 	client := gpu.New(gpu.Options{NVML: lib, RetryMin: time.Hour})
 	released := false
-	c, err := newGPUCollector(client, timeout, fixtures, func() { released = true; client.Close() }, nopLogger())
+	c, err := newGPUCollector(client, timeout, 0, fixtures, func() { released = true; client.Close() }, nopLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,5 +233,69 @@ func TestGPUFlags(t *testing.T) {
 	AddFlags(app)
 	if _, err := app.Parse([]string{"--gpu.timeout=soon"}); err == nil || !strings.Contains(err.Error(), "--gpu.timeout") {
 		t.Errorf("error %v does not name --gpu.timeout", err)
+	}
+}
+
+// A scrape is served the reading the thermal sampler has just taken: NVML
+// is read once for both, while the reading is younger than --gpu.max-age.
+// With --gpu.max-age=0 every scrape reads NVML.
+func TestGPUServesTheThermalSamplersReading(t *testing.T) {
+	d := gputest.GB10(0)
+	client := gpu.New(gpu.Options{NVML: gputest.Library(d), RetryMin: time.Hour})
+	t.Cleanup(func() { client.Close() })
+	sampler := newThermalCollector(deadlineSource{client, time.Second}, func() {}, oneMinute(), "", nopLogger())
+	sampler.sample(context.Background(), time.Now())
+	reads := func() int { return len(d.GetPowerUsageCalls()) }
+	if reads() != 1 {
+		t.Fatalf("%d power reads after one sample", reads())
+	}
+
+	cached, err := newGPUCollector(client, time.Second, time.Hour, fixtures, func() {}, nopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		got, err := collect(t, cached)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[`spark_gpu_power_watts{gpu="0"}`] != 100.25 {
+			t.Fatalf("power %v, want the sampler's 100.25 W", got[`spark_gpu_power_watts{gpu="0"}`])
+		}
+	}
+	if reads() != 1 {
+		t.Errorf("%d power reads after a sample and three scrapes, want 1", reads())
+	}
+
+	uncached, err := newGPUCollector(client, time.Second, 0, fixtures, func() {}, nopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := collect(t, uncached); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if reads() != 3 {
+		t.Errorf("%d power reads after two scrapes with --gpu.max-age=0, want 3", reads())
+	}
+}
+
+func TestParseMaxAge(t *testing.T) {
+	for in, want := range map[string]time.Duration{"5s": 5 * time.Second, "0": 0, "0s": 0, "1m": time.Minute} {
+		if got, err := parseMaxAge(in); err != nil || got != want {
+			t.Errorf("%q: %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"-1s", "soon", ""} {
+		if _, err := parseMaxAge(in); err == nil {
+			t.Errorf("%q accepted", in)
+		}
+	}
+	app := kingpin.New("t", "")
+	AddFlags(app)
+	t.Cleanup(func() { setNVMLFlags(nil, nil) })
+	if _, err := app.Parse([]string{"--gpu.max-age=-5s"}); err == nil || !strings.Contains(err.Error(), "--gpu.max-age") {
+		t.Errorf("error %v does not name --gpu.max-age", err)
 	}
 }

@@ -98,6 +98,8 @@ func BenchmarkScrape(b *testing.B) {
 	}{
 		{"default", true, nil},
 		{"no-exporter-metrics", false, nil},
+		// NVML read on every scrape rather than the thermal sampler's.
+		{"gpu-max-age=0", true, []string{"--gpu.max-age=0"}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			h := benchHandler(b, procfs, bc.exporterMetrics, bc.args...)

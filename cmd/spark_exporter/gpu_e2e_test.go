@@ -98,13 +98,15 @@ func scenarioWith(t *testing.T, extra string) string {
 
 // A wedged driver: scrapes keep answering, the gpu collector fails alone,
 // repeated scrapes do not pile up goroutines, and readings resume when the
-// driver answers again.
+// driver answers again. --gpu.max-age=0: every scrape reads NVML, so the
+// hang shows at the first scrape rather than once the latest reading is
+// older than the bound.
 func TestGPUHangKeepsScrapesAnswering(t *testing.T) {
 	hang := filepath.Join(t.TempDir(), "wedged")
 	p := testexporter.Start(t, []string{"SPARK_NVML_SCENARIO=" + scenarioWith(t, "hang file "+hang)},
 		"--path.procfs="+fixtureDir(t, "spark"),
 		"--gpu.nvml-library="+testexporter.StandInNVML(t),
-		"--gpu.timeout=200ms")
+		"--gpu.timeout=200ms", "--gpu.max-age=0")
 	m := boundedGet(t, p, "/metrics")
 	if v, _ := value(m, `spark_scrape_collector_success{collector="gpu"}`); v != 1 {
 		t.Fatalf("gpu collector not succeeding before the hang:\n%s", m)

@@ -42,6 +42,9 @@ type Options struct {
 	Logger             log.Logger
 	// NVML replaces the dlopen'd library; tests pass go-nvml's mock.
 	NVML nvml.Interface
+	// Now is the clock readings are stamped with and aged by; default
+	// time.Now. Tests pass their own.
+	Now func() time.Time
 }
 
 // Snapshot is one read of every device.
@@ -74,6 +77,11 @@ type Client struct {
 	closeOnce sync.Once
 	closeErr  error
 
+	// last is the latest complete snapshot, for Recent; nil when there is
+	// none, or when NVML was lost since.
+	lastMu sync.Mutex
+	last   *Snapshot
+
 	// Touched only by jobs on the worker.
 	initialised bool
 	pinned      bool
@@ -102,6 +110,9 @@ func New(opts Options) *Client {
 	if opts.Logger == nil {
 		opts.Logger = log.NewNopLogger()
 	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	c := &Client{
 		opts:     opts,
 		lib:      opts.NVML,
@@ -128,22 +139,69 @@ func (c *Client) Up() bool { return c.up.Load() }
 
 // Snapshot reads every device within ctx's deadline. Without NVML it
 // returns ErrUnavailable at once. When some devices or fields fail, the
-// readings taken are returned with the error. Every read of NVML goes
-// through here, so a cache that serves a recent enough snapshot to both
-// collectors (the thermal sampler reads every few seconds) belongs here.
+// readings taken are returned with the error. A complete snapshot is kept
+// for Recent. The snapshot is shared: callers must not modify it.
 func (c *Client) Snapshot(ctx context.Context) (Snapshot, error) {
+	return c.Recent(ctx, -1)
+}
+
+// Recent is Snapshot, but serves the latest complete snapshot, whoever
+// read it (the thermal sampler reads every few seconds), when it is at
+// most maxAge old: a scrape then costs NVML nothing. A negative maxAge
+// always reads. Concurrent callers that find the snapshot too old read
+// NVML once between them: each read is a job on the worker, and a job
+// first looks whether the one before it has just read.
+func (c *Client) Recent(ctx context.Context, maxAge time.Duration) (Snapshot, error) {
 	if !c.up.Load() {
 		return Snapshot{}, ErrUnavailable
 	}
+	if snap, ok := c.recent(maxAge); ok {
+		return snap, nil
+	}
 	var snap Snapshot
 	var err error
-	if werr := c.w.do(ctx, func() { snap, err = c.readAll() }); werr != nil {
+	job := func() {
+		if cached, ok := c.recent(maxAge); ok {
+			snap = cached
+			return
+		}
+		snap, err = c.readAll()
+		c.lastMu.Lock()
+		defer c.lastMu.Unlock()
+		switch {
+		case err == nil:
+			c.last = &snap
+		case !c.initialised:
+			// The driver went away: what it said before is no
+			// reading of the one that comes back.
+			c.last = nil
+		}
+	}
+	if werr := c.w.do(ctx, job); werr != nil {
 		if errors.Is(werr, context.DeadlineExceeded) {
 			return Snapshot{}, ErrTimeout
 		}
 		return Snapshot{}, werr
 	}
 	return snap, err
+}
+
+// recent returns the latest snapshot if it is at most maxAge old.
+func (c *Client) recent(maxAge time.Duration) (Snapshot, bool) {
+	c.lastMu.Lock()
+	defer c.lastMu.Unlock()
+	if c.last == nil || !Fresh(c.last.Time, c.opts.Now(), maxAge) {
+		return Snapshot{}, false
+	}
+	return *c.last, true
+}
+
+// Fresh tells whether a reading taken at taken may still be served at now:
+// it is at most maxAge old. A reading from the future (the clock stepped
+// back) is not.
+func Fresh(taken, now time.Time, maxAge time.Duration) bool {
+	age := now.Sub(taken)
+	return age >= 0 && age <= maxAge
 }
 
 // Read implements Source.
@@ -288,7 +346,7 @@ func (c *Client) readAll() (Snapshot, error) {
 	if !c.initialised {
 		return Snapshot{}, ErrUnavailable
 	}
-	snap := Snapshot{Time: time.Now(), DriverVersion: c.driver, CUDADriverVersion: c.cuda}
+	snap := Snapshot{Time: c.opts.Now(), DriverVersion: c.driver, CUDADriverVersion: c.cuda}
 	var errs []error
 	for i := range c.devices {
 		d := &c.devices[i]
