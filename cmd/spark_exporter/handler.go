@@ -6,6 +6,8 @@ import (
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
+	"github.com/klauspost/compress/gzhttp"
+	"github.com/klauspost/compress/gzip"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
@@ -39,8 +41,22 @@ func newMetricsHandler(exporter *collector.Exporter, exporterMetrics bool, maxRe
 		// Instrument only the unfiltered handler, as node_exporter does.
 		h.all = promhttp.InstrumentMetricHandler(h.exporterReg, h.all)
 	}
+	h.all = gzipped(h.all)
 	return h
 }
+
+// gzipped compresses responses for clients that accept gzip (Prometheus
+// does) at gzip's fastest level, with klauspost/compress. promhttp's own
+// compression (the standard library's gzip at its default level) cost more
+// CPU than the rest of a scrape together; this costs a tenth of it, for a
+// response about a tenth larger (docs/performance.md).
+var gzipped = func() func(http.Handler) http.HandlerFunc {
+	wrap, err := gzhttp.NewWrapper(gzhttp.CompressionLevel(gzip.BestSpeed))
+	if err != nil {
+		panic(err) // a constant level that the library refuses
+	}
+	return wrap
+}()
 
 func (h *metricsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	include, exclude := r.URL.Query()["collect[]"], r.URL.Query()["exclude[]"]
@@ -53,7 +69,7 @@ func (h *metricsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("Couldn't apply collect[]/exclude[]: %s", err), http.StatusBadRequest)
 		return
 	}
-	h.handlerFor(c).ServeHTTP(w, r)
+	gzipped(h.handlerFor(c)).ServeHTTP(w, r)
 }
 
 func (h *metricsHandler) handlerFor(c prometheus.Collector) http.Handler {
@@ -70,6 +86,8 @@ func (h *metricsHandler) handlerFor(c prometheus.Collector) http.Handler {
 		// spark_scrape_collector_success reports it.
 		ErrorHandling:       promhttp.ContinueOnError,
 		MaxRequestsInFlight: h.maxRequests,
+		// gzipped compresses, at less cost.
+		DisableCompression: true,
 	}
 	if h.exporterReg != nil {
 		opts.Registry = h.exporterReg // for promhttp_metric_handler_errors_total
