@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/spark-exporter/spark_exporter/collector"
+	"github.com/spark-exporter/spark_exporter/internal/processcollector"
 )
 
 // metricsHandler serves the exporter's metrics. collect[] and exclude[]
@@ -32,7 +33,7 @@ func newMetricsHandler(exporter *collector.Exporter, exporterMetrics bool, maxRe
 	if exporterMetrics {
 		h.exporterReg = prometheus.NewRegistry()
 		h.exporterReg.MustRegister(
-			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+			processcollector.New(),
 			collectors.NewGoCollector(),
 		)
 	}
