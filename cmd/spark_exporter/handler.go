@@ -21,29 +21,96 @@ import (
 // query parameters limit a scrape to some collectors, as node_exporter's
 // collect[] does; those scrapes share the running collectors.
 type metricsHandler struct {
-	exporter    *collector.Exporter
-	exporterReg *prometheus.Registry // nil when exporter metrics are disabled
-	maxRequests int
-	logger      log.Logger
-	all         http.Handler
+	exporter *collector.Exporter
+	// self holds the exporter's own metrics (process_*, go_*, promhttp_*)
+	// for collect[] scrapes; nil when exporter metrics are disabled.
+	self     *prometheus.Registry
+	inFlight chan struct{} // one token per scrape in progress; nil: no limit
+	logger   log.Logger
+	all      http.Handler
 }
 
 func newMetricsHandler(exporter *collector.Exporter, exporterMetrics bool, maxRequests int, logger log.Logger) *metricsHandler {
-	h := &metricsHandler{exporter: exporter, maxRequests: maxRequests, logger: logger}
+	h := &metricsHandler{exporter: exporter, logger: logger}
+	if maxRequests > 0 {
+		h.inFlight = make(chan struct{}, maxRequests)
+	}
+	// An unfiltered scrape, which is every scrape Prometheus makes,
+	// gathers one registry holding everything: each registry gathered
+	// costs a scrape goroutines and two 1,000-metric channels.
+	all := prometheus.NewRegistry()
+	all.MustRegister(versioncollector.NewCollector(name), exporter)
+	var registerer prometheus.Registerer // where promhttp_* go; none without exporter metrics
 	if exporterMetrics {
-		h.exporterReg = prometheus.NewRegistry()
-		h.exporterReg.MustRegister(
-			processcollector.New(),
-			collectors.NewGoCollector(),
-		)
+		own := []prometheus.Collector{processcollector.New(), collectors.NewGoCollector()}
+		h.self = prometheus.NewRegistry()
+		h.self.MustRegister(own...)
+		all.MustRegister(own...)
+		registerer = registerers{all, h.self}
 	}
-	h.all = h.handlerFor(exporter)
-	if h.exporterReg != nil {
+	handler := promhttp.HandlerFor(all, h.options(registerer))
+	handler = h.limit(handler)
+	if exporterMetrics {
 		// Instrument only the unfiltered handler, as node_exporter does.
-		h.all = promhttp.InstrumentMetricHandler(h.exporterReg, h.all)
+		handler = promhttp.InstrumentMetricHandler(registerer, handler)
 	}
-	h.all = gzipped(h.all)
+	h.all = gzipped(handler)
 	return h
+}
+
+func (h *metricsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	include, exclude := r.URL.Query()["collect[]"], r.URL.Query()["exclude[]"]
+	if len(include) == 0 && len(exclude) == 0 {
+		h.all.ServeHTTP(w, r)
+		return
+	}
+	c, err := h.exporter.Filter(include, exclude)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("Couldn't apply collect[]/exclude[]: %s", err), http.StatusBadRequest)
+		return
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(versioncollector.NewCollector(name), c)
+	gatherers := prometheus.Gatherers{reg}
+	var registerer prometheus.Registerer
+	if h.self != nil {
+		gatherers = append(gatherers, h.self)
+		registerer = h.self
+	}
+	gzipped(h.limit(promhttp.HandlerFor(gatherers, h.options(registerer)))).ServeHTTP(w, r)
+}
+
+func (h *metricsHandler) options(registerer prometheus.Registerer) promhttp.HandlerOpts {
+	return promhttp.HandlerOpts{
+		ErrorLog: errorLogger{h.logger},
+		// A collector's error never fails the scrape: the registry's
+		// spark_scrape_collector_success reports it.
+		ErrorHandling: promhttp.ContinueOnError,
+		// For promhttp_metric_handler_errors_total.
+		Registry: registerer,
+		// limit bounds the scrapes in flight, gzipped compresses.
+		DisableCompression: true,
+	}
+}
+
+// limit answers 503 to a scrape beyond --web.max-requests in flight. One
+// limit holds for every scrape, filtered or not: promhttp's own
+// MaxRequestsInFlight is per handler, and a collect[] scrape builds one of
+// its own.
+func (h *metricsHandler) limit(next http.Handler) http.Handler {
+	if h.inFlight == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case h.inFlight <- struct{}{}:
+			defer func() { <-h.inFlight }()
+			next.ServeHTTP(w, r)
+		default:
+			http.Error(w, fmt.Sprintf("Limit of concurrent requests reached (%d), try again later.", cap(h.inFlight)),
+				http.StatusServiceUnavailable)
+		}
+	})
 }
 
 // gzipped compresses responses for clients that accept gzip (Prometheus
@@ -59,41 +126,37 @@ var gzipped = func() func(http.Handler) http.HandlerFunc {
 	return wrap
 }()
 
-func (h *metricsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	include, exclude := r.URL.Query()["collect[]"], r.URL.Query()["exclude[]"]
-	if len(include) == 0 && len(exclude) == 0 {
-		h.all.ServeHTTP(w, r)
-		return
+// registerers registers a collector in several registries: the exporter's
+// own metrics are gathered with everything else by unfiltered scrapes, and
+// beside the chosen collectors by collect[] scrapes.
+type registerers []prometheus.Registerer
+
+func (rs registerers) Register(c prometheus.Collector) error {
+	for i, r := range rs {
+		if err := r.Register(c); err != nil {
+			for _, done := range rs[:i] {
+				done.Unregister(c)
+			}
+			return err
+		}
 	}
-	c, err := h.exporter.Filter(include, exclude)
-	if err != nil {
-		http.Error(w, fmt.Sprintf("Couldn't apply collect[]/exclude[]: %s", err), http.StatusBadRequest)
-		return
-	}
-	gzipped(h.handlerFor(c)).ServeHTTP(w, r)
+	return nil
 }
 
-func (h *metricsHandler) handlerFor(c prometheus.Collector) http.Handler {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(versioncollector.NewCollector(name), c)
-	var gatherers prometheus.Gatherers
-	if h.exporterReg != nil {
-		gatherers = append(gatherers, h.exporterReg)
+func (rs registerers) MustRegister(cs ...prometheus.Collector) {
+	for _, c := range cs {
+		if err := rs.Register(c); err != nil {
+			panic(err)
+		}
 	}
-	gatherers = append(gatherers, reg)
-	opts := promhttp.HandlerOpts{
-		ErrorLog: errorLogger{h.logger},
-		// A collector's error never fails the scrape: the registry's
-		// spark_scrape_collector_success reports it.
-		ErrorHandling:       promhttp.ContinueOnError,
-		MaxRequestsInFlight: h.maxRequests,
-		// gzipped compresses, at less cost.
-		DisableCompression: true,
+}
+
+func (rs registerers) Unregister(c prometheus.Collector) bool {
+	all := true
+	for _, r := range rs {
+		all = r.Unregister(c) && all
 	}
-	if h.exporterReg != nil {
-		opts.Registry = h.exporterReg // for promhttp_metric_handler_errors_total
-	}
-	return promhttp.HandlerFor(gatherers, opts)
+	return all
 }
 
 // errorLogger passes promhttp's errors to the exporter's log.
