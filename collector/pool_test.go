@@ -142,7 +142,7 @@ func TestPoolBadInput(t *testing.T) {
 		}, "SReclaimable missing"},
 		{"meminfo truncated mid-line", func(d string) error {
 			return truncateAt(filepath.Join(d, "meminfo"), "laimable:     1572864") // leaves "...\nSRec"
-		}, "Malformed line"},
+		}, "SReclaimable missing"},
 		{"meminfo garbage", func(d string) error {
 			return os.WriteFile(filepath.Join(d, "meminfo"), []byte("\x00\x01garbage\n"), 0o644)
 		}, "meminfo"},

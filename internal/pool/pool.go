@@ -7,8 +7,8 @@ package pool
 import (
 	"fmt"
 	"math"
-
-	"github.com/prometheus/procfs"
+	"os"
+	"path/filepath"
 )
 
 // Snapshot is the pool at one moment, in bytes.
@@ -24,11 +24,15 @@ type Snapshot struct {
 	HugePages *uint64
 }
 
-// Read reads /proc/meminfo under fs.
-func Read(fs procfs.FS) (Snapshot, error) {
-	m, err := fs.Meminfo()
+// Read reads meminfo under procPath (--path.procfs).
+func Read(procPath string) (Snapshot, error) {
+	data, err := os.ReadFile(filepath.Join(procPath, "meminfo"))
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("reading meminfo: %w", err)
+	}
+	m, err := ParseMeminfo(data)
+	if err != nil {
+		return Snapshot{}, err
 	}
 	return FromMeminfo(m)
 }
@@ -40,7 +44,7 @@ const maxKiB = math.MaxInt64 / 1024 / 4
 // FromMeminfo derives the pool's figures from parsed meminfo. Every field it
 // needs must be present: a meminfo without them is truncated or not Linux's,
 // and the figures would be wrong rather than missing.
-func FromMeminfo(m procfs.Meminfo) (Snapshot, error) {
+func FromMeminfo(m Meminfo) (Snapshot, error) {
 	var err error
 	kib := func(name string, v *uint64) uint64 {
 		switch {
