@@ -216,3 +216,18 @@ func TestLostSourceFailsOnlyItsCollector(t *testing.T) {
 	p.WaitLog(t, "collector failed")
 	p.WaitLog(t, "collector recovered")
 }
+
+// Go code runs on one CPU unless told otherwise, as node_exporter's does.
+func TestGOMAXPROCS(t *testing.T) {
+	for args, want := range map[string]string{"": "1", "--runtime.gomaxprocs=2": "2"} {
+		argv := []string{"--path.procfs=" + fixtureDir(t, "spark"), noGPU}
+		if args != "" {
+			argv = append(argv, args)
+		}
+		// Whatever GOMAXPROCS the tests run with.
+		metrics := testexporter.Start(t, []string{"GOMAXPROCS="}, argv...).Get(t, "/metrics")
+		if !strings.Contains(metrics, "\ngo_sched_gomaxprocs_threads "+want+"\n") {
+			t.Errorf("%q: want go_sched_gomaxprocs_threads %s in:\n%s", args, want, metrics)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -30,10 +31,16 @@ func serveCommand(cmd *kingpin.Application, procfs *string) command {
 		"Exclude metrics about the exporter itself (promhttp_*, process_*, go_*).").Bool()
 	maxRequests := cliflag.Int(cmd.Flag("web.max-requests",
 		"Maximum number of parallel scrape requests; 0 disables the limit.").Default("40"), 0, 1<<20)
+	// One thread runs Go code by default, as node_exporter's does: a scrape
+	// is a millisecond of mostly system calls, which more threads do not
+	// shorten but hand from thread to thread at a cost (docs/performance.md).
+	maxProcs := cliflag.Int(cmd.Flag("runtime.gomaxprocs",
+		"The number of CPUs Go code runs on at once (GOMAXPROCS).").Envar("GOMAXPROCS").Default("1"), 1, 1<<16)
 	logConfig := logging.AddFlags(cmd)
 	selection := collector.AddFlags(cmd)
 
 	return func(stdout, stderr io.Writer) int {
+		runtime.GOMAXPROCS(*maxProcs)
 		logger, slogger := logging.New(stderr, logConfig)
 		level.Info(logger).Log("msg", "Starting "+name, "version", version.Info())
 		level.Info(logger).Log("msg", "Build context", "build_context", version.BuildContext())
