@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -18,7 +19,7 @@ import (
 
 // benchProc writes a /proc tree of a busy Spark: the Spark fixture's pool
 // files and n processes (fakeproc.Busy).
-func benchProc(b *testing.B, n int) string {
+func benchProc(b testing.TB, n int) string {
 	b.Helper()
 	root := fakeproc.WriteTree(b, fakeproc.Busy(n)...)
 	for _, name := range []string{"meminfo", "vmstat", "pressure/memory"} {
@@ -90,6 +91,8 @@ func (d *discard) Write(p []byte) (int, error) { d.size += len(p); return len(p)
 // cpu-ns/op is the process's CPU time per scrape, background work
 // included.
 func BenchmarkScrape(b *testing.B) {
+	// As the exporter runs by default (--runtime.gomaxprocs).
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	procfs := benchProc(b, 100)
 	for _, bc := range []struct {
 		name            string

@@ -224,6 +224,9 @@ func (p *Process) Stop(t testing.TB) int {
 	return p.cmd.ProcessState.ExitCode()
 }
 
+// PID is the process's id, for tests that watch its resources.
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
 // Logs returns everything the process wrote so far.
 func (p *Process) Logs() string { return p.logs.String() }
 
