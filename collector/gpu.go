@@ -22,7 +22,9 @@ import (
 // clock event reasons, per-process memory) and, by spark_gpu_field_supported,
 // what it cannot (memory info, power limit: `[N/A]`). A host without NVML
 // reports spark_gpu_nvml_up 0 and succeeds; a wedged driver fails this
-// collector after --gpu.timeout, never the scrape.
+// collector after --gpu.timeout, never the scrape. A scrape is served the
+// latest reading, the thermal sampler's, while it is at most --gpu.max-age
+// old, so that NVML is not read twice for the same moment.
 func init() {
 	registerCollector("gpu", defaultEnabled, func(fg FlagGroup) Factory {
 		library := fg.Flag("gpu.nvml-library",

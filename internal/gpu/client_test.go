@@ -367,11 +367,10 @@ func TestInitialisationRetried(t *testing.T) {
 	}
 }
 
-// A read that finds the driver gone (unloaded, upgraded) takes the client
-// down and starts initialisation again.
-func TestDriverGoneReinitialises(t *testing.T) {
+// driverThatGoes is a GB10 whose driver goes away while gone holds: reads
+// answer UNINITIALIZED and initialisation DRIVER_NOT_LOADED.
+func driverThatGoes(gone *atomic.Bool) (*mock.Device, *mock.Interface) {
 	d := gb10(0)
-	var gone atomic.Bool
 	d.GetPowerUsageFunc = func() (uint32, nvml.Return) {
 		if gone.Load() {
 			return 0, nvml.ERROR_UNINITIALIZED
@@ -385,6 +384,14 @@ func TestDriverGoneReinitialises(t *testing.T) {
 		}
 		return nvml.SUCCESS
 	}
+	return d, lib
+}
+
+// A read that finds the driver gone (unloaded, upgraded) takes the client
+// down and starts initialisation again.
+func TestDriverGoneReinitialises(t *testing.T) {
+	var gone atomic.Bool
+	_, lib := driverThatGoes(&gone)
 	c := newTestClient(t, lib, nil)
 	gone.Store(true)
 	if _, err := snapshot(t, c); err == nil {

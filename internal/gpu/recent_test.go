@@ -141,21 +141,8 @@ func TestRecentServesNoFailedRead(t *testing.T) {
 // The driver going away drops the latest reading: it is not served once
 // NVML is back, however young.
 func TestRecentForgetsReadingsOfALostDriver(t *testing.T) {
-	d := gb10(0)
 	var gone atomic.Bool
-	d.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) {
-		if gone.Load() {
-			return 0, nvml.ERROR_UNINITIALIZED
-		}
-		return 87, nvml.SUCCESS
-	}
-	lib := fakeNVML(d)
-	lib.InitFunc = func() nvml.Return {
-		if gone.Load() {
-			return nvml.ERROR_DRIVER_NOT_LOADED
-		}
-		return nvml.SUCCESS
-	}
+	d, lib := driverThatGoes(&gone)
 	c := newTestClient(t, lib, nil)
 	if _, err := snapshot(t, c); err != nil {
 		t.Fatal(err)
