@@ -20,13 +20,19 @@ import (
 type metricsHandler struct {
 	exporter    *collector.Exporter
 	exporterReg *prometheus.Registry // nil when exporter metrics are disabled
-	maxRequests int
-	logger      log.Logger
-	all         http.Handler
+	// inFlight holds a token per scrape in progress, filtered or not, up
+	// to --web.max-requests; nil without a limit. promhttp's own limit
+	// would count each filtered scrape's handler apart.
+	inFlight chan struct{}
+	logger   log.Logger
+	all      http.Handler
 }
 
 func newMetricsHandler(exporter *collector.Exporter, exporterMetrics bool, maxRequests int, logger log.Logger) *metricsHandler {
-	h := &metricsHandler{exporter: exporter, maxRequests: maxRequests, logger: logger}
+	h := &metricsHandler{exporter: exporter, logger: logger}
+	if maxRequests > 0 {
+		h.inFlight = make(chan struct{}, maxRequests)
+	}
 	if exporterMetrics {
 		h.exporterReg = prometheus.NewRegistry()
 		h.exporterReg.MustRegister(
@@ -43,6 +49,17 @@ func newMetricsHandler(exporter *collector.Exporter, exporterMetrics bool, maxRe
 }
 
 func (h *metricsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.inFlight != nil {
+		select {
+		case h.inFlight <- struct{}{}:
+			defer func() { <-h.inFlight }()
+		default:
+			// promhttp's answer to the same condition.
+			http.Error(w, fmt.Sprintf("Limit of concurrent requests reached (%d), try again later.", cap(h.inFlight)),
+				http.StatusServiceUnavailable)
+			return
+		}
+	}
 	include, exclude := r.URL.Query()["collect[]"], r.URL.Query()["exclude[]"]
 	if len(include) == 0 && len(exclude) == 0 {
 		h.all.ServeHTTP(w, r)
@@ -68,8 +85,7 @@ func (h *metricsHandler) handlerFor(c prometheus.Collector) http.Handler {
 		ErrorLog: errorLogger{h.logger},
 		// A collector's error never fails the scrape: the registry's
 		// spark_scrape_collector_success reports it.
-		ErrorHandling:       promhttp.ContinueOnError,
-		MaxRequestsInFlight: h.maxRequests,
+		ErrorHandling: promhttp.ContinueOnError,
 	}
 	if h.exporterReg != nil {
 		opts.Registry = h.exporterReg // for promhttp_metric_handler_errors_total
