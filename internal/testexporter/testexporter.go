@@ -165,7 +165,14 @@ func commandLine(t testing.TB, args []string) []string {
 // listen on a loopback port, and stops it like Start.
 func StartProgram(t testing.TB, path string, env []string, args ...string) *Process {
 	t.Helper()
-	cmd := exec.Command(path, args...)
+	return StartCommand(t, exec.Command(path, args...), env)
+}
+
+// StartCommand is StartProgram for a command the caller prepared (to run
+// it as another user, say); env is added to the test's environment.
+func StartCommand(t testing.TB, cmd *exec.Cmd, env []string) *Process {
+	t.Helper()
+	path := cmd.Path
 	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
