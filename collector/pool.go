@@ -10,7 +10,6 @@ import (
 
 	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/procfs"
 
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
 	"github.com/spark-exporter/spark_exporter/internal/pool"
@@ -57,28 +56,23 @@ var (
 )
 
 type poolCollector struct {
-	fs      procfs.FS
-	vmstat  string
-	reserve uint64
-	logger  log.Logger
+	procPath string
+	reserve  uint64
+	logger   log.Logger
 }
 
 func newPoolCollector(procPath string, reserve uint64, logger log.Logger) (*poolCollector, error) {
-	fs, err := procfs.NewFS(procPath)
-	if err != nil {
-		return nil, err
-	}
-	return &poolCollector{fs: fs, vmstat: filepath.Join(procPath, "vmstat"), reserve: reserve, logger: logger}, nil
+	return &poolCollector{procPath: procPath, reserve: reserve, logger: logger}, nil
 }
 
 func (c *poolCollector) Update(ch chan<- prometheus.Metric) error {
 	// Read every source before sending anything, so that a failed scrape
 	// sends no half set of pool figures.
-	snap, err := pool.Read(c.fs)
+	snap, err := pool.Read(c.procPath)
 	if err != nil {
 		return err
 	}
-	data, err := os.ReadFile(c.vmstat)
+	data, err := os.ReadFile(filepath.Join(c.procPath, "vmstat"))
 	if err != nil {
 		return fmt.Errorf("reading vmstat: %w", err)
 	}
@@ -119,10 +113,10 @@ func (c *poolCollector) Update(ch chan<- prometheus.Metric) error {
 	if psiOK {
 		// PSI totals are in microseconds.
 		if psi.Some != nil {
-			counter(poolStallDesc, float64(psi.Some.Total)/1e6, "some")
+			counter(poolStallDesc, float64(*psi.Some)/1e6, "some")
 		}
 		if psi.Full != nil {
-			counter(poolStallDesc, float64(psi.Full.Total)/1e6, "full")
+			counter(poolStallDesc, float64(*psi.Full)/1e6, "full")
 		}
 	}
 	optional(poolMajFaultDesc, vm.MajorFaults)
@@ -155,14 +149,17 @@ func (c *poolCollector) Update(ch chan<- prometheus.Metric) error {
 // memoryPressure reads /proc/pressure/memory. A kernel without PSI (before
 // 4.20, or booted with psi=0) has no such file or refuses the read; that is
 // a missing field, not a failure.
-func (c *poolCollector) memoryPressure() (procfs.PSIStats, bool, error) {
-	psi, err := c.fs.PSIStatsForResource("memory")
+func (c *poolCollector) memoryPressure() (pool.Pressure, bool, error) {
+	data, err := os.ReadFile(filepath.Join(c.procPath, "pressure", "memory"))
 	switch {
-	case err == nil:
-		return psi, psi.Some != nil || psi.Full != nil, nil
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.EOPNOTSUPP):
-		return procfs.PSIStats{}, false, nil
-	default:
-		return procfs.PSIStats{}, false, fmt.Errorf("reading memory pressure: %w", err)
+		return pool.Pressure{}, false, nil
+	case err != nil:
+		return pool.Pressure{}, false, fmt.Errorf("reading memory pressure: %w", err)
 	}
+	psi, err := pool.ParsePressure(data)
+	if err != nil {
+		return pool.Pressure{}, false, err
+	}
+	return psi, true, nil
 }

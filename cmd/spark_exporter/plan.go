@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/alecthomas/kingpin/v2"
-	"github.com/prometheus/procfs"
 
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
 	"github.com/spark-exporter/spark_exporter/internal/pool"
@@ -106,11 +105,7 @@ func planReport(p uma.Plan, procPath string, reserve uint64) (report, error) {
 	r := report{Reserve: reserve, Platform: readPlatform(procPath)}
 	var budget *uma.Budget
 	poolCheck := uma.Check{Name: "pool"}
-	fsys, err := procfs.NewFS(procPath)
-	var snap pool.Snapshot
-	if err == nil {
-		snap, err = pool.Read(fsys)
-	}
+	snap, err := pool.Read(procPath)
 	if err != nil {
 		poolCheck.Level, poolCheck.Detail = uma.Fail, "cannot read meminfo under --path.procfs: "+withoutPath(err)
 	} else {

@@ -7,6 +7,8 @@ package pool
 import (
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 
 	"github.com/prometheus/procfs"
 )
@@ -24,11 +26,15 @@ type Snapshot struct {
 	HugePages *uint64
 }
 
-// Read reads /proc/meminfo under fs.
-func Read(fs procfs.FS) (Snapshot, error) {
-	m, err := fs.Meminfo()
+// Read reads /proc/meminfo under procPath (--path.procfs).
+func Read(procPath string) (Snapshot, error) {
+	data, err := os.ReadFile(filepath.Join(procPath, "meminfo"))
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("reading meminfo: %w", err)
+	}
+	m, err := ParseMeminfo(data)
+	if err != nil {
+		return Snapshot{}, err
 	}
 	return FromMeminfo(m)
 }

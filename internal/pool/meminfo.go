@@ -1,0 +1,58 @@
+package pool
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/prometheus/procfs"
+)
+
+// ParseMeminfo reads the fields of /proc/meminfo the pool needs. It is
+// stricter than prometheus/procfs's parser, which takes the last of a key
+// given twice, reads a size cut before its unit as bytes, and accepts a
+// file cut mid-number: each of those would export a wrong figure rather
+// than none. Here the file must end with a line end (the kernel writes
+// whole lines), a key the pool uses must appear once with a decimal value
+// and, for sizes, the kB unit. Lines the pool does not use are skipped
+// whatever their shape.
+func ParseMeminfo(data []byte) (procfs.Meminfo, error) {
+	var m procfs.Meminfo
+	if len(data) == 0 {
+		return m, errors.New("meminfo: empty")
+	}
+	if data[len(data)-1] != '\n' {
+		return m, errors.New("meminfo: truncated: the last line has no line end")
+	}
+	fields := map[string]struct {
+		dst  **uint64
+		unit string // "kB" for sizes, "" for counts
+	}{
+		"MemTotal": {&m.MemTotal, "kB"}, "MemFree": {&m.MemFree, "kB"}, "MemAvailable": {&m.MemAvailable, "kB"},
+		"Buffers": {&m.Buffers, "kB"}, "Cached": {&m.Cached, "kB"}, "SReclaimable": {&m.SReclaimable, "kB"},
+		"Shmem": {&m.Shmem, "kB"}, "Mapped": {&m.Mapped, "kB"},
+		"HugePages_Total": {&m.HugePagesTotal, ""}, "Hugepagesize": {&m.Hugepagesize, "kB"},
+	}
+	for line := range bytes.Lines(data) {
+		key, rest, ok := bytes.Cut(bytes.TrimSuffix(line, []byte{'\n'}), []byte{':'})
+		f, used := fields[string(key)]
+		if !ok || !used {
+			continue
+		}
+		if *f.dst != nil {
+			return procfs.Meminfo{}, fmt.Errorf("meminfo: %s appears twice", key)
+		}
+		number, unit, _ := bytes.Cut(bytes.TrimLeft(rest, " "), []byte{' '})
+		v, err := strconv.ParseUint(string(number), 10, 64)
+		if err != nil || string(unit) != f.unit {
+			want := "a number"
+			if f.unit != "" {
+				want = "a number of " + f.unit
+			}
+			return procfs.Meminfo{}, fmt.Errorf("meminfo: %s: value is not %s", key, want)
+		}
+		*f.dst = &v
+	}
+	return m, nil
+}

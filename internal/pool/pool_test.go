@@ -1,0 +1,159 @@
+package pool
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/procfs"
+)
+
+func TestParseMeminfo(t *testing.T) {
+	data, err := os.ReadFile("../../testdata/proc/spark/meminfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := ParseMeminfo(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, got := range map[string]*uint64{
+		"MemTotal": m.MemTotal, "MemFree": m.MemFree, "Mapped": m.Mapped,
+		"HugePages_Total": m.HugePagesTotal, "Hugepagesize": m.Hugepagesize,
+	} {
+		if got == nil {
+			t.Errorf("%s missing", name)
+		}
+	}
+	if *m.MemTotal != 125027328 || *m.HugePagesTotal != 0 || *m.Hugepagesize != 2048 {
+		t.Errorf("MemTotal %d, HugePages_Total %d, Hugepagesize %d", *m.MemTotal, *m.HugePagesTotal, *m.Hugepagesize)
+	}
+	if m.Active != nil {
+		t.Error("a field the pool does not use was read")
+	}
+}
+
+func TestParseMeminfoRefuses(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", "meminfo: empty"},
+		{"MemTotal:       125027328 kB", "truncated"},
+		{"MemTotal:       125027328 kB\nMemFree:  21", "truncated"},
+		{"MemTotal:       125027328 kB\nMemTotal: 1 kB\n", "MemTotal appears twice"},
+		{"MemTotal:       125027328\n", "MemTotal: value is not a number of kB"},
+		{"MemTotal:       125027328 MB\n", "MemTotal: value is not a number of kB"},
+		{"MemTotal:       125027328 kB extra\n", "MemTotal: value is not a number of kB"},
+		{"MemTotal:       -1 kB\n", "MemTotal: value is not a number of kB"},
+		{"MemTotal:       18446744073709551616 kB\n", "MemTotal: value is not a number of kB"},
+		{"MemTotal:\n", "MemTotal: value is not a number of kB"},
+		{"HugePages_Total:       3 kB\n", "HugePages_Total: value is not a number"},
+	} {
+		if _, err := ParseMeminfo([]byte(tc.in)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParseMeminfo(%q) = %v, want an error containing %q", tc.in, err, tc.want)
+		}
+	}
+}
+
+func TestParsePressure(t *testing.T) {
+	for _, tc := range []struct {
+		in         string
+		some, full string // "" for absent
+	}{
+		{"some avg10=1.25 avg60=0.80 avg300=0.30 total=48213000\nfull avg10=0.50 avg60=0.31 avg300=0.10 total=19004000\n", "48213000", "19004000"},
+		{"some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n", "0", ""},
+		{"some avg10=100.00 avg60=0.00 avg300=0.00 total=18446744073709551615\nnew kind of line\n", "18446744073709551615", ""},
+	} {
+		p, err := ParsePressure([]byte(tc.in))
+		if err != nil {
+			t.Errorf("ParsePressure(%q): %v", tc.in, err)
+			continue
+		}
+		if show(p.Some) != tc.some || show(p.Full) != tc.full {
+			t.Errorf("ParsePressure(%q) = some %s full %s", tc.in, show(p.Some), show(p.Full))
+		}
+	}
+}
+
+func show(v *uint64) string {
+	if v == nil {
+		return ""
+	}
+	return fmt.Sprint(*v)
+}
+
+func TestParsePressureRefuses(t *testing.T) {
+	const some = "some avg10=1.25 avg60=0.80 avg300=0.30 total=48213000\n"
+	for _, tc := range []struct{ in, want string }{
+		{"", "pressure: empty"},
+		{"\n\n", "neither a some nor a full line"},
+		{"other avg10=1\n", "neither a some nor a full line"},
+		{strings.TrimSuffix(some, "\n"), "truncated"},
+		{some + some, "some appears twice"},
+		{"some avg10=1.25 avg60=0.80 avg300=0.30\n", "some: want 4 fields, got 3"},
+		{"some avg10=1.25 avg60=0.80 avg300=0.30 total=1 extra=2\n", "want 4 fields, got 5"},
+		{"some avg60=1.25 avg10=0.80 avg300=0.30 total=1\n", "field 1 is not avg10="},
+		{"full avg10=NaN avg60=0.80 avg300=0.30 total=1\n", "full: avg10: not a number in range"},
+		{"full avg10=-1 avg60=0.80 avg300=0.30 total=1\n", "avg10: not a number in range"},
+		{"some avg10=1.25 avg60=0.80 avg300=0.30 total=18446744073709551616\n", "total: not a number in range"},
+		{"some avg10=1.25 avg60=0.80 avg300=0.30 total=0x10\n", "total: not a number in range"},
+	} {
+		if _, err := ParsePressure([]byte(tc.in)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParsePressure(%q) = %v, want an error containing %q", tc.in, err, tc.want)
+		}
+	}
+}
+
+// FuzzParseMeminfo: no input panics; what is accepted gives a snapshot or
+// an error, and a snapshot's figures hold together.
+func FuzzParseMeminfo(f *testing.F) {
+	if data, err := os.ReadFile("../../testdata/proc/spark/meminfo"); err == nil {
+		f.Add(data)
+	}
+	f.Add([]byte("MemTotal: 1 kB\nMemFree: 2 kB\n"))
+	f.Add([]byte("MemTotal: 18446744073709551615 kB\nHugePages_Total: 9\nHugepagesize: 1048576 kB\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := ParseMeminfo(data)
+		if err != nil {
+			return
+		}
+		if data[len(data)-1] != '\n' {
+			t.Fatal("a file without its last line end accepted")
+		}
+		s, err := FromMeminfo(m)
+		if err != nil {
+			return
+		}
+		checkSnapshot(t, m, s)
+	})
+}
+
+// checkSnapshot asserts the relations between a snapshot's figures.
+func checkSnapshot(t *testing.T, m procfs.Meminfo, s Snapshot) {
+	t.Helper()
+	if s.Total != *m.MemTotal*1024 || s.Free != *m.MemFree*1024 || s.Mapped != *m.Mapped*1024 {
+		t.Fatalf("snapshot %+v does not match meminfo", s)
+	}
+	if s.Flushable > s.PageCache {
+		t.Fatalf("flushable %d above the page cache %d", s.Flushable, s.PageCache)
+	}
+	if s.HeadroomAfterFlush(0) < s.Headroom(0) || s.Headroom(1<<40) > s.Headroom(0) {
+		t.Fatalf("headroom arithmetic wrapped: %+v", s)
+	}
+}
+
+func FuzzParsePressure(f *testing.F) {
+	f.Add([]byte("some avg10=1.25 avg60=0.80 avg300=0.30 total=48213000\nfull avg10=0.50 avg60=0.31 avg300=0.10 total=19004000\n"))
+	f.Add([]byte("some avg10=0 avg60=0 avg300=0 total=0\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := ParsePressure(data)
+		if err != nil {
+			return
+		}
+		if p.Some == nil && p.Full == nil {
+			t.Fatal("accepted without a some or full line")
+		}
+		if data[len(data)-1] != '\n' {
+			t.Fatal("a file without its last line end accepted")
+		}
+	})
+}
