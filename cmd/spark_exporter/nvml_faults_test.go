@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spark-exporter/spark_exporter/internal/testexporter"
 )
@@ -93,5 +94,33 @@ func TestGPULostMidRun(t *testing.T) {
 	}
 	if !strings.Contains(logs, "gpu 0") {
 		t.Errorf("the failure does not name the device:\n%s", logs)
+	}
+}
+
+// SIGTERM while the driver is wedged: the exporter still exits, with
+// status 0, instead of waiting on a call that never returns.
+func TestSIGTERMWhileDriverWedged(t *testing.T) {
+	hang := filepath.Join(t.TempDir(), "wedged")
+	p := testexporter.Start(t, []string{"SPARK_NVML_SCENARIO=" + scenarioWith(t, "hang file "+hang)},
+		"--path.procfs="+fixtureDir(t, "spark"),
+		"--gpu.nvml-library="+testexporter.StandInNVML(t),
+		"--gpu.timeout=200ms", "--thermal.interval=100ms", "--thermal.window=1s")
+	if err := os.WriteFile(hang, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, p, "the gpu collector failing on the hang", func(m string) bool {
+		v, _ := value(m, `spark_scrape_collector_success{collector="gpu"}`)
+		return v == 0
+	})
+	exited := make(chan int, 1)
+	go func() { exited <- p.Stop(t) }()
+	select {
+	case code := <-exited:
+		if code != 0 {
+			t.Errorf("exit %d after SIGTERM, want 0", code)
+		}
+	case <-time.After(30 * time.Second):
+		os.Remove(hang) // let the process go, so that the cleanup ends
+		t.Fatal("the exporter did not exit within 30s of SIGTERM while the driver was wedged")
 	}
 }

@@ -87,7 +87,9 @@ func serveCommand(cmd *kingpin.Application, procfs *string) command {
 
 		server := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		served := make(chan error, 1)
-		go func() { served <- web.ListenAndServe(server, webFlags, slogger) }()
+		go func() {
+			served <- web.ListenAndServe(server, webFlags, withWebConfigRedacted(slogger, *webFlags.WebConfigFile))
+		}()
 
 		stop := make(chan os.Signal, 1)
 		signal.Notify(stop, os.Interrupt, syscall.SIGTERM)

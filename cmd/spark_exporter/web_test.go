@@ -437,3 +437,52 @@ func TestCollectFilters(t *testing.T) {
 		}
 	}
 }
+
+// exporter-toolkit reads the web config again on every request. A config
+// that breaks while the exporter runs fails closed: every request is a 500
+// (never served without its authentication), the log says why without the
+// file's path, and a repaired file is taken up without a restart.
+func TestWebConfigBrokenMidRun(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "private-dir")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(dir, "web.yml")
+	good := []byte("basic_auth_users:\n  " + scrapeUser + ": " + scrapeHash + "\n")
+	if err := os.WriteFile(config, good, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := testexporter.Start(t, nil, "--path.procfs="+fixtureDir(t, "spark"), noGPU, "--web.config.file="+config)
+	client := &http.Client{Timeout: 30 * time.Second}
+	auth := basicAuth(scrapeUser, scrapePassword)
+	expect := func(when string, want int) {
+		t.Helper()
+		for _, path := range []string{"/metrics", "/"} {
+			code, _, body := fetch(t, client, p.URL+path, auth)
+			if code != want || (code != http.StatusOK && strings.Contains(body, "spark_")) {
+				t.Errorf("%s: GET %s: %d, want %d\n%s", when, path, code, want, body)
+			}
+		}
+	}
+	expect("good config", http.StatusOK)
+
+	if err := os.WriteFile(config, []byte("basic_auth_users: [\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	expect("config no longer YAML", http.StatusInternalServerError)
+	os.Remove(config)
+	expect("config gone", http.StatusInternalServerError)
+	if err := os.WriteFile(config, good, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	expect("config back", http.StatusOK)
+
+	p.Stop(t)
+	logs := p.Logs()
+	if !strings.Contains(logs, "Unable to parse configuration") || !strings.Contains(logs, "no such file or directory") {
+		t.Errorf("the broken config is not logged with its cause:\n%s", logs)
+	}
+	if strings.Contains(logs, "private-dir") {
+		t.Errorf("the log names the config's path:\n%s", logs)
+	}
+}

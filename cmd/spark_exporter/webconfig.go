@@ -2,7 +2,9 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -63,4 +65,62 @@ func redactWebConfigPaths(msg, path string) string {
 		msg = strings.ReplaceAll(msg, r.old, r.new)
 	}
 	return msg
+}
+
+// redactingHandler passes exporter-toolkit's log records on with the web
+// config's paths redacted. The toolkit reads --web.config.file again on
+// every request, and logs the error, path included, when it cannot.
+type redactingHandler struct {
+	slog.Handler
+	configPath string
+}
+
+// withWebConfigRedacted wraps logger's handler, when there is a web config.
+func withWebConfigRedacted(logger *slog.Logger, configPath string) *slog.Logger {
+	if configPath == "" {
+		return logger
+	}
+	return slog.New(redactingHandler{logger.Handler(), configPath})
+}
+
+func (h redactingHandler) Handle(ctx context.Context, r slog.Record) error {
+	out := slog.NewRecord(r.Time, r.Level, h.redact(r.Message), r.PC)
+	r.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(h.attr(a))
+		return true
+	})
+	return h.Handler.Handle(ctx, out)
+}
+
+func (h redactingHandler) attr(a slog.Attr) slog.Attr {
+	switch v := a.Value.Resolve(); v.Kind() {
+	case slog.KindString:
+		return slog.String(a.Key, h.redact(v.String()))
+	case slog.KindAny:
+		if err, ok := v.Any().(error); ok {
+			return slog.String(a.Key, h.redact(err.Error()))
+		}
+	case slog.KindGroup:
+		attrs := v.Group()
+		redacted := make([]any, len(attrs))
+		for i, g := range attrs {
+			redacted[i] = h.attr(g)
+		}
+		return slog.Group(a.Key, redacted...)
+	}
+	return a
+}
+
+func (h redactingHandler) redact(s string) string { return redactWebConfigPaths(s, h.configPath) }
+
+func (h redactingHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	redacted := make([]slog.Attr, len(attrs))
+	for i, a := range attrs {
+		redacted[i] = h.attr(a)
+	}
+	return redactingHandler{h.Handler.WithAttrs(redacted), h.configPath}
+}
+
+func (h redactingHandler) WithGroup(name string) slog.Handler {
+	return redactingHandler{h.Handler.WithGroup(name), h.configPath}
 }
