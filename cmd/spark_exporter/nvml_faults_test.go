@@ -10,15 +10,20 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/testexporter"
 )
 
+// startOnScenario runs the exporter on the Spark /proc and the stand-in
+// NVML playing scenario, sampling temperatures ten times a second.
+func startOnScenario(t *testing.T, scenario string, args ...string) *testexporter.Process {
+	t.Helper()
+	return testexporter.Start(t, []string{"SPARK_NVML_SCENARIO=" + scenario},
+		append(append([]string{"--path.procfs=" + fixtureDir(t, "spark"), "--gpu.nvml-library=" + testexporter.StandInNVML(t)},
+			fastThermal...), args...)...)
+}
+
 // A device that answers its identity and nothing else: every field is
 // reported unsupported, no value is made up, and neither the gpu nor the
 // thermal collector fails.
 func TestGPUSupportingNothing(t *testing.T) {
-	scenario := scenarioWith(t, "unsupported temperature power energy sm_clock utilization clocks_event_reasons processes")
-	p := testexporter.Start(t, []string{"SPARK_NVML_SCENARIO=" + scenario},
-		"--path.procfs="+fixtureDir(t, "spark"),
-		"--gpu.nvml-library="+testexporter.StandInNVML(t),
-		"--thermal.interval=100ms", "--thermal.window=1s")
+	p := startOnScenario(t, scenarioWith(t, "unsupported temperature power energy sm_clock utilization clocks_event_reasons processes"))
 	m := poll(t, p, "the GPU identified", func(m string) bool {
 		v, _ := value(m, "spark_gpu_nvml_up")
 		return v == 1 && strings.Contains(m, `spark_gpu_info{`)
@@ -51,10 +56,7 @@ func TestGPUSupportingNothing(t *testing.T) {
 // readings resume without a restart.
 func TestGPULostMidRun(t *testing.T) {
 	lost := filepath.Join(t.TempDir(), "lost")
-	p := testexporter.Start(t, []string{"SPARK_NVML_SCENARIO=" + scenarioWith(t, "lost file "+lost)},
-		"--path.procfs="+fixtureDir(t, "spark"),
-		"--gpu.nvml-library="+testexporter.StandInNVML(t),
-		"--thermal.interval=100ms", "--thermal.window=1s")
+	p := startOnScenario(t, scenarioWith(t, "lost file "+lost))
 	poll(t, p, "a temperature before the loss", func(m string) bool {
 		_, ok := value(m, `spark_gpu_temperature_celsius{gpu="0"}`)
 		return ok
@@ -101,10 +103,7 @@ func TestGPULostMidRun(t *testing.T) {
 // status 0, instead of waiting on a call that never returns.
 func TestSIGTERMWhileDriverWedged(t *testing.T) {
 	hang := filepath.Join(t.TempDir(), "wedged")
-	p := testexporter.Start(t, []string{"SPARK_NVML_SCENARIO=" + scenarioWith(t, "hang file "+hang)},
-		"--path.procfs="+fixtureDir(t, "spark"),
-		"--gpu.nvml-library="+testexporter.StandInNVML(t),
-		"--gpu.timeout=200ms", "--thermal.interval=100ms", "--thermal.window=1s")
+	p := startOnScenario(t, scenarioWith(t, "hang file "+hang), "--gpu.timeout=200ms")
 	if err := os.WriteFile(hang, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
