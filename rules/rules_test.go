@@ -4,7 +4,6 @@
 package rules_test
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"maps"
@@ -16,10 +15,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"unicode"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/spark-exporter/spark_exporter/internal/mdanchor"
 	"github.com/spark-exporter/spark_exporter/internal/testexporter"
 )
 
@@ -183,42 +182,12 @@ func TestRecordingRuleNames(t *testing.T) {
 	}
 }
 
-// githubAnchors returns the anchors GitHub gives the headings of a
-// Markdown file: lower case, punctuation dropped, spaces as hyphens.
-func githubAnchors(t *testing.T, path string) map[string]bool {
-	t.Helper()
-	data, err := os.ReadFile(path)
+func TestRunbookAnchorsExist(t *testing.T) {
+	runbooks, err := os.ReadFile(runbooksFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	anchors := map[string]bool{}
-	inFence := false
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "```") {
-			inFence = !inFence
-		}
-		if inFence || !strings.HasPrefix(line, "#") {
-			continue
-		}
-		heading := strings.TrimSpace(strings.TrimLeft(line, "#"))
-		var b strings.Builder
-		for _, r := range strings.ToLower(heading) {
-			switch {
-			case unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '_':
-				b.WriteRune(r)
-			case r == ' ':
-				b.WriteRune('-')
-			}
-		}
-		anchors[b.String()] = true
-	}
-	return anchors
-}
-
-func TestRunbookAnchorsExist(t *testing.T) {
-	anchors := githubAnchors(t, runbooksFile)
+	anchors := mdanchor.Anchors(runbooks)
 	for _, a := range alerts(loadRules(t)) {
 		m := runbookURL.FindStringSubmatch(a.Annotations["runbook_url"])
 		if m == nil {
