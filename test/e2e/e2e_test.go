@@ -46,7 +46,8 @@ func TestEndToEnd(t *testing.T) {
 		{instance: "idle", procfs: idle, args: thermalFlags},
 	})
 	deadline := s.ready.Add(runBudget)
-	t.Logf("stack ready; configurations in %s (kept, with every log, if the run fails)", s.dir)
+	t.Logf("stack ready: Prometheus %s, Alertmanager %s, pager %s; configurations in %s (kept, with every log, if the run fails)",
+		s.prom.URL, s.am.URL, s.hooks.srv.URL, s.dir)
 
 	// Scenario 3's stimulus starts at once: the memory is thrashing from
 	// now on, half of wall-clock time fully stalled.
@@ -292,6 +293,9 @@ func (s *stack) runbooks(t *testing.T, deadline time.Time, root string) runbookC
 	return runbookCheck{base, mdanchor.Anchors(doc)}
 }
 
+// rawFigure is a float as Go prints it unformatted: 2.1990232064e+10.
+var rawFigure = regexp.MustCompile(`\d\.\d+e[+-]\d+`)
+
 // check asserts what every page must carry: a summary naming the Spark, a
 // description whose templates all rendered, and a runbook link to the
 // alert's own section of docs/runbooks.md.
@@ -301,10 +305,13 @@ func (rc runbookCheck) check(t *testing.T, a alert, anchor string) {
 		t.Errorf("summary %q does not name the Spark %q", s, a.Labels["instance"])
 	}
 	d := a.Annotations["description"]
-	for _, bad := range []string{"<no value>", "{{", "%!", "NaN", "+Inf", "e+"} {
+	for _, bad := range []string{"<no value>", "{{", "%!", "NaN", "Inf"} {
 		if strings.Contains(d, bad) {
-			t.Errorf("description holds %q, a template that did not render or a raw figure: %s", bad, d)
+			t.Errorf("description holds %q, a template that did not render or a figure that makes no sense: %s", bad, d)
 		}
+	}
+	if raw := rawFigure.FindString(d); raw != "" {
+		t.Errorf("description holds %s, a figure not humanised: %s", raw, d)
 	}
 	if want := rc.base + "#" + anchor; a.Annotations["runbook_url"] != want {
 		t.Errorf("runbook_url %q, want %q", a.Annotations["runbook_url"], want)
