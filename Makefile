@@ -43,7 +43,8 @@ CC_amd64  ?= $(if $(filter amd64,$(HOST_ARCH)),gcc,x86_64-linux-gnu-gcc)
 QEMU_ARM64 ?= $(if $(filter arm64,$(HOST_ARCH)),,qemu-aarch64 -L /usr/aarch64-linux-gnu)
 
 .PHONY: all build run test unit e2e rules fuzz lint fmt vet staticcheck tools bench clean \
-	crossbuild test-arm64 release test-release docker kubernetes-rules
+	crossbuild test-arm64 release test-release docker kubernetes-rules \
+	nvml-standin demo
 
 all: build
 
@@ -76,7 +77,7 @@ run: build
 	./spark_exporter
 
 ## test: everything CI checks.
-test: lint unit e2e fuzz test-arm64 test-release
+test: lint nvml-standin unit e2e fuzz test-arm64 test-release
 
 unit: tools
 	$(GO) test -count=1 ./...
@@ -93,6 +94,23 @@ e2e: $(TOOLS)/prometheus $(TOOLS)/alertmanager
 ## them too, so `make test` covers them.
 rules: $(TOOLS)/promtool $(TOOLS)/amtool
 	$(GO) test -count=1 ./rules/
+
+## nvml-standin: the GB10 stand-in libnvidia-ml.so.1 (docs/standin-nvml.md),
+## compiled with $$CC (default gcc). Tests build their own copy; this one is
+## for `make demo` and for running the exporter by hand.
+NVML_STANDIN := .build/nvml/libnvidia-ml.so.1
+nvml-standin:
+	$(GO) run ./internal/standin/cmd/standin -o $(dir $(NVML_STANDIN))
+
+## demo: the exporter on the stand-in, playing a two-hour fine-tune that ends
+## up throttling (testdata/nvml/scenarios/gb10-throttle.scenario) 30 times
+## faster than real time: about 4.5 minutes. Metrics on :10240.
+DEMO_SCENARIO ?= testdata/nvml/scenarios/gb10-throttle.scenario
+DEMO_SPEED    ?= 30
+DEMO_ARGS     ?=
+demo: build nvml-standin
+	SPARK_NVML_SCENARIO=$(DEMO_SCENARIO) SPARK_NVML_SPEED=$(DEMO_SPEED) ./spark_exporter \
+		--path.procfs=testdata/proc/spark --gpu.nvml-library=$(NVML_STANDIN) $(DEMO_ARGS)
 
 ## fuzz: every fuzz target briefly (FUZZTIME each); the seeds also run in `unit`.
 fuzz:

@@ -142,8 +142,7 @@ var grafanaVariables = Vars{
 
 // Every query parses as PromQL and names only metrics the exporter exports
 // (testdata/golden) or the rules record (rules/*.yml), beside Prometheus' own
-// ALERTS and up. Metrics of collectors still being written are tolerated by
-// promqltest's pendingCollectors list until integration.
+// ALERTS and up.
 func TestDashboardQueries(t *testing.T) {
 	d := load(t)
 	qs, err := d.Queries()
@@ -158,7 +157,6 @@ func TestDashboardQueries(t *testing.T) {
 		}
 	}
 	known := promqltest.LoadKnown(t)
-	pending := map[string]bool{}
 	for i, r := range promqltest.Parse(t, exprs) {
 		if r.Error != "" {
 			t.Errorf("%s does not parse: %s\n%s", qs[i].Where, r.Error, exprs[i])
@@ -168,16 +166,10 @@ func TestDashboardQueries(t *testing.T) {
 			t.Errorf("%s selects no metric: %s", qs[i].Where, exprs[i])
 		}
 		for _, m := range r.Metrics {
-			switch known.Why(m) {
-			case "":
+			if known.Why(m) == "" {
 				t.Errorf("%s uses %s: neither exported (testdata/golden) nor recorded (rules/)", qs[i].Where, m)
-			case "pending":
-				pending[m] = true
 			}
 		}
-	}
-	if len(pending) > 0 {
-		t.Logf("%d metric names tolerated as pending collectors or rules", len(pending))
 	}
 }
 

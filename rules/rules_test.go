@@ -45,13 +45,6 @@ var contractAlerts = map[string]string{
 	"SparkPlannedRunWontFit":        "warning",
 }
 
-// pendingCollectors: metric name prefixes of collectors not yet on main,
-// whose metrics are therefore not in testdata/golden. Rules may use them
-// unchecked until then. The lead empties this list when those collectors
-// are merged and the goldens regenerated; from then on a typo in a gpu,
-// thermal, workloads or plan metric fails this test like any other.
-var pendingCollectors = []string{"spark_gpu_", "spark_thermal_", "spark_plan_"}
-
 // Labels Prometheus adds from the scrape target; the exporter never exports
 // them, rules and annotation queries may still match on them.
 var targetLabels = map[string]bool{"instance": true, "job": true}
@@ -270,15 +263,6 @@ func annotationSelectors(text string) ([]selector, error) {
 
 const templateValue = "{{ template value }}"
 
-func pending(name string) bool {
-	for _, p := range pendingCollectors {
-		if strings.HasPrefix(name, p) {
-			return true
-		}
-	}
-	return false
-}
-
 // checkSelector says what is wrong with a selector: a metric that nothing
 // exports or records, or a label (or label value) the metric never has.
 func checkSelector(sel selector, golden exported, recorded map[string]bool) error {
@@ -287,9 +271,6 @@ func checkSelector(sel selector, golden exported, recorded map[string]bool) erro
 	}
 	labels, ok := golden[sel.Name]
 	if !ok {
-		if pending(sel.Name) {
-			return nil
-		}
 		return fmt.Errorf("metric %s is neither exported (testdata/golden) nor recorded by a rule", sel.Name)
 	}
 	for _, m := range sel.Matchers {
@@ -357,7 +338,6 @@ func TestCheckSelectorCatchesTypos(t *testing.T) {
 		{`rate(spark_pool_pressure_stall_seconds_total{kind="full"}[5m])`, true},
 		{`rate(spark_pool_pressure_stall_seconds_total{kind=~"ful"}[5m])`, true}, // regexes are not checked
 		{`instance:spark_pool_refaults:rate5m`, true},
-		{`spark_gpu_power_watts`, true}, // pending collector
 		{`spark_pool_fre_bytes`, false},
 		{`spark_pool_pressure_stall_seconds_total{knd="full"}`, false},
 		{`spark_pool_pressure_stall_seconds_total{kind="ful"}`, false},

@@ -27,9 +27,16 @@ fi
 
 make --no-print-directory .build/linux-arm64/spark_exporter
 bin=$PWD/.build/linux-arm64/spark_exporter
+# The GB10 stand-in NVML library, built for arm64 too: the arm64 binary
+# dlopens it as it would NVIDIA's on a Spark.
+# (The builder itself is a host program: build it first, then point it at
+# the cross compiler.)
+go build -o .build/standin-builder ./internal/standin/cmd/standin
+CC=$cc .build/standin-builder -o .build/nvml-linux-arm64
+nvml=$PWD/.build/nvml-linux-arm64/libnvidia-ml.so.1
 
 echo "test-arm64: golden tests against $bin${qemu:+ under $qemu}"
 # SPARK_TEST_GOARCH makes the golden test check, from build_info, that the
 # binary it scraped really is the arm64 one.
-SPARK_TEST_BINARY=$bin SPARK_TEST_EXEC_WRAPPER="$qemu" SPARK_TEST_GOARCH=arm64 \
+SPARK_TEST_BINARY=$bin SPARK_TEST_NVML=$nvml SPARK_TEST_EXEC_WRAPPER="$qemu" SPARK_TEST_GOARCH=arm64 \
   go test -count=1 -run 'Golden|LostSource' ./cmd/spark_exporter

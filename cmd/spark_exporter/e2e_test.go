@@ -7,8 +7,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spark-exporter/spark_exporter/internal/testexporter"
 )
@@ -74,11 +76,29 @@ func fixtureDir(t *testing.T, name string) string {
 	return filepath.Join(testexporter.Root(t), "testdata", "proc", name)
 }
 
+// noGPU is a --gpu.nvml-library that does not exist: the exporter as on a
+// host without an NVIDIA driver, whatever the test machine has.
+const noGPU = "--gpu.nvml-library=/nonexistent/libnvidia-ml.so.1"
+
+// A Spark mid-run: the fixture /proc and the GB10 stand-in NVML playing the
+// throttling fine-tune, frozen 45 minutes in.
 func TestGoldenSpark(t *testing.T) {
-	p := testexporter.Start(t, nil,
+	p := testexporter.Start(t, []string{
+		"SPARK_NVML_SCENARIO=" + testexporter.Scenario(t, "gb10-throttle"),
+		"SPARK_NVML_FREEZE=45m",
+	},
 		"--path.procfs="+fixtureDir(t, "spark"),
+		"--gpu.nvml-library="+testexporter.StandInNVML(t),
+		// One thermal sample, the one taken at start: a second would make
+		// the thermal series depend on how long the test took.
+		"--thermal.interval=1h", "--thermal.window=3h",
+		"--plan.file="+filepath.Join(testexporter.Root(t), "testdata", "plans", "spark.yml"),
 		"--web.disable-exporter-metrics")
-	metrics := p.Get(t, "/metrics")
+	var metrics string
+	testexporter.Eventually(t, 30*time.Second, func() bool {
+		metrics = p.Get(t, "/metrics")
+		return strings.Contains(metrics, "spark_thermal_state{")
+	}, "the thermal sampler's first sample")
 	golden(t, "spark.metrics", normalise(metrics))
 
 	// The build must be the one meant: make test-arm64 runs this test on the
@@ -99,9 +119,53 @@ func TestGoldenSpark(t *testing.T) {
 	}
 }
 
+// An old kernel on a host without a GPU.
+var (
+	throttledSecondsLine = regexp.MustCompile(`(?m)^(spark_thermal_throttled_seconds_total\{[^}]*\}) .*$`)
+	windowLine           = regexp.MustCompile(`(?m)^(spark_thermal_window_\w+\{[^}]*\}) (\S+)$`)
+)
+
+// roundWindow rounds the window's figures to 6 significant digits: a mean
+// of equal samples differs in its last bits with the number of samples,
+// which depends on how long the test ran.
+func roundWindow(metrics string) string {
+	return windowLine.ReplaceAllStringFunc(metrics, func(line string) string {
+		m := windowLine.FindStringSubmatch(line)
+		v, err := strconv.ParseFloat(m[2], 64)
+		if err != nil {
+			return line
+		}
+		return m[1] + " " + strconv.FormatFloat(v, 'g', 6, 64)
+	})
+}
+
+// The thermal collector once its window is full, on the stand-in frozen
+// mid-throttle (99 W, 90 °C: flat below the rating, holding hot): every
+// sample the same, so the window's figures are exact.
+// Only the time spent throttled depends on how long the test ran.
+func TestGoldenThermal(t *testing.T) {
+	p := testexporter.Start(t, []string{
+		"SPARK_NVML_SCENARIO=" + testexporter.Scenario(t, "gb10-throttle"),
+		"SPARK_NVML_FREEZE=45m",
+	},
+		"--path.procfs="+fixtureDir(t, "spark"),
+		"--gpu.nvml-library="+testexporter.StandInNVML(t),
+		"--thermal.interval=1s", "--thermal.window=3s",
+		"--web.disable-exporter-metrics")
+	var metrics string
+	testexporter.Eventually(t, 60*time.Second, func() bool {
+		metrics = p.Get(t, "/metrics?collect[]=thermal")
+		// NVML's slowdown reasons make the state throttled from the first
+		// sample; the signature needs the whole window.
+		return strings.Contains(metrics, `spark_thermal_throttle_signature{gpu="0"} 1`)
+	}, "the thermal window to fill and show the signature")
+	golden(t, "thermal.metrics", roundWindow(throttledSecondsLine.ReplaceAllString(normalise(metrics), "$1 <seconds>")))
+}
+
 func TestGoldenOldKernel(t *testing.T) {
 	p := testexporter.Start(t, nil,
 		"--path.procfs="+fixtureDir(t, "oldkernel"),
+		noGPU,
 		"--web.disable-exporter-metrics")
 	golden(t, "oldkernel.metrics", normalise(p.Get(t, "/metrics")))
 }

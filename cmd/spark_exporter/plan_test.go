@@ -20,12 +20,23 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/testexporter"
 )
 
-// runPlan runs `spark_exporter plan args…` in-process.
+// runPlan runs `spark_exporter plan args…`: in-process, or as the binary
+// named by SPARK_TEST_BINARY (`make test-arm64` checks the arm64 build
+// prints the same reports).
 func runPlan(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errs bytes.Buffer
-	code = run(append([]string{"plan"}, args...), &out, &errs)
-	return code, out.String(), errs.String()
+	args = append([]string{"plan"}, args...)
+	if os.Getenv("SPARK_TEST_BINARY") == "" {
+		code = run(args, &out, &errs)
+		return code, out.String(), errs.String()
+	}
+	cmd := testexporter.Command(t, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errs
+	if err := cmd.Run(); err != nil && cmd.ProcessState == nil {
+		t.Fatal(err)
+	}
+	return cmd.ProcessState.ExitCode(), out.String(), errs.String()
 }
 
 // The report as a user sees it, on the fixture pools. Rewrite with

@@ -9,11 +9,15 @@ import (
 
 // Reading is one device's state at one moment, as NVML reported it. A nil
 // field is a value NVML did not give this time (not supported by the
-// device, or the call failed); it is never replaced by a guess.
+// device, or the call failed); it is never replaced by a guess. Supported
+// tells the two apart.
 type Reading struct {
 	Index int       // NVML device index
 	UUID  string    // NVML device UUID
 	Time  time.Time // when the reading was taken
+
+	Name              string // product name, e.g. "NVIDIA GB10"; "" if NVML has none
+	ComputeCapability string // CUDA compute capability, e.g. "12.1"
 
 	TemperatureCelsius *float64 // GPU core temperature
 	PowerWatts         *float64 // power draw
@@ -23,11 +27,57 @@ type Reading struct {
 	// ClockEventReasons is NVML's bit mask of why clocks are held down
 	// (nvml.ClocksEventReason* constants: thermal slowdowns, power cap, …).
 	ClockEventReasons *uint64
+
+	EnergyJoules    *float64 // energy used since the driver loaded
+	PowerLimitWatts *float64 // enforced power limit; N/A on GB10
+	// MemoryTotalBytes and MemoryUsedBytes are NVML's memory info, the
+	// nvidia-smi view. GB10 has no VRAM and answers NOT_SUPPORTED; some
+	// patched drivers answer with the unified pool's total instead.
+	MemoryTotalBytes *uint64
+	MemoryUsedBytes  *uint64
+	// Processes are the compute processes on the device and the memory
+	// each holds; nil when the device does not report them.
+	Processes []Process
+
+	// Supported says, for each field NVML was asked about, whether the
+	// device answered (true) or said NOT_SUPPORTED (false). A field that
+	// is absent failed this time with another error.
+	Supported map[Field]bool
+}
+
+// Process is one process holding memory on a device.
+type Process struct {
+	PID       uint32
+	UsedBytes uint64
+}
+
+// Field is a group of NVML readings that a device supports or not as a
+// whole; it is the field label of spark_gpu_field_supported.
+type Field string
+
+// The fields, as METRICS.md names them.
+const (
+	FieldMemoryInfo         Field = "memory_info"
+	FieldPowerLimit         Field = "power_limit"
+	FieldEnergy             Field = "energy"
+	FieldTemperature        Field = "temperature"
+	FieldPower              Field = "power"
+	FieldSMClock            Field = "sm_clock"
+	FieldUtilization        Field = "utilization"
+	FieldClocksEventReasons Field = "clocks_event_reasons"
+	FieldProcesses          Field = "processes"
+)
+
+// Fields lists every field, in the contract's order.
+var Fields = []Field{
+	FieldMemoryInfo, FieldPowerLimit, FieldEnergy, FieldTemperature, FieldPower,
+	FieldSMClock, FieldUtilization, FieldClocksEventReasons, FieldProcesses,
 }
 
 // Source reads every device. Read returns within the context's deadline;
-// an error means no reading this time (NVML absent, wedged or failing), and
-// the caller carries on.
+// an error means no complete reading this time (NVML absent, wedged or
+// failing), and the caller carries on. Readings of the devices that were
+// read are returned beside the error.
 type Source interface {
 	Read(ctx context.Context) ([]Reading, error)
 }

@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/spark-exporter/spark_exporter/internal/standin"
 )
 
 // Root is the repository root, found from this file's package directory.
@@ -30,11 +32,31 @@ func Root(t testing.TB) string {
 	return filepath.Dir(strings.TrimSpace(string(out)))
 }
 
-var (
-	buildOnce sync.Once
-	binary    string
-	buildErr  error
-)
+// once builds something once per test process, into a temporary
+// directory of its own, and gives every caller the same path or error.
+type once struct {
+	sync.Once
+	path string
+	err  error
+}
+
+func (o *once) build(t testing.TB, prefix string, build func(dir string) (string, error)) string {
+	t.Helper()
+	o.Do(func() {
+		dir, err := os.MkdirTemp("", prefix)
+		if err != nil {
+			o.err = err
+			return
+		}
+		o.path, o.err = build(dir)
+	})
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	return o.path
+}
+
+var binary, standInLib once
 
 // Binary builds cmd/spark_exporter once per test process and returns its
 // path. SPARK_TEST_BINARY names a prebuilt binary instead, such as the
@@ -44,46 +66,68 @@ func Binary(t testing.TB) string {
 	if b := os.Getenv("SPARK_TEST_BINARY"); b != "" {
 		return b
 	}
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "spark_exporter-test-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binary = filepath.Join(dir, "spark_exporter")
-		cmd := exec.Command("go", "build", "-o", binary, "./cmd/spark_exporter")
-		cmd.Dir = Root(t)
+	root := Root(t)
+	return binary.build(t, "spark_exporter-test-", func(dir string) (string, error) {
+		path := filepath.Join(dir, "spark_exporter")
+		cmd := exec.Command("go", "build", "-o", path, "./cmd/spark_exporter")
+		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=1", "CGO_CFLAGS=-Wno-deprecated-declarations")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+			return "", fmt.Errorf("go build: %v\n%s", err, out)
 		}
+		return path, nil
 	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+}
+
+// StandInNVML builds the GB10 stand-in libnvidia-ml.so.1 once per test
+// process and returns its path, for --gpu.nvml-library. Its scenario comes
+// from SPARK_NVML_SCENARIO in the exporter's environment (see Scenario and
+// docs/standin-nvml.md). SPARK_TEST_NVML names a prebuilt one instead, such
+// as the arm64 build that `make test-arm64` loads into the arm64 binary.
+func StandInNVML(t testing.TB) string {
+	t.Helper()
+	if lib := os.Getenv("SPARK_TEST_NVML"); lib != "" {
+		return lib
 	}
-	return binary
+	root := Root(t)
+	return standInLib.build(t, "nvml-standin-", func(dir string) (string, error) {
+		return standin.Build(root, dir)
+	})
+}
+
+// Scenario is the path of a stand-in scenario in testdata/nvml/scenarios,
+// by name (gb10-idle, gb10-throttle, …).
+func Scenario(t testing.TB, name string) string {
+	t.Helper()
+	path := filepath.Join(Root(t), "testdata", "nvml", "scenarios", name+".scenario")
+	if _, err := os.Stat(path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // Process is a running exporter.
 type Process struct {
 	URL  string // http://127.0.0.1:PORT
 	cmd  *exec.Cmd
-	logs *syncBuffer
+	logs *SyncBuffer
 	done chan struct{}
 }
 
-type syncBuffer struct {
+// SyncBuffer collects a log written from several goroutines and reads it
+// back safely.
+type SyncBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
+func (b *SyncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *syncBuffer) String() string {
+func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
@@ -98,13 +142,24 @@ var listening = regexp.MustCompile(`msg="?Listening on"?(?: \S+)*? address=(\S+)
 // the test ends; its log is printed if the test failed.
 func Start(t testing.TB, env []string, args ...string) *Process {
 	t.Helper()
-	args = append([]string{"--web.listen-address=127.0.0.1:0"}, args...)
-	// SPARK_TEST_EXEC_WRAPPER runs the binary through an emulator, e.g.
-	// "qemu-aarch64 -L /usr/aarch64-linux-gnu" for the arm64 build.
-	if wrapper := strings.Fields(os.Getenv("SPARK_TEST_EXEC_WRAPPER")); len(wrapper) > 0 {
-		return StartProgram(t, wrapper[0], env, append(append(wrapper[1:], Binary(t)), args...)...)
-	}
-	return StartProgram(t, Binary(t), env, args...)
+	argv := commandLine(t, append([]string{"--web.listen-address=127.0.0.1:0"}, args...))
+	return StartProgram(t, argv[0], env, argv[1:]...)
+}
+
+// Command returns the exporter binary as a command with args, for tests of
+// commands that exit (plan, --version, bad flags).
+func Command(t testing.TB, args ...string) *exec.Cmd {
+	t.Helper()
+	argv := commandLine(t, args)
+	return exec.Command(argv[0], argv[1:]...)
+}
+
+// commandLine is the binary and args, behind SPARK_TEST_EXEC_WRAPPER if set:
+// an emulator such as "qemu-aarch64 -L /usr/aarch64-linux-gnu" for the
+// arm64 build.
+func commandLine(t testing.TB, args []string) []string {
+	wrapper := strings.Fields(os.Getenv("SPARK_TEST_EXEC_WRAPPER"))
+	return append(append(wrapper, Binary(t)), args...)
 }
 
 // StartProgram runs another program that logs "Listening on" the way
@@ -118,7 +173,7 @@ func StartProgram(t testing.TB, path string, env []string, args ...string) *Proc
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Process{cmd: cmd, logs: &syncBuffer{}, done: make(chan struct{})}
+	p := &Process{cmd: cmd, logs: &SyncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout = p.logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spark-exporter/spark_exporter/internal/testexporter"
+)
+
+// These tests run the built exporter on the GB10 stand-in NVML library
+// (internal/standin), driven by scenarios in testdata/nvml/scenarios.
+
+// gpuOnly scrapes the gpu collector alone, so that these goldens do not
+// change when other collectors do.
+const gpuOnly = "/metrics?collect[]=gpu"
+
+// The stand-in as other NVIDIA hosts and drivers answer: two discrete GPUs
+// with memory info and power limits; a GB10 whose patched driver answers
+// memory info. What NVML says is exported, and nothing it does not.
+func TestGoldenGPUScenarios(t *testing.T) {
+	for _, name := range []string{"multi-gpu", "gb10-patched-meminfo"} {
+		t.Run(name, func(t *testing.T) {
+			p := testexporter.Start(t, []string{
+				"SPARK_NVML_SCENARIO=" + testexporter.Scenario(t, name),
+				"SPARK_NVML_FREEZE=5m",
+			},
+				"--path.procfs="+fixtureDir(t, "spark"),
+				"--gpu.nvml-library="+testexporter.StandInNVML(t),
+				"--web.disable-exporter-metrics")
+			golden(t, "gpu-"+name+".metrics", normalise(p.Get(t, gpuOnly)))
+		})
+	}
+}
+
+// value finds one series in an exposition; ok is false when it is absent.
+func value(metrics, series string) (v float64, ok bool) {
+	for _, line := range strings.Split(metrics, "\n") {
+		if rest, found := strings.CutPrefix(line, series+" "); found {
+			v, err := strconv.ParseFloat(rest, 64)
+			return v, err == nil
+		}
+	}
+	return 0, false
+}
+
+// boundedGet fetches path with a client timeout, so that a scrape that
+// hangs fails the test instead of hanging it.
+func boundedGet(t *testing.T, p *testexporter.Process, path string) string {
+	t.Helper()
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Get(p.URL + path)
+	if err != nil {
+		t.Fatalf("scrape did not complete: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %v %v\n%s", path, resp.Status, err, body)
+	}
+	return string(body)
+}
+
+// poll scrapes until cond holds or a bounded deadline passes.
+func poll(t *testing.T, p *testexporter.Process, what string, cond func(metrics string) bool) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		m := boundedGet(t, p, "/metrics")
+		if cond(m) {
+			return m
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 30s; last scrape:\n%s", what, m)
+		}
+		time.Sleep(50 * time.Millisecond) // polling interval, not synchronisation
+	}
+}
+
+// scenarioWith writes a scenario: an idle GB10 plus extra directives.
+func scenarioWith(t *testing.T, extra string) string {
+	t.Helper()
+	base, err := os.ReadFile(testexporter.Scenario(t, "gb10-idle"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "test.scenario")
+	if err := os.WriteFile(path, []byte(extra+"\n"+string(base)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// A wedged driver: scrapes keep answering, the gpu collector fails alone,
+// repeated scrapes do not pile up goroutines, and readings resume when the
+// driver answers again.
+func TestGPUHangKeepsScrapesAnswering(t *testing.T) {
+	hang := filepath.Join(t.TempDir(), "wedged")
+	p := testexporter.Start(t, []string{"SPARK_NVML_SCENARIO=" + scenarioWith(t, "hang file "+hang)},
+		"--path.procfs="+fixtureDir(t, "spark"),
+		"--gpu.nvml-library="+testexporter.StandInNVML(t),
+		"--gpu.timeout=200ms")
+	m := boundedGet(t, p, "/metrics")
+	if v, _ := value(m, `spark_scrape_collector_success{collector="gpu"}`); v != 1 {
+		t.Fatalf("gpu collector not succeeding before the hang:\n%s", m)
+	}
+
+	if err := os.WriteFile(hang, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var goroutines []float64
+	for range 6 {
+		m = boundedGet(t, p, "/metrics")
+		if v, ok := value(m, `spark_scrape_collector_success{collector="gpu"}`); !ok || v != 0 {
+			t.Fatalf("gpu success = %v (present %v) during the hang, want 0", v, ok)
+		}
+		if v, _ := value(m, `spark_scrape_collector_success{collector="pool"}`); v != 1 {
+			t.Fatal("the pool collector did not answer during the hang")
+		}
+		if v, _ := value(m, "spark_gpu_nvml_up"); v != 1 {
+			t.Error("a hang is not NVML being absent: nvml_up should stay 1")
+		}
+		if _, ok := value(m, `spark_gpu_temperature_celsius{gpu="0"}`); ok {
+			t.Error("a temperature reported while the driver is wedged")
+		}
+		g, _ := value(m, "go_goroutines")
+		goroutines = append(goroutines, g)
+	}
+	if first, last := goroutines[0], goroutines[len(goroutines)-1]; last > first+2 {
+		t.Errorf("goroutines grew over scrapes during the hang: %v", goroutines)
+	}
+
+	os.Remove(hang)
+	poll(t, p, "readings after the hang", func(m string) bool {
+		_, ok := value(m, `spark_gpu_temperature_celsius{gpu="0"}`)
+		v, _ := value(m, `spark_scrape_collector_success{collector="gpu"}`)
+		return ok && v == 1
+	})
+	if logs := p.Logs(); !strings.Contains(logs, "--gpu.timeout=200ms") {
+		t.Errorf("the failure log does not name the deadline:\n%s", logs)
+	}
+}
+
+// No driver at start, then a driver: spark_gpu_nvml_up goes from 0 to 1
+// without a restart, and the scrape succeeds throughout.
+func TestGPUInitRecoversWithoutRestart(t *testing.T) {
+	noDriver := filepath.Join(t.TempDir(), "no-driver")
+	if err := os.WriteFile(noDriver, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := testexporter.Start(t, []string{"SPARK_NVML_SCENARIO=" + scenarioWith(t, "init_fail file "+noDriver)},
+		"--path.procfs="+fixtureDir(t, "spark"),
+		"--gpu.nvml-library="+testexporter.StandInNVML(t))
+	m := boundedGet(t, p, "/metrics")
+	if v, ok := value(m, "spark_gpu_nvml_up"); !ok || v != 0 {
+		t.Fatalf("nvml_up = %v (present %v) without a driver, want 0", v, ok)
+	}
+	if v, _ := value(m, `spark_scrape_collector_success{collector="gpu"}`); v != 1 {
+		t.Error("no driver failed the gpu collector; it is a normal state")
+	}
+	if n := strings.Count(p.Logs(), "NVML unavailable"); n != 1 {
+		t.Errorf("unavailability logged %d times, want once:\n%s", n, p.Logs())
+	}
+
+	os.Remove(noDriver)
+	poll(t, p, "nvml_up 1 after the driver loaded", func(m string) bool {
+		v, _ := value(m, "spark_gpu_nvml_up")
+		_, info := value(m, `spark_gpu_info{compute_capability="12.1",cuda_driver_version="13.0",driver_version="580.95.05",gpu="0",name="NVIDIA GB10",uuid="GPU-5b0e7c3a-1f4d-4e2a-9c61-0b1000000000"}`)
+		return v == 1 && info
+	})
+	if !strings.Contains(p.Logs(), "NVML initialised") {
+		t.Errorf("recovery not logged:\n%s", p.Logs())
+	}
+}
+
+// The shipped init-fails scenario: never up, one log line, no path in it.
+func TestGPUInitFails(t *testing.T) {
+	p := testexporter.Start(t, []string{"SPARK_NVML_SCENARIO=" + testexporter.Scenario(t, "init-fails")},
+		"--path.procfs="+fixtureDir(t, "spark"),
+		"--gpu.nvml-library="+testexporter.StandInNVML(t))
+	m := boundedGet(t, p, gpuOnly)
+	if v, ok := value(m, "spark_gpu_nvml_up"); !ok || v != 0 {
+		t.Errorf("nvml_up = %v (present %v), want 0", v, ok)
+	}
+	logs := p.Logs()
+	if !strings.Contains(logs, "Driver Not Loaded") {
+		t.Errorf("the log does not say why NVML is unavailable:\n%s", logs)
+	}
+	if strings.Contains(logs, testexporter.StandInNVML(t)) || strings.Contains(logs, "scenario") {
+		t.Errorf("the log names a path or the environment:\n%s", logs)
+	}
+}

@@ -1,0 +1,195 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/go-kit/log"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/procfs"
+
+	"github.com/spark-exporter/spark_exporter/internal/cliflag"
+	"github.com/spark-exporter/spark_exporter/internal/gpu"
+)
+
+// The gpu collector is NVML's view of each GPU, as `nvidia-smi` shows it:
+// what a GB10 reports (temperature, power, energy, SM clock, utilisation,
+// clock event reasons, per-process memory) and, by spark_gpu_field_supported,
+// what it cannot (memory info, power limit: `[N/A]`). A host without NVML
+// reports spark_gpu_nvml_up 0 and succeeds; a wedged driver fails this
+// collector after --gpu.timeout, never the scrape.
+func init() {
+	registerCollector("gpu", defaultEnabled, func(fg FlagGroup) Factory {
+		library := fg.Flag("gpu.nvml-library",
+			"NVML library to load: a path, or a file name the dynamic loader looks up. Shared with the thermal collector.").
+			Default(gpu.DefaultLibrary).String()
+		timeout := cliflag.Duration(fg.Flag("gpu.timeout",
+			"Deadline of each NVML read; a driver that does not answer in time fails the gpu collector, not the scrape. Shared with the thermal collector.").
+			Default(defaultGPUTimeout.String()))
+		setNVMLFlags(library, timeout)
+		return func(env Env) (Collector, error) {
+			client, timeout, release := acquireNVMLClient(env.Logger)
+			return newGPUCollector(client, timeout, env.ProcFS, release, env.Logger)
+		}
+	})
+}
+
+func gpuDesc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(prometheus.BuildFQName(namespace, "gpu", name), help, labels, nil)
+}
+
+var (
+	gpuUpDesc   = gpuDesc("nvml_up", "1 when NVML is loaded and initialised; 0 without an NVIDIA driver or library (retried in the background).")
+	gpuInfoDesc = gpuDesc("info", "GPU identity, always 1.",
+		"gpu", "uuid", "name", "driver_version", "cuda_driver_version", "compute_capability")
+	gpuSupportedDesc = gpuDesc("field_supported",
+		"1 when the GPU answers the NVML field, 0 when NVML says it is not supported (N/A in nvidia-smi; its series are then absent).", "gpu", "field")
+	gpuTempDesc       = gpuDesc("temperature_celsius", "GPU core temperature.", "gpu")
+	gpuPowerDesc      = gpuDesc("power_watts", "GPU power draw.", "gpu")
+	gpuEnergyDesc     = gpuDesc("energy_joules_total", "Energy used by the GPU since the driver loaded.", "gpu")
+	gpuPowerLimitDesc = gpuDesc("power_limit_watts", "Enforced power limit (N/A on GB10, whose cap is the platform's).", "gpu")
+	gpuSMClockDesc    = gpuDesc("sm_clock_hertz", "Current SM clock.", "gpu")
+	gpuSMClockMaxDesc = gpuDesc("sm_clock_max_hertz", "Maximum SM clock.", "gpu")
+	gpuUtilDesc       = gpuDesc("utilization_ratio", "Fraction of the last sample period during which a kernel ran on the GPU.", "gpu")
+	gpuMemTotalDesc   = gpuDesc("memory_total_bytes", "NVML's total memory, the nvidia-smi view; absent on GB10, whose memory is the unified pool (see spark_pool_*).", "gpu")
+	gpuMemUsedDesc    = gpuDesc("memory_used_bytes", "NVML's used memory, the nvidia-smi view; absent on GB10 (see spark_pool_*).", "gpu")
+	gpuReasonDesc     = gpuDesc("clocks_event_active", "1 while NVML reports the reason as holding the clocks down, else 0.", "gpu", "reason")
+	gpuProcMemoryDesc = gpuDesc("process_memory_bytes", "GPU memory held by a compute process, per NVML; comm is empty when /proc/<pid>/comm cannot be read.", "gpu", "pid", "comm")
+	// The nine reasons of the contract, by NVML bit. The hardware bits only
+	// have NVML's older "throttle" names.
+	gpuClockEventNames = []struct {
+		bit  uint64
+		name string
+	}{
+		{nvml.ClocksEventReasonGpuIdle, "gpu_idle"},
+		{nvml.ClocksEventReasonApplicationsClocksSetting, "applications_clocks_setting"},
+		{nvml.ClocksEventReasonSwPowerCap, "sw_power_cap"},
+		{nvml.ClocksThrottleReasonHwSlowdown, "hw_slowdown"},
+		{nvml.ClocksEventReasonSyncBoost, "sync_boost"},
+		{nvml.ClocksEventReasonSwThermalSlowdown, "sw_thermal_slowdown"},
+		{nvml.ClocksThrottleReasonHwThermalSlowdown, "hw_thermal_slowdown"},
+		{nvml.ClocksThrottleReasonHwPowerBrakeSlowdown, "hw_power_brake_slowdown"},
+		{nvml.ClocksEventReasonDisplayClockSetting, "display_clock_setting"},
+	}
+)
+
+// snapshotter is the part of gpu.Client the collector uses.
+type snapshotter interface {
+	Snapshot(ctx context.Context) (gpu.Snapshot, error)
+}
+
+type gpuCollector struct {
+	nvml    snapshotter
+	timeout time.Duration
+	procfs  procfs.FS
+	release func()
+	logger  log.Logger
+}
+
+func newGPUCollector(nvml snapshotter, timeout time.Duration, procPath string, release func(), logger log.Logger) (*gpuCollector, error) {
+	fs, err := procfs.NewFS(procPath)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	return &gpuCollector{nvml: nvml, timeout: timeout, procfs: fs, release: release, logger: logger}, nil
+}
+
+// Close gives the shared NVML client back.
+func (c *gpuCollector) Close() error {
+	c.release()
+	return nil
+}
+
+func (c *gpuCollector) Update(ch chan<- prometheus.Metric) error {
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	snap, err := c.nvml.Snapshot(ctx)
+	switch {
+	case errors.Is(err, gpu.ErrUnavailable):
+		// No driver or library: a normal host state, not a failure.
+		ch <- prometheus.MustNewConstMetric(gpuUpDesc, prometheus.GaugeValue, 0)
+		return nil
+	case errors.Is(err, gpu.ErrTimeout):
+		ch <- prometheus.MustNewConstMetric(gpuUpDesc, prometheus.GaugeValue, 1)
+		return fmt.Errorf("%w (--gpu.timeout=%s): is the driver wedged?", err, c.timeout)
+	}
+	ch <- prometheus.MustNewConstMetric(gpuUpDesc, prometheus.GaugeValue, 1)
+	for _, r := range snap.Devices {
+		c.device(ch, snap, r)
+	}
+	// Devices and fields that failed (GPU lost, unknown error) fail the
+	// collector; what did answer has been sent.
+	return err
+}
+
+func (c *gpuCollector) device(ch chan<- prometheus.Metric, snap gpu.Snapshot, r gpu.Reading) {
+	idx := strconv.Itoa(r.Index)
+	gauge := func(d *prometheus.Desc, v *float64, labels ...string) {
+		if v != nil {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, *v, append([]string{idx}, labels...)...)
+		}
+	}
+	bytes := func(d *prometheus.Desc, v *uint64) {
+		if v != nil {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(*v), idx)
+		}
+	}
+
+	ch <- prometheus.MustNewConstMetric(gpuInfoDesc, prometheus.GaugeValue, 1,
+		idx, r.UUID, labelValue(r.Name), snap.DriverVersion, snap.CUDADriverVersion, r.ComputeCapability)
+	for _, f := range gpu.Fields {
+		if ok, asked := r.Supported[f]; asked {
+			ch <- prometheus.MustNewConstMetric(gpuSupportedDesc, prometheus.GaugeValue, supported(ok), idx, string(f))
+		}
+	}
+	gauge(gpuTempDesc, r.TemperatureCelsius)
+	gauge(gpuPowerDesc, r.PowerWatts)
+	if r.EnergyJoules != nil {
+		ch <- prometheus.MustNewConstMetric(gpuEnergyDesc, prometheus.CounterValue, *r.EnergyJoules, idx)
+	}
+	gauge(gpuPowerLimitDesc, r.PowerLimitWatts)
+	gauge(gpuSMClockDesc, r.SMClockHertz)
+	gauge(gpuSMClockMaxDesc, r.SMClockMaxHertz)
+	gauge(gpuUtilDesc, r.Utilization)
+	bytes(gpuMemTotalDesc, r.MemoryTotalBytes)
+	bytes(gpuMemUsedDesc, r.MemoryUsedBytes)
+	if r.ClockEventReasons != nil {
+		for _, reason := range gpuClockEventNames {
+			active := *r.ClockEventReasons&reason.bit != 0
+			ch <- prometheus.MustNewConstMetric(gpuReasonDesc, prometheus.GaugeValue, supported(active), idx, reason.name)
+		}
+	}
+	for _, p := range r.Processes {
+		ch <- prometheus.MustNewConstMetric(gpuProcMemoryDesc, prometheus.GaugeValue, float64(p.UsedBytes),
+			idx, strconv.FormatUint(uint64(p.PID), 10), c.comm(p.PID))
+	}
+}
+
+// comm is the process's name from /proc/<pid>/comm, never its command line
+// (which can hold secrets). It is empty when the entry cannot be read: the
+// process exited since NVML listed it, hidepid hides it, or it lives in
+// another PID namespace (an exporter in a container without the host's PID
+// namespace sees host pids from NVML but not their /proc entries).
+func (c *gpuCollector) comm(pid uint32) string {
+	p, err := c.procfs.Proc(int(pid))
+	if err != nil {
+		return ""
+	}
+	comm, err := p.Comm()
+	if err != nil {
+		return ""
+	}
+	return labelValue(comm)
+}
+
+// labelValue makes text from the kernel or a driver safe as a label value:
+// Prometheus requires UTF-8.
+func labelValue(s string) string {
+	return strings.ToValidUTF8(s, "\uFFFD")
+}

@@ -1,0 +1,237 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/spark-exporter/spark_exporter/internal/gpu"
+	"github.com/spark-exporter/spark_exporter/internal/gpu/gputest"
+)
+
+// newMockGPUCollector runs the gpu collector on a mock NVML and the spark
+// fixture /proc.
+func newMockGPUCollector(t *testing.T, lib nvml.Interface, timeout time.Duration) *gpuCollector {
+	t.Helper()
+	client := gpu.New(gpu.Options{NVML: lib, RetryMin: time.Hour})
+	released := false
+	c, err := newGPUCollector(client, timeout, fixtures, func() { released = true; client.Close() }, nopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Close()
+		if !released {
+			t.Error("Close did not release the NVML client")
+		}
+	})
+	return c
+}
+
+func TestGPUOnGB10(t *testing.T) {
+	d := gputest.GB10(0)
+	d.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) {
+		return []nvml.ProcessInfo{
+			{Pid: 4101, UsedGpuMemory: 41 * gputest.GiB},
+			{Pid: 4102, UsedGpuMemory: 30 * gputest.GiB},
+			{Pid: 4199, UsedGpuMemory: 2 * gputest.GiB}, // not in the fixture /proc
+		}, nvml.SUCCESS
+	}
+	c := newMockGPUCollector(t, gputest.Library(d), time.Second)
+	got, err := collect(t, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{
+		"spark_gpu_nvml_up": 1,
+		`spark_gpu_info{compute_capability="12.1",cuda_driver_version="13.0",driver_version="580.95.05",gpu="0",name="NVIDIA GB10",uuid="GPU-test-0"}`: 1,
+		`spark_gpu_temperature_celsius{gpu="0"}`: 87,
+		`spark_gpu_power_watts{gpu="0"}`:         100.25,
+		`spark_gpu_energy_joules_total{gpu="0"}`: 123456.789,
+		`spark_gpu_sm_clock_hertz{gpu="0"}`:      1980e6,
+		`spark_gpu_sm_clock_max_hertz{gpu="0"}`:  3003e6,
+		`spark_gpu_utilization_ratio{gpu="0"}`:   0.98,
+		// comm from testdata/proc/spark/<pid>/comm; empty when absent.
+		`spark_gpu_process_memory_bytes{comm="python3",gpu="0",pid="4101"}`:      41 * gputest.GiB,
+		`spark_gpu_process_memory_bytes{comm="embed-server",gpu="0",pid="4102"}`: 30 * gputest.GiB,
+		`spark_gpu_process_memory_bytes{comm="",gpu="0",pid="4199"}`:             2 * gputest.GiB,
+	}
+	for _, f := range gpu.Fields {
+		want[`spark_gpu_field_supported{field="`+string(f)+`",gpu="0"}`] = 1
+	}
+	// nvidia-smi's [N/A] on GB10.
+	want[`spark_gpu_field_supported{field="memory_info",gpu="0"}`] = 0
+	want[`spark_gpu_field_supported{field="power_limit",gpu="0"}`] = 0
+	for _, reason := range []string{"gpu_idle", "applications_clocks_setting", "sw_power_cap", "hw_slowdown", "sync_boost",
+		"sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "display_clock_setting"} {
+		active := 0.0
+		if reason == "sw_power_cap" || reason == "sw_thermal_slowdown" {
+			active = 1
+		}
+		want[`spark_gpu_clocks_event_active{gpu="0",reason="`+reason+`"}`] = active
+	}
+	compare(t, got, want)
+}
+
+// Every device gets its own series, keyed by index.
+func TestGPUManyDevices(t *testing.T) {
+	d1 := gputest.GB10(1)
+	d1.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) { return 33, nvml.SUCCESS }
+	d1.GetMemoryInfo_v2Func = func() (nvml.Memory_v2, nvml.Return) {
+		return nvml.Memory_v2{Total: 80 * gputest.GiB, Used: 1 * gputest.GiB}, nvml.SUCCESS
+	}
+	c := newMockGPUCollector(t, gputest.Library(gputest.GB10(0), d1), time.Second)
+	got, err := collect(t, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for series, want := range map[string]float64{
+		`spark_gpu_temperature_celsius{gpu="0"}`:                            87,
+		`spark_gpu_temperature_celsius{gpu="1"}`:                            33,
+		`spark_gpu_memory_total_bytes{gpu="1"}`:                             80 * gputest.GiB,
+		`spark_gpu_memory_used_bytes{gpu="1"}`:                              1 * gputest.GiB,
+		`spark_gpu_field_supported{field="memory_info",gpu="0"}`:            0,
+		`spark_gpu_field_supported{field="memory_info",gpu="1"}`:            1,
+		`spark_gpu_process_memory_bytes{comm="python3",gpu="1",pid="4101"}`: 41 * gputest.GiB,
+	} {
+		if v, ok := got[series]; !ok || v != want {
+			t.Errorf("%s = %v (present %v), want %v", series, v, ok, want)
+		}
+	}
+	if _, ok := got[`spark_gpu_memory_total_bytes{gpu="0"}`]; ok {
+		t.Error("memory series for a device that does not answer memory info")
+	}
+}
+
+// No NVML is normal: nvml_up 0, no other GPU series, and success.
+func TestGPUWithoutNVML(t *testing.T) {
+	lib := gputest.Library()
+	lib.InitFunc = func() nvml.Return { return nvml.ERROR_LIBRARY_NOT_FOUND }
+	c := newMockGPUCollector(t, lib, time.Second)
+	got, err := collect(t, c)
+	if err != nil {
+		t.Fatalf("error %v without NVML; want success", err)
+	}
+	compare(t, got, map[string]float64{"spark_gpu_nvml_up": 0})
+}
+
+// A GPU that fell off the bus fails the collector; the others are still
+// reported.
+func TestGPULostFailsTheCollector(t *testing.T) {
+	lost := gputest.GB10(1)
+	gone := func() (uint32, nvml.Return) { return 0, nvml.ERROR_GPU_IS_LOST }
+	lost.GetPowerUsageFunc = gone
+	c := newMockGPUCollector(t, gputest.Library(gputest.GB10(0), lost), time.Second)
+	got, err := collect(t, c)
+	if err == nil || !strings.Contains(err.Error(), "gpu 1") {
+		t.Fatalf("error = %v, want one naming gpu 1", err)
+	}
+	if got["spark_gpu_nvml_up"] != 1 || got[`spark_gpu_power_watts{gpu="0"}`] != 100.25 {
+		t.Errorf("healthy device or nvml_up missing: %v", got)
+	}
+	if _, ok := got[`spark_gpu_power_watts{gpu="1"}`]; ok {
+		t.Error("a value for the lost device's failed field")
+	}
+	if _, ok := got[`spark_gpu_field_supported{field="power",gpu="1"}`]; ok {
+		t.Error("a failed field reported as supported or not")
+	}
+}
+
+// A wedged driver: the collector fails within --gpu.timeout, naming it.
+func TestGPUTimeout(t *testing.T) {
+	d := gputest.GB10(0)
+	var wedged atomic.Bool
+	release := make(chan struct{})
+	d.GetPowerUsageFunc = func() (uint32, nvml.Return) {
+		if wedged.Load() {
+			<-release
+		}
+		return 1000, nvml.SUCCESS
+	}
+	c := newMockGPUCollector(t, gputest.Library(d), 30*time.Millisecond)
+	t.Cleanup(func() { close(release) }) // runs before the collector's Close
+	wedged.Store(true)
+	got, err := collect(t, c)
+	if err == nil || !strings.Contains(err.Error(), "--gpu.timeout=30ms") {
+		t.Fatalf("error = %v, want a timeout naming --gpu.timeout", err)
+	}
+	compare(t, got, map[string]float64{"spark_gpu_nvml_up": 1})
+}
+
+// Invalid UTF-8 from the kernel or driver must not break the exposition.
+func TestGPULabelsAreUTF8(t *testing.T) {
+	d := gputest.GB10(0)
+	d.GetNameFunc = func() (string, nvml.Return) { return "NVIDIA \xff", nvml.SUCCESS }
+	c := newMockGPUCollector(t, gputest.Library(d), time.Second)
+	got, err := collect(t, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for series := range got {
+		if strings.HasPrefix(series, "spark_gpu_info") && !strings.Contains(series, "name=\"NVIDIA \uFFFD\"") {
+			t.Errorf("info = %s", series)
+		}
+	}
+}
+
+// The gpu and thermal collectors share one client, closed by the last
+// release only; --gpu.timeout bounds the shared source's reads.
+func TestSharedNVMLClient(t *testing.T) {
+	library, timeout := "/nonexistent/libnvidia-ml.so.1", 50*time.Millisecond
+	setNVMLFlags(&library, &timeout)
+	t.Cleanup(func() { setNVMLFlags(nil, nil) })
+
+	first, gotTimeout, releaseFirst := acquireNVMLClient(nopLogger())
+	if gotTimeout != timeout {
+		t.Errorf("timeout %v, want the flag's %v", gotTimeout, timeout)
+	}
+	src, releaseSecond, err := acquireNVML(Env{Logger: nopLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ds, ok := src.(deadlineSource); !ok || ds.src != first || ds.timeout != timeout {
+		t.Fatalf("second user got %#v, want the first user's client with --gpu.timeout", src)
+	}
+	if _, err := src.Read(context.Background()); !errors.Is(err, gpu.ErrUnavailable) {
+		t.Errorf("read without a library: %v", err)
+	}
+
+	releaseFirst()
+	releaseFirst() // a second call must not count twice
+	if sharedNVML.client != first {
+		t.Fatal("client closed while a user holds it")
+	}
+	releaseSecond()
+	if sharedNVML.client != nil || sharedNVML.users != 0 {
+		t.Fatalf("client kept after the last release (users %d)", sharedNVML.users)
+	}
+	again, _, releaseAgain := acquireNVMLClient(nopLogger())
+	defer releaseAgain()
+	if again == first {
+		t.Error("a closed client was handed out again")
+	}
+}
+
+// The gpu collector's flags reach the shared client through the registry.
+func TestGPUFlags(t *testing.T) {
+	t.Cleanup(func() { setNVMLFlags(nil, nil) })
+	app := kingpin.New("t", "")
+	AddFlags(app)
+	if _, err := app.Parse([]string{"--gpu.nvml-library=/opt/nvidia/libnvidia-ml.so.1", "--gpu.timeout=750ms"}); err != nil {
+		t.Fatal(err)
+	}
+	if library, timeout := nvmlSettings(); library != "/opt/nvidia/libnvidia-ml.so.1" || timeout != 750*time.Millisecond {
+		t.Errorf("settings %q %v", library, timeout)
+	}
+	app = kingpin.New("t", "")
+	AddFlags(app)
+	if _, err := app.Parse([]string{"--gpu.timeout=soon"}); err == nil || !strings.Contains(err.Error(), "--gpu.timeout") {
+		t.Errorf("error %v does not name --gpu.timeout", err)
+	}
+}

@@ -1,0 +1,329 @@
+package gpu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/dl"
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"github.com/jpillora/backoff"
+)
+
+// DefaultLibrary is the library dlopen looks for without --gpu.nvml-library.
+const DefaultLibrary = "libnvidia-ml.so.1"
+
+var (
+	// ErrUnavailable: NVML is not initialised (no driver or library yet,
+	// or being initialised again after the driver went away). It is the
+	// normal state of a host without an NVIDIA GPU, not a failure.
+	ErrUnavailable = errors.New("NVML is not initialised")
+	// ErrTimeout: NVML did not answer before the caller's deadline.
+	ErrTimeout = errors.New("NVML did not answer within the deadline")
+)
+
+// Options configures a Client.
+type Options struct {
+	// Library is what dlopen is asked for: a path, or a file name looked
+	// up the usual way. Empty means DefaultLibrary.
+	Library string
+	// InitTimeout bounds the first initialisation, which New waits for so
+	// that the first scrape already sees the GPU, and the shutdown in
+	// Close. Default 5s.
+	InitTimeout time.Duration
+	// RetryMin and RetryMax bound the pause between initialisation
+	// attempts, which doubles from one to the other. Defaults 1s and 30s.
+	RetryMin, RetryMax time.Duration
+	Logger             log.Logger
+	// NVML replaces the dlopen'd library; tests pass go-nvml's mock.
+	NVML nvml.Interface
+}
+
+// Snapshot is one read of every device.
+type Snapshot struct {
+	Time              time.Time
+	DriverVersion     string // e.g. 580.95.05
+	CUDADriverVersion string // e.g. 13.0
+	Devices           []Reading
+}
+
+// Client is the process's connection to NVML. Every NVML call runs on one
+// worker goroutine, so a wedged driver holds one goroutine and no more;
+// each read has the caller's deadline. Initialisation is retried in the
+// background with backoff, and again whenever a read finds the driver gone,
+// so that the exporter follows a driver install or reload without a
+// restart.
+type Client struct {
+	opts   Options
+	lib    nvml.Interface
+	real   bool // lib is the dlopen'd library, not a test double
+	w      *worker
+	logger log.Logger
+
+	up       atomic.Bool
+	lost     chan struct{} // a read found the driver gone
+	ctx      context.Context
+	cancel   context.CancelFunc
+	loopDone chan struct{}
+
+	closeOnce sync.Once
+	closeErr  error
+
+	// Touched only by jobs on the worker.
+	initialised bool
+	pinned      bool
+	has         map[string]bool
+	driver      string
+	cuda        string
+	devices     []device
+}
+
+// New starts a client. It waits up to opts.InitTimeout for the first
+// initialisation; whatever its outcome, the client is usable and keeps
+// trying in the background until Close.
+func New(opts Options) *Client {
+	if opts.Library == "" {
+		opts.Library = DefaultLibrary
+	}
+	if opts.InitTimeout <= 0 {
+		opts.InitTimeout = 5 * time.Second
+	}
+	if opts.RetryMin <= 0 {
+		opts.RetryMin = time.Second
+	}
+	if opts.RetryMax < opts.RetryMin {
+		opts.RetryMax = max(30*time.Second, opts.RetryMin)
+	}
+	if opts.Logger == nil {
+		opts.Logger = log.NewNopLogger()
+	}
+	c := &Client{
+		opts:     opts,
+		lib:      opts.NVML,
+		w:        newWorker(),
+		logger:   opts.Logger,
+		lost:     make(chan struct{}, 1),
+		loopDone: make(chan struct{}),
+	}
+	if c.lib == nil {
+		c.lib = nvml.New(nvml.WithLibraryPath(opts.Library))
+		c.real = true
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+
+	ctx, cancel := context.WithTimeout(c.ctx, opts.InitTimeout)
+	first := c.initialise(ctx)
+	cancel()
+	go c.loop(first)
+	return c
+}
+
+// Up says whether NVML is initialised now.
+func (c *Client) Up() bool { return c.up.Load() }
+
+// Snapshot reads every device within ctx's deadline. Without NVML it
+// returns ErrUnavailable at once. When some devices or fields fail, the
+// readings taken are returned with the error. Every read of NVML goes
+// through here, so a cache that serves a recent enough snapshot to both
+// collectors (the thermal sampler reads every few seconds) belongs here.
+func (c *Client) Snapshot(ctx context.Context) (Snapshot, error) {
+	if !c.up.Load() {
+		return Snapshot{}, ErrUnavailable
+	}
+	var snap Snapshot
+	var err error
+	if werr := c.w.do(ctx, func() { snap, err = c.readAll() }); werr != nil {
+		if errors.Is(werr, context.DeadlineExceeded) {
+			return Snapshot{}, ErrTimeout
+		}
+		return Snapshot{}, werr
+	}
+	return snap, err
+}
+
+// Read implements Source.
+func (c *Client) Read(ctx context.Context) ([]Reading, error) {
+	snap, err := c.Snapshot(ctx)
+	return snap.Devices, err
+}
+
+// Close stops the retries and shuts NVML down. A call wedged in the driver
+// is abandoned after InitTimeout.
+func (c *Client) Close() error {
+	c.closeOnce.Do(func() {
+		c.cancel()
+		<-c.loopDone
+		ctx, cancel := context.WithTimeout(context.Background(), c.opts.InitTimeout)
+		defer cancel()
+		ret := nvml.SUCCESS
+		werr := c.w.do(ctx, func() {
+			if c.initialised {
+				ret = c.lib.Shutdown()
+				c.initialised = false
+			}
+		})
+		c.w.close()
+		c.up.Store(false)
+		switch {
+		case werr != nil:
+			c.closeErr = fmt.Errorf("NVML shutdown: %w", werr)
+		case ret != nvml.SUCCESS:
+			c.closeErr = nvmlError("nvmlShutdown", ret)
+		}
+	})
+	return c.closeErr
+}
+
+// loop retries initialisation until it succeeds, then waits for a read to
+// find the driver gone, and starts again. first is the outcome of the
+// attempt New made.
+func (c *Client) loop(first error) {
+	defer close(c.loopDone)
+	retry := &backoff.Backoff{Min: c.opts.RetryMin, Max: c.opts.RetryMax, Factor: 2}
+	err, failures := first, 0
+	for {
+		if err == nil {
+			retry.Reset()
+			failures = 0
+			select {
+			case <-c.lost:
+				level.Warn(c.logger).Log("msg", "NVML went away; initialising it again")
+			case <-c.ctx.Done():
+				return
+			}
+		} else {
+			if failures == 0 {
+				level.Info(c.logger).Log("msg", "NVML unavailable: no GPU metrics until it initialises; retrying in the background", "err", err)
+			} else {
+				level.Debug(c.logger).Log("msg", "NVML still unavailable", "err", err)
+			}
+			failures++
+			select {
+			case <-time.After(retry.Duration()):
+			case <-c.ctx.Done():
+				return
+			}
+		}
+		err = c.initialise(c.ctx)
+	}
+}
+
+func (c *Client) initialise(ctx context.Context) error {
+	var err error
+	if werr := c.w.do(ctx, func() { err = c.initJob() }); werr != nil {
+		if errors.Is(werr, context.DeadlineExceeded) {
+			return fmt.Errorf("initialising: %w", ErrTimeout)
+		}
+		return werr
+	}
+	return err
+}
+
+// initJob initialises NVML and enumerates the devices; it runs on the
+// worker.
+func (c *Client) initJob() error {
+	if c.initialised {
+		// An earlier attempt that its caller stopped waiting for
+		// finished after all.
+		return nil
+	}
+	if c.real && !c.pinned {
+		c.pinned = pin(c.opts.Library)
+	}
+	if ret := c.lib.Init(); ret != nvml.SUCCESS {
+		return nvmlError("nvmlInit", ret)
+	}
+	driver, cuda, devices, err := c.enumerate()
+	if err != nil {
+		c.lib.Shutdown()
+		return err
+	}
+	c.driver, c.cuda, c.devices = driver, cuda, devices
+	c.initialised = true
+	c.up.Store(true)
+	level.Info(c.logger).Log("msg", "NVML initialised", "driver_version", driver, "cuda_driver_version", cuda, "devices", len(devices))
+	return nil
+}
+
+func (c *Client) enumerate() (driver, cuda string, devices []device, err error) {
+	c.has = map[string]bool{}
+	ext := c.lib.Extensions()
+	for _, sym := range optionalSymbols {
+		c.has[sym] = ext.LookupSymbol(sym) == nil
+	}
+	driver, ret := c.lib.SystemGetDriverVersion()
+	if ret != nvml.SUCCESS && ret != nvml.ERROR_NOT_SUPPORTED {
+		return "", "", nil, nvmlError("nvmlSystemGetDriverVersion", ret)
+	}
+	var v int
+	if c.has[symCUDAVersionV2] {
+		v, ret = c.lib.SystemGetCudaDriverVersion_v2()
+	} else {
+		v, ret = c.lib.SystemGetCudaDriverVersion()
+	}
+	switch ret {
+	case nvml.SUCCESS:
+		cuda = cudaVersion(v)
+	case nvml.ERROR_NOT_SUPPORTED:
+	default:
+		return "", "", nil, nvmlError("nvmlSystemGetCudaDriverVersion", ret)
+	}
+	n, ret := c.lib.DeviceGetCount()
+	if ret != nvml.SUCCESS {
+		return "", "", nil, nvmlError("nvmlDeviceGetCount", ret)
+	}
+	for i := range n {
+		devices = append(devices, describe(c.lib, i))
+	}
+	return driver, cuda, devices, nil
+}
+
+// readAll reads every device; it runs on the worker.
+func (c *Client) readAll() (Snapshot, error) {
+	if !c.initialised {
+		return Snapshot{}, ErrUnavailable
+	}
+	snap := Snapshot{Time: time.Now(), DriverVersion: c.driver, CUDADriverVersion: c.cuda}
+	var errs []error
+	for i := range c.devices {
+		d := &c.devices[i]
+		if d.err != nil {
+			// Enumeration failed for this device: try again.
+			*d = describe(c.lib, d.index)
+			if d.err != nil {
+				errs = append(errs, fmt.Errorf("gpu %d: %w", d.index, d.err))
+				continue
+			}
+		}
+		r, err := read(d, c.has, snap.Time)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("gpu %d: %w", d.index, err))
+		}
+		snap.Devices = append(snap.Devices, r)
+	}
+	err := errors.Join(errs...)
+	if driverGone(err) {
+		c.lib.Shutdown()
+		c.initialised = false
+		c.up.Store(false)
+		select {
+		case c.lost <- struct{}{}:
+		default:
+		}
+		return Snapshot{}, err
+	}
+	return snap, err
+}
+
+// pin keeps the library loaded for the rest of the process. go-nvml binds
+// its C calls to the library's functions process-wide when first called;
+// if the dlclose in nvml.Shutdown unloaded it, a later client in the same
+// process (tests start many) would call through dangling bindings.
+func pin(library string) bool {
+	return dl.New(library, dl.RTLD_LAZY|dl.RTLD_GLOBAL|dl.RTLD_NODELETE).Open() == nil
+}

@@ -1,0 +1,249 @@
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+)
+
+// Error is an NVML call that failed with something other than
+// NOT_SUPPORTED: the GPU is lost, the driver is gone, an unknown error. It is
+// a failure of the read, never a missing field.
+type Error struct {
+	Op     string      // the call, e.g. "nvmlDeviceGetPowerUsage"
+	Return nvml.Return // NVML's return code
+	text   string      // NVML's words for it, taken on the worker
+}
+
+func (e *Error) Error() string { return e.Op + ": " + e.text }
+
+func nvmlError(op string, ret nvml.Return) *Error {
+	return &Error{Op: op, Return: ret, text: ret.Error()}
+}
+
+// driverGone says whether an error means NVML itself must be initialised
+// again (the driver was unloaded, reloaded or upgraded under us), as
+// opposed to one device or one call failing.
+func driverGone(err error) bool {
+	var e *Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	switch e.Return {
+	case nvml.ERROR_UNINITIALIZED, nvml.ERROR_DRIVER_NOT_LOADED,
+		nvml.ERROR_LIB_RM_VERSION_MISMATCH, nvml.ERROR_LIBRARY_NOT_FOUND:
+		return true
+	}
+	return false
+}
+
+// Entry points that drivers added late. Calling one the loaded library
+// lacks would kill the process (go-nvml resolves symbols on first call), so
+// each is looked up at initialisation and its older form used without it.
+const (
+	symTemperatureV  = "nvmlDeviceGetTemperatureV"              // R565; else nvmlDeviceGetTemperature
+	symEventReasons  = "nvmlDeviceGetCurrentClocksEventReasons" // R535; else ...ThrottleReasons
+	symMemoryInfoV2  = "nvmlDeviceGetMemoryInfo_v2"             // R510; else nvmlDeviceGetMemoryInfo
+	symCUDAVersionV2 = "nvmlSystemGetCudaDriverVersion_v2"      // else nvmlSystemGetCudaDriverVersion
+)
+
+var optionalSymbols = []string{symTemperatureV, symEventReasons, symMemoryInfoV2, symCUDAVersionV2}
+
+// device is an enumerated GPU and what does not change while the driver is
+// loaded.
+type device struct {
+	index             int
+	handle            nvml.Device
+	uuid              string
+	name              string
+	computeCapability string
+	err               error // enumeration failed; retried on the next read
+}
+
+// describe reads a device's handle and identity.
+func describe(lib nvml.Interface, index int) device {
+	d := device{index: index}
+	var ret nvml.Return
+	if d.handle, ret = lib.DeviceGetHandleByIndex(index); ret != nvml.SUCCESS {
+		d.err = nvmlError("nvmlDeviceGetHandleByIndex", ret)
+		return d
+	}
+	// A device without a name or UUID (NOT_SUPPORTED) gets empty labels;
+	// any other error is a failure to retry.
+	var errs []error
+	check := func(op string, ret nvml.Return) bool {
+		if ret != nvml.SUCCESS && ret != nvml.ERROR_NOT_SUPPORTED {
+			errs = append(errs, nvmlError(op, ret))
+		}
+		return ret == nvml.SUCCESS
+	}
+	uuid, ret := d.handle.GetUUID()
+	if check("nvmlDeviceGetUUID", ret) {
+		d.uuid = uuid
+	}
+	name, ret := d.handle.GetName()
+	if check("nvmlDeviceGetName", ret) {
+		d.name = name
+	}
+	major, minor, ret := d.handle.GetCudaComputeCapability()
+	if check("nvmlDeviceGetCudaComputeCapability", ret) {
+		d.computeCapability = fmt.Sprintf("%d.%d", major, minor)
+	}
+	d.err = errors.Join(errs...)
+	return d
+}
+
+// cudaVersion renders NVML's CUDA driver version (13000) as CUDA writes it
+// (13.0).
+func cudaVersion(v int) string {
+	return fmt.Sprintf("%d.%d", v/1000, v%1000/10)
+}
+
+// notAvailable is NVML_VALUE_NOT_AVAILABLE in an unsigned field: NVML knows
+// the process but not its memory (Windows WDDM, some MIG set-ups).
+const notAvailable = ^uint64(0)
+
+// deviceReader reads one device's fields, sorting each answer into a
+// value, a NOT_SUPPORTED or an error.
+type deviceReader struct {
+	r    Reading
+	errs []error
+}
+
+// answered records what NVML said about field f and reports whether the
+// value may be used.
+func (dr *deviceReader) answered(f Field, op string, ret nvml.Return) bool {
+	switch ret {
+	case nvml.SUCCESS:
+		dr.r.Supported[f] = true
+		return true
+	case nvml.ERROR_NOT_SUPPORTED:
+		dr.r.Supported[f] = false
+	default:
+		dr.errs = append(dr.errs, nvmlError(op, ret))
+	}
+	return false
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// read reads every field of d. Fields that fail with an error other than
+// NOT_SUPPORTED are left out and the errors returned together; the fields
+// that answered are kept.
+func read(d *device, has map[string]bool, now time.Time) (Reading, error) {
+	dr := &deviceReader{r: Reading{
+		Index: d.index, UUID: d.uuid, Name: d.name, ComputeCapability: d.computeCapability,
+		Time: now, Supported: map[Field]bool{},
+	}}
+	r, h := &dr.r, d.handle
+
+	if has[symTemperatureV] {
+		t, ret := h.GetTemperatureV().V1() // sensor 0: NVML_TEMPERATURE_GPU
+		if dr.answered(FieldTemperature, "nvmlDeviceGetTemperatureV", ret) {
+			r.TemperatureCelsius = ptr(float64(t.Temperature))
+		}
+	} else {
+		t, ret := h.GetTemperature(nvml.TEMPERATURE_GPU) // drivers without nvmlDeviceGetTemperatureV
+		if dr.answered(FieldTemperature, "nvmlDeviceGetTemperature", ret) {
+			r.TemperatureCelsius = ptr(float64(t))
+		}
+	}
+
+	if mw, ret := h.GetPowerUsage(); dr.answered(FieldPower, "nvmlDeviceGetPowerUsage", ret) {
+		r.PowerWatts = ptr(float64(mw) / 1000)
+	}
+	if mj, ret := h.GetTotalEnergyConsumption(); dr.answered(FieldEnergy, "nvmlDeviceGetTotalEnergyConsumption", ret) {
+		r.EnergyJoules = ptr(float64(mj) / 1000)
+	}
+	if mw, ret := h.GetEnforcedPowerLimit(); dr.answered(FieldPowerLimit, "nvmlDeviceGetEnforcedPowerLimit", ret) {
+		r.PowerLimitWatts = ptr(float64(mw) / 1000)
+	}
+
+	if mhz, ret := h.GetClockInfo(nvml.CLOCK_SM); dr.answered(FieldSMClock, "nvmlDeviceGetClockInfo", ret) {
+		r.SMClockHertz = ptr(float64(mhz) * 1e6)
+		// The maximum belongs to the same field; a device that reports
+		// the clock but not its maximum simply has no maximum series.
+		switch mhz, ret := h.GetMaxClockInfo(nvml.CLOCK_SM); ret {
+		case nvml.SUCCESS:
+			r.SMClockMaxHertz = ptr(float64(mhz) * 1e6)
+		case nvml.ERROR_NOT_SUPPORTED:
+		default:
+			dr.errs = append(dr.errs, nvmlError("nvmlDeviceGetMaxClockInfo", ret))
+		}
+	}
+
+	if u, ret := h.GetUtilizationRates(); dr.answered(FieldUtilization, "nvmlDeviceGetUtilizationRates", ret) {
+		r.Utilization = ptr(float64(u.Gpu) / 100)
+	}
+
+	var reasons uint64
+	var ret nvml.Return
+	op := "nvmlDeviceGetCurrentClocksEventReasons"
+	if has[symEventReasons] {
+		reasons, ret = h.GetCurrentClocksEventReasons()
+	} else {
+		op = "nvmlDeviceGetCurrentClocksThrottleReasons"
+		reasons, ret = h.GetCurrentClocksThrottleReasons() // drivers before R535
+	}
+	if dr.answered(FieldClocksEventReasons, op, ret) {
+		r.ClockEventReasons = ptr(reasons)
+	}
+
+	dr.memory(h, has[symMemoryInfoV2])
+	dr.processes(h)
+	return dr.r, errors.Join(dr.errs...)
+}
+
+func (dr *deviceReader) memory(h nvml.Device, v2 bool) {
+	var total, used uint64
+	var ret nvml.Return
+	op := "nvmlDeviceGetMemoryInfo_v2"
+	if v2 {
+		var m nvml.Memory_v2
+		m, ret = h.GetMemoryInfo_v2()
+		total, used = m.Total, m.Used
+	} else {
+		op = "nvmlDeviceGetMemoryInfo"
+		var m nvml.Memory
+		m, ret = h.GetMemoryInfo()
+		total, used = m.Total, m.Used
+	}
+	if dr.answered(FieldMemoryInfo, op, ret) {
+		dr.r.MemoryTotalBytes, dr.r.MemoryUsedBytes = ptr(total), ptr(used)
+	}
+}
+
+// processes reads the compute processes. NVML may list a pid more than
+// once (one entry per MIG instance); the entries are summed so that each
+// pid is one series. A pid whose memory NVML cannot give is left out rather
+// than counted as zero.
+func (dr *deviceReader) processes(h nvml.Device) {
+	infos, ret := h.GetComputeRunningProcesses()
+	if !dr.answered(FieldProcesses, "nvmlDeviceGetComputeRunningProcesses", ret) {
+		return
+	}
+	procs := []Process{} // supported and possibly empty: not nil
+	at := map[uint32]int{}
+	unknown := map[uint32]bool{}
+	for _, p := range infos {
+		if p.UsedGpuMemory == notAvailable {
+			unknown[p.Pid] = true
+			continue
+		}
+		if i, seen := at[p.Pid]; seen {
+			procs[i].UsedBytes += p.UsedGpuMemory
+			continue
+		}
+		at[p.Pid] = len(procs)
+		procs = append(procs, Process{PID: p.Pid, UsedBytes: p.UsedGpuMemory})
+	}
+	kept := procs[:0]
+	for _, p := range procs {
+		if !unknown[p.PID] {
+			kept = append(kept, p)
+		}
+	}
+	dr.r.Processes = kept
+}

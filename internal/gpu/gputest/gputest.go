@@ -1,0 +1,79 @@
+// Package gputest holds go-nvml mocks shaped like a GB10, for the tests of
+// the NVML client and of the collectors built on it.
+package gputest
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
+)
+
+// GiB is 2^30 bytes.
+const GiB = 1 << 30
+
+// GB10 is a mock device answering as a GB10 does mid-run: temperature 87 °C,
+// 100.25 W, 123456.789 J, SM clock 1980 of 3003 MHz, 98% busy, SW power cap
+// and SW thermal slowdown active, processes 4101 (41 GiB) and 4102
+// (30 GiB). Memory info and the power limit answer NOT_SUPPORTED.
+func GB10(index int) *mock.Device {
+	return &mock.Device{
+		GetUUIDFunc:                  func() (string, nvml.Return) { return fmt.Sprintf("GPU-test-%d", index), nvml.SUCCESS },
+		GetNameFunc:                  func() (string, nvml.Return) { return "NVIDIA GB10", nvml.SUCCESS },
+		GetCudaComputeCapabilityFunc: func() (int, int, nvml.Return) { return 12, 1, nvml.SUCCESS },
+		GetTemperatureFunc: func(s nvml.TemperatureSensors) (uint32, nvml.Return) {
+			if s != nvml.TEMPERATURE_GPU {
+				return 0, nvml.ERROR_INVALID_ARGUMENT
+			}
+			return 87, nvml.SUCCESS
+		},
+		GetPowerUsageFunc:             func() (uint32, nvml.Return) { return 100250, nvml.SUCCESS },
+		GetTotalEnergyConsumptionFunc: func() (uint64, nvml.Return) { return 123456789, nvml.SUCCESS },
+		GetEnforcedPowerLimitFunc:     func() (uint32, nvml.Return) { return 0, nvml.ERROR_NOT_SUPPORTED },
+		GetClockInfoFunc: func(c nvml.ClockType) (uint32, nvml.Return) {
+			if c != nvml.CLOCK_SM {
+				return 0, nvml.ERROR_INVALID_ARGUMENT
+			}
+			return 1980, nvml.SUCCESS
+		},
+		GetMaxClockInfoFunc: func(nvml.ClockType) (uint32, nvml.Return) { return 3003, nvml.SUCCESS },
+		GetUtilizationRatesFunc: func() (nvml.Utilization, nvml.Return) {
+			return nvml.Utilization{Gpu: 98}, nvml.SUCCESS
+		},
+		GetCurrentClocksEventReasonsFunc: func() (uint64, nvml.Return) {
+			return nvml.ClocksEventReasonSwPowerCap | nvml.ClocksEventReasonSwThermalSlowdown, nvml.SUCCESS
+		},
+		GetMemoryInfo_v2Func: func() (nvml.Memory_v2, nvml.Return) { return nvml.Memory_v2{}, nvml.ERROR_NOT_SUPPORTED },
+		GetComputeRunningProcessesFunc: func() ([]nvml.ProcessInfo, nvml.Return) {
+			return []nvml.ProcessInfo{{Pid: 4101, UsedGpuMemory: 41 * GiB}, {Pid: 4102, UsedGpuMemory: 30 * GiB}}, nvml.SUCCESS
+		},
+	}
+}
+
+// Library is a mock NVML holding devs, driver 580.95.05 and CUDA 13.0. Its
+// driver lacks nvmlDeviceGetTemperatureV, whose answer go-nvml gives no way
+// to mock, so clients fall back to nvmlDeviceGetTemperature.
+func Library(devs ...*mock.Device) *mock.Interface {
+	return &mock.Interface{
+		InitFunc:     func() nvml.Return { return nvml.SUCCESS },
+		ShutdownFunc: func() nvml.Return { return nvml.SUCCESS },
+		ExtensionsFunc: func() nvml.ExtendedInterface {
+			return &mock.ExtendedInterface{LookupSymbolFunc: func(s string) error {
+				if s == "nvmlDeviceGetTemperatureV" {
+					return errors.New("undefined symbol")
+				}
+				return nil
+			}}
+		},
+		SystemGetDriverVersionFunc:        func() (string, nvml.Return) { return "580.95.05", nvml.SUCCESS },
+		SystemGetCudaDriverVersion_v2Func: func() (int, nvml.Return) { return 13000, nvml.SUCCESS },
+		DeviceGetCountFunc:                func() (int, nvml.Return) { return len(devs), nvml.SUCCESS },
+		DeviceGetHandleByIndexFunc: func(i int) (nvml.Device, nvml.Return) {
+			if i < 0 || i >= len(devs) {
+				return nil, nvml.ERROR_INVALID_ARGUMENT
+			}
+			return devs[i], nvml.SUCCESS
+		},
+	}
+}
