@@ -16,13 +16,6 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/promqltest"
 )
 
-// awaitingGPU are the metric prefixes of the gpu collector and of the
-// thermal collector's verdicts, which need it: the gpu collector and the
-// GB10 stand-in NVML library are on another branch, and until they land
-// the thermal collector reads a stub with no GPU. Queries on them are
-// reported, not checked. Empty this list when the gpu branch is merged.
-var awaitingGPU = []string{"spark_gpu_", "spark_thermal_"}
-
 // checkDashboard runs every query of dashboards/spark.json against the
 // running Prometheus, with Grafana's variables as Grafana would set them
 // for this Prometheus (1 s scrapes) and "All" Sparks selected. Each must
@@ -63,12 +56,9 @@ func checkDashboard(t *testing.T, s *stack, root string, instances []string) {
 			t.Errorf("%s does not parse: %s", q.Where, parsed[i].Error)
 			continue
 		}
-		absent, waiting := false, false
+		absent := false
 		for _, m := range parsed[i].Metrics {
 			absent = absent || dashboards.AbsentOnGB10[m]
-			for _, p := range awaitingGPU {
-				waiting = waiting || strings.HasPrefix(m, p)
-			}
 		}
 		result, err := s.query(exprs[i])
 		switch {
@@ -78,8 +68,6 @@ func checkDashboard(t *testing.T, s *stack, root string, instances []string) {
 			if len(result) > 0 {
 				t.Errorf("%s returned data, yet it is listed as absent on GB10 (dashboards.AbsentOnGB10, docs/e2e.md): %s", q.Where, exprs[i])
 			}
-		case waiting:
-			t.Logf("%s: not checked until the gpu collector lands (%d series)", q.Where, len(result))
 		case len(result) == 0:
 			t.Errorf("%s returned no data: %s", q.Where, exprs[i])
 		default:

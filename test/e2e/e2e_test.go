@@ -17,11 +17,6 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/testexporter"
 )
 
-// The thermal sampler on the same faster clock: a 10 s window for the
-// default 10 minutes, sampled every 250 ms (40 samples; the production
-// 5 s / 60 would be 83 ms, needlessly busy for a shared CI machine).
-var thermalFlags = []string{"--thermal.interval=250ms", "--thermal.window=10s"}
-
 // The whole run, stack start-up excepted, ends by this long after the
 // stack is ready: every wait below shares the one deadline.
 const runBudget = 2 * time.Minute
@@ -37,24 +32,28 @@ func TestEndToEnd(t *testing.T) {
 	eviction := testexporter.CopyTree(t, spark)
 	idle := idleTree(t, root)
 
-	s := startStack(t, []target{
+	// Every Spark has a GB10, at rest but on the throttling Spark, which
+	// plays the guide's two-hour fine-tune that ends up throttling.
+	targets := []target{
+		{instance: "throttle", procfs: testexporter.CopyTree(t, spark), nvml: "gb10-throttle"},
 		// The OOM Spark also carries the planned runs, so that the
 		// dashboard's plan panel has data.
-		{instance: "oom", procfs: oom, args: slices.Concat(thermalFlags,
-			[]string{"--plan.file=" + filepath.Join(root, "testdata", "plans", "spark.yml")})},
-		{instance: "eviction", procfs: eviction, args: thermalFlags},
-		{instance: "idle", procfs: idle, args: thermalFlags},
-	})
+		{instance: "oom", procfs: oom, nvml: "gb10-idle",
+			args: []string{"--plan.file=" + filepath.Join(root, "testdata", "plans", "spark.yml")}},
+		{instance: "eviction", procfs: eviction, nvml: "gb10-idle"},
+		{instance: "idle", procfs: idle, nvml: "gb10-idle"},
+	}
+	s := startStack(t, targets)
 	deadline := s.ready.Add(runBudget)
 	t.Logf("stack ready: Prometheus %s, Alertmanager %s, pager %s; configurations in %s (kept, with every log, if the run fails)",
 		s.prom.URL, s.am.URL, s.hooks.srv.URL, s.dir)
 
-	// Scenario 3's stimulus starts at once: the memory is thrashing from
+	// The eviction scenario's stimulus starts at once: memory thrashes from
 	// now on, half of wall-clock time fully stalled.
 	const stallShare = 0.5
 	startStall(t, filepath.Join(eviction, "pressure", "memory"), stallShare)
 
-	// Scenario 2's: one more OOM kill, once Prometheus has held the
+	// The OOM scenario's: one more OOM kill, once Prometheus has held the
 	// counter's value for SparkOOMKill's whole window. On a younger series
 	// increase() extrapolates less far to the left and reads one kill as
 	// 1.5, "2" in the description, as a just-started Prometheus would.
@@ -75,6 +74,33 @@ func TestEndToEnd(t *testing.T) {
 		// The fixture's MemFree, 21474836 kB, humanised.
 		matches(t, a.Annotations["description"],
 			`^The kernel OOM killer ended 1 process\(es\) in the last 10 minutes; free memory is now 20\.48GiB\. `)
+	})
+
+	t.Run("GPUThrottling", func(t *testing.T) {
+		// Warm-up (power near its peak, temperature rising: watching, not
+		// throttling) until scenario minute 20, then temperature climbing
+		// under a flat ~100 W: the throttle signature, held 5 minutes.
+		a := s.waitPage(t, deadline, map[string]string{
+			"alertname": "SparkGPUThrottling", "instance": "throttle", "job": "spark", "severity": "warning",
+			"gpu": "0", "signal": "throttle_signature",
+		})
+		runbooks.check(t, a, "sparkgputhrottling")
+		m := matches(t, a.Annotations["description"],
+			`^GPU 0 shows the throttle signature: busy, power flat at (\d+) W \(below the 240 W rating\) while its temperature climbs or holds hot, now (\d+) °C\.`)
+		if m == nil {
+			return
+		}
+		// $value is the window's mean power. The window may still hold
+		// the end of the warm-up (122 to 119 W, flat enough within the
+		// 20 W spread) beside the plateau (101 to 99 W); never the load
+		// before it, which is not busy. Temperature: 77 °C at minute 20,
+		// 95 °C at the end.
+		if w, _ := strconv.Atoi(m[1]); w < 99 || w > 122 {
+			t.Errorf("description says the power is flat at %d W; the scenario's busy power is 99 to 122 W", w)
+		}
+		if c, _ := strconv.Atoi(m[2]); c < 77 || c > 95 {
+			t.Errorf("description says %d °C; the scenario is between 77 and 95 °C on its plateau", c)
+		}
 	})
 
 	t.Run("MemoryEviction", func(t *testing.T) {
@@ -122,6 +148,31 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("PlateauStaysQuiet", func(t *testing.T) {
+		// The throttling GPU also sits on the ~100 W plateau: an info note,
+		// routed to the quiet receiver and, beside the throttling page,
+		// inhibited (examples/alertmanager.yml).
+		var plateau alertState
+		testexporter.Eventually(t, remaining(deadline), func() bool {
+			for _, a := range s.alerts(t) {
+				if a.Labels["alertname"] == "SparkGPUPowerPlateau" && a.Labels["instance"] == "throttle" {
+					plateau = a
+					return true
+				}
+			}
+			return false
+		}, "SparkGPUPowerPlateau{instance=throttle} in Alertmanager")
+		if got := plateau.receiverNames(); !slices.Equal(got, []string{"quiet"}) || plateau.Labels["severity"] != "info" {
+			t.Errorf("the plateau note (severity %s) goes to %v, want info to [quiet]", plateau.Labels["severity"], got)
+		}
+		if plateau.Status.State != "suppressed" {
+			t.Errorf("the plateau note is %s beside SparkGPUThrottling, want suppressed", plateau.Status.State)
+		}
+		if got := s.hooks.find("page", "firing", map[string]string{"alertname": "SparkGPUPowerPlateau"}); len(got) > 0 {
+			t.Errorf("the plateau note paged: %v", got)
+		}
+	})
+
 	t.Run("OOMKillResolves", func(t *testing.T) {
 		if !paged {
 			t.Skip("SparkOOMKill never paged")
@@ -134,7 +185,7 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	t.Run("DashboardQueries", func(t *testing.T) {
-		checkDashboard(t, s, root, []string{"eviction", "idle", "oom"})
+		checkDashboard(t, s, root, []string{"eviction", "idle", "oom", "throttle"})
 	})
 }
 

@@ -26,8 +26,9 @@ import (
 
 // speedup is how much faster than production the whole chain runs: every
 // duration of the rules (`for:`, range windows), Alertmanager's
-// group_wait/group_interval/repeat_interval and the stand-in GPU's scenario
-// clock are divided by it, so ten minutes there is ten seconds here.
+// group_wait/group_interval/repeat_interval, the thermal window and the
+// stand-in GPU's scenario clock are divided by it, so ten minutes there is
+// ten seconds here.
 const speedup = 60
 
 // Prometheus scrapes and evaluates every second (15 s in the example
@@ -36,12 +37,17 @@ const speedup = 60
 // several exporters does not keep up with).
 const scrapeInterval = time.Second
 
+// The thermal sampler on the same faster clock: a 10 s window for the
+// default 10 minutes, sampled every 250 ms (40 samples; the production
+// 5 s / 60 would be 83 ms, needlessly busy for a shared CI machine).
+var thermalFlags = []string{"--thermal.interval=250ms", "--thermal.window=10s"}
+
 // target is one exporter of the run, told apart by its instance label.
 type target struct {
 	instance string
 	procfs   string   // its /proc tree, a writable copy
-	args     []string // beside --path.procfs
-	env      []string
+	nvml     string   // the GB10 stand-in's scenario (testdata/nvml/scenarios), played speedup times faster
+	args     []string // beside --path.procfs, the thermal and the NVML flags
 }
 
 // stack is a running chain: exporters, Prometheus, Alertmanager and the
@@ -118,7 +124,13 @@ func startStack(t *testing.T, targets []target) *stack {
 	}
 	var static []staticConfig
 	for _, tg := range targets {
-		p := testexporter.Start(t, tg.env, append([]string{"--path.procfs=" + tg.procfs}, tg.args...)...)
+		env := []string{
+			"SPARK_NVML_SCENARIO=" + testexporter.Scenario(t, tg.nvml),
+			"SPARK_NVML_SPEED=" + strconv.Itoa(speedup),
+		}
+		args := slices.Concat([]string{"--path.procfs=" + tg.procfs, "--gpu.nvml-library=" + testexporter.StandInNVML(t)},
+			thermalFlags, tg.args)
+		p := testexporter.Start(t, env, args...)
 		s.exporters[tg.instance] = p
 		static = append(static, staticConfig{
 			Targets: []string{strings.TrimPrefix(p.URL, "http://")},
