@@ -259,7 +259,7 @@ func (d dashboard) queries(t *testing.T) []query {
 
 // Every query parses as PromQL and names only metrics the exporter exports
 // (testdata/golden) or the rules record (rules/*.yml), beside Prometheus' own
-// ALERTS and up.
+// ALERTS and up, with labels and label values those metrics have.
 func TestDashboardQueries(t *testing.T) {
 	d := load(t)
 	qs := d.queries(t)
@@ -279,9 +279,9 @@ func TestDashboardQueries(t *testing.T) {
 		if len(r.Metrics) == 0 {
 			t.Errorf("%s selects no metric: %s", qs[i].where, exprs[i])
 		}
-		for _, m := range r.Metrics {
-			if known.Why(m) == "" {
-				t.Errorf("%s uses %s: neither exported (testdata/golden) nor recorded (rules/)", qs[i].where, m)
+		for _, sel := range r.Selectors {
+			if err := known.Check(sel); err != nil {
+				t.Errorf("%s: %v", qs[i].where, err)
 			}
 		}
 	}
