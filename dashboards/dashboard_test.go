@@ -142,7 +142,7 @@ var grafanaVariables = Vars{
 
 // Every query parses as PromQL and names only metrics the exporter exports
 // (testdata/golden) or the rules record (rules/*.yml), beside Prometheus' own
-// ALERTS and up.
+// ALERTS and up, with labels and label values those metrics have.
 func TestDashboardQueries(t *testing.T) {
 	d := load(t)
 	qs, err := d.Queries()
@@ -165,9 +165,9 @@ func TestDashboardQueries(t *testing.T) {
 		if len(r.Metrics) == 0 {
 			t.Errorf("%s selects no metric: %s", qs[i].Where, exprs[i])
 		}
-		for _, m := range r.Metrics {
-			if known.Why(m) == "" {
-				t.Errorf("%s uses %s: neither exported (testdata/golden) nor recorded (rules/)", qs[i].Where, m)
+		for _, sel := range r.Selectors {
+			if err := known.Check(sel); err != nil {
+				t.Errorf("%s: %v", qs[i].Where, err)
 			}
 		}
 	}
