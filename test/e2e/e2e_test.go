@@ -316,6 +316,7 @@ func (s *stack) waitPage(t *testing.T, deadline time.Time, labels map[string]str
 		got = s.hooks.find("page", "firing", labels)
 		return len(got) > 0
 	}, "%v at the page receiver", labels)
+	t.Logf("paged: %s", got[0].Annotations["description"])
 	return got[0]
 }
 
