@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spark-exporter/spark_exporter/internal/testexporter"
 )
 
 const gib = 1 << 30
@@ -105,31 +107,6 @@ func TestPoolOnOldKernel(t *testing.T) {
 	}
 }
 
-// copyTree copies a fixture tree so that a test can damage it.
-func copyTree(t *testing.T, src string) string {
-	t.Helper()
-	dst := t.TempDir()
-	err := filepath.Walk(src, func(path string, info os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, path)
-		target := filepath.Join(dst, rel)
-		if info.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, data, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
-
 func TestPoolBadInput(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -223,7 +200,7 @@ func TestPoolBadInput(t *testing.T) {
 		}, "reading memory pressure"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := copyTree(t, fixtures)
+			dir := testexporter.CopyTree(t, fixtures)
 			if err := tc.damage(dir); err != nil {
 				t.Fatal(err)
 			}
