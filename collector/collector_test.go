@@ -12,6 +12,8 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/spark-exporter/spark_exporter/internal/testexporter"
 )
 
 var fakeDesc = prometheus.NewDesc("spark_fake_value", "A test value.", []string{"from"}, nil)
@@ -166,7 +168,7 @@ func contains(list []string, s string) bool {
 // A collector's error quotes the file it failed on; the log names it under
 // --path.procfs, never with the mount point, which may be a private path.
 func TestFailureLogNamesNoProcfsPath(t *testing.T) {
-	dir := copyTree(t, fixtures)
+	dir := testexporter.CopyTree(t, fixtures)
 	if err := os.Remove(filepath.Join(dir, "vmstat")); err != nil {
 		t.Fatal(err)
 	}

@@ -244,10 +244,7 @@ type heldProc struct {
 
 func newHeldProc(t *testing.T) *heldProc {
 	t.Helper()
-	dir := t.TempDir()
-	if err := os.CopyFS(dir, os.DirFS(fixtureDir(t, "spark"))); err != nil {
-		t.Fatal(err)
-	}
+	dir := testexporter.CopyTree(t, fixtureDir(t, "spark"))
 	h := &heldProc{dir: dir, meminfo: filepath.Join(dir, "meminfo")}
 	var err error
 	if h.content, err = os.ReadFile(h.meminfo); err != nil {
