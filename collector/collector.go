@@ -10,8 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -173,7 +175,9 @@ func (s *Selection) Build(env Env) (*Exporter, error) {
 		}
 		cs[name] = c
 	}
-	return NewExporter(cs, env.Logger), nil
+	e := NewExporter(cs, env.Logger)
+	e.procfs = filepath.Clean(env.ProcFS)
+	return e, nil
 }
 
 var (
@@ -201,6 +205,10 @@ type Exporter struct {
 	collectors map[string]Collector
 	health     map[string]*health
 	logger     log.Logger
+	// procfs is --path.procfs, cut out of the errors logged: collectors'
+	// errors quote the files they failed on, and the mount point may be
+	// a private path.
+	procfs string
 }
 
 // NewExporter wraps built collectors, keyed by name.
@@ -272,12 +280,23 @@ func (e *Exporter) record(name string, err error, duration time.Duration) {
 	h.mu.Unlock()
 	switch {
 	case err != nil && !was:
-		level.Error(logger).Log("msg", "collector failed; further failures are logged at debug level until it recovers", "err", err)
+		level.Error(logger).Log("msg", "collector failed; further failures are logged at debug level until it recovers", "err", e.redact(err))
 	case err != nil:
-		level.Debug(logger).Log("msg", "collector still failing", "err", err)
+		level.Debug(logger).Log("msg", "collector still failing", "err", e.redact(err))
 	case was:
 		level.Info(logger).Log("msg", "collector recovered")
 	}
+}
+
+// redact renders err with paths under --path.procfs made relative to it:
+// "open /srv/x/proc/meminfo: …" is logged as "open meminfo: …".
+func (e *Exporter) redact(err error) string {
+	msg := err.Error()
+	if len(e.procfs) <= 1 { // "" or "/": nothing to cut
+		return msg
+	}
+	msg = strings.ReplaceAll(msg, e.procfs+string(filepath.Separator), "")
+	return strings.ReplaceAll(msg, e.procfs, ".")
 }
 
 // Filter returns a collector that runs only the named collectors, for the

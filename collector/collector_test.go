@@ -3,6 +3,8 @@ package collector
 import (
 	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +12,8 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/spark-exporter/spark_exporter/internal/testexporter"
 )
 
 var fakeDesc = prometheus.NewDesc("spark_fake_value", "A test value.", []string{"from"}, nil)
@@ -159,4 +163,30 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// A collector's error quotes the file it failed on; the log names it under
+// --path.procfs, never with the mount point, which may be a private path.
+func TestFailureLogNamesNoProcfsPath(t *testing.T) {
+	dir := testexporter.CopyTree(t, fixtures)
+	if err := os.Remove(filepath.Join(dir, "vmstat")); err != nil {
+		t.Fatal(err)
+	}
+	c, err := newPoolCollector(dir, 4*gib, nopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	e := NewExporter(map[string]Collector{"pool": c}, log.NewLogfmtLogger(&buf))
+	e.procfs = dir
+	for range 2 { // the error, then the debug line
+		gatherAll(t, e)
+	}
+	out := buf.String()
+	if strings.Contains(out, dir) {
+		t.Errorf("the log names --path.procfs:\n%s", out)
+	}
+	if strings.Count(out, "open vmstat: no such file or directory") != 2 {
+		t.Errorf("the log does not say which file failed, twice:\n%s", out)
+	}
 }

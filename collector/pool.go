@@ -56,29 +56,23 @@ var (
 )
 
 type poolCollector struct {
-	proc     string
-	vmstat   string
-	pressure string
+	procPath string
 	reserve  uint64
 	logger   log.Logger
 }
 
 func newPoolCollector(procPath string, reserve uint64, logger log.Logger) (*poolCollector, error) {
-	if _, err := os.Stat(procPath); err != nil {
-		return nil, err
-	}
-	return &poolCollector{proc: procPath, vmstat: filepath.Join(procPath, "vmstat"),
-		pressure: filepath.Join(procPath, "pressure", "memory"), reserve: reserve, logger: logger}, nil
+	return &poolCollector{procPath: procPath, reserve: reserve, logger: logger}, nil
 }
 
 func (c *poolCollector) Update(ch chan<- prometheus.Metric) error {
 	// Read every source before sending anything, so that a failed scrape
 	// sends no half set of pool figures.
-	snap, err := pool.Read(c.proc)
+	snap, err := pool.Read(c.procPath)
 	if err != nil {
 		return err
 	}
-	data, err := os.ReadFile(c.vmstat)
+	data, err := os.ReadFile(filepath.Join(c.procPath, "vmstat"))
 	if err != nil {
 		return fmt.Errorf("reading vmstat: %w", err)
 	}
@@ -156,17 +150,16 @@ func (c *poolCollector) Update(ch chan<- prometheus.Metric) error {
 // 4.20, or booted with psi=0) has no such file or refuses the read; that is
 // a missing field, not a failure.
 func (c *poolCollector) memoryPressure() (pool.Pressure, bool, error) {
-	data, err := os.ReadFile(c.pressure)
+	data, err := os.ReadFile(filepath.Join(c.procPath, "pressure", "memory"))
 	switch {
-	case err == nil:
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.EOPNOTSUPP):
 		return pool.Pressure{}, false, nil
-	default:
+	case err != nil:
 		return pool.Pressure{}, false, fmt.Errorf("reading memory pressure: %w", err)
 	}
 	psi, err := pool.ParsePressure(data)
 	if err != nil {
-		return pool.Pressure{}, false, fmt.Errorf("reading memory pressure: %w", err)
+		return pool.Pressure{}, false, err
 	}
-	return psi, psi.Some != nil || psi.Full != nil, nil
+	return psi, true, nil
 }

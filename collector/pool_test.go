@@ -1,10 +1,13 @@
 package collector
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spark-exporter/spark_exporter/internal/testexporter"
 )
 
 const gib = 1 << 30
@@ -104,31 +107,6 @@ func TestPoolOnOldKernel(t *testing.T) {
 	}
 }
 
-// copyTree copies a fixture tree so that a test can damage it.
-func copyTree(t *testing.T, src string) string {
-	t.Helper()
-	dst := t.TempDir()
-	err := filepath.Walk(src, func(path string, info os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, path)
-		target := filepath.Join(dst, rel)
-		if info.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, data, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
-
 func TestPoolBadInput(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -136,13 +114,33 @@ func TestPoolBadInput(t *testing.T) {
 		wantErr string // empty: the collector succeeds
 	}{
 		{"meminfo missing", func(d string) error { return os.Remove(filepath.Join(d, "meminfo")) }, "meminfo"},
-		{"meminfo empty", func(d string) error { return os.WriteFile(filepath.Join(d, "meminfo"), nil, 0o644) }, "MemTotal missing"},
+		{"meminfo empty", func(d string) error { return os.WriteFile(filepath.Join(d, "meminfo"), nil, 0o644) }, "meminfo: empty"},
 		{"meminfo truncated at a line end", func(d string) error {
 			return truncateAt(filepath.Join(d, "meminfo"), "SReclaimable:")
 		}, "SReclaimable missing"},
 		{"meminfo truncated mid-line", func(d string) error {
 			return truncateAt(filepath.Join(d, "meminfo"), "laimable:     1572864") // leaves "...\nSRec"
-		}, "SReclaimable missing"},
+		}, "meminfo: truncated"},
+		{"meminfo truncated mid-number", func(d string) error {
+			// Everything is there, but the last size is cut short: a
+			// parser that took it would export a wrong figure.
+			return truncateAt(filepath.Join(d, "meminfo"), "48 kB\nHugetlb:") // leaves "Hugepagesize:        20"
+		}, "meminfo: truncated"},
+		{"meminfo size without its unit", func(d string) error {
+			return replaceIn(filepath.Join(d, "meminfo"), "Mapped:          16777216 kB", "Mapped:          16777216")
+		}, "meminfo: Mapped: value is not a number of kB"},
+		{"meminfo duplicate key", func(d string) error {
+			return appendTo(filepath.Join(d, "meminfo"), "MemFree:        99999999 kB\n")
+		}, "meminfo: MemFree appears twice"},
+		{"meminfo value beyond 2^64", func(d string) error {
+			return replaceIn(filepath.Join(d, "meminfo"), "MemFree:         21474836 kB", "MemFree:         18446744073709551616 kB")
+		}, "meminfo: MemFree: value is not a number of kB"},
+		{"meminfo hexadecimal value", func(d string) error {
+			return replaceIn(filepath.Join(d, "meminfo"), "MemFree:         21474836 kB", "MemFree:         0x147AE14 kB")
+		}, "meminfo: MemFree: value is not a number of kB"},
+		{"meminfo unknown and odd lines skipped", func(d string) error {
+			return appendTo(filepath.Join(d, "meminfo"), "NewKernelField:   12 MB\n\nno colon here\n")
+		}, ""},
 		{"meminfo garbage", func(d string) error {
 			return os.WriteFile(filepath.Join(d, "meminfo"), []byte("\x00\x01garbage\n"), 0o644)
 		}, "meminfo"},
@@ -156,16 +154,53 @@ func TestPoolBadInput(t *testing.T) {
 		{"vmstat garbled counter", func(d string) error {
 			return replaceIn(filepath.Join(d, "vmstat"), "oom_kill 1", "oom_kill 1x")
 		}, "oom_kill: value is not a counter"},
+		{"vmstat truncated mid-number", func(d string) error {
+			return appendTo(filepath.Join(d, "vmstat"), "pgmajfault_extra 12") // no line end
+		}, "vmstat: truncated"},
+		{"vmstat value at 2^64-1", func(d string) error {
+			return replaceIn(filepath.Join(d, "vmstat"), "oom_kill 1\n", "oom_kill 18446744073709551615\n")
+		}, ""},
+		{"vmstat value at 2^64", func(d string) error {
+			return replaceIn(filepath.Join(d, "vmstat"), "oom_kill 1\n", "oom_kill 18446744073709551616\n")
+		}, "oom_kill: value is not a counter"},
+		{"vmstat zone counters summing beyond 2^64", func(d string) error {
+			return replaceIn(filepath.Join(d, "vmstat"), "allocstall_normal 37\n", "allocstall_normal 18446744073709551615\n")
+		}, "sum overflows 64 bits"},
 		{"vmstat empty: counters absent, not failed", func(d string) error {
 			return os.WriteFile(filepath.Join(d, "vmstat"), nil, 0o644)
 		}, ""},
 		{"psi absent: old kernel, not a failure", func(d string) error { return os.RemoveAll(filepath.Join(d, "pressure")) }, ""},
 		{"psi garbage", func(d string) error {
 			return os.WriteFile(filepath.Join(d, "pressure", "memory"), []byte("some avg10=x\n"), 0o644)
-		}, "memory pressure"},
+		}, "pressure: some: want 4 fields"},
+		{"psi empty", func(d string) error {
+			return os.WriteFile(filepath.Join(d, "pressure", "memory"), nil, 0o644)
+		}, "pressure: empty"},
+		{"psi truncated mid-number", func(d string) error {
+			return truncateAt(filepath.Join(d, "pressure", "memory"), "04000\n") // leaves "…total=190"
+		}, "pressure: truncated"},
+		{"psi duplicate line", func(d string) error {
+			return appendTo(filepath.Join(d, "pressure", "memory"), "some avg10=0.00 avg60=0.00 avg300=0.00 total=1\n")
+		}, "pressure: some appears twice"},
+		{"psi total beyond 2^64", func(d string) error {
+			return replaceIn(filepath.Join(d, "pressure", "memory"), "total=48213000", "total=18446744073709551616")
+		}, "pressure: some: total: not a number"},
+		{"psi total at 2^64-1", func(d string) error {
+			return replaceIn(filepath.Join(d, "pressure", "memory"), "total=48213000", "total=18446744073709551615")
+		}, ""},
+		{"psi without a full line (older kernels)", func(d string) error {
+			return truncateAt(filepath.Join(d, "pressure", "memory"), "full ")
+		}, ""},
+		{"psi unreadable (a directory)", func(d string) error {
+			psi := filepath.Join(d, "pressure", "memory")
+			if err := os.Remove(psi); err != nil {
+				return err
+			}
+			return os.Mkdir(psi, 0o755)
+		}, "reading memory pressure"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := copyTree(t, fixtures)
+			dir := testexporter.CopyTree(t, fixtures)
 			if err := tc.damage(dir); err != nil {
 				t.Fatal(err)
 			}
@@ -238,4 +273,61 @@ func compare(t *testing.T, got, want map[string]float64) {
 			t.Errorf("unexpected series %s", name)
 		}
 	}
+}
+
+// FuzzPoolCollector runs the pool collector's whole read path on arbitrary
+// meminfo, vmstat and PSI files: it must never panic, and either fail
+// sending nothing or send finite figures that hold together.
+func FuzzPoolCollector(f *testing.F) {
+	read := func(name string) []byte {
+		data, err := os.ReadFile(filepath.Join(fixtures, name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		return data
+	}
+	f.Add(read("meminfo"), read("vmstat"), read("pressure/memory"))
+	f.Add(read("meminfo"), []byte{}, []byte("some avg10=0 avg60=0 avg300=0 total=18446744073709551615\n"))
+	f.Add([]byte("MemTotal: 1 kB\n"), []byte("oom_kill 1"), []byte("full"))
+	// One directory for every input: a fuzzing process runs its inputs
+	// one at a time.
+	dir := f.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "pressure"), 0o755); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, meminfo, vmstat, psi []byte) {
+		for name, data := range map[string][]byte{"meminfo": meminfo, "vmstat": vmstat, "pressure/memory": psi} {
+			if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c, err := newPoolCollector(dir, 4*gib, nopLogger())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := collect(t, c)
+		if err != nil {
+			if len(got) != 0 {
+				t.Fatalf("failed (%v) after sending %d series", err, len(got))
+			}
+			return
+		}
+		for name, v := range got {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				t.Fatalf("%s = %v", name, v)
+			}
+			if strings.HasPrefix(name, "spark_pool_field_supported") && v != 0 && v != 1 {
+				t.Fatalf("%s = %v", name, v)
+			}
+			if strings.Contains(name, "_total") && v < 0 {
+				t.Fatalf("counter %s = %v", name, v)
+			}
+		}
+		if h, free := got["spark_pool_headroom_bytes"], got["spark_pool_free_bytes"]; h != free-4*gib {
+			t.Fatalf("headroom %v with free %v and a 4GiB reserve", h, free)
+		}
+		if got["spark_pool_flushable_bytes"] > got["spark_pool_page_cache_bytes"] {
+			t.Fatal("more flushable than page cache")
+		}
+	})
 }

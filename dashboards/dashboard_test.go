@@ -1,108 +1,23 @@
-// Package dashboards holds the Grafana dashboard; its tests check that the
-// JSON imports cleanly and that every query is PromQL over metrics the
-// exporter exports or the shipped rules record.
 package dashboards
 
+// These tests check that the JSON imports cleanly and that every query is
+// PromQL over metrics the exporter exports or the shipped rules record.
+
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/spark-exporter/spark_exporter/internal/promqltest"
 )
 
-const file = "spark.json"
-
-type datasourceRef struct {
-	Type string `json:"type"`
-	UID  string `json:"uid"`
-}
-
-type target struct {
-	RefID        string         `json:"refId"`
-	Expr         string         `json:"expr"`
-	LegendFormat string         `json:"legendFormat"`
-	Format       string         `json:"format"`
-	Datasource   *datasourceRef `json:"datasource"`
-}
-
-type panel struct {
-	ID          int            `json:"id"`
-	Type        string         `json:"type"`
-	Title       string         `json:"title"`
-	Description string         `json:"description"`
-	Datasource  *datasourceRef `json:"datasource"`
-	GridPos     struct {
-		X, Y, W, H int
-	} `json:"gridPos"`
-	Targets     []target `json:"targets"`
-	FieldConfig struct {
-		Defaults struct {
-			Unit string `json:"unit"`
-		} `json:"defaults"`
-	} `json:"fieldConfig"`
-	Panels []panel `json:"panels"` // a row's panels
-}
-
-type variable struct {
-	Type       string          `json:"type"`
-	Name       string          `json:"name"`
-	Query      json.RawMessage `json:"query"`
-	Definition string          `json:"definition"`
-	Multi      bool            `json:"multi"`
-	IncludeAll bool            `json:"includeAll"`
-	Datasource *datasourceRef  `json:"datasource"`
-}
-
-type dashboard struct {
-	UID           string `json:"uid"`
-	Title         string `json:"title"`
-	SchemaVersion int    `json:"schemaVersion"`
-	Panels        []panel
-	Templating    struct {
-		List []variable `json:"list"`
-	} `json:"templating"`
-	Annotations struct {
-		List []struct {
-			Name       string         `json:"name"`
-			Expr       string         `json:"expr"`
-			Datasource *datasourceRef `json:"datasource"`
-		} `json:"list"`
-	} `json:"annotations"`
-}
-
-func load(t *testing.T) dashboard {
+func load(t *testing.T) Dashboard {
 	t.Helper()
-	data, err := os.ReadFile(file)
+	d, err := Load(File)
 	if err != nil {
-		t.Fatal(err)
-	}
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	var d dashboard
-	if err := dec.Decode(&d); err != nil {
-		t.Fatalf("%s is not valid JSON: %v", file, err)
-	}
-	if dec.More() {
-		t.Fatalf("%s: data after the dashboard object", file)
+		t.Fatalf("%s: %v", File, err)
 	}
 	return d
-}
-
-// all returns every panel, those nested in rows included.
-func (d dashboard) all() []panel {
-	var out []panel
-	var walk func([]panel)
-	walk = func(ps []panel) {
-		for _, p := range ps {
-			out = append(out, p)
-			walk(p.Panels)
-		}
-	}
-	walk(d.Panels)
-	return out
 }
 
 // Panel types of the current (React) Grafana; the Angular ones (graph,
@@ -127,7 +42,7 @@ func TestDashboardShape(t *testing.T) {
 	}
 
 	ids := map[int]string{}
-	for _, p := range d.all() {
+	for _, p := range d.All() {
 		if p.ID == 0 {
 			t.Errorf("panel %q has no id", p.Title)
 		} else if other, dup := ids[p.ID]; dup {
@@ -156,7 +71,7 @@ func TestDashboardShape(t *testing.T) {
 
 	// Overlapping panels are moved by Grafana on load, silently reordering
 	// the dashboard.
-	ps := d.all()
+	ps := d.All()
 	for i, a := range ps {
 		for _, b := range ps[i+1:] {
 			ga, gb := a.GridPos, b.GridPos
@@ -171,7 +86,7 @@ func TestDashboardShape(t *testing.T) {
 // import serves any Prometheus and several Sparks.
 func TestDashboardVariables(t *testing.T) {
 	d := load(t)
-	vars := map[string]variable{}
+	vars := map[string]Variable{}
 	for _, v := range d.Templating.List {
 		vars[v.Name] = v
 	}
@@ -184,14 +99,14 @@ func TestDashboardVariables(t *testing.T) {
 		t.Errorf("want a multi-select instance query variable with All, got %+v", inst)
 	}
 
-	want := datasourceRef{Type: "prometheus", UID: "${datasource}"}
-	check := func(where string, ref *datasourceRef) {
+	want := DatasourceRef{Type: "prometheus", UID: "${datasource}"}
+	check := func(where string, ref *DatasourceRef) {
 		if ref == nil || *ref != want {
 			t.Errorf("%s: datasource %v, want %v", where, ref, want)
 		}
 	}
 	check("variable instance", inst.Datasource)
-	for _, p := range d.all() {
+	for _, p := range d.All() {
 		if p.Type == "row" {
 			continue
 		}
@@ -217,82 +132,45 @@ func TestDashboardVariables(t *testing.T) {
 
 // Grafana's built-in variables, replaced by representative values so the
 // queries can be parsed as Prometheus would receive them.
-var grafanaVariables = strings.NewReplacer(
-	"$__rate_interval", "1m",
-	"$__interval", "30s",
-	"$__range_s", "21600",
-	"$__range", "6h",
-	"$instance", ".*",
-)
-
-var labelValues = regexp.MustCompile(`^label_values\(([a-zA-Z_:][a-zA-Z0-9_:]*),\s*[a-zA-Z_][a-zA-Z0-9_]*\)$`)
-
-type query struct{ where, expr string }
-
-func (d dashboard) queries(t *testing.T) []query {
-	var qs []query
-	for _, p := range d.all() {
-		for _, tg := range p.Targets {
-			qs = append(qs, query{fmt.Sprintf("panel %q query %s", p.Title, tg.RefID), tg.Expr})
-		}
-	}
-	for _, a := range d.Annotations.List {
-		if a.Expr != "" {
-			qs = append(qs, query{fmt.Sprintf("annotation %q", a.Name), a.Expr})
-		}
-	}
-	for _, v := range d.Templating.List {
-		if v.Type != "query" {
-			continue
-		}
-		// label_values(metric, label) is Grafana's, not PromQL: check its
-		// metric as a selector.
-		m := labelValues.FindStringSubmatch(v.Definition)
-		if m == nil {
-			t.Errorf("variable %s: query %q is not label_values(metric, label)", v.Name, v.Definition)
-			continue
-		}
-		qs = append(qs, query{"variable " + v.Name, m[1]})
-	}
-	return qs
+var grafanaVariables = Vars{
+	RateInterval: "1m",
+	Interval:     "30s",
+	Range:        "6h",
+	RangeSeconds: 21600,
+	Instance:     ".*",
 }
 
 // Every query parses as PromQL and names only metrics the exporter exports
 // (testdata/golden) or the rules record (rules/*.yml), beside Prometheus' own
-// ALERTS and up.
+// ALERTS and up, with labels and label values those metrics have.
 func TestDashboardQueries(t *testing.T) {
 	d := load(t)
-	qs := d.queries(t)
+	qs, err := d.Queries()
+	if err != nil {
+		t.Fatal(err)
+	}
 	exprs := make([]string, len(qs))
 	for i, q := range qs {
-		exprs[i] = grafanaVariables.Replace(q.expr)
+		exprs[i] = grafanaVariables.Replace(q.Expr)
 		if strings.Contains(exprs[i], "$") {
-			t.Errorf("%s uses a variable this test does not know: %s", q.where, q.expr)
+			t.Errorf("%s uses a variable this test does not know: %s", q.Where, q.Expr)
 		}
 	}
 	known := promqltest.LoadKnown(t)
 	for i, r := range promqltest.Parse(t, exprs) {
 		if r.Error != "" {
-			t.Errorf("%s does not parse: %s\n%s", qs[i].where, r.Error, exprs[i])
+			t.Errorf("%s does not parse: %s\n%s", qs[i].Where, r.Error, exprs[i])
 			continue
 		}
 		if len(r.Metrics) == 0 {
-			t.Errorf("%s selects no metric: %s", qs[i].where, exprs[i])
+			t.Errorf("%s selects no metric: %s", qs[i].Where, exprs[i])
 		}
-		for _, m := range r.Metrics {
-			if known.Why(m) == "" {
-				t.Errorf("%s uses %s: neither exported (testdata/golden) nor recorded (rules/)", qs[i].where, m)
+		for _, sel := range r.Selectors {
+			if err := known.Check(sel); err != nil {
+				t.Errorf("%s: %v", qs[i].Where, err)
 			}
 		}
 	}
-}
-
-// The fields GB10's NVML answers Not Supported for. A panel built on them
-// alone would be empty on every Spark.
-var absentOnGB10 = map[string]bool{
-	"spark_gpu_memory_total_bytes": true,
-	"spark_gpu_memory_used_bytes":  true,
-	"spark_gpu_power_limit_watts":  true,
 }
 
 // No panel is empty on a GB10 because of a field GB10 lacks: each panel
@@ -302,7 +180,7 @@ func TestDashboardNotEmptyOnGB10(t *testing.T) {
 	d := load(t)
 	var exprs []string
 	var owners []string
-	for _, p := range d.all() {
+	for _, p := range d.All() {
 		for _, tg := range p.Targets {
 			exprs = append(exprs, grafanaVariables.Replace(tg.Expr))
 			owners = append(owners, p.Title)
@@ -314,7 +192,7 @@ func TestDashboardNotEmptyOnGB10(t *testing.T) {
 	for i, r := range results {
 		absent := false
 		for _, m := range r.Metrics {
-			if absentOnGB10[m] {
+			if AbsentOnGB10[m] {
 				absent = true
 			}
 		}

@@ -4,9 +4,7 @@
 package rules_test
 
 import (
-	"bufio"
 	"bytes"
-	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -16,17 +14,17 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"unicode"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/spark-exporter/spark_exporter/internal/mdanchor"
+	"github.com/spark-exporter/spark_exporter/internal/promqltest"
 	"github.com/spark-exporter/spark_exporter/internal/testexporter"
 )
 
 const (
 	rulesFile    = "spark.rules.yml"
 	runbooksFile = "../docs/runbooks.md"
-	goldenGlob   = "../testdata/golden/*.metrics"
 	testsGlob    = "tests/*.test.yml"
 )
 
@@ -45,10 +43,6 @@ var contractAlerts = map[string]string{
 	"SparkGPUNvmlDown":              "warning",
 	"SparkPlannedRunWontFit":        "warning",
 }
-
-// Labels Prometheus adds from the scrape target; the exporter never exports
-// them, rules and annotation queries may still match on them.
-var targetLabels = map[string]bool{"instance": true, "job": true}
 
 type ruleFile struct {
 	Groups []ruleGroup `yaml:"groups"`
@@ -176,42 +170,12 @@ func TestRecordingRuleNames(t *testing.T) {
 	}
 }
 
-// githubAnchors returns the anchors GitHub gives the headings of a
-// Markdown file: lower case, punctuation dropped, spaces as hyphens.
-func githubAnchors(t *testing.T, path string) map[string]bool {
-	t.Helper()
-	data, err := os.ReadFile(path)
+func TestRunbookAnchorsExist(t *testing.T) {
+	runbooks, err := os.ReadFile(runbooksFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	anchors := map[string]bool{}
-	inFence := false
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "```") {
-			inFence = !inFence
-		}
-		if inFence || !strings.HasPrefix(line, "#") {
-			continue
-		}
-		heading := strings.TrimSpace(strings.TrimLeft(line, "#"))
-		var b strings.Builder
-		for _, r := range strings.ToLower(heading) {
-			switch {
-			case unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '_':
-				b.WriteRune(r)
-			case r == ' ':
-				b.WriteRune('-')
-			}
-		}
-		anchors[b.String()] = true
-	}
-	return anchors
-}
-
-func TestRunbookAnchorsExist(t *testing.T) {
-	anchors := githubAnchors(t, runbooksFile)
+	anchors := mdanchor.Anchors(runbooks)
 	for _, a := range alerts(loadRules(t)) {
 		m := runbookURL.FindStringSubmatch(a.Annotations["runbook_url"])
 		if m == nil {
@@ -226,126 +190,63 @@ func TestRunbookAnchorsExist(t *testing.T) {
 	}
 }
 
-// exported is what the exporter exports: every metric of the golden
-// files, with the values seen for each of its labels.
-type exported map[string]map[string]map[string]bool
+// Queries inside annotation templates: the format given to printf and
+// piped to query, or the string given to query, with each %q filled in by
+// promqltest.AnyValue: a label value known
+// only when the alert fires.
+var templateQuery = regexp.MustCompile(`printf ("(?:[^"\\]|\\.)*")[^}]*\|\s*query|query ("(?:[^"\\]|\\.)*")`)
 
-var goldenLabel = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
-
-func loadGoldens(t *testing.T) exported {
-	t.Helper()
-	files, err := filepath.Glob(goldenGlob)
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no golden files %s: %v", goldenGlob, err)
-	}
-	out := exported{}
-	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(string(data), "\n") {
-			if f := strings.Fields(line); len(f) >= 3 && (f[1] == "HELP" || f[1] == "TYPE") {
-				if out[f[2]] == nil {
-					out[f[2]] = map[string]map[string]bool{}
-				}
-				continue
-			}
-			if line == "" || strings.HasPrefix(line, "#") {
-				continue
-			}
-			name, rest, _ := strings.Cut(line, "{")
-			name = strings.Fields(name)[0]
-			if out[name] == nil {
-				out[name] = map[string]map[string]bool{}
-			}
-			labels, _, _ := strings.Cut(rest, "}")
-			for _, m := range goldenLabel.FindAllStringSubmatch(labels, -1) {
-				if out[name][m[1]] == nil {
-					out[name][m[1]] = map[string]bool{}
-				}
-				out[name][m[1]][m[2]] = true
-			}
-		}
-	}
-	return out
-}
-
-// Selectors inside annotation templates: the strings given to printf or
-// query, with each %q filled in by templateValue: a label value known only
-// when the alert fires, which any value matches.
-var templateQuery = regexp.MustCompile(`(?:printf|query) ("(?:[^"\\]|\\.)*")`)
-
-func annotationSelectors(text string) ([]selector, error) {
-	var out []selector
+// annotationQueries lists the PromQL an annotation template runs.
+func annotationQueries(text string) ([]string, error) {
+	var out []string
 	for _, m := range templateQuery.FindAllStringSubmatch(text, -1) {
-		q, err := strconv.Unquote(m[1])
+		q, err := strconv.Unquote(m[1] + m[2]) // one of the two is empty
 		if err != nil {
 			return nil, err
 		}
-		sels, err := selectors(strings.ReplaceAll(q, "%q", strconv.Quote(templateValue)))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, sels...)
+		out = append(out, strings.ReplaceAll(q, "%q", strconv.Quote(promqltest.AnyValue)))
 	}
 	return out, nil
 }
 
-const templateValue = "{{ template value }}"
-
-// checkSelector says what is wrong with a selector: a metric that nothing
-// exports or records, or a label (or label value) the metric never has.
-func checkSelector(sel selector, golden exported, recorded map[string]bool) error {
-	if recorded[sel.Name] {
-		return nil
-	}
-	labels, ok := golden[sel.Name]
-	if !ok {
-		return fmt.Errorf("metric %s is neither exported (testdata/golden) nor recorded by a rule", sel.Name)
-	}
-	for _, m := range sel.Matchers {
-		if targetLabels[m.Label] {
-			continue
-		}
-		values, ok := labels[m.Label]
-		if !ok {
-			return fmt.Errorf("metric %s has no label %q", sel.Name, m.Label)
-		}
-		if m.Op == "=" && m.Value != templateValue && !values[m.Value] {
-			return fmt.Errorf("metric %s never has %s=%q (seen: %s)", sel.Name, m.Label, m.Value, strings.Join(slices.Sorted(maps.Keys(values)), ", "))
-		}
-	}
-	return nil
-}
-
 func TestRulesReferenceRealMetrics(t *testing.T) {
 	rules := loadRules(t)
-	golden := loadGoldens(t)
-	recorded := map[string]bool{}
-	for _, r := range rules {
-		if r.Record != "" {
-			recorded[r.Record] = true
-		}
+	known := promqltest.LoadKnown(t)
+	// Every expression and annotation query, parsed in one call of
+	// Prometheus' own parser.
+	type query struct {
+		where       string
+		expr        string
+		isAlertExpr bool
 	}
+	var qs []query
 	for _, r := range rules {
-		sels, err := selectors(r.Expr)
-		if err != nil {
-			t.Errorf("%s: expr: %v", r.name(), err)
-		}
-		if r.Record == "" && len(sels) == 0 {
-			t.Errorf("alert %s: expr selects no metric", r.name())
-		}
+		qs = append(qs, query{r.name() + ": expr", r.Expr, r.Record == ""})
 		for _, key := range slices.Sorted(maps.Keys(r.Annotations)) {
-			more, err := annotationSelectors(r.Annotations[key])
+			more, err := annotationQueries(r.Annotations[key])
 			if err != nil {
 				t.Errorf("%s: annotation %s: %v", r.name(), key, err)
 			}
-			sels = append(sels, more...)
+			for _, q := range more {
+				qs = append(qs, query{r.name() + ": annotation " + key, q, false})
+			}
 		}
-		for _, sel := range sels {
-			if err := checkSelector(sel, golden, recorded); err != nil {
-				t.Errorf("%s: %v", r.name(), err)
+	}
+	exprs := make([]string, len(qs))
+	for i, q := range qs {
+		exprs[i] = q.expr
+	}
+	for i, res := range promqltest.Parse(t, exprs) {
+		if res.Error != "" {
+			t.Errorf("%s: %s", qs[i].where, res.Error)
+			continue
+		}
+		if qs[i].isAlertExpr && len(res.Selectors) == 0 {
+			t.Errorf("%s selects no metric", qs[i].where)
+		}
+		for _, sel := range res.Selectors {
+			if err := known.Check(sel); err != nil {
+				t.Errorf("%s: %v", qs[i].where, err)
 			}
 		}
 	}
@@ -355,12 +256,14 @@ func TestRulesReferenceRealMetrics(t *testing.T) {
 // misspelt label, a label value the exporter never gives, a recording rule
 // that does not exist.
 func TestCheckSelectorCatchesTypos(t *testing.T) {
-	golden := exported{
-		"spark_pool_free_bytes":                   {},
-		"spark_pool_pressure_stall_seconds_total": {"kind": {"some": true, "full": true}},
+	known := promqltest.Known{
+		Exported: promqltest.Series{
+			"spark_pool_free_bytes":                   {},
+			"spark_pool_pressure_stall_seconds_total": {"kind": {"some": true, "full": true}},
+		},
+		Recorded: map[string]bool{"instance:spark_pool_refaults:rate5m": true},
 	}
-	recorded := map[string]bool{"instance:spark_pool_refaults:rate5m": true}
-	for _, tc := range []struct {
+	cases := []struct {
 		expr string
 		ok   bool
 	}{
@@ -368,20 +271,26 @@ func TestCheckSelectorCatchesTypos(t *testing.T) {
 		{`spark_pool_free_bytes{instance="a", job="b"}`, true},
 		{`rate(spark_pool_pressure_stall_seconds_total{kind="full"}[5m])`, true},
 		{`rate(spark_pool_pressure_stall_seconds_total{kind=~"ful"}[5m])`, true}, // regexes are not checked
+		{`spark_pool_pressure_stall_seconds_total{kind=` + strconv.Quote(promqltest.AnyValue) + `}`, true},
 		{`instance:spark_pool_refaults:rate5m`, true},
 		{`spark_pool_fre_bytes`, false},
 		{`spark_pool_pressure_stall_seconds_total{knd="full"}`, false},
 		{`spark_pool_pressure_stall_seconds_total{kind="ful"}`, false},
 		{`instance:spark_pool_refault:rate5m`, false},
 		{`node_memory_MemFree_bytes`, false},
-	} {
-		sels, err := selectors(tc.expr)
-		if err != nil || len(sels) != 1 {
-			t.Fatalf("selectors(%q) = %v, %v", tc.expr, sels, err)
+	}
+	exprs := make([]string, len(cases))
+	for i, tc := range cases {
+		exprs[i] = tc.expr
+	}
+	for i, res := range promqltest.Parse(t, exprs) {
+		tc := cases[i]
+		if res.Error != "" || len(res.Selectors) != 1 {
+			t.Fatalf("%q parsed as %+v", tc.expr, res)
 		}
-		err = checkSelector(sels[0], golden, recorded)
+		err := known.Check(res.Selectors[0])
 		if (err == nil) != tc.ok {
-			t.Errorf("checkSelector(%q) = %v, want ok=%v", tc.expr, err, tc.ok)
+			t.Errorf("Check(%q) = %v, want ok=%v", tc.expr, err, tc.ok)
 		}
 	}
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/version"
+
+	"github.com/spark-exporter/spark_exporter/internal/cliflag"
 )
 
 const name = "spark_exporter"
@@ -30,9 +32,7 @@ type command func(stdout, stderr io.Writer) int
 // run parses args and runs the chosen command; it returns the exit status.
 // Bad flags exit with status 2, as for any usage error.
 func run(args []string, stdout, stderr io.Writer) (status int) {
-	app := kingpin.New(name, "Prometheus exporter for the NVIDIA DGX Spark (GB10): unified memory pool, GPU, thermal throttling and workloads.")
-	app.Version(version.Print(name))
-	app.HelpFlag.Short('h')
+	app, commands := newApp()
 	app.UsageWriter(stdout)
 	app.ErrorWriter(stderr)
 	// --help and --version end the program through Terminate; turn that
@@ -49,6 +49,20 @@ func run(args []string, stdout, stderr io.Writer) (status int) {
 		}
 	}()
 
+	selected, err := parse(app, args)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: error: %v; try --help\n", name, err)
+		return 2
+	}
+	return commands[selected](stdout, stderr)
+}
+
+// newApp declares the program's flags and commands.
+func newApp() (*kingpin.Application, map[string]command) {
+	app := kingpin.New(name, "Prometheus exporter for the NVIDIA DGX Spark (GB10): unified memory pool, GPU, thermal throttling and workloads.")
+	app.Version(version.Print(name))
+	app.HelpFlag.Short('h')
+
 	procfs := app.Flag("path.procfs", "procfs mount point; every /proc read goes through it.").Default("/proc").String()
 
 	// Serving flags belong to the application, not to the serve command, so
@@ -58,11 +72,14 @@ func run(args []string, stdout, stderr io.Writer) (status int) {
 		app.Command("serve", "Serve metrics (the default command).").Default().FullCommand(): serveCommand(app, procfs),
 	}
 	commands["plan"] = planCommand(app, procfs)
+	return app, commands
+}
 
-	selected, err := app.Parse(args)
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: error: %v; try --help\n", name, err)
-		return 2
+// parse parses args and returns the selected command. Every bad value is
+// refused with an error that names its flag.
+func parse(app *kingpin.Application, args []string) (string, error) {
+	if err := cliflag.RefuseSwitchValues(app.Model(), args); err != nil {
+		return "", err
 	}
-	return commands[selected](stdout, stderr)
+	return app.Parse(args)
 }

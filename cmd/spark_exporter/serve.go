@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -26,7 +27,7 @@ import (
 // that serves metrics until SIGINT or SIGTERM.
 func serveCommand(cmd *kingpin.Application, procfs *string) command {
 	webFlags := kingpinflag.AddFlags(cmd, defaultPort)
-	metricsPath := cmd.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").String()
+	metricsPath := cliflag.Value(cmd.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics"), parseURLPath)
 	disableExporterMetrics := cmd.Flag("web.disable-exporter-metrics",
 		"Exclude metrics about the exporter itself (promhttp_*, process_*, go_*).").Bool()
 	maxRequests := cliflag.Int(cmd.Flag("web.max-requests",
@@ -45,11 +46,20 @@ func serveCommand(cmd *kingpin.Application, procfs *string) command {
 		level.Info(logger).Log("msg", "Starting "+name, "version", version.Info())
 		level.Info(logger).Log("msg", "Build context", "build_context", version.BuildContext())
 
-		if *webFlags.WebConfigFile != "" {
-			if err := web.Validate(*webFlags.WebConfigFile); err != nil {
-				level.Error(logger).Log("msg", "invalid --web.config.file", "err", err)
-				return 1
+		if err := checkWebConfig(*webFlags.WebConfigFile); err != nil {
+			level.Error(logger).Log("msg", "cannot start", "err", err)
+			return 1
+		}
+		// Collectors read under --path.procfs from their first scrape: a
+		// mount point that is not there is a mistake to stop at now, with
+		// an error that names the flag rather than the path.
+		if info, err := os.Stat(*procfs); err != nil || !info.IsDir() {
+			reason := "not a directory"
+			if err != nil {
+				reason = withoutPath(err)
 			}
+			level.Error(logger).Log("msg", "cannot start", "err", "--path.procfs: "+reason)
+			return 1
 		}
 
 		exporter, err := selection.Build(collector.Env{ProcFS: *procfs, Logger: logger})
@@ -84,14 +94,16 @@ func serveCommand(cmd *kingpin.Application, procfs *string) command {
 
 		server := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		served := make(chan error, 1)
-		go func() { served <- web.ListenAndServe(server, webFlags, slogger) }()
+		go func() {
+			served <- web.ListenAndServe(server, webFlags, withWebConfigRedacted(slogger, *webFlags.WebConfigFile))
+		}()
 
 		stop := make(chan os.Signal, 1)
 		signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
 		defer signal.Stop(stop)
 		select {
 		case err := <-served:
-			level.Error(logger).Log("msg", "server stopped", "err", err)
+			level.Error(logger).Log("msg", "cannot serve; check --web.listen-address", "err", err)
 			return 1
 		case sig := <-stop:
 			level.Info(logger).Log("msg", "shutting down", "signal", sig.String())
@@ -106,4 +118,17 @@ func serveCommand(cmd *kingpin.Application, procfs *string) command {
 		}
 		return 0
 	}
+}
+
+// parseURLPath accepts a URL path to serve at. http.ServeMux panics on a
+// pattern without a leading slash, and reads a space as a method and braces
+// as wildcards: such a path is refused at start instead.
+func parseURLPath(s string) (string, error) {
+	if !strings.HasPrefix(s, "/") {
+		return "", errors.New("must start with /")
+	}
+	if i := strings.IndexFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '{' || r == '}' }); i >= 0 {
+		return "", errors.New("must not hold spaces, control characters or braces")
+	}
+	return s, nil
 }

@@ -163,3 +163,48 @@ func ParsePositiveDuration(s string) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+// RefuseSwitchValues checks args for a switch (a kingpin bool flag) given a
+// value, such as --collector.gpu=maybe or --web.systemd-socket=false, and
+// refuses it naming the flag. Kingpin itself takes the value for a stray
+// argument and reports only "unexpected maybe". Flags of every command are
+// looked at; "--" ends the flags.
+func RefuseSwitchValues(app *kingpin.ApplicationModel, args []string) error {
+	flags := map[string]*kingpin.FlagModel{}
+	var add func(group *kingpin.FlagGroupModel, cmds []*kingpin.CmdModel)
+	add = func(group *kingpin.FlagGroupModel, cmds []*kingpin.CmdModel) {
+		for _, f := range group.Flags {
+			flags[f.Name] = f
+		}
+		for _, c := range cmds {
+			add(c.FlagGroupModel, c.Commands)
+		}
+	}
+	add(app.FlagGroupModel, app.Commands)
+
+	for i := 0; i < len(args); i++ {
+		long, ok := strings.CutPrefix(args[i], "--")
+		if !ok {
+			continue
+		}
+		if long == "" {
+			return nil // "--": only arguments follow
+		}
+		name, value, hasValue := strings.Cut(long, "=")
+		f := flags[name]
+		if f == nil {
+			if positive, negated := strings.CutPrefix(name, "no-"); negated && flags[positive] != nil && flags[positive].IsBoolFlag() {
+				f = flags[positive]
+			}
+		}
+		switch {
+		case f == nil:
+			// Unknown: kingpin refuses it by name.
+		case f.IsBoolFlag() && hasValue:
+			return refused(value, f.Name, fmt.Errorf("a switch takes no value; give --%s or --no-%s", f.Name, f.Name))
+		case !f.IsBoolFlag() && !hasValue:
+			i++ // the next argument is the flag's value
+		}
+	}
+	return nil
+}

@@ -100,3 +100,37 @@ func TestLookupSharesAFlag(t *testing.T) {
 		t.Error("a missing flag found")
 	}
 }
+
+// Kingpin reads --switch=value as a switch and a stray argument, and says
+// only "unexpected value"; the value is refused naming the switch instead,
+// for the application's switches and its commands'.
+func TestSwitchGivenAValueNamesTheFlag(t *testing.T) {
+	app := kingpin.New("t", "")
+	app.Flag("collector.gpu", "").Default("true").Bool()
+	app.Flag("path", "").String()
+	cmd := app.Command("plan", "")
+	cmd.Flag("json", "").Bool()
+	for _, tc := range []struct {
+		args []string
+		want string // "" when the arguments are fine
+	}{
+		{[]string{"--collector.gpu=maybe"}, `invalid value "maybe" for flag --collector.gpu: a switch takes no value; give --collector.gpu or --no-collector.gpu`},
+		{[]string{"--no-collector.gpu=false"}, `invalid value "false" for flag --collector.gpu`},
+		{[]string{"--collector.gpu=true"}, `invalid value "true" for flag --collector.gpu`},
+		{[]string{"plan", "--json=yes"}, `invalid value "yes" for flag --json`},
+		{[]string{"--collector.gpu", "--no-collector.gpu", "plan", "--json"}, ""},
+		// The value of a flag that takes one is not a flag.
+		{[]string{"--path", "--collector.gpu=x"}, ""},
+		{[]string{"--path=--collector.gpu=x"}, ""},
+		{[]string{"--", "--collector.gpu=x"}, ""},
+		{[]string{"--unknown=x", "-h"}, ""},
+	} {
+		err := RefuseSwitchValues(app.Model(), tc.args)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%q: refused: %v", tc.args, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%q: error %v, want it to contain %q", tc.args, err, tc.want)
+		}
+	}
+}

@@ -2,68 +2,57 @@ package pool
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/prometheus/procfs"
 )
 
-// Meminfo holds the /proc/meminfo lines the pool is worked out from, as the
-// kernel prints them: sizes in kB, HugePages_Total in pages. A nil field is
-// a line the kernel did not print.
-type Meminfo struct {
-	MemTotal, MemFree, MemAvailable *uint64
-	Buffers, Cached, SReclaimable   *uint64
-	Shmem, Mapped                   *uint64
-	HugePagesTotal, Hugepagesize    *uint64
-}
-
-// meminfoLines names the lines ParseMeminfo reads, each with its field.
-var meminfoLines = map[string]func(*Meminfo) **uint64{
-	"MemTotal":        func(m *Meminfo) **uint64 { return &m.MemTotal },
-	"MemFree":         func(m *Meminfo) **uint64 { return &m.MemFree },
-	"MemAvailable":    func(m *Meminfo) **uint64 { return &m.MemAvailable },
-	"Buffers":         func(m *Meminfo) **uint64 { return &m.Buffers },
-	"Cached":          func(m *Meminfo) **uint64 { return &m.Cached },
-	"SReclaimable":    func(m *Meminfo) **uint64 { return &m.SReclaimable },
-	"Shmem":           func(m *Meminfo) **uint64 { return &m.Shmem },
-	"Mapped":          func(m *Meminfo) **uint64 { return &m.Mapped },
-	"HugePages_Total": func(m *Meminfo) **uint64 { return &m.HugePagesTotal },
-	"Hugepagesize":    func(m *Meminfo) **uint64 { return &m.Hugepagesize },
-}
-
-// ParseMeminfo reads the text of /proc/meminfo. It is hand-written rather
-// than prometheus/procfs's, which parses all sixty lines with a scanner and
-// a few allocations each, at every scrape (docs/performance.md). Lines it
-// does not use are skipped whatever their shape. A line it uses must be
-// "Name: value" or "Name: value kB" with a decimal value; a malformed or
-// repeated one is an error, since a guess would be worse than nothing.
-// Errors never quote the file.
-func ParseMeminfo(data []byte) (Meminfo, error) {
-	var m Meminfo
-	values := new([10]uint64) // one allocation for every field
-	used := 0
-	for len(data) > 0 {
-		var line []byte
-		line, data, _ = bytes.Cut(data, []byte{'\n'})
-		name, rest, ok := bytes.Cut(line, []byte{':'})
-		if !ok {
+// ParseMeminfo reads the fields of /proc/meminfo the pool needs. It is
+// stricter than prometheus/procfs's parser, which takes the last of a key
+// given twice, reads a size cut before its unit as bytes, and accepts a
+// file cut mid-number: each of those would export a wrong figure rather
+// than none. Here the file must end with a line end (the kernel writes
+// whole lines), a key the pool uses must appear once with a decimal value
+// and, for sizes, the kB unit. Lines the pool does not use are skipped
+// whatever their shape.
+func ParseMeminfo(data []byte) (procfs.Meminfo, error) {
+	var m procfs.Meminfo
+	if len(data) == 0 {
+		return m, errors.New("meminfo: empty")
+	}
+	if data[len(data)-1] != '\n' {
+		return m, errors.New("meminfo: truncated: the last line has no line end")
+	}
+	fields := map[string]struct {
+		dst  **uint64
+		unit string // "kB" for sizes, "" for counts
+	}{
+		"MemTotal": {&m.MemTotal, "kB"}, "MemFree": {&m.MemFree, "kB"}, "MemAvailable": {&m.MemAvailable, "kB"},
+		"Buffers": {&m.Buffers, "kB"}, "Cached": {&m.Cached, "kB"}, "SReclaimable": {&m.SReclaimable, "kB"},
+		"Shmem": {&m.Shmem, "kB"}, "Mapped": {&m.Mapped, "kB"},
+		"HugePages_Total": {&m.HugePagesTotal, ""}, "Hugepagesize": {&m.Hugepagesize, "kB"},
+	}
+	for line := range bytes.Lines(data) {
+		key, rest, ok := bytes.Cut(bytes.TrimSuffix(line, []byte{'\n'}), []byte{':'})
+		f, used := fields[string(key)]
+		if !ok || !used {
 			continue
 		}
-		field, ok := meminfoLines[string(name)] // no allocation: the compiler keys the map with the bytes
-		if !ok {
-			continue
+		if *f.dst != nil {
+			return procfs.Meminfo{}, fmt.Errorf("meminfo: %s appears twice", key)
 		}
-		dst := field(&m)
-		if *dst != nil {
-			return Meminfo{}, fmt.Errorf("meminfo: %s appears twice", name)
-		}
-		number, unit, _ := bytes.Cut(bytes.TrimSpace(rest), []byte{' '})
+		number, unit, _ := bytes.Cut(bytes.TrimLeft(rest, " "), []byte{' '})
 		v, err := strconv.ParseUint(string(number), 10, 64)
-		if err != nil || (len(unit) > 0 && string(unit) != "kB") {
-			return Meminfo{}, fmt.Errorf("meminfo: %s is not a size", name)
+		if err != nil || string(unit) != f.unit {
+			want := "a number"
+			if f.unit != "" {
+				want = "a number of " + f.unit
+			}
+			return procfs.Meminfo{}, fmt.Errorf("meminfo: %s: value is not %s", key, want)
 		}
-		values[used] = v
-		*dst = &values[used]
-		used++
+		*f.dst = &v
 	}
 	return m, nil
 }

@@ -9,6 +9,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+
+	"github.com/prometheus/procfs"
 )
 
 // Snapshot is the pool at one moment, in bytes.
@@ -24,7 +26,7 @@ type Snapshot struct {
 	HugePages *uint64
 }
 
-// Read reads meminfo under procPath (--path.procfs).
+// Read reads /proc/meminfo under procPath (--path.procfs).
 func Read(procPath string) (Snapshot, error) {
 	data, err := os.ReadFile(filepath.Join(procPath, "meminfo"))
 	if err != nil {
@@ -44,7 +46,7 @@ const maxKiB = math.MaxInt64 / 1024 / 4
 // FromMeminfo derives the pool's figures from parsed meminfo. Every field it
 // needs must be present: a meminfo without them is truncated or not Linux's,
 // and the figures would be wrong rather than missing.
-func FromMeminfo(m Meminfo) (Snapshot, error) {
+func FromMeminfo(m procfs.Meminfo) (Snapshot, error) {
 	var err error
 	kib := func(name string, v *uint64) uint64 {
 		switch {

@@ -1,136 +1,159 @@
 package pool
 
 import (
-	"bytes"
-	"strconv"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/procfs"
 )
 
-// A DGX Spark's /proc/meminfo, as the kernel prints it (abridged).
-const sparkMeminfo = `MemTotal:       125027328 kB
-MemFree:        21474836 kB
-MemAvailable:   58720256 kB
-Buffers:          524288 kB
-Cached:         38797312 kB
-SwapCached:            0 kB
-Shmem:           2097152 kB
-Mapped:         16777216 kB
-KReclaimable:    1572864 kB
-SReclaimable:    1572864 kB
-HugePages_Total:       0
-HugePages_Free:        0
-Hugepagesize:       2048 kB
-DirectMap1G:    127926272 kB
-`
-
-func deref(p *uint64) string {
-	if p == nil {
-		return "absent"
-	}
-	return strconv.FormatUint(*p, 10)
-}
-
 func TestParseMeminfo(t *testing.T) {
-	m, err := ParseMeminfo([]byte(sparkMeminfo))
+	data, err := os.ReadFile("../../testdata/proc/spark/meminfo")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, tc := range map[string]struct {
-		got  *uint64
-		want string
-	}{
-		"MemTotal": {m.MemTotal, "125027328"}, "MemFree": {m.MemFree, "21474836"},
-		"MemAvailable": {m.MemAvailable, "58720256"}, "Buffers": {m.Buffers, "524288"},
-		"Cached": {m.Cached, "38797312"}, "SReclaimable": {m.SReclaimable, "1572864"},
-		"Shmem": {m.Shmem, "2097152"}, "Mapped": {m.Mapped, "16777216"},
-		"HugePages_Total": {m.HugePagesTotal, "0"}, "Hugepagesize": {m.Hugepagesize, "2048"},
+	m, err := ParseMeminfo(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, got := range map[string]*uint64{
+		"MemTotal": m.MemTotal, "MemFree": m.MemFree, "Mapped": m.Mapped,
+		"HugePages_Total": m.HugePagesTotal, "Hugepagesize": m.Hugepagesize,
 	} {
-		if got := deref(tc.got); got != tc.want {
-			t.Errorf("%s = %s, want %s", name, got, tc.want)
+		if got == nil {
+			t.Errorf("%s missing", name)
 		}
 	}
-
-	// A kernel without hugetlbfs prints no HugePages lines.
-	m, err = ParseMeminfo([]byte("MemTotal: 1 kB\nHugePages_Free: 0\n"))
-	if err != nil || m.HugePagesTotal != nil || m.Hugepagesize != nil || deref(m.MemTotal) != "1" {
-		t.Errorf("got %+v, %v", m, err)
+	if *m.MemTotal != 125027328 || *m.HugePagesTotal != 0 || *m.Hugepagesize != 2048 {
+		t.Errorf("MemTotal %d, HugePages_Total %d, Hugepagesize %d", *m.MemTotal, *m.HugePagesTotal, *m.Hugepagesize)
 	}
-
-	for _, bad := range []string{
-		"MemTotal: 1 kB\nMemTotal: 2 kB\n",   // repeated
-		"MemFree: lots kB\n",                 // not a number
-		"MemFree: 12 MB\n",                   // a unit the kernel never prints
-		"MemFree:\n",                         // no value
-		"MemFree: -1 kB\n",                   // negative
-		"MemFree: 18446744073709551616 kB\n", // beyond 64 bits
-	} {
-		if _, err := ParseMeminfo([]byte(bad)); err == nil {
-			t.Errorf("%q accepted", bad)
-		} else if strings.Contains(err.Error(), "lots") || strings.Contains(err.Error(), "MB") {
-			t.Errorf("%q: error %q quotes the file", bad, err)
-		}
-	}
-	// Lines the pool does not use may have any shape.
-	if _, err := ParseMeminfo([]byte("Weird line\nActive(anon): x\n\n")); err != nil {
-		t.Errorf("unused lines: %v", err)
+	if m.Active != nil {
+		t.Error("a field the pool does not use was read")
 	}
 }
 
-func FuzzParseMeminfo(f *testing.F) {
-	f.Add([]byte(sparkMeminfo))
-	f.Add([]byte("MemTotal:"))
-	f.Add([]byte("MemFree: 1 kB 2"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		m, err := ParseMeminfo(data)
-		if err != nil {
-			if m != (Meminfo{}) {
-				t.Errorf("error %v with a partial result", err)
-			}
-			return
+func TestParseMeminfoRefuses(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", "meminfo: empty"},
+		{"MemTotal:       125027328 kB", "truncated"},
+		{"MemTotal:       125027328 kB\nMemFree:  21", "truncated"},
+		{"MemTotal:       125027328 kB\nMemTotal: 1 kB\n", "MemTotal appears twice"},
+		{"MemTotal:       125027328\n", "MemTotal: value is not a number of kB"},
+		{"MemTotal:       125027328 MB\n", "MemTotal: value is not a number of kB"},
+		{"MemTotal:       125027328 kB extra\n", "MemTotal: value is not a number of kB"},
+		{"MemTotal:       -1 kB\n", "MemTotal: value is not a number of kB"},
+		{"MemTotal:       18446744073709551616 kB\n", "MemTotal: value is not a number of kB"},
+		{"MemTotal:\n", "MemTotal: value is not a number of kB"},
+		{"HugePages_Total:       3 kB\n", "HugePages_Total: value is not a number"},
+	} {
+		if _, err := ParseMeminfo([]byte(tc.in)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParseMeminfo(%q) = %v, want an error containing %q", tc.in, err, tc.want)
 		}
-		if m.MemTotal != nil && !bytes.Contains(data, []byte("MemTotal:")) {
-			t.Error("MemTotal from data without its line")
-		}
-		if _, err := FromMeminfo(m); err == nil && m.MemTotal == nil {
-			t.Error("a snapshot without MemTotal")
-		}
-	})
+	}
 }
 
 func TestParsePressure(t *testing.T) {
 	for _, tc := range []struct {
 		in         string
-		some, full string
+		some, full string // "" for absent
 	}{
-		{"some avg10=1.25 avg60=0.80 avg300=0.30 total=48213000\nfull avg10=0.50 avg60=0.31 avg300=0.10 total=19004000\n",
-			"48213000", "19004000"},
-		{"some avg10=0.00 avg60=0.00 avg300=0.00 total=7\n", "7", "absent"}, // before 5.0: no full line
-		{"", "absent", "absent"},
-		{"other total=1\n", "absent", "absent"},
+		{"some avg10=1.25 avg60=0.80 avg300=0.30 total=48213000\nfull avg10=0.50 avg60=0.31 avg300=0.10 total=19004000\n", "48213000", "19004000"},
+		{"some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n", "0", ""},
+		{"some avg10=100.00 avg60=0.00 avg300=0.00 total=18446744073709551615\nnew kind of line\n", "18446744073709551615", ""},
 	} {
 		p, err := ParsePressure([]byte(tc.in))
-		if err != nil || deref(p.Some) != tc.some || deref(p.Full) != tc.full {
-			t.Errorf("%q: some %s, full %s, %v; want %s, %s", tc.in, deref(p.Some), deref(p.Full), err, tc.some, tc.full)
+		if err != nil {
+			t.Errorf("ParsePressure(%q): %v", tc.in, err)
+			continue
+		}
+		if show(p.Some) != tc.some || show(p.Full) != tc.full {
+			t.Errorf("ParsePressure(%q) = some %s full %s", tc.in, show(p.Some), show(p.Full))
 		}
 	}
-	for _, bad := range []string{"some avg10=x\n", "some total=x\n", "full total=\n", "some total=1\nsome total=2\n"} {
-		if _, err := ParsePressure([]byte(bad)); err == nil {
-			t.Errorf("%q accepted", bad)
+}
+
+func show(v *uint64) string {
+	if v == nil {
+		return ""
+	}
+	return fmt.Sprint(*v)
+}
+
+func TestParsePressureRefuses(t *testing.T) {
+	const some = "some avg10=1.25 avg60=0.80 avg300=0.30 total=48213000\n"
+	for _, tc := range []struct{ in, want string }{
+		{"", "pressure: empty"},
+		{"\n\n", "neither a some nor a full line"},
+		{"other avg10=1\n", "neither a some nor a full line"},
+		{strings.TrimSuffix(some, "\n"), "truncated"},
+		{some + some, "some appears twice"},
+		{"some avg10=1.25 avg60=0.80 avg300=0.30\n", "some: want 4 fields, got 3"},
+		{"some avg10=1.25 avg60=0.80 avg300=0.30 total=1 extra=2\n", "want 4 fields, got 5"},
+		{"some avg60=1.25 avg10=0.80 avg300=0.30 total=1\n", "field 1 is not avg10="},
+		{"full avg10=NaN avg60=0.80 avg300=0.30 total=1\n", "full: avg10: not a number in range"},
+		{"full avg10=-1 avg60=0.80 avg300=0.30 total=1\n", "avg10: not a number in range"},
+		{"some avg10=1.25 avg60=0.80 avg300=0.30 total=18446744073709551616\n", "total: not a number in range"},
+		{"some avg10=1.25 avg60=0.80 avg300=0.30 total=0x10\n", "total: not a number in range"},
+	} {
+		if _, err := ParsePressure([]byte(tc.in)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParsePressure(%q) = %v, want an error containing %q", tc.in, err, tc.want)
 		}
+	}
+}
+
+// FuzzParseMeminfo: no input panics; what is accepted gives a snapshot or
+// an error, and a snapshot's figures hold together.
+func FuzzParseMeminfo(f *testing.F) {
+	if data, err := os.ReadFile("../../testdata/proc/spark/meminfo"); err == nil {
+		f.Add(data)
+	}
+	f.Add([]byte("MemTotal: 1 kB\nMemFree: 2 kB\n"))
+	f.Add([]byte("MemTotal: 18446744073709551615 kB\nHugePages_Total: 9\nHugepagesize: 1048576 kB\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := ParseMeminfo(data)
+		if err != nil {
+			return
+		}
+		if data[len(data)-1] != '\n' {
+			t.Fatal("a file without its last line end accepted")
+		}
+		s, err := FromMeminfo(m)
+		if err != nil {
+			return
+		}
+		checkSnapshot(t, m, s)
+	})
+}
+
+// checkSnapshot asserts the relations between a snapshot's figures.
+func checkSnapshot(t *testing.T, m procfs.Meminfo, s Snapshot) {
+	t.Helper()
+	if s.Total != *m.MemTotal*1024 || s.Free != *m.MemFree*1024 || s.Mapped != *m.Mapped*1024 {
+		t.Fatalf("snapshot %+v does not match meminfo", s)
+	}
+	if s.Flushable > s.PageCache {
+		t.Fatalf("flushable %d above the page cache %d", s.Flushable, s.PageCache)
+	}
+	if s.HeadroomAfterFlush(0) < s.Headroom(0) || s.Headroom(1<<40) > s.Headroom(0) {
+		t.Fatalf("headroom arithmetic wrapped: %+v", s)
 	}
 }
 
 func FuzzParsePressure(f *testing.F) {
 	f.Add([]byte("some avg10=1.25 avg60=0.80 avg300=0.30 total=48213000\nfull avg10=0.50 avg60=0.31 avg300=0.10 total=19004000\n"))
-	f.Add([]byte("some total="))
+	f.Add([]byte("some avg10=0 avg60=0 avg300=0 total=0\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := ParsePressure(data)
-		if err != nil && p != (Pressure{}) {
-			t.Errorf("error %v with a partial result", err)
+		if err != nil {
+			return
 		}
-		if p.Full != nil && !bytes.Contains(data, []byte("full")) {
-			t.Error("a full total from data without a full line")
+		if p.Some == nil && p.Full == nil {
+			t.Fatal("accepted without a some or full line")
+		}
+		if data[len(data)-1] != '\n' {
+			t.Fatal("a file without its last line end accepted")
 		}
 	})
 }

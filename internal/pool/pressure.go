@@ -3,30 +3,42 @@ package pool
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strconv"
 )
 
-// Pressure is /proc/pressure/memory's stall totals, in microseconds: Some,
-// time at least one task stalled on memory; Full, time all non-idle tasks
-// did. A nil field is a line the kernel did not print (full came in 5.0).
+// Pressure is /proc/pressure/memory: the total time, in microseconds, that
+// at least one task (Some) and all non-idle tasks (Full) stalled waiting
+// for memory. Full is nil on kernels that print only the "some" line.
 type Pressure struct {
 	Some, Full *uint64
 }
 
-var errPressure = errors.New("pressure: a some or full line without a total")
-
-// ParsePressure reads the text of a PSI file ("some avg10=0.00 avg60=0.00
-// avg300=0.00 total=0"), hand-written for the reason ParseMeminfo is.
-// Lines other than some and full are skipped; a some or full line whose
-// total cannot be read is an error.
+// ParsePressure reads /proc/pressure/memory:
+//
+//	some avg10=1.25 avg60=0.80 avg300=0.30 total=48213000
+//	full avg10=0.50 avg60=0.31 avg300=0.10 total=19004000
+//
+// prometheus/procfs reads it with fmt.Sscanf, which takes a total cut
+// mid-number and the last of two "some" lines; here the file must end with
+// a line end, each line must be whole and appear once, and at least one
+// must be there. Lines of other kinds are skipped, as procfs does, for
+// kernels to come.
 func ParsePressure(data []byte) (Pressure, error) {
 	var p Pressure
-	for len(data) > 0 {
-		var line []byte
-		line, data, _ = bytes.Cut(data, []byte{'\n'})
-		kind, rest, _ := bytes.Cut(line, []byte{' '})
+	if len(data) == 0 {
+		return p, errors.New("pressure: empty")
+	}
+	if data[len(data)-1] != '\n' {
+		return p, errors.New("pressure: truncated: the last line has no line end")
+	}
+	for line := range bytes.Lines(data) {
+		fields := bytes.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
 		var dst **uint64
-		switch string(kind) {
+		switch string(fields[0]) {
 		case "some":
 			dst = &p.Some
 		case "full":
@@ -34,16 +46,46 @@ func ParsePressure(data []byte) (Pressure, error) {
 		default:
 			continue
 		}
-		_, total, ok := bytes.Cut(rest, []byte("total="))
-		if !ok || *dst != nil {
-			return Pressure{}, errPressure
+		if *dst != nil {
+			return Pressure{}, fmt.Errorf("pressure: %s appears twice", fields[0])
 		}
-		total, _, _ = bytes.Cut(total, []byte{' '})
-		v, err := strconv.ParseUint(string(total), 10, 64)
+		total, err := pressureLine(fields[1:])
 		if err != nil {
-			return Pressure{}, errPressure
+			return Pressure{}, fmt.Errorf("pressure: %s: %w", fields[0], err)
 		}
-		*dst = &v
+		*dst = &total
+	}
+	if p.Some == nil && p.Full == nil {
+		return p, errors.New("pressure: neither a some nor a full line")
 	}
 	return p, nil
+}
+
+// pressureLine checks "avg10=F avg60=F avg300=F total=N" and returns N.
+func pressureLine(fields [][]byte) (uint64, error) {
+	keys := []string{"avg10", "avg60", "avg300", "total"}
+	if len(fields) != len(keys) {
+		return 0, fmt.Errorf("want %d fields, got %d", len(keys), len(fields))
+	}
+	var total uint64
+	for i, f := range fields {
+		key, value, ok := bytes.Cut(f, []byte{'='})
+		if !ok || string(key) != keys[i] {
+			return 0, fmt.Errorf("field %d is not %s=", i+1, keys[i])
+		}
+		var err error
+		if keys[i] == "total" {
+			total, err = strconv.ParseUint(string(value), 10, 64)
+		} else {
+			var avg float64
+			avg, err = strconv.ParseFloat(string(value), 64)
+			if err == nil && !(avg >= 0 && avg <= 100) {
+				err = errors.New("out of range")
+			}
+		}
+		if err != nil {
+			return 0, fmt.Errorf("%s: not a number in range", keys[i])
+		}
+	}
+	return total, nil
 }

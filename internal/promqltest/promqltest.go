@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -28,8 +29,23 @@ var builtins = map[string]bool{"ALERTS": true, "ALERTS_FOR_STATE": true, "up": t
 
 // Result is what the parser made of one expression.
 type Result struct {
-	Metrics []string `json:"metrics"`
-	Error   string   `json:"error"`
+	Metrics   []string   `json:"metrics"`
+	Selectors []Selector `json:"selectors"`
+	Error     string     `json:"error"`
+}
+
+// Selector is one vector selector: a metric name and its label matchers,
+// the name's own matcher left out.
+type Selector struct {
+	Name     string    `json:"name"`
+	Matchers []Matcher `json:"matchers"`
+}
+
+// Matcher is a label matcher; Op is =, !=, =~ or !~.
+type Matcher struct {
+	Label string `json:"label"`
+	Op    string `json:"op"`
+	Value string `json:"value"`
 }
 
 var (
@@ -87,73 +103,117 @@ func Parse(t testing.TB, exprs []string) []Result {
 // Known is the set of metric names a query may use: those in the golden
 // /metrics files, those recorded by rules/*.yml, and Prometheus' own series.
 type Known struct {
-	Exported map[string]bool
+	Exported Series
 	Recorded map[string]bool
 }
 
 // LoadKnown reads testdata/golden/*.metrics and rules/*.yml.
 func LoadKnown(t testing.TB) Known {
 	t.Helper()
-	root := testexporter.Root(t)
-	k := Known{Exported: map[string]bool{}, Recorded: map[string]bool{}}
-	goldens, err := filepath.Glob(filepath.Join(root, "testdata", "golden", "*.metrics"))
-	if err != nil || len(goldens) == 0 {
-		t.Fatalf("no golden files in testdata/golden (%v)", err)
-	}
-	for _, path := range goldens {
-		names, err := ExportedNames(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, n := range names {
-			k.Exported[n] = true
-		}
-	}
-	names, err := RecordedNames(filepath.Join(root, "rules"))
+	names, err := RecordedNames(filepath.Join(testexporter.Root(t), "rules"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	k := Known{Exported: LoadSeries(t), Recorded: map[string]bool{}}
 	for _, n := range names {
 		k.Recorded[n] = true
 	}
 	return k
 }
 
-// Why says why name may be used ("" when it may not).
-func (k Known) Why(name string) string {
-	switch {
-	case k.Exported[name]:
-		return "exported"
-	case k.Recorded[name]:
-		return "recorded"
-	case builtins[name]:
-		return "prometheus"
+// targetLabels are added by Prometheus from the scrape target: the exporter
+// never exports them, queries may still match on them.
+var targetLabels = map[string]bool{"instance": true, "job": true}
+
+// AnyValue stands for a label value known only when the query runs (an
+// alert's label in an annotation template): any value matches it.
+const AnyValue = "{{ any value }}"
+
+// Check says what is wrong with a selector: a metric that nothing exports
+// or records, or a label (or, for =, a label value) the metric never has.
+// Regular expressions are not checked.
+func (k Known) Check(sel Selector) error {
+	if k.Recorded[sel.Name] || builtins[sel.Name] {
+		return nil
 	}
-	return ""
+	labels, ok := k.Exported[sel.Name]
+	if !ok {
+		return fmt.Errorf("metric %s is neither exported (testdata/golden) nor recorded by a rule", sel.Name)
+	}
+	for _, m := range sel.Matchers {
+		if targetLabels[m.Label] {
+			continue
+		}
+		values, ok := labels[m.Label]
+		if !ok {
+			return fmt.Errorf("metric %s has no label %q", sel.Name, m.Label)
+		}
+		if m.Op == "=" && m.Value != AnyValue && !values[m.Value] {
+			return fmt.Errorf("metric %s never has %s=%q (seen: %s)", sel.Name, m.Label, m.Value, strings.Join(sorted(values), ", "))
+		}
+	}
+	return nil
 }
 
-// ExportedNames lists the metric names of a text-format /metrics file.
-func ExportedNames(path string) ([]string, error) {
+// Series is what the exporter exports: metric name → label name → the
+// values seen.
+type Series map[string]map[string]map[string]bool
+
+// LoadSeries reads every testdata/golden/*.metrics file.
+func LoadSeries(t testing.TB) Series {
+	t.Helper()
+	goldens, err := filepath.Glob(filepath.Join(testexporter.Root(t), "testdata", "golden", "*.metrics"))
+	if err != nil || len(goldens) == 0 {
+		t.Fatalf("no golden files in testdata/golden (%v)", err)
+	}
+	series := Series{}
+	for _, path := range goldens {
+		if err := series.read(path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return series
+}
+
+// A label pair of the text exposition format.
+var labelPair = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
+
+// read adds the series of a text-format /metrics file.
+func (s Series) read(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer f.Close()
-	seen := map[string]bool{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := sc.Text()
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		if i := strings.IndexAny(line, "{ "); i > 0 {
-			seen[line[:i]] = true
+		i := strings.IndexAny(line, "{ ")
+		if i <= 0 {
+			continue
+		}
+		name := line[:i]
+		if s[name] == nil {
+			s[name] = map[string]map[string]bool{}
+		}
+		if line[i] != '{' {
+			continue
+		}
+		labels, _, _ := strings.Cut(line[i+1:], "} ")
+		for _, m := range labelPair.FindAllStringSubmatch(labels, -1) {
+			if s[name][m[1]] == nil {
+				s[name][m[1]] = map[string]bool{}
+			}
+			s[name][m[1]][m[2]] = true
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Base(path), err)
+		return fmt.Errorf("%s: %w", filepath.Base(path), err)
 	}
-	return sorted(seen), nil
+	return nil
 }
 
 // RuleFile is the part of a Prometheus rule file these checks read.

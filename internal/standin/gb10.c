@@ -273,6 +273,11 @@ static nvmlReturn_t enter(nvmlDevice_t device, int *index, double *t)
 			pthread_mutex_unlock(&mu);
 			return NVML_ERROR_INVALID_ARGUMENT;
 		}
+		if (file_exists(sc.lost_file)) {
+			/* Fallen off the bus: every query of the device fails. */
+			pthread_mutex_unlock(&mu);
+			return NVML_ERROR_GPU_IS_LOST;
+		}
 		if (!hung()) {
 			*index = found;
 			*t = scenario_time();

@@ -411,6 +411,11 @@ static int parse_line(struct parser *p, struct scenario *sc, char *line)
 		}
 		return fail(p, "hang takes 'after TIME [for DURATION]' or 'file PATH'");
 	}
+	if (strcmp(d, "lost") == 0) {
+		if (strcmp(tok[1], "file") == 0 && ntok == 3)
+			return path_arg(p, sc->lost_file, tok[2]);
+		return fail(p, "lost takes 'file PATH'");
+	}
 	if (ntok != 2)
 		return fail(p, "%s takes one value", d);
 	const char *v = tok[1];

@@ -65,6 +65,7 @@ struct scenario {
 	int hang_timed;                  /* device queries block in [hang_after, hang_after+hang_for) */
 	double hang_after, hang_for;     /* hang_for < 0: forever */
 	char hang_file[SC_PATH_MAX];     /* device queries block while this exists */
+	char lost_file[SC_PATH_MAX];     /* device queries answer GPU_IS_LOST while this exists */
 
 	int npoints;
 	struct sc_point points[SC_MAX_POINTS];

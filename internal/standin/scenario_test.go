@@ -60,6 +60,7 @@ func TestScenarioErrorsNameTheLine(t *testing.T) {
 		{"speed 0", "speed 0 out of"},
 		{"hang after", "hang takes"},
 		{"init_fail sometimes", "init_fail takes"},
+		{"lost after 5m", "lost takes"},
 		{"unsupported fan", "unknown field fan"},
 		{"name \x01", "printable"},
 		{"name " + strings.Repeat("x", 200), "name longer than"},

@@ -133,7 +133,9 @@ func (b *SyncBuffer) String() string {
 	return b.buf.String()
 }
 
-var listening = regexp.MustCompile(`msg="?Listening on"? address=(\S+)`)
+// The exporter-toolkit line; Prometheus puts component=web before the
+// address.
+var listening = regexp.MustCompile(`msg="?Listening on"?(?: \S+)*? address=(\S+)`)
 
 // Start runs the exporter with args on an ephemeral loopback port and waits
 // until it says where it listens. The process is stopped with SIGTERM when
@@ -165,7 +167,14 @@ func commandLine(t testing.TB, args []string) []string {
 // listen on a loopback port, and stops it like Start.
 func StartProgram(t testing.TB, path string, env []string, args ...string) *Process {
 	t.Helper()
-	cmd := exec.Command(path, args...)
+	return StartCommand(t, exec.Command(path, args...), env)
+}
+
+// StartCommand is StartProgram for a command the caller prepared (to run
+// it as another user, say); env is added to the test's environment.
+func StartCommand(t testing.TB, cmd *exec.Cmd, env []string) *Process {
+	t.Helper()
+	path := cmd.Path
 	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -270,6 +279,33 @@ func (p *Process) Get(t testing.TB, path string) string {
 		t.Fatalf("GET %s: %s\n%s", path, resp.Status, body)
 	}
 	return string(body)
+}
+
+// CopyTree copies a fixture tree (files and directories; nothing else) into
+// a temporary directory, for a test that damages it or makes it change
+// while the exporter reads it.
+func CopyTree(t testing.TB, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	err := filepath.Walk(src, func(path string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		target := filepath.Join(dst, rel)
+		if info.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
 }
 
 // Tool returns the path of a tool built from the tools modules (promtool,

@@ -176,6 +176,20 @@ func TestWriterRefusesADirectory(t *testing.T) {
 	}
 }
 
+// A device is no log: /dev/full (every write fails), /dev/null (every
+// write vanishes) are refused as they are opened.
+func TestWriterRefusesADevice(t *testing.T) {
+	for _, dev := range []string{"/dev/full", "/dev/null"} {
+		if _, err := os.Stat(dev); err != nil {
+			t.Skipf("%s: %v", dev, err)
+		}
+		w := NewWriter(dev)
+		if err := w.Append(Row{Time: at}); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("%s: %v, want a refusal", dev, err)
+		}
+	}
+}
+
 func FuzzParse(f *testing.F) {
 	f.Add("timestamp,temperature.gpu,power.draw\n2025/11/24 14:08:55.751, 38, 12.34 W\n")
 	f.Add("# c\ntimestamp, power.draw [W], clocks_event_reasons.active\n2025/11/24 14:08:55.751, [N/A], 0x40\n")

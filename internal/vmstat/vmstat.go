@@ -6,6 +6,7 @@ package vmstat
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -39,6 +40,11 @@ func Parse(data []byte) (Counters, error) {
 		fieldRefaultsFile: &c.RefaultsFile, fieldReclaimedKswapd: &c.ReclaimedKswapd,
 		fieldReclaimedDirect: &c.ReclaimedDirect, fieldAllocStalls: &c.AllocStalls,
 		fieldOOMKills: &c.OOMKills,
+	}
+	// The kernel writes whole lines: a last line without its end was cut
+	// short, perhaps mid-number.
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		return Counters{}, errors.New("vmstat: truncated: the last line has no line end")
 	}
 	var seen uint64 // bit i set once names[i]'s line has been read
 	for len(data) > 0 {

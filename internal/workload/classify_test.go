@@ -235,3 +235,27 @@ func FuzzClassify(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParsePattern: no --workloads.match value panics; one accepted is
+// split where the text says and gives a role and a kind fit for labels.
+func FuzzParsePattern(f *testing.F) {
+	f.Add("training:trainer:train\\.py")
+	f.Add("inference:my_server:serve --port [0-9]+:8080")
+	f.Add("training:x:(unclosed")
+	f.Add("::")
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := ParsePattern(s)
+		if err != nil {
+			return
+		}
+		if p.Role != Inference && p.Role != Training {
+			t.Errorf("role %q", p.Role)
+		}
+		if !kindName.MatchString(p.Kind) {
+			t.Errorf("kind %q is not fit for a label", p.Kind)
+		}
+		if want := string(p.Role) + ":" + p.Kind + ":"; !strings.HasPrefix(s, want) {
+			t.Errorf("%q parsed as %s…", s, want)
+		}
+	})
+}

@@ -28,7 +28,7 @@ var (
 	errStatNoComm   = errors.New("stat: no command name in parentheses")
 	errStatShort    = errors.New("stat: too few fields")
 	errStatBadField = errors.New("stat: a field is not a number")
-	errStatusRSS    = errors.New("status: VmRSS is not a size in kB")
+	errStatusRSS    = errors.New("status: VmRSS is not one size in kB")
 )
 
 // parseStat reads the fields a scan needs from /proc/PID/stat:
@@ -81,14 +81,19 @@ func parseVmRSS(data []byte) (rss uint64, ok bool, err error) {
 		if !found {
 			continue
 		}
+		if ok {
+			// The kernel prints one VmRSS: a second means the file is
+			// not what it seems, and either figure could be wrong.
+			return 0, false, errStatusRSS
+		}
 		number, unit, _ := strings.Cut(strings.TrimSpace(string(value)), " ")
 		kb, err := strconv.ParseUint(number, 10, 64)
 		if err != nil || unit != "kB" || kb > math.MaxUint64/1024 {
 			return 0, false, errStatusRSS
 		}
-		return kb * 1024, true, nil
+		rss, ok = kb*1024, true
 	}
-	return 0, false, nil
+	return rss, ok, nil
 }
 
 // splitCmdline splits /proc/PID/cmdline, NUL-separated. A program that

@@ -66,6 +66,10 @@ func TestParseVmRSS(t *testing.T) {
 		{"no unit", "VmRSS:\t 12\n", 0, false, errStatusRSS},
 		{"not a number", "VmRSS:\t lots kB\n", 0, false, errStatusRSS},
 		{"overflows bytes", "VmRSS:\t 18446744073709551615 kB\n", 0, false, errStatusRSS},
+		{"largest in bytes", "VmRSS:\t 18014398509481983 kB\n", 18014398509481983 * 1024, true, nil},
+		{"cut before the unit", "Name:\tvllm\nVmRSS:\t 83886", 0, false, errStatusRSS},
+		{"twice", "VmRSS:\t 8 kB\nVmRSS:\t 8 kB\n", 0, false, errStatusRSS},
+		{"twice, the second bad", "VmRSS:\t 8 kB\nVmRSS:\t x\n", 0, false, errStatusRSS},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, ok, err := parseVmRSS([]byte(tc.in))

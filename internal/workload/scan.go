@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"slices"
 	"sync"
 	"syscall"
@@ -31,7 +32,8 @@ type Result struct {
 	// Workloads, by pid.
 	Workloads []Workload
 	// Unreadable counts processes whose /proc entry exists but could not be
-	// read (hidepid=1, permissions): detection may be blind to them.
+	// read (hidepid=1, permissions) or held figures that cannot be right
+	// (a resident size beyond 64 bits): detection may be blind to them.
 	Unreadable int
 	// Problems of workloads, each reported once in a process's life.
 	Problems []Problem
@@ -160,7 +162,9 @@ func (s *Scanner) group(nodes []Node, blind map[int]bool, res *Result) {
 			continue
 		}
 		rss, err := s.residentBytes(n.PID)
-		if err != nil {
+		if err != nil || rss > math.MaxUint64-w.ResidentBytes {
+			// A sum beyond 64 bits is no memory this machine has: the
+			// figures are corrupt, and are left out like unreadable ones.
 			res.Unreadable++
 			continue
 		}

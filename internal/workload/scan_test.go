@@ -2,6 +2,7 @@ package workload
 
 import (
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -276,5 +277,22 @@ func TestScanKernelThreadReadOnceWhileItsDirectoryStays(t *testing.T) {
 				t.Errorf("got %+v, want the server at the kernel thread's old pid", res.Workloads)
 			}
 		})
+	}
+}
+
+// Resident sizes whose sum does not fit 64 bits are corrupt: the process
+// that would overflow the workload's sum is left out and counted as
+// unreadable, rather than wrapping the sum round to a small figure.
+func TestScanResidentSumBeyond64Bits(t *testing.T) {
+	const largest = math.MaxUint64 / 1024 // the largest VmRSS in kB that bytes can hold
+	server, core := vllmServer, engineCore
+	server.RSSKB, core.RSSKB = largest, largest
+	root := fakeproc.WriteTree(t, host(server, core)...)
+	res := scanOnce(t, NewScanner(root, nil))
+	if len(res.Workloads) != 1 || res.Workloads[0].ResidentBytes != largest*1024 {
+		t.Errorf("got %+v, want the server with its own %d bytes", res.Workloads, uint64(largest*1024))
+	}
+	if res.Unreadable != 1 {
+		t.Errorf("unreadable = %d, want 1 (the engine core whose size overflows the sum)", res.Unreadable)
 	}
 }

@@ -4,9 +4,11 @@
 // without putting github.com/prometheus/prometheus in the exporter's go.mod.
 //
 // Input on stdin: a JSON array of expressions. Output on stdout: a JSON array
-// of the same length, each element {"metrics": [...]} or {"error": "..."}.
-// A selector without a plain metric name ({__name__=~"..."}) is listed as
-// its PromQL text, so a caller that expects names sees it as unknown.
+// of the same length, each element {"metrics": [...], "selectors": [...]} or
+// {"error": "..."}: the metric names selected, and each vector selector with
+// its label matchers (the metric name's own matcher left out). A selector
+// without a plain metric name ({__name__=~"..."}) is listed as its PromQL
+// text, so a caller that expects names sees it as unknown.
 package main
 
 import (
@@ -19,8 +21,20 @@ import (
 )
 
 type result struct {
-	Metrics []string `json:"metrics,omitempty"`
-	Error   string   `json:"error,omitempty"`
+	Metrics   []string   `json:"metrics,omitempty"`
+	Selectors []selector `json:"selectors,omitempty"`
+	Error     string     `json:"error,omitempty"`
+}
+
+type selector struct {
+	Name     string    `json:"name"`
+	Matchers []matcher `json:"matchers,omitempty"`
+}
+
+type matcher struct {
+	Label string `json:"label"`
+	Op    string `json:"op"` // =, !=, =~, !~
+	Value string `json:"value"`
 }
 
 func main() {
@@ -48,6 +62,7 @@ func names(p parser.Parser, input string) result {
 		return result{Error: err.Error()}
 	}
 	seen := map[string]bool{}
+	var r result
 	parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
 		if vs, ok := n.(*parser.VectorSelector); ok {
 			name := vs.Name
@@ -55,10 +70,16 @@ func names(p parser.Parser, input string) result {
 				name = vs.String()
 			}
 			seen[name] = true
+			sel := selector{Name: name}
+			for _, m := range vs.LabelMatchers {
+				if m.Name != "__name__" {
+					sel.Matchers = append(sel.Matchers, matcher{Label: m.Name, Op: m.Type.String(), Value: m.Value})
+				}
+			}
+			r.Selectors = append(r.Selectors, sel)
 		}
 		return nil
 	})
-	var r result
 	for name := range seen {
 		r.Metrics = append(r.Metrics, name)
 	}
