@@ -343,6 +343,12 @@ func closeCollector(c Collector) error {
 	return nil
 }
 
+// newDesc describes a metric spark_SUBSYSTEM_NAME (spark_NAME without a
+// subsystem).
+func newDesc(subsystem, name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(prometheus.BuildFQName(namespace, subsystem, name), help, labels, nil)
+}
+
 // supported renders a field's availability as the 1/0 of a _supported gauge.
 func supported(ok bool) float64 {
 	if ok {

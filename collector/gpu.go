@@ -45,27 +45,23 @@ func init() {
 	})
 }
 
-func gpuDesc(name, help string, labels ...string) *prometheus.Desc {
-	return prometheus.NewDesc(prometheus.BuildFQName(namespace, "gpu", name), help, labels, nil)
-}
-
 var (
-	gpuUpDesc   = gpuDesc("nvml_up", "1 when NVML is loaded and initialised; 0 without an NVIDIA driver or library (retried in the background).")
-	gpuInfoDesc = gpuDesc("info", "GPU identity, always 1.",
+	gpuUpDesc   = newDesc("gpu", "nvml_up", "1 when NVML is loaded and initialised; 0 without an NVIDIA driver or library (retried in the background).")
+	gpuInfoDesc = newDesc("gpu", "info", "GPU identity, always 1.",
 		"gpu", "uuid", "name", "driver_version", "cuda_driver_version", "compute_capability")
-	gpuSupportedDesc = gpuDesc("field_supported",
+	gpuSupportedDesc = newDesc("gpu", "field_supported",
 		"1 when the GPU answers the NVML field, 0 when NVML says it is not supported (N/A in nvidia-smi; its series are then absent).", "gpu", "field")
-	gpuTempDesc       = gpuDesc("temperature_celsius", "GPU core temperature.", "gpu")
-	gpuPowerDesc      = gpuDesc("power_watts", "GPU power draw.", "gpu")
-	gpuEnergyDesc     = gpuDesc("energy_joules_total", "Energy used by the GPU since the driver loaded.", "gpu")
-	gpuPowerLimitDesc = gpuDesc("power_limit_watts", "Enforced power limit (N/A on GB10, whose cap is the platform's).", "gpu")
-	gpuSMClockDesc    = gpuDesc("sm_clock_hertz", "Current SM clock.", "gpu")
-	gpuSMClockMaxDesc = gpuDesc("sm_clock_max_hertz", "Maximum SM clock.", "gpu")
-	gpuUtilDesc       = gpuDesc("utilization_ratio", "Fraction of the last sample period during which a kernel ran on the GPU.", "gpu")
-	gpuMemTotalDesc   = gpuDesc("memory_total_bytes", "NVML's total memory, the nvidia-smi view; absent on GB10, whose memory is the unified pool (see spark_pool_*).", "gpu")
-	gpuMemUsedDesc    = gpuDesc("memory_used_bytes", "NVML's used memory, the nvidia-smi view; absent on GB10 (see spark_pool_*).", "gpu")
-	gpuReasonDesc     = gpuDesc("clocks_event_active", "1 while NVML reports the reason as holding the clocks down, else 0.", "gpu", "reason")
-	gpuProcMemoryDesc = gpuDesc("process_memory_bytes", "GPU memory held by a compute process, per NVML; comm is empty when /proc/<pid>/comm cannot be read.", "gpu", "pid", "comm")
+	gpuTempDesc       = newDesc("gpu", "temperature_celsius", "GPU core temperature.", "gpu")
+	gpuPowerDesc      = newDesc("gpu", "power_watts", "GPU power draw.", "gpu")
+	gpuEnergyDesc     = newDesc("gpu", "energy_joules_total", "Energy used by the GPU since the driver loaded.", "gpu")
+	gpuPowerLimitDesc = newDesc("gpu", "power_limit_watts", "Enforced power limit (N/A on GB10, whose cap is the platform's).", "gpu")
+	gpuSMClockDesc    = newDesc("gpu", "sm_clock_hertz", "Current SM clock.", "gpu")
+	gpuSMClockMaxDesc = newDesc("gpu", "sm_clock_max_hertz", "Maximum SM clock.", "gpu")
+	gpuUtilDesc       = newDesc("gpu", "utilization_ratio", "Fraction of the last sample period during which a kernel ran on the GPU.", "gpu")
+	gpuMemTotalDesc   = newDesc("gpu", "memory_total_bytes", "NVML's total memory, the nvidia-smi view; absent on GB10, whose memory is the unified pool (see spark_pool_*).", "gpu")
+	gpuMemUsedDesc    = newDesc("gpu", "memory_used_bytes", "NVML's used memory, the nvidia-smi view; absent on GB10 (see spark_pool_*).", "gpu")
+	gpuReasonDesc     = newDesc("gpu", "clocks_event_active", "1 while NVML reports the reason as holding the clocks down, else 0.", "gpu", "reason")
+	gpuProcMemoryDesc = newDesc("gpu", "process_memory_bytes", "GPU memory held by a compute process, per NVML; comm is empty when /proc/<pid>/comm cannot be read.", "gpu", "pid", "comm")
 	// The nine reasons of the contract, by NVML bit. The hardware bits only
 	// have NVML's older "throttle" names.
 	gpuClockEventNames = []struct {

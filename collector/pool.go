@@ -31,28 +31,24 @@ func init() {
 	})
 }
 
-func poolDesc(name, help string, labels ...string) *prometheus.Desc {
-	return prometheus.NewDesc(prometheus.BuildFQName(namespace, "pool", name), help, labels, nil)
-}
-
 var (
-	poolTotalDesc     = poolDesc("total_bytes", "MemTotal: the unified CPU/GPU memory pool.")
-	poolFreeDesc      = poolDesc("free_bytes", "MemFree: the free column of free(1), the figure to budget a job against.")
-	poolAvailableDesc = poolDesc("available_bytes", "MemAvailable: the kernel's estimate of memory available without swapping, counting reclaimable cache.")
-	poolCacheDesc     = poolDesc("page_cache_bytes", "Buffers + Cached + SReclaimable: the buff/cache column of free(1).")
-	poolFlushDesc     = poolDesc("flushable_bytes", "Estimate of what dropping caches gives back: max(0, Buffers + Cached - Shmem - Mapped) + SReclaimable.")
-	poolMappedDesc    = poolDesc("mapped_bytes", "Mapped: mmap'd file pages, such as model weights during a load.")
-	poolHugeDesc      = poolDesc("hugepages_bytes", "HugePages_Total x Hugepagesize: memory held back in huge pages.")
-	poolReserveDesc   = poolDesc("reserve_bytes", "Memory kept back for the OS and driver (--pool.reserve).")
-	poolHeadroomDesc  = poolDesc("headroom_bytes", "MemFree minus the reserve: what a new job may take. Negative when free is below the reserve.")
-	poolAfterFlush    = poolDesc("headroom_after_flush_bytes", "MemFree plus flushable page cache minus the reserve: headroom after step 1 of the OOM ladder.")
-	poolStallDesc     = poolDesc("pressure_stall_seconds_total", "Time tasks stalled waiting for memory (PSI); kind=some: at least one task, full: all non-idle tasks.", "kind")
-	poolMajFaultDesc  = poolDesc("major_faults_total", "Major page faults (vmstat pgmajfault).")
-	poolRefaultDesc   = poolDesc("refaults_total", "Evicted pages read back in (vmstat workingset_refault_*).", "type")
-	poolReclaimDesc   = poolDesc("reclaimed_pages_total", "Pages reclaimed, by kswapd or by allocating tasks directly (vmstat pgsteal_*).", "by")
-	poolStallsDesc    = poolDesc("allocation_stalls_total", "Allocations that stalled for direct reclaim (sum of vmstat allocstall_*).")
-	poolOOMDesc       = poolDesc("oom_kills_total", "Processes killed by the kernel OOM killer (vmstat oom_kill).")
-	poolSupportedDesc = poolDesc("field_supported", "1 when the running kernel provides the field, 0 when it does not (its series are then absent).", "field")
+	poolTotalDesc     = newDesc("pool", "total_bytes", "MemTotal: the unified CPU/GPU memory pool.")
+	poolFreeDesc      = newDesc("pool", "free_bytes", "MemFree: the free column of free(1), the figure to budget a job against.")
+	poolAvailableDesc = newDesc("pool", "available_bytes", "MemAvailable: the kernel's estimate of memory available without swapping, counting reclaimable cache.")
+	poolCacheDesc     = newDesc("pool", "page_cache_bytes", "Buffers + Cached + SReclaimable: the buff/cache column of free(1).")
+	poolFlushDesc     = newDesc("pool", "flushable_bytes", "Estimate of what dropping caches gives back: max(0, Buffers + Cached - Shmem - Mapped) + SReclaimable.")
+	poolMappedDesc    = newDesc("pool", "mapped_bytes", "Mapped: mmap'd file pages, such as model weights during a load.")
+	poolHugeDesc      = newDesc("pool", "hugepages_bytes", "HugePages_Total x Hugepagesize: memory held back in huge pages.")
+	poolReserveDesc   = newDesc("pool", "reserve_bytes", "Memory kept back for the OS and driver (--pool.reserve).")
+	poolHeadroomDesc  = newDesc("pool", "headroom_bytes", "MemFree minus the reserve: what a new job may take. Negative when free is below the reserve.")
+	poolAfterFlush    = newDesc("pool", "headroom_after_flush_bytes", "MemFree plus flushable page cache minus the reserve: headroom after step 1 of the OOM ladder.")
+	poolStallDesc     = newDesc("pool", "pressure_stall_seconds_total", "Time tasks stalled waiting for memory (PSI); kind=some: at least one task, full: all non-idle tasks.", "kind")
+	poolMajFaultDesc  = newDesc("pool", "major_faults_total", "Major page faults (vmstat pgmajfault).")
+	poolRefaultDesc   = newDesc("pool", "refaults_total", "Evicted pages read back in (vmstat workingset_refault_*).", "type")
+	poolReclaimDesc   = newDesc("pool", "reclaimed_pages_total", "Pages reclaimed, by kswapd or by allocating tasks directly (vmstat pgsteal_*).", "by")
+	poolStallsDesc    = newDesc("pool", "allocation_stalls_total", "Allocations that stalled for direct reclaim (sum of vmstat allocstall_*).")
+	poolOOMDesc       = newDesc("pool", "oom_kills_total", "Processes killed by the kernel OOM killer (vmstat oom_kill).")
+	poolSupportedDesc = newDesc("pool", "field_supported", "1 when the running kernel provides the field, 0 when it does not (its series are then absent).", "field")
 )
 
 type poolCollector struct {

@@ -94,19 +94,15 @@ func (f thermalFlags) config() thermal.Config {
 	}
 }
 
-func thermalDesc(name, help string, labels ...string) *prometheus.Desc {
-	return prometheus.NewDesc(prometheus.BuildFQName(namespace, "thermal", name), help, labels, nil)
-}
-
 var (
-	thermalStateDesc     = thermalDesc("state", "1 for the GPU's thermal state: collecting (window not yet full), normal, watching (temperature rising, power not flat below nominal: keep watching), throttled.", "gpu", "state")
-	thermalSignatureDesc = thermalDesc("throttle_signature", "1 when the window shows the throttle signature: GPU busy, power flat and below nominal, temperature climbing or holding hot.", "gpu")
-	thermalPowerMeanDesc = thermalDesc("window_power_mean_watts", "Mean power over the window.", "gpu")
-	thermalSpreadDesc    = thermalDesc("window_power_spread_watts", "Max - min power over the window.", "gpu")
-	thermalSlopeDesc     = thermalDesc("window_temperature_slope_celsius_per_second", "Least-squares temperature slope over the window.", "gpu")
-	thermalEpisodesDesc  = thermalDesc("throttle_episodes_total", "Entries into the throttled state.", "gpu")
-	thermalSecondsDesc   = thermalDesc("throttled_seconds_total", "Time spent in the throttled state.", "gpu")
-	thermalCSVErrorsDesc = thermalDesc("csv_write_errors_total", "Samples that could not be appended to --thermal.csv-file.")
+	thermalStateDesc     = newDesc("thermal", "state", "1 for the GPU's thermal state: collecting (window not yet full), normal, watching (temperature rising, power not flat below nominal: keep watching), throttled.", "gpu", "state")
+	thermalSignatureDesc = newDesc("thermal", "throttle_signature", "1 when the window shows the throttle signature: GPU busy, power flat and below nominal, temperature climbing or holding hot.", "gpu")
+	thermalPowerMeanDesc = newDesc("thermal", "window_power_mean_watts", "Mean power over the window.", "gpu")
+	thermalSpreadDesc    = newDesc("thermal", "window_power_spread_watts", "Max - min power over the window.", "gpu")
+	thermalSlopeDesc     = newDesc("thermal", "window_temperature_slope_celsius_per_second", "Least-squares temperature slope over the window.", "gpu")
+	thermalEpisodesDesc  = newDesc("thermal", "throttle_episodes_total", "Entries into the throttled state.", "gpu")
+	thermalSecondsDesc   = newDesc("thermal", "throttled_seconds_total", "Time spent in the throttled state.", "gpu")
+	thermalCSVErrorsDesc = newDesc("thermal", "csv_write_errors_total", "Samples that could not be appended to --thermal.csv-file.")
 )
 
 type thermalCollector struct {

@@ -28,21 +28,17 @@ func init() {
 	})
 }
 
-func workloadDesc(name, help string, labels ...string) *prometheus.Desc {
-	return prometheus.NewDesc(prometheus.BuildFQName(namespace, "", name), help, labels, nil)
-}
-
 var (
-	workloadsDesc = workloadDesc("workloads",
+	workloadsDesc = newDesc("", "workloads",
 		"Workloads found in /proc, per role; both roles are always reported.", "role")
-	workloadInfoDesc = workloadDesc("workload_info",
+	workloadInfoDesc = newDesc("", "workload_info",
 		"A workload: one program (server, trainer or launcher) with every process it started.", "pid", "kind", "role")
-	workloadResidentDesc = workloadDesc("workload_resident_bytes",
+	workloadResidentDesc = newDesc("", "workload_resident_bytes",
 		"VmRSS summed over the workload's processes.", "pid", "kind", "role")
-	workloadCapDesc = workloadDesc("workload_memory_cap_ratio",
+	workloadCapDesc = newDesc("", "workload_memory_cap_ratio",
 		"Share of the memory the workload was started to take (vLLM --gpu-memory-utilization, SGLang --mem-fraction-static); "+
 			"source=default when the flag is absent. No series: no cap known (uncapped).", "pid", "kind", "source")
-	workloadUnreadableDesc = workloadDesc("workload_unreadable_processes",
+	workloadUnreadableDesc = newDesc("", "workload_unreadable_processes",
 		"Processes whose /proc entry could not be read (hidepid, permissions): workload detection may be blind to them.")
 )
 
