@@ -117,6 +117,7 @@ type thermalCollector struct {
 	csvErrors   int
 	csvFailing  bool
 	readFailing bool
+	everRead    bool // a reading has come at least once
 
 	cancel    context.CancelFunc
 	done      chan struct{}
@@ -248,15 +249,20 @@ func ratio(v *float64) *float64 {
 
 // noteRead logs NVML's failures when they start and stop; the error itself
 // is left to the gpu collector, which owns NVML (and whose errors may name
-// the library's path).
+// the library's path). Readings that stop are a warning; a host that never
+// had any (no GPU, no driver) is normal and only noted.
 func (c *thermalCollector) noteRead(err error) {
+	const msg = "no GPU reading; the thermal sampler keeps trying every interval (spark_gpu_nvml_up tells why)"
 	switch {
+	case err != nil && !c.readFailing && c.everRead:
+		level.Warn(c.logger).Log("msg", msg)
 	case err != nil && !c.readFailing:
-		level.Warn(c.logger).Log("msg", "no GPU reading; the thermal sampler keeps trying every interval (spark_gpu_nvml_up tells why)")
+		level.Info(c.logger).Log("msg", msg)
 	case err == nil && c.readFailing:
 		level.Info(c.logger).Log("msg", "GPU readings are back; the thermal windows fill again")
 	}
 	c.readFailing = err != nil
+	c.everRead = c.everRead || err == nil
 }
 
 // noteCSV counts failed appends and logs when they start and stop.

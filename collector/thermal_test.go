@@ -209,15 +209,21 @@ func TestThermalReadFailuresComeAndGo(t *testing.T) {
 }
 
 // Without any GPU reading there is nothing to report, which is not a
-// failure.
+// failure, and a host that never had a GPU is no warning either: one info
+// line says so.
 func TestThermalNoGPU(t *testing.T) {
 	src := &fakeSource{}
 	src.set(nil, errors.New("NVML not available"))
-	c, _ := newTestThermal(t, src, "")
-	c.sample(context.Background(), tick(0))
+	c, logs := newTestThermal(t, src, "")
+	for i := range 3 {
+		c.sample(context.Background(), tick(i))
+	}
 	got, err := collect(t, c)
 	if !errors.Is(err, ErrNoData) || len(got) != 0 {
 		t.Errorf("got %v, %v; want no series and ErrNoData", got, err)
+	}
+	if lines := logLines(logs); len(lines) != 1 || !strings.Contains(lines[0], "level=info") {
+		t.Errorf("want one info line, got:\n%s", strings.Join(lines, "\n"))
 	}
 }
 
