@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -116,7 +117,7 @@ func TestGPUHangKeepsScrapesAnswering(t *testing.T) {
 		t.Fatal(err)
 	}
 	var goroutines []float64
-	for range 6 {
+	for range 10 {
 		m = boundedGet(t, p, "/metrics")
 		if v, ok := value(m, `spark_scrape_collector_success{collector="gpu"}`); !ok || v != 0 {
 			t.Fatalf("gpu success = %v (present %v) during the hang, want 0", v, ok)
@@ -133,7 +134,11 @@ func TestGPUHangKeepsScrapesAnswering(t *testing.T) {
 		g, _ := value(m, "go_goroutines")
 		goroutines = append(goroutines, g)
 	}
-	if first, last := goroutines[0], goroutines[len(goroutines)-1]; last > first+2 {
+	// A call left behind per scrape would add one goroutine per scrape:
+	// the least of the last three counts would stand well above the most
+	// of the first three. HTTP connections and the thermal sampler come and
+	// go by a few, hence the least and the most.
+	if early, late := slices.Max(goroutines[:3]), slices.Min(goroutines[len(goroutines)-3:]); late >= early+4 {
 		t.Errorf("goroutines grew over scrapes during the hang: %v", goroutines)
 	}
 
