@@ -96,19 +96,23 @@ func (d *discard) Write(p []byte) (int, error) { d.size += len(p); return len(p)
 func BenchmarkScrape(b *testing.B) {
 	// As the exporter runs by default (--runtime.gomaxprocs).
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	procfs := benchProc(b, 100)
+	busy := benchProc(b, 100)
 	for _, bc := range []struct {
 		name            string
+		procfs          string
 		exporterMetrics bool
 		args            []string
 	}{
-		{"default", true, nil},
-		{"no-exporter-metrics", false, nil},
+		{"default", busy, true, nil},
+		{"no-exporter-metrics", busy, false, nil},
 		// NVML read on every scrape rather than the thermal sampler's.
-		{"gpu-max-age=0", true, []string{"--gpu.max-age=0"}},
+		{"gpu-max-age=0", busy, true, []string{"--gpu.max-age=0"}},
+		// This machine's own /proc: the kernel's procfs rather than files
+		// on ext4, with however many processes run here.
+		{"proc=host", "/proc", true, nil},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			h := benchHandler(b, procfs, bc.exporterMetrics, bc.args...)
+			h := benchHandler(b, bc.procfs, bc.exporterMetrics, bc.args...)
 			req := prometheusScrape()
 			w := &discard{}
 			var size int
