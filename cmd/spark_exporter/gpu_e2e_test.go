@@ -27,13 +27,7 @@ const gpuOnly = "/metrics?collect[]=gpu"
 func TestGoldenGPUScenarios(t *testing.T) {
 	for _, name := range []string{"multi-gpu", "gb10-patched-meminfo"} {
 		t.Run(name, func(t *testing.T) {
-			p := testexporter.Start(t, []string{
-				"SPARK_NVML_SCENARIO=" + testexporter.Scenario(t, name),
-				"SPARK_NVML_FREEZE=5m",
-			},
-				"--path.procfs="+fixtureDir(t, "spark"),
-				"--gpu.nvml-library="+testexporter.StandInNVML(t),
-				"--web.disable-exporter-metrics")
+			p := startSpark(t, frozenAt(t, name, "5m"), "--web.disable-exporter-metrics")
 			golden(t, "gpu-"+name+".metrics", normalise(p.Get(t, gpuOnly)))
 		})
 	}
@@ -104,9 +98,7 @@ func scenarioWith(t *testing.T, extra string) string {
 // older than the bound.
 func TestGPUHangKeepsScrapesAnswering(t *testing.T) {
 	hang := filepath.Join(t.TempDir(), "wedged")
-	p := testexporter.Start(t, []string{"SPARK_NVML_SCENARIO=" + scenarioWith(t, "hang file "+hang)},
-		"--path.procfs="+fixtureDir(t, "spark"),
-		"--gpu.nvml-library="+testexporter.StandInNVML(t),
+	p := startSpark(t, []string{"SPARK_NVML_SCENARIO=" + scenarioWith(t, "hang file "+hang)},
 		"--gpu.timeout=200ms", "--gpu.max-age=0")
 	m := boundedGet(t, p, "/metrics")
 	if v, _ := value(m, `spark_scrape_collector_success{collector="gpu"}`); v != 1 {
@@ -160,9 +152,7 @@ func TestGPUInitRecoversWithoutRestart(t *testing.T) {
 	if err := os.WriteFile(noDriver, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := testexporter.Start(t, []string{"SPARK_NVML_SCENARIO=" + scenarioWith(t, "init_fail file "+noDriver)},
-		"--path.procfs="+fixtureDir(t, "spark"),
-		"--gpu.nvml-library="+testexporter.StandInNVML(t))
+	p := startSpark(t, []string{"SPARK_NVML_SCENARIO=" + scenarioWith(t, "init_fail file "+noDriver)})
 	m := boundedGet(t, p, "/metrics")
 	if v, ok := value(m, "spark_gpu_nvml_up"); !ok || v != 0 {
 		t.Fatalf("nvml_up = %v (present %v) without a driver, want 0", v, ok)
@@ -187,9 +177,7 @@ func TestGPUInitRecoversWithoutRestart(t *testing.T) {
 
 // The shipped init-fails scenario: never up, one log line, no path in it.
 func TestGPUInitFails(t *testing.T) {
-	p := testexporter.Start(t, []string{"SPARK_NVML_SCENARIO=" + testexporter.Scenario(t, "init-fails")},
-		"--path.procfs="+fixtureDir(t, "spark"),
-		"--gpu.nvml-library="+testexporter.StandInNVML(t))
+	p := startSpark(t, []string{"SPARK_NVML_SCENARIO=" + testexporter.Scenario(t, "init-fails")})
 	m := boundedGet(t, p, gpuOnly)
 	if v, ok := value(m, "spark_gpu_nvml_up"); !ok || v != 0 {
 		t.Errorf("nvml_up = %v (present %v), want 0", v, ok)

@@ -10,13 +10,28 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/testexporter"
 )
 
-// startOnScenario runs the exporter on the Spark /proc and the stand-in
-// NVML playing scenario, sampling temperatures ten times a second.
+// startSpark runs the exporter on the Spark fixture /proc and the GB10
+// stand-in NVML, whose scenario and clock come from env
+// (SPARK_NVML_SCENARIO, SPARK_NVML_FREEZE).
+func startSpark(t *testing.T, env []string, args ...string) *testexporter.Process {
+	t.Helper()
+	return testexporter.Start(t, env, append([]string{
+		"--path.procfs=" + fixtureDir(t, "spark"),
+		"--gpu.nvml-library=" + testexporter.StandInNVML(t),
+	}, args...)...)
+}
+
+// frozenAt is the environment that plays the shipped scenario name stopped
+// at scenario time at (a Go duration).
+func frozenAt(t *testing.T, name, at string) []string {
+	return []string{"SPARK_NVML_SCENARIO=" + testexporter.Scenario(t, name), "SPARK_NVML_FREEZE=" + at}
+}
+
+// startOnScenario runs startSpark on the scenario file, sampling
+// temperatures ten times a second.
 func startOnScenario(t *testing.T, scenario string, args ...string) *testexporter.Process {
 	t.Helper()
-	return testexporter.Start(t, []string{"SPARK_NVML_SCENARIO=" + scenario},
-		append(append([]string{"--path.procfs=" + fixtureDir(t, "spark"), "--gpu.nvml-library=" + testexporter.StandInNVML(t)},
-			fastThermal...), args...)...)
+	return startSpark(t, []string{"SPARK_NVML_SCENARIO=" + scenario}, append(fastThermal, args...)...)
 }
 
 // A device that answers its identity and nothing else: every field is
