@@ -51,6 +51,9 @@ func newWorkloadsCollector(procPath string, patterns []workload.Pattern, logger 
 	return &workloadsCollector{scanner: workload.NewScanner(procPath, patterns), logger: logger}
 }
 
+// Close closes the /proc files the scanner keeps open between scrapes.
+func (c *workloadsCollector) Close() error { return c.scanner.Close() }
+
 func (c *workloadsCollector) Update(ch chan<- prometheus.Metric) error {
 	res, err := c.scanner.Scan()
 	if err != nil {

@@ -39,13 +39,16 @@ func BenchmarkScan(b *testing.B) {
 			b.Run(tree.name+"/"+r.name+"/first", func(b *testing.B) {
 				root := tree.root(b)
 				cputime.Loop(b, func() {
-					if _, err := r.new(root).Scan(); err != nil {
+					s := r.new(root)
+					if _, err := s.Scan(); err != nil {
 						b.Fatal(err)
 					}
+					s.Close()
 				})
 			})
 			b.Run(tree.name+"/"+r.name+"/steady", func(b *testing.B) {
 				s := r.new(tree.root(b))
+				b.Cleanup(func() { s.Close() })
 				if _, err := s.Scan(); err != nil {
 					b.Fatal(err)
 				}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io/fs"
+	"os"
 	"slices"
 	"strconv"
 	"syscall"
@@ -19,6 +20,12 @@ type procFiles interface {
 	// read reads the file name of process pid into buf[:0], grown as
 	// needed, and returns what was read.
 	read(pid int, name string, buf []byte) ([]byte, error)
+	// reread is read for a file read again at every scan (a known
+	// process's stat, a workload's status): the reader may keep it open
+	// from scan to scan.
+	reread(e entry, name string, buf []byte) ([]byte, error)
+	// Close releases what the reader keeps open.
+	Close() error
 }
 
 // entry is a process listed in /proc.
@@ -37,19 +44,73 @@ type entry struct {
 // close. os.ReadFile spends five more (fcntl twice, epoll_ctl, fstat, a
 // second read) and four allocations on each file, which at every process on
 // every scrape was most of a scan's cost.
+//
+// Files read at every scan are kept open from one scan to the next and read
+// again with one pread at offset 0, which makes procfs write them afresh:
+// one system call instead of three. An open /proc/PID file stays bound to
+// its process — once the process exits, reads fail with ESRCH even if its
+// pid is reused — so a kept file is never read for another process.
 type procDir struct {
 	path string
 	fd   int // the tree's directory, open from one list to the next; -1 before
 	buf  []byte
+
+	kept map[keptKey]keptFile
+	// maxKept bounds the files kept open: each holds a descriptor and,
+	// in the kernel, a page for procfs's buffer.
+	maxKept int
+	// listing counts the lists: a kept file that a whole scan did not
+	// read (its process exited, or no longer needs the file) is closed at
+	// the next list.
+	listing uint64
 }
 
-func newProcDir(path string) *procDir { return &procDir{path: path, fd: -1} }
+type keptKey struct {
+	pid  int
+	name string
+}
+
+type keptFile struct {
+	fd int
+	// ino is the process directory's inode when the file was opened: a
+	// listing with another inode at the pid is another process (see entry).
+	ino     uint64
+	listing uint64 // the last listing whose scan read the file
+}
+
+func newProcDir(path string) *procDir {
+	return &procDir{path: path, fd: -1, kept: map[keptKey]keptFile{}, maxKept: maxKeptFiles()}
+}
+
+// keptMemory is the kernel memory the kept files may hold: procfs keeps a
+// page per open file for its buffer, so 1,024 files with 4 KiB pages and
+// 64 with 64 KiB ones.
+const keptMemory = 4 << 20
+
+// maxKeptFiles is how many files a procDir keeps open: what keptMemory
+// allows, and no more than a quarter of the descriptors the process may
+// open, so that the exporter's listener and scrapes always have theirs.
+func maxKeptFiles() int {
+	n := keptMemory / os.Getpagesize()
+	var limit syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &limit); err == nil && limit.Cur/4 < uint64(n) {
+		n = int(limit.Cur / 4)
+	}
+	return n
+}
 
 func (d *procDir) list(ps []entry) ([]entry, error) {
 	if d.fd >= 0 {
 		syscall.Close(d.fd)
 		d.fd = -1
 	}
+	for key, f := range d.kept {
+		if f.listing != d.listing {
+			syscall.Close(f.fd)
+			delete(d.kept, key)
+		}
+	}
+	d.listing++
 	fd, err := retry(func() (int, error) {
 		return syscall.Open(d.path, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 	})
@@ -73,22 +134,74 @@ func (d *procDir) list(ps []entry) ([]entry, error) {
 }
 
 func (d *procDir) read(pid int, name string, buf []byte) ([]byte, error) {
-	if d.fd < 0 {
-		return buf[:0], syscall.EBADF
-	}
-	fd, err := retry(func() (int, error) {
-		return syscall.Openat(d.fd, strconv.Itoa(pid)+"/"+name, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	})
+	fd, err := d.open(pid, name)
 	if err != nil {
 		return buf[:0], err
 	}
 	defer syscall.Close(fd)
+	return readAt0(fd, buf)
+}
+
+func (d *procDir) reread(e entry, name string, buf []byte) ([]byte, error) {
+	key := keptKey{e.pid, name}
+	if f, ok := d.kept[key]; ok {
+		if f.ino == e.ino {
+			data, err := readAt0(f.fd, buf)
+			if err == nil {
+				f.listing = d.listing
+				d.kept[key] = f
+				return data, nil
+			}
+			// ESRCH: the process exited, and its pid may already
+			// name another, which opening the path again finds.
+		}
+		syscall.Close(f.fd)
+		delete(d.kept, key)
+	}
+	fd, err := d.open(e.pid, name)
+	if err != nil {
+		return buf[:0], err
+	}
+	buf, err = readAt0(fd, buf)
+	if err != nil || e.ino == 0 || len(d.kept) >= d.maxKept {
+		syscall.Close(fd)
+		return buf, err
+	}
+	d.kept[key] = keptFile{fd: fd, ino: e.ino, listing: d.listing}
+	return buf, nil
+}
+
+// Close closes the tree's directory and the files kept open.
+func (d *procDir) Close() error {
+	for key, f := range d.kept {
+		syscall.Close(f.fd)
+		delete(d.kept, key)
+	}
+	if d.fd >= 0 {
+		syscall.Close(d.fd)
+		d.fd = -1
+	}
+	return nil
+}
+
+func (d *procDir) open(pid int, name string) (int, error) {
+	if d.fd < 0 {
+		return -1, syscall.EBADF
+	}
+	return retry(func() (int, error) {
+		return syscall.Openat(d.fd, strconv.Itoa(pid)+"/"+name, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	})
+}
+
+// readAt0 reads the file open at fd from its start into buf[:0], grown as
+// needed. procfs writes a task's file afresh for a read at offset 0.
+func readAt0(fd int, buf []byte) ([]byte, error) {
 	buf = buf[:0]
 	for {
 		if len(buf) == cap(buf) {
 			buf = slices.Grow(buf, max(512, cap(buf)))
 		}
-		n, err := retry(func() (int, error) { return syscall.Read(fd, buf[len(buf):cap(buf)]) })
+		n, err := retry(func() (int, error) { return syscall.Pread(fd, buf[len(buf):cap(buf)], int64(len(buf))) })
 		if err != nil {
 			return buf[:0], err
 		}
@@ -190,3 +303,9 @@ func (f fsFiles) read(pid int, name string, buf []byte) ([]byte, error) {
 	data, err := fs.ReadFile(f.fsys, strconv.Itoa(pid)+"/"+name)
 	return append(buf[:0], data...), err
 }
+
+func (f fsFiles) reread(e entry, name string, buf []byte) ([]byte, error) {
+	return f.read(e.pid, name, buf)
+}
+
+func (fsFiles) Close() error { return nil }

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -95,5 +97,172 @@ func TestProcDirReadsWholeFiles(t *testing.T) {
 	}
 	if _, err := newProcDir(filepath.Join(root, "none")).list(nil); !errors.Is(err, fs.ErrNotExist) || strings.Contains(err.Error(), root) {
 		t.Errorf("listing a missing tree: %v, want ErrNotExist without the path", err)
+	}
+}
+
+// listed lists d and returns the entry of pid.
+func listed(t *testing.T, d *procDir, pid int) entry {
+	t.Helper()
+	entries, err := d.list(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.pid == pid {
+			return e
+		}
+	}
+	t.Fatalf("pid %d not listed in %v", pid, entries)
+	return entry{}
+}
+
+// A file read at every scan stays open while every scan reads it, is read
+// afresh each time, and is closed after a scan that does not read it. A new
+// directory at the pid is another process: its file is opened anew.
+func TestProcDirKeepsFilesReadAtEveryScan(t *testing.T) {
+	root := t.TempDir()
+	stat := filepath.Join(root, "42", "stat")
+	write := func(data string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(stat), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(stat, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("42 (a) S 1")
+	dir := newProcDir(root)
+	t.Cleanup(func() { dir.Close() })
+	reread := func(e entry, want string) {
+		t.Helper()
+		got, err := dir.reread(e, "stat", nil)
+		if err != nil || string(got) != want {
+			t.Errorf("reread: %q, %v; want %q", got, err, want)
+		}
+	}
+
+	e := listed(t, dir, 42)
+	reread(e, "42 (a) S 1")
+	if len(dir.kept) != 1 {
+		t.Fatalf("%d files kept open, want 1", len(dir.kept))
+	}
+	fd := dir.kept[keptKey{42, "stat"}].fd
+	write("42 (a) R 1") // rewritten in place, as procfs would write it afresh
+	reread(listed(t, dir, 42), "42 (a) R 1")
+	if got := dir.kept[keptKey{42, "stat"}].fd; got != fd {
+		t.Errorf("the file was opened again (fd %d, was %d)", got, fd)
+	}
+
+	// The pid's directory replaced by another's: a new process.
+	other := filepath.Join(root, "other")
+	if err := os.MkdirAll(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(other, "stat"), []byte("42 (b) S 1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Dir(stat)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(other, filepath.Dir(stat)); err != nil {
+		t.Fatal(err)
+	}
+	reread(listed(t, dir, 42), "42 (b) S 1")
+
+	// A scan that does not read it; the next listing closes it.
+	listed(t, dir, 42)
+	listed(t, dir, 42)
+	if len(dir.kept) != 0 {
+		t.Errorf("%d files kept open after a scan that read none, want 0", len(dir.kept))
+	}
+}
+
+// No more files are kept open than maxKept; the others are read as before.
+func TestProcDirKeepsAtMostMaxKept(t *testing.T) {
+	root := t.TempDir()
+	for _, pid := range []string{"41", "42"} {
+		path := filepath.Join(root, pid, "stat")
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(pid+" (x) S 1"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := newProcDir(root)
+	t.Cleanup(func() { dir.Close() })
+	dir.maxKept = 1
+	entries, err := dir.list(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		for _, e := range entries {
+			got, err := dir.reread(e, "stat", nil)
+			if want := strconv.Itoa(e.pid) + " (x) S 1"; err != nil || string(got) != want {
+				t.Errorf("reread %d: %q, %v; want %q", e.pid, got, err, want)
+			}
+		}
+		if len(dir.kept) != 1 {
+			t.Errorf("%d files kept open, want 1", len(dir.kept))
+		}
+	}
+	if dir.Close(); len(dir.kept) != 0 || dir.fd != -1 {
+		t.Errorf("after Close: %d files kept open, directory fd %d", len(dir.kept), dir.fd)
+	}
+}
+
+// On the real /proc, a kept stat is written afresh at every read, and once
+// its process has exited it says so, as a file opened anew would.
+func TestProcDirKeptFileOfARealProcess(t *testing.T) {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep program:", err)
+	}
+	cmd := exec.Command(sleep, "600")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	defer cmd.Process.Kill()
+	dir := newProcDir("/proc")
+	t.Cleanup(func() { dir.Close() })
+	e := listed(t, dir, pid)
+	state := func() byte {
+		t.Helper()
+		data, err := dir.reread(e, "stat", nil)
+		if err != nil {
+			t.Fatalf("reading the child's stat: %v", err)
+		}
+		st, err := parseStat(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.State
+	}
+	state() // opens and keeps it
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	// The child has stopped once wait4 reports it so.
+	var ws syscall.WaitStatus
+	if _, err := syscall.Wait4(pid, &ws, syscall.WUNTRACED, nil); err != nil || !ws.Stopped() {
+		t.Fatalf("wait4: %v, status %v", err, ws)
+	}
+	if got := state(); got != 'T' {
+		t.Errorf("state %c after SIGSTOP, want T: the kept file was not written afresh", got)
+	}
+	if len(dir.kept) != 1 {
+		t.Fatalf("%d files kept open, want 1", len(dir.kept))
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cmd.Process.Wait(); err != nil && !strings.Contains(err.Error(), "killed") {
+		t.Fatal(err)
+	}
+	if _, err := dir.reread(e, "stat", nil); !gone(err) {
+		t.Errorf("reading an exited process's kept stat: %v, want an error that says it has gone", err)
 	}
 }

@@ -186,7 +186,13 @@ func (s *Scanner) process(e entry) (n Node, present bool, err error) {
 		return Node{PID: pid, PPID: k.ppid}, true, nil
 	}
 
-	s.buf, err = s.proc.read(pid, "stat", s.buf)
+	// A process seen before is read at every scan of its life: its stat
+	// may be kept open. One new now may be gone by the next.
+	if seen {
+		s.buf, err = s.proc.reread(e, "stat", s.buf)
+	} else {
+		s.buf, err = s.proc.read(pid, "stat", s.buf)
+	}
 	if gone(err) || (err == nil && len(s.buf) == 0) {
 		return Node{}, false, nil
 	}
@@ -230,7 +236,7 @@ func (s *Scanner) process(e entry) (n Node, present bool, err error) {
 // (zombie), counts for nothing.
 func (s *Scanner) residentBytes(pid int) (uint64, error) {
 	var err error
-	s.buf, err = s.proc.read(pid, "status", s.buf)
+	s.buf, err = s.proc.reread(entry{pid: pid, ino: s.known[pid].ino}, "status", s.buf)
 	if gone(err) {
 		return 0, nil
 	}
@@ -239,6 +245,13 @@ func (s *Scanner) residentBytes(pid int) (uint64, error) {
 	}
 	rss, _, err := parseVmRSS(s.buf)
 	return rss, err
+}
+
+// Close releases the files the scanner keeps open between scans.
+func (s *Scanner) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proc.Close()
 }
 
 // gone tells whether a read failed because the process exited meanwhile:
