@@ -33,28 +33,34 @@ var (
 
 // parseStat reads the fields a scan needs from /proc/PID/stat:
 // "pid (comm) state ppid … starttime …". comm may hold spaces and
-// parentheses, so it ends at the last ')'.
+// parentheses, so it ends at the last ')'; the kernel writes at most 64
+// bytes of it (proc_task_name), and no ')' in the fields after it, so the
+// search for that ')' stops 64 bytes past the '('. Every known process's
+// stat is parsed at every scrape: the fields are walked byte by byte, and
+// only ppid and starttime parsed.
 func parseStat(data []byte) (stat, error) {
+	const maxComm = 64
 	l := bytes.IndexByte(data, '(')
-	r := bytes.LastIndexByte(data, ')')
+	r := bytes.LastIndexByte(data[:min(len(data), l+maxComm+2)], ')')
 	if l < 0 || r < l {
 		return stat{}, errStatNoComm
 	}
 	s := stat{Comm: data[l+1 : r]}
 	// Fields after comm, counted from 0: state (0), ppid (1), …,
 	// starttime (19), as in proc(5) where they are fields 3, 4 and 22.
-	rest := data[r+1:]
+	i := r + 1
 	for field := 0; field <= 19; field++ {
-		rest = bytes.TrimLeft(rest, " ")
-		end := bytes.IndexByte(rest, ' ')
-		if end < 0 {
-			end = len(rest)
+		for i < len(data) && data[i] == ' ' {
+			i++
 		}
-		value := bytes.TrimRight(rest[:end], "\n")
-		rest = rest[end:]
-		if len(value) == 0 {
+		start := i
+		for i < len(data) && data[i] != ' ' && data[i] != '\n' {
+			i++
+		}
+		if i == start {
 			return stat{}, errStatShort
 		}
+		value := data[start:i]
 		var err error
 		switch field {
 		case 0:

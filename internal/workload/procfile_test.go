@@ -3,6 +3,7 @@ package workload
 import (
 	"bytes"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -31,6 +32,8 @@ func TestParseStat(t *testing.T) {
 			comparable{PPID: 1, State: 'R', StartTime: 900, Comm: "a) b (c)"}, nil},
 		{"renamed engine core", "2140 (VLLM::EngineCor) S 2101 2101 1987 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 40 0 4818950 0 0",
 			comparable{PPID: 2101, State: 'S', StartTime: 4818950, Comm: "VLLM::EngineCor"}, nil},
+		{"the longest comm the kernel writes, ending in parentheses", "88 (" + strings.Repeat("k", 62) + ")) I 2 0 0 0 -1 69238880 0 0 0 0 0 0 0 0 20 0 1 0 41 0 0\n",
+			comparable{PPID: 2, State: 'I', StartTime: 41, Comm: strings.Repeat("k", 62) + ")"}, nil},
 		{"zombie", "300 (python3) Z 299 1 1 0 -1 4227084 0 0 0 0 0 0 0 0 20 0 1 0 5000 0 0 0\n",
 			comparable{PPID: 299, State: 'Z', StartTime: 5000, Comm: "python3"}, nil},
 		{"empty", "", comparable{}, errStatNoComm},
