@@ -18,7 +18,7 @@ import (
 )
 
 // minGrow is what an empty buffer is first given: /proc/vmstat, the
-// largest file read this way, is about 5 KiB.
+// largest file read this way, is about 4 KiB.
 const minGrow = 8 << 10
 
 // Read reads the whole file at path into buf, whose contents it replaces,
@@ -43,8 +43,8 @@ func Read(path string, buf []byte) ([]byte, error) {
 			return buf[:0], &fs.PathError{Op: "read", Path: path, Err: err}
 		}
 		// Read to the end, never stopping at a short read: procfs hands a
-		// seq_file out a page at a time, so a short read of vmstat is
-		// not its end.
+		// seq_file out about a page a read, so a short read of vmstat
+		// (a page or more, depending on the kernel) is not its end.
 		if n <= 0 {
 			return buf, nil
 		}
