@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -109,6 +110,14 @@ type gpuCollector struct {
 	procfs  procfs.FS
 	release func()
 	logger  log.Logger
+
+	// A reading is served to every scrape for up to --gpu.max-age, so
+	// the metrics built from it are kept and sent again while it is
+	// served: a scrape then builds none of them (about thirty per GPU).
+	// The per-process metrics are not kept: their comm is read afresh.
+	mu        sync.Mutex
+	builtFrom *gpu.Reading // &Devices[0] of the snapshot built; each read makes a new slice
+	built     []prometheus.Metric
 }
 
 func newGPUCollector(nvml snapshotter, timeout, maxAge time.Duration, procPath string, release func(), logger log.Logger) (*gpuCollector, error) {
@@ -140,38 +149,66 @@ func (c *gpuCollector) Update(ch chan<- prometheus.Metric) error {
 		return fmt.Errorf("%w (--gpu.timeout=%s): is the driver wedged?", err, c.timeout)
 	}
 	ch <- prometheus.MustNewConstMetric(gpuUpDesc, prometheus.GaugeValue, 1)
+	for _, m := range c.metrics(snap, err) {
+		ch <- m
+	}
 	for _, r := range snap.Devices {
-		c.device(ch, snap, r)
+		c.processes(ch, r)
 	}
 	// Devices and fields that failed (GPU lost, unknown error) fail the
 	// collector; what did answer has been sent.
 	return err
 }
 
-func (c *gpuCollector) device(ch chan<- prometheus.Metric, snap gpu.Snapshot, r gpu.Reading) {
+// metrics returns the metrics of every device but the per-process ones:
+// those built last time when snap is the same reading, else built anew.
+// Only a complete reading's are kept; a failed read is never served again.
+func (c *gpuCollector) metrics(snap gpu.Snapshot, err error) []prometheus.Metric {
+	if len(snap.Devices) == 0 {
+		return nil
+	}
+	from := &snap.Devices[0]
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if from == c.builtFrom {
+		return c.built
+	}
+	var ms []prometheus.Metric
+	for _, r := range snap.Devices {
+		ms = device(ms, snap, r)
+	}
+	if err == nil {
+		c.builtFrom, c.built = from, ms
+	}
+	return ms
+}
+
+// device appends the metrics of one device's reading, but the per-process
+// ones, to ms.
+func device(ms []prometheus.Metric, snap gpu.Snapshot, r gpu.Reading) []prometheus.Metric {
 	idx := strconv.Itoa(r.Index)
 	gauge := func(d *prometheus.Desc, v *float64, labels ...string) {
 		if v != nil {
-			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, *v, append([]string{idx}, labels...)...)
+			ms = append(ms, prometheus.MustNewConstMetric(d, prometheus.GaugeValue, *v, append([]string{idx}, labels...)...))
 		}
 	}
 	bytes := func(d *prometheus.Desc, v *uint64) {
 		if v != nil {
-			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(*v), idx)
+			ms = append(ms, prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(*v), idx))
 		}
 	}
 
-	ch <- prometheus.MustNewConstMetric(gpuInfoDesc, prometheus.GaugeValue, 1,
-		idx, r.UUID, labelValue(r.Name), snap.DriverVersion, snap.CUDADriverVersion, r.ComputeCapability)
+	ms = append(ms, prometheus.MustNewConstMetric(gpuInfoDesc, prometheus.GaugeValue, 1,
+		idx, r.UUID, labelValue(r.Name), snap.DriverVersion, snap.CUDADriverVersion, r.ComputeCapability))
 	for _, f := range gpu.Fields {
 		if ok, asked := r.Supported[f]; asked {
-			ch <- prometheus.MustNewConstMetric(gpuSupportedDesc, prometheus.GaugeValue, supported(ok), idx, string(f))
+			ms = append(ms, prometheus.MustNewConstMetric(gpuSupportedDesc, prometheus.GaugeValue, supported(ok), idx, string(f)))
 		}
 	}
 	gauge(gpuTempDesc, r.TemperatureCelsius)
 	gauge(gpuPowerDesc, r.PowerWatts)
 	if r.EnergyJoules != nil {
-		ch <- prometheus.MustNewConstMetric(gpuEnergyDesc, prometheus.CounterValue, *r.EnergyJoules, idx)
+		ms = append(ms, prometheus.MustNewConstMetric(gpuEnergyDesc, prometheus.CounterValue, *r.EnergyJoules, idx))
 	}
 	gauge(gpuPowerLimitDesc, r.PowerLimitWatts)
 	gauge(gpuSMClockDesc, r.SMClockHertz)
@@ -182,9 +219,19 @@ func (c *gpuCollector) device(ch chan<- prometheus.Metric, snap gpu.Snapshot, r 
 	if r.ClockEventReasons != nil {
 		for _, reason := range gpuClockEventNames {
 			active := *r.ClockEventReasons&reason.bit != 0
-			ch <- prometheus.MustNewConstMetric(gpuReasonDesc, prometheus.GaugeValue, supported(active), idx, reason.name)
+			ms = append(ms, prometheus.MustNewConstMetric(gpuReasonDesc, prometheus.GaugeValue, supported(active), idx, reason.name))
 		}
 	}
+	return ms
+}
+
+// processes sends the memory of each process on a device, with its comm as
+// it is now.
+func (c *gpuCollector) processes(ch chan<- prometheus.Metric, r gpu.Reading) {
+	if len(r.Processes) == 0 {
+		return
+	}
+	idx := strconv.Itoa(r.Index)
 	for _, p := range r.Processes {
 		ch <- prometheus.MustNewConstMetric(gpuProcMemoryDesc, prometheus.GaugeValue, float64(p.UsedBytes),
 			idx, strconv.FormatUint(uint64(p.PID), 10), c.comm(p.PID))

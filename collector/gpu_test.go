@@ -281,6 +281,48 @@ func TestGPUServesTheThermalSamplersReading(t *testing.T) {
 	}
 }
 
+// The metrics kept for a served reading are sent while it is served and
+// replaced with the next reading; a failed read's are not kept. With
+// --gpu.max-age=0 every scrape reads NVML, so every scrape must show its
+// own reading.
+func TestGPUMetricsFollowTheReading(t *testing.T) {
+	d := gputest.GB10(0)
+	var milliwatts atomic.Uint32
+	milliwatts.Store(1000)
+	var fail atomic.Bool
+	d.GetPowerUsageFunc = func() (uint32, nvml.Return) {
+		if fail.Load() {
+			return 0, nvml.ERROR_UNKNOWN
+		}
+		return milliwatts.Load(), nvml.SUCCESS
+	}
+	c := newMockGPUCollector(t, gputest.Library(d), time.Second)
+	power := func() (float64, bool) {
+		t.Helper()
+		got, _ := collect(t, c)
+		w, ok := got[`spark_gpu_power_watts{gpu="0"}`]
+		return w, ok
+	}
+	for _, mw := range []uint32{1000, 2000, 2000, 3000} {
+		milliwatts.Store(mw)
+		if w, _ := power(); w != float64(mw)/1000 {
+			t.Fatalf("power %v W, want the reading's %v W", w, float64(mw)/1000)
+		}
+	}
+	fail.Store(true)
+	if w, ok := power(); ok {
+		t.Fatalf("power %v W from a failed read", w)
+	}
+	if w, ok := power(); ok {
+		t.Fatalf("power %v W on the scrape after a failed read", w)
+	}
+	fail.Store(false)
+	milliwatts.Store(4000)
+	if w, _ := power(); w != 4 {
+		t.Fatalf("power %v W, want the reading's 4 W", w)
+	}
+}
+
 func TestParseMaxAge(t *testing.T) {
 	for in, want := range map[string]time.Duration{"5s": 5 * time.Second, "0": 0, "0s": 0, "1m": time.Minute} {
 		if got, err := parseMaxAge(in); err != nil || got != want {

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 
 	"github.com/go-kit/log"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
 	"github.com/spark-exporter/spark_exporter/internal/pool"
+	"github.com/spark-exporter/spark_exporter/internal/procfile"
 	"github.com/spark-exporter/spark_exporter/internal/vmstat"
 )
 
@@ -52,31 +53,29 @@ var (
 )
 
 type poolCollector struct {
-	procPath string
-	reserve  uint64
-	logger   log.Logger
+	meminfo, vmstat, pressure string // paths under --path.procfs
+	reserve                   uint64
+	logger                    log.Logger
+
+	// buf is what each of the files is read into, kept from scrape to
+	// scrape rather than allocated per file (internal/procfile).
+	mu  sync.Mutex
+	buf []byte
 }
 
 func newPoolCollector(procPath string, reserve uint64, logger log.Logger) (*poolCollector, error) {
-	return &poolCollector{procPath: procPath, reserve: reserve, logger: logger}, nil
+	return &poolCollector{
+		meminfo:  filepath.Join(procPath, "meminfo"),
+		vmstat:   filepath.Join(procPath, "vmstat"),
+		pressure: filepath.Join(procPath, "pressure", "memory"),
+		reserve:  reserve, logger: logger,
+	}, nil
 }
 
 func (c *poolCollector) Update(ch chan<- prometheus.Metric) error {
 	// Read every source before sending anything, so that a failed scrape
 	// sends no half set of pool figures.
-	snap, err := pool.Read(c.procPath)
-	if err != nil {
-		return err
-	}
-	data, err := os.ReadFile(filepath.Join(c.procPath, "vmstat"))
-	if err != nil {
-		return fmt.Errorf("reading vmstat: %w", err)
-	}
-	vm, err := vmstat.Parse(data)
-	if err != nil {
-		return err
-	}
-	psi, psiOK, err := c.memoryPressure()
+	snap, vm, psi, psiOK, err := c.read()
 	if err != nil {
 		return err
 	}
@@ -142,11 +141,33 @@ func (c *poolCollector) Update(ch chan<- prometheus.Metric) error {
 	return nil
 }
 
+// read reads and parses meminfo, vmstat and the memory pressure.
+func (c *poolCollector) read() (snap pool.Snapshot, vm vmstat.Counters, psi pool.Pressure, psiOK bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.buf, err = procfile.Read(c.meminfo, c.buf); err != nil {
+		return snap, vm, psi, false, fmt.Errorf("reading meminfo: %w", err)
+	}
+	if snap, err = pool.Parse(c.buf); err != nil {
+		return snap, vm, psi, false, err
+	}
+	if c.buf, err = procfile.Read(c.vmstat, c.buf); err != nil {
+		return snap, vm, psi, false, fmt.Errorf("reading vmstat: %w", err)
+	}
+	if vm, err = vmstat.Parse(c.buf); err != nil {
+		return snap, vm, psi, false, err
+	}
+	psi, psiOK, err = c.memoryPressure()
+	return snap, vm, psi, psiOK, err
+}
+
 // memoryPressure reads /proc/pressure/memory. A kernel without PSI (before
 // 4.20, or booted with psi=0) has no such file or refuses the read; that is
-// a missing field, not a failure.
+// a missing field, not a failure. c.mu is held.
 func (c *poolCollector) memoryPressure() (pool.Pressure, bool, error) {
-	data, err := os.ReadFile(filepath.Join(c.procPath, "pressure", "memory"))
+	var err error
+	c.buf, err = procfile.Read(c.pressure, c.buf)
+	data := c.buf
 	switch {
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.EOPNOTSUPP):
 		return pool.Pressure{}, false, nil

@@ -118,6 +118,11 @@ type thermalCollector struct {
 	csvFailing  bool
 	readFailing bool
 	everRead    bool // a reading has come at least once
+	// built holds the metrics Update sends, built by the first scrape
+	// after a sample: they change only when the sampler samples, so the
+	// scrapes in between send them again. nil: none built since the
+	// last sample.
+	built []prometheus.Metric
 
 	cancel    context.CancelFunc
 	done      chan struct{}
@@ -217,6 +222,7 @@ func (c *thermalCollector) sample(ctx context.Context, now time.Time) {
 		tr := m.Step(now, samples[idx])
 		c.logTransition(idx, m.Verdict(), tr)
 	}
+	c.built = nil
 }
 
 // logRow keeps the reading's temperature and power for the CSV log and the
@@ -339,11 +345,23 @@ func oneIf(cond bool) float64 { return supported(cond) }
 func (c *thermalCollector) Update(ch chan<- prometheus.Metric) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.csv != nil {
-		ch <- prometheus.MustNewConstMetric(thermalCSVErrorsDesc, prometheus.CounterValue, float64(c.csvErrors))
+	if c.built == nil {
+		c.built = c.metrics()
+	}
+	for _, m := range c.built {
+		ch <- m
 	}
 	if len(c.monitors) == 0 {
 		return ErrNoData
+	}
+	return nil
+}
+
+// metrics builds what Update sends from the latest sample; c.mu is held.
+func (c *thermalCollector) metrics() []prometheus.Metric {
+	ms := []prometheus.Metric{}
+	if c.csv != nil {
+		ms = append(ms, prometheus.MustNewConstMetric(thermalCSVErrorsDesc, prometheus.CounterValue, float64(c.csvErrors)))
 	}
 	indices := make([]int, 0, len(c.monitors))
 	for idx := range c.monitors {
@@ -355,7 +373,7 @@ func (c *thermalCollector) Update(ch chan<- prometheus.Metric) error {
 		v := m.Verdict()
 		label := strconv.Itoa(idx)
 		gauge := func(d *prometheus.Desc, x float64, labels ...string) {
-			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, x, append([]string{label}, labels...)...)
+			ms = append(ms, prometheus.MustNewConstMetric(d, prometheus.GaugeValue, x, append([]string{label}, labels...)...))
 		}
 		for _, s := range thermal.States {
 			gauge(thermalStateDesc, oneIf(v.State == s), string(s))
@@ -368,8 +386,8 @@ func (c *thermalCollector) Update(ch chan<- prometheus.Metric) error {
 				gauge(thermalSlopeDesc, st.Slope)
 			}
 		}
-		ch <- prometheus.MustNewConstMetric(thermalEpisodesDesc, prometheus.CounterValue, float64(m.Episodes()), label)
-		ch <- prometheus.MustNewConstMetric(thermalSecondsDesc, prometheus.CounterValue, m.ThrottledTime().Seconds(), label)
+		ms = append(ms, prometheus.MustNewConstMetric(thermalEpisodesDesc, prometheus.CounterValue, float64(m.Episodes()), label),
+			prometheus.MustNewConstMetric(thermalSecondsDesc, prometheus.CounterValue, m.ThrottledTime().Seconds(), label))
 	}
-	return nil
+	return ms
 }

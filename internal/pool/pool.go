@@ -32,6 +32,12 @@ func Read(procPath string) (Snapshot, error) {
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("reading meminfo: %w", err)
 	}
+	return Parse(data)
+}
+
+// Parse works out the pool from the text of /proc/meminfo, for a caller
+// that reads the file itself.
+func Parse(data []byte) (Snapshot, error) {
 	m, err := ParseMeminfo(data)
 	if err != nil {
 		return Snapshot{}, err
