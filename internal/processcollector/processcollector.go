@@ -7,7 +7,7 @@
 // /proc/stat for the start time: together more CPU than the rest of a
 // spark_exporter scrape (docs/performance.md). Here CPU time and limits
 // come from getrusage and getrlimit, memory from /proc/self/statm, open
-// files from listing /proc/self/fd, and the start time is read once. The
+// files from the size of /proc/self/fd, and the start time is read once. The
 // network pair is left out: it counts the traffic of the whole network
 // namespace (the host's, for an exporter on the host network), not the
 // process's.
@@ -102,9 +102,22 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// countFDs counts the process's open files (the listing's own included, as
-// client_golang counts them).
+// countFDs counts the process's open files. Since Linux 6.2 the size of
+// /proc/self/fd is that count: one stat, where a listing makes procfs build
+// an entry per descriptor — and the workloads collector keeps one open per
+// process it watches. Older kernels report a size of 0, and the directory
+// is listed instead.
 func countFDs() (int, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(fdPath, &st); err == nil && st.Size > 0 {
+		return int(st.Size), nil
+	}
+	return listFDs()
+}
+
+// listFDs counts the process's open files by listing /proc/self/fd, the
+// listing's own included (as client_golang counts them).
+func listFDs() (int, error) {
 	f, err := os.Open(fdPath)
 	if err != nil {
 		return 0, err

@@ -1,6 +1,7 @@
 package processcollector
 
 import (
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -112,5 +113,36 @@ func BenchmarkCollect(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// The count follows the files opened, on the kernel's count (Linux 6.2
+// and later) as on a listing, which counts its own descriptor too.
+func TestCountFDs(t *testing.T) {
+	before, err := countFDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed, err := listFDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if listed != before && listed != before+1 {
+		t.Errorf("listing counts %d, the count says %d", listed, before)
+	}
+	const extra = 7
+	for range extra {
+		f, err := os.Open(fdPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+	}
+	after, err := countFDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after != before+extra {
+		t.Errorf("%d open files after opening %d more, had %d", after, extra, before)
 	}
 }
