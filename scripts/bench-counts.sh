@@ -16,6 +16,10 @@ pkg=$1 bench=$2 n=${3:-100}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 go test -c -o "$work/bench.test" "$pkg"
+# The stand-in NVML built beforehand: a benchmark that builds it runs the C
+# compiler as a child, whose signal callgrind cannot follow.
+make -s nvml-standin >/dev/null
+export SPARK_TEST_NVML="${SPARK_TEST_NVML:-$PWD/.build/nvml/libnvidia-ml.so.1}"
 dir=$(go list -f '{{.Dir}}' "$pkg")
 
 run() { # tool iterations output
