@@ -26,7 +26,7 @@ const minGrow = 8 << 10
 // as os.ReadFile's are. On error the buffer is returned empty, so that the
 // caller may keep it for the next read.
 func Read(path string, buf []byte) ([]byte, error) {
-	fd, err := retry(func() (int, error) {
+	fd, err := Retry(func() (int, error) {
 		return syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	})
 	if err != nil {
@@ -38,7 +38,7 @@ func Read(path string, buf []byte) ([]byte, error) {
 		if len(buf) == cap(buf) {
 			buf = slices.Grow(buf, max(minGrow, cap(buf)))
 		}
-		n, err := retry(func() (int, error) { return syscall.Read(fd, buf[len(buf):cap(buf)]) })
+		n, err := Retry(func() (int, error) { return syscall.Read(fd, buf[len(buf):cap(buf)]) })
 		if err != nil {
 			return buf[:0], &fs.PathError{Op: "read", Path: path, Err: err}
 		}
@@ -52,8 +52,9 @@ func Read(path string, buf []byte) ([]byte, error) {
 	}
 }
 
-// retry repeats a system call that a signal interrupted.
-func retry(call func() (int, error)) (int, error) {
+// Retry repeats a system call that a signal interrupted (EINTR). The
+// workloads collector's /proc reader uses it too.
+func Retry(call func() (int, error)) (int, error) {
 	for {
 		n, err := call()
 		if !errors.Is(err, syscall.EINTR) {

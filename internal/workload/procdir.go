@@ -2,12 +2,13 @@ package workload
 
 import (
 	"encoding/binary"
-	"errors"
 	"io/fs"
 	"os"
 	"slices"
 	"strconv"
 	"syscall"
+
+	"github.com/spark-exporter/spark_exporter/internal/procfile"
 )
 
 // procFiles is the /proc tree as a scan reads it: the list of processes,
@@ -111,7 +112,7 @@ func (d *procDir) list(ps []entry) ([]entry, error) {
 		}
 	}
 	d.listing++
-	fd, err := retry(func() (int, error) {
+	fd, err := procfile.Retry(func() (int, error) {
 		return syscall.Open(d.path, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 	})
 	if err != nil {
@@ -122,7 +123,7 @@ func (d *procDir) list(ps []entry) ([]entry, error) {
 		d.buf = make([]byte, 16<<10)
 	}
 	for {
-		n, err := retry(func() (int, error) { return syscall.ReadDirent(fd, d.buf) })
+		n, err := procfile.Retry(func() (int, error) { return syscall.ReadDirent(fd, d.buf) })
 		if err != nil {
 			return ps, err
 		}
@@ -188,7 +189,7 @@ func (d *procDir) open(pid int, name string) (int, error) {
 	if d.fd < 0 {
 		return -1, syscall.EBADF
 	}
-	return retry(func() (int, error) {
+	return procfile.Retry(func() (int, error) {
 		return syscall.Openat(d.fd, strconv.Itoa(pid)+"/"+name, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	})
 }
@@ -201,7 +202,7 @@ func readAt0(fd int, buf []byte) ([]byte, error) {
 		if len(buf) == cap(buf) {
 			buf = slices.Grow(buf, max(512, cap(buf)))
 		}
-		n, err := retry(func() (int, error) { return syscall.Pread(fd, buf[len(buf):cap(buf)], int64(len(buf))) })
+		n, err := procfile.Retry(func() (int, error) { return syscall.Pread(fd, buf[len(buf):cap(buf)], int64(len(buf))) })
 		if err != nil {
 			return buf[:0], err
 		}
@@ -216,16 +217,6 @@ func readAt0(fd int, buf []byte) ([]byte, error) {
 		// read that would return 0.
 		if len(buf) < cap(buf) {
 			return buf, nil
-		}
-	}
-}
-
-// retry repeats a system call that a signal interrupted.
-func retry(call func() (int, error)) (int, error) {
-	for {
-		n, err := call()
-		if !errors.Is(err, syscall.EINTR) {
-			return n, err
 		}
 	}
 }
