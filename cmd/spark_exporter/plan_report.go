@@ -10,7 +10,7 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/uma"
 )
 
-// reportJSON is the guide's env-report.json (platform, checks, headroom_gb,
+// reportJSON is the env-report.json of docs/design.md (platform, checks, headroom_gb,
 // verdict) with the estimate's parts beside it. GB is 10^9 bytes. Figures the
 // pool could not give are left out, never zero.
 type reportJSON struct {

@@ -94,7 +94,7 @@ func TestPlanJSONShape(t *testing.T) {
 	if code != 0 || r["verdict"] != "ready" {
 		t.Errorf("exit %d verdict %v, want 0 ready", code, r["verdict"])
 	}
-	// The guide's env-report.json fields, and the estimate METRICS.md lists.
+	// The env-report.json fields, and the estimate docs/plan.md lists.
 	for _, k := range []string{"platform", "checks", "headroom_gb", "verdict", "estimate"} {
 		if _, ok := r[k]; !ok {
 			t.Errorf("no %q in the report", k)
