@@ -1,4 +1,4 @@
-package uma
+package plan
 
 import "math"
 

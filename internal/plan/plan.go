@@ -1,12 +1,15 @@
-// Package uma is the accounting worksheet of the Spark guide: what a
-// training run needs from the 128 GB unified memory pool (weights, optimizer
-// states, gradients, adapters, activations, and the load transient), how that
-// compares with the runs measured on one Spark (docs/design.md), and whether it fits a budget.
+// Package plan sizes a training run against the 128 GB unified memory pool
+// the GB10's CPU and GPU share, for the plan command and the plan collector.
+// It holds the accounting worksheet (docs/design.md; weights, optimizer
+// states, gradients, adapters, activations, and the load transient; how that
+// compares with the runs measured on one Spark; whether it fits a budget), the
+// table of a plan's fields that both the command's flags and the plan file's
+// keys are made from, the plan file reader, and the report's text and JSON.
 //
-// Everything here is a pure function of plain values. The plan command and
-// the plan collector read the pool and the plan file; this package only
-// judges. Sizes are in bytes; GB in messages is 10^9 bytes.
-package uma
+// Nothing here reads the machine: callers read the pool (internal/pool) and
+// pass it in, so that every judgement is a function of plain values. Sizes
+// are in bytes; GB in messages is 10^9 bytes.
+package plan
 
 import (
 	"errors"
