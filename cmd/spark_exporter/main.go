@@ -64,12 +64,13 @@ func newApp() (*kingpin.Application, map[string]command) {
 	app.HelpFlag.Short('h')
 
 	procfs := app.Flag("path.procfs", "procfs mount point; every /proc read goes through it.").Default("/proc").String()
+	sysfs := app.Flag("path.sysfs", "sysfs mount point; every /sys read goes through it.").Default("/sys").String()
 
 	// Serving flags belong to the application, not to the serve command, so
 	// that `spark_exporter --help` lists them and existing command lines
 	// (spark_exporter --web.listen-address=…) read as for any exporter.
 	commands := map[string]command{
-		app.Command("serve", "Serve metrics (the default command).").Default().FullCommand(): serveCommand(app, procfs),
+		app.Command("serve", "Serve metrics (the default command).").Default().FullCommand(): serveCommand(app, procfs, sysfs),
 	}
 	commands["plan"] = planCommand(app, procfs)
 	return app, commands

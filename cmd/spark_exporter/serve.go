@@ -25,7 +25,7 @@ import (
 
 // serveCommand registers the serving flags on cmd and returns the command
 // that serves metrics until SIGINT or SIGTERM.
-func serveCommand(cmd *kingpin.Application, procfs *string) command {
+func serveCommand(cmd *kingpin.Application, procfs, sysfs *string) command {
 	webFlags := kingpinflag.AddFlags(cmd, defaultPort)
 	metricsPath := cliflag.Value(cmd.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics"), parseURLPath)
 	disableExporterMetrics := cmd.Flag("web.disable-exporter-metrics",
@@ -50,19 +50,21 @@ func serveCommand(cmd *kingpin.Application, procfs *string) command {
 			level.Error(logger).Log("msg", "cannot start", "err", err)
 			return 1
 		}
-		// Collectors read under --path.procfs from their first scrape: a
-		// mount point that is not there is a mistake to stop at now, with
+		// Collectors read under --path.procfs and --path.sysfs from their first
+		// scrape: a mount point that is not there is a mistake to stop at now, with
 		// an error that names the flag rather than the path.
-		if info, err := os.Stat(*procfs); err != nil || !info.IsDir() {
-			reason := "not a directory"
-			if err != nil {
-				reason = withoutPath(err)
+		for _, mount := range []struct{ flag, dir string }{{"--path.procfs", *procfs}, {"--path.sysfs", *sysfs}} {
+			if info, err := os.Stat(mount.dir); err != nil || !info.IsDir() {
+				reason := "not a directory"
+				if err != nil {
+					reason = withoutPath(err)
+				}
+				level.Error(logger).Log("msg", "cannot start", "err", mount.flag+": "+reason)
+				return 1
 			}
-			level.Error(logger).Log("msg", "cannot start", "err", "--path.procfs: "+reason)
-			return 1
 		}
 
-		exporter, err := selection.Build(collector.Env{ProcFS: *procfs, Logger: logger})
+		exporter, err := selection.Build(collector.Env{ProcFS: *procfs, SysFS: *sysfs, Logger: logger})
 		if err != nil {
 			level.Error(logger).Log("msg", "cannot start", "err", err)
 			return 1
