@@ -107,7 +107,7 @@ func (p Problem) Error() string { return p.File + ": " + p.Err.Error() }
 
 // Snapshot is one read of the platform.
 type Snapshot struct {
-	Identity *Identity    // nil without any DMI attribute
+	Identity *Identity     // nil without any DMI attribute
 	Zones    []Temperature // thermal zones, by zone index
 	SPBM     *SPBM         // nil without an spbm hwmon
 	Problems []Problem
