@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
+	"time"
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
@@ -25,10 +27,15 @@ import (
 func init() {
 	registerCollector("platform", defaultEnabled, func(fg FlagGroup) Factory {
 		return func(env Env) (Collector, error) {
-			return &platformCollector{fsys: sysfsDir(env.SysFS), logger: env.Logger}, nil
+			return newPlatformCollector(env.SysFS, env.Logger), nil
 		}
 	})
 }
+
+// rediscoverEvery is how often the platform's layout (which zones and
+// spbm channels there are, their names, the DMI identity) is read again: a
+// driver loaded after the exporter started shows within it.
+const rediscoverEvery = time.Minute
 
 var (
 	platformInfoDesc = newDesc("platform", "info",
@@ -55,12 +62,54 @@ var (
 )
 
 type platformCollector struct {
-	fsys   platform.FS
+	fsys platform.FS // discovery reads
+	// values reads a value file of the layout; forget drops what it
+	// keeps (open files) when the layout is discovered again.
+	values func(name string) ([]byte, error)
+	forget func()
+	now    func() time.Time
 	logger log.Logger
+
+	// A scrape reads only the values of the layout discovered at most
+	// rediscoverEvery ago (docs/performance.md: discovering on every
+	// scrape cost more than the rest of the scrape).
+	mu         sync.Mutex
+	layout     *platform.Layout
+	discovered time.Time
+}
+
+func newPlatformCollector(root string, logger log.Logger) *platformCollector {
+	sys := &sysfs{root: root}
+	return &platformCollector{fsys: sys, values: sys.readValue, forget: sys.closeKept, now: time.Now, logger: logger}
+}
+
+// Close closes the value files kept open.
+func (c *platformCollector) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.forget()
+	return nil
+}
+
+func (c *platformCollector) read() platform.Snapshot {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	if c.layout == nil || now.Sub(c.discovered) >= rediscoverEvery {
+		c.forget()
+		c.layout, c.discovered = platform.Discover(c.fsys), now
+	}
+	s := c.layout.Read(c.values)
+	if s.Stale {
+		// A file of the layout went (a driver unloaded): this scrape
+		// reports what is left; the next one discovers afresh.
+		c.layout = nil
+	}
+	return s
 }
 
 func (c *platformCollector) Update(ch chan<- prometheus.Metric) error {
-	s := platform.Read(c.fsys)
+	s := c.read()
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
@@ -108,21 +157,72 @@ func (c *platformCollector) Update(ch chan<- prometheus.Metric) error {
 // anything larger is not one.
 const maxSysFile = 64 << 10
 
-// sysfsDir is the sysfs mount point as a platform.FS: names are relative to
-// it, and errors name the file relative to it, never the mount point.
-type sysfsDir string
+// sysfs is the sysfs mount point as a platform.FS: names are relative to
+// it, and errors name the file relative to it, never the mount point. It
+// also keeps the value files a scrape reads open, and reads them again
+// with one pread each: sysfs regenerates an attribute on every read at
+// offset 0.
+type sysfs struct {
+	root string
+	kept map[string]*os.File
+	buf  []byte
+}
 
-func (d sysfsDir) ReadFile(name string) ([]byte, error) { return readSysFile(string(d), name) }
+func (d *sysfs) ReadFile(name string) ([]byte, error) { return readSysFile(d.root, name) }
 
-func (d sysfsDir) ReadDir(name string) ([]fs.DirEntry, error) {
+func (d *sysfs) ReadDir(name string) ([]fs.DirEntry, error) {
 	if !fs.ValidPath(name) {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
 	}
-	entries, err := os.ReadDir(filepath.Join(string(d), name))
+	entries, err := os.ReadDir(filepath.Join(d.root, name))
 	if pe, ok := errors.AsType[*fs.PathError](err); ok {
 		pe.Path = name
 	}
 	return entries, err
+}
+
+// maxValue bounds a value file (a decimal number): 64 bytes and more is
+// not one.
+const maxValue = 64
+
+// readValue reads a value file through the file kept open for it, opening
+// it on first use. The bytes returned are valid until the next call.
+func (d *sysfs) readValue(name string) ([]byte, error) {
+	f := d.kept[name]
+	if f == nil {
+		if !fs.ValidPath(name) {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
+		}
+		var err error
+		if f, err = os.Open(filepath.Join(d.root, name)); err != nil {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: unwrapPath(err)}
+		}
+		if d.kept == nil {
+			d.kept = map[string]*os.File{}
+		}
+		d.kept[name] = f
+	}
+	if d.buf == nil {
+		d.buf = make([]byte, maxValue)
+	}
+	n, err := f.ReadAt(d.buf, 0)
+	switch {
+	case err != nil && !errors.Is(err, io.EOF):
+		// Opened afresh next time: the file may have been replaced.
+		f.Close()
+		delete(d.kept, name)
+		return nil, &fs.PathError{Op: "read", Path: name, Err: unwrapPath(err)}
+	case n == len(d.buf):
+		return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("%d bytes or more, not a value", maxValue)}
+	}
+	return d.buf[:n], nil
+}
+
+func (d *sysfs) closeKept() {
+	for name, f := range d.kept {
+		f.Close()
+		delete(d.kept, name)
+	}
 }
 
 // readSysFile reads the file rel under the sysfs mount point root, at most

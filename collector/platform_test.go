@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/go-kit/log"
@@ -20,9 +21,16 @@ import (
 // tests.
 func sysFixture(tree string) string { return filepath.Join("..", "testdata", "sys", tree) }
 
-func platformOn(t *testing.T, fsys platform.FS) map[string]float64 {
+// onFS is a platform collector reading through fsys alone, nothing kept.
+func onFS(fsys platform.FS, logger log.Logger) *platformCollector {
+	return &platformCollector{fsys: fsys, values: fsys.ReadFile, forget: func() {}, now: time.Now, logger: logger}
+}
+
+func platformOn(t *testing.T, root string) map[string]float64 {
 	t.Helper()
-	got, err := collect(t, &platformCollector{fsys: fsys, logger: nopLogger()})
+	c := newPlatformCollector(root, nopLogger())
+	defer c.Close()
+	got, err := collect(t, c)
 	if err != nil {
 		t.Fatalf("Update: %v", err)
 	}
@@ -30,7 +38,7 @@ func platformOn(t *testing.T, fsys platform.FS) map[string]float64 {
 }
 
 func TestPlatformOnASparkWithSPBM(t *testing.T) {
-	got := platformOn(t, sysfsDir(sysFixture("spark")))
+	got := platformOn(t, sysFixture("spark"))
 	for series, want := range map[string]float64{
 		`spark_platform_info{bios_version="5.36_0ACUM018",board_name="P4242",product_name="NVIDIA DGX Spark",vendor="NVIDIA"}`: 1,
 		`spark_platform_temperature_celsius{sensor="TSOC",source="acpi",zone="0"}`:                                             41.7,
@@ -78,7 +86,7 @@ func TestPlatformOnASparkWithSPBM(t *testing.T) {
 
 // Without spbm: no power series at all, and the gap said.
 func TestPlatformWithoutSPBM(t *testing.T) {
-	got := platformOn(t, sysfsDir(sysFixture("spark-nospbm")))
+	got := platformOn(t, sysFixture("spark-nospbm"))
 	for s := range got {
 		for _, absent := range []string{"power_watts", "energy_joules", "power_limit", "prochot", `source="spbm"`} {
 			if strings.Contains(s, absent) {
@@ -96,7 +104,7 @@ func TestPlatformWithoutSPBM(t *testing.T) {
 
 // A host without any of the three gets only the gaps, and no failure.
 func TestPlatformOnAnEmptyTree(t *testing.T) {
-	got := platformOn(t, sysfsDir(t.TempDir()))
+	got := platformOn(t, t.TempDir())
 	want := map[string]float64{
 		`spark_platform_unreadable_files`:                       0,
 		`spark_platform_field_supported{field="spbm"}`:          0,
@@ -130,13 +138,13 @@ func (d deniedFS) ReadFile(name string) ([]byte, error) {
 // still succeeds.
 func TestPlatformCountsWhatItMayNotRead(t *testing.T) {
 	var buf bytes.Buffer
-	c := &platformCollector{logger: log.NewLogfmtLogger(&buf), fsys: deniedFS{sysfsDir(sysFixture("spark")), map[string]bool{
+	c := onFS(deniedFS{&sysfs{root: sysFixture("spark")}, map[string]bool{
 		"class/hwmon/hwmon1/power11_cap":     true,
 		"class/thermal/thermal_zone3/temp":   true,
 		"class/dmi/id/bios_version":          true,
 		"class/hwmon/hwmon1/energy1_input":   true,
 		"class/thermal/thermal_zone3/device": true, // not a file read: no effect
-	}}}
+	}}, log.NewLogfmtLogger(&buf))
 	got, err := collect(t, c)
 	if err != nil {
 		t.Fatalf("Update failed: %v", err)
@@ -182,7 +190,7 @@ func TestReadSysFile(t *testing.T) {
 			t.Errorf("%s: error names the mount point: %v", name, err)
 		}
 	}
-	_, err := sysfsDir(root).ReadDir("nowhere")
+	_, err := (&sysfs{root: root}).ReadDir("nowhere")
 	if !errors.Is(err, fs.ErrNotExist) || strings.Contains(err.Error(), root) {
 		t.Errorf("ReadDir of a missing directory: %v", err)
 	}
@@ -199,7 +207,7 @@ func TestPlatformUnreadableFileOnDisk(t *testing.T) {
 	if err := os.Chmod(filepath.Join(dir, "class/thermal/thermal_zone0/temp"), 0); err != nil {
 		t.Fatal(err)
 	}
-	if v := platformOn(t, sysfsDir(dir))["spark_platform_unreadable_files"]; v != 1 {
+	if v := platformOn(t, dir)["spark_platform_unreadable_files"]; v != 1 {
 		t.Errorf("unreadable files = %v, want 1", v)
 	}
 }
@@ -228,5 +236,76 @@ func TestBuildPassesSysFS(t *testing.T) {
 	msg := e.redact(&fs.PathError{Op: "open", Path: filepath.Clean(sys) + "/class/hwmon", Err: fs.ErrPermission})
 	if strings.Contains(msg, "testdata") || !strings.Contains(msg, "open class/hwmon") {
 		t.Errorf("redacted: %q", msg)
+	}
+}
+
+// A scrape reads the values again through the files it keeps open, without
+// discovering the layout again; a minute later the layout is discovered
+// afresh (a new driver shows), and a value file that has gone makes the
+// next scrape discover at once.
+func TestPlatformKeepsTheLayoutAndRereadsValues(t *testing.T) {
+	dir := testexporter.CopyTree(t, sysFixture("spark"))
+	c := newPlatformCollector(dir, nopLogger())
+	defer c.Close()
+	now := time.Unix(1e9, 0)
+	c.now = func() time.Time { return now }
+	write := func(rel, data string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, rel), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scrape := func() map[string]float64 {
+		t.Helper()
+		got, err := collect(t, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	const sysTotal = `spark_platform_power_watts{rail="sys_total"}`
+	scrape()
+	write("class/hwmon/hwmon1/power1_input", "180500000\n")
+	write("class/dmi/id/bios_version", "5.40_0ACUM020\n")
+	got := scrape()
+	if got[sysTotal] != 180.5 {
+		t.Errorf("sys_total = %v after it changed, want 180.5", got[sysTotal])
+	}
+	if _, ok := got[`spark_platform_info{bios_version="5.36_0ACUM018",board_name="P4242",product_name="NVIDIA DGX Spark",vendor="NVIDIA"}`]; !ok {
+		t.Error("the identity was read again within the minute")
+	}
+	now = now.Add(rediscoverEvery)
+	got = scrape()
+	if _, ok := got[`spark_platform_info{bios_version="5.40_0ACUM020",board_name="P4242",product_name="NVIDIA DGX Spark",vendor="NVIDIA"}`]; !ok {
+		t.Errorf("the identity not read again after a minute: %v", got)
+	}
+
+	if err := os.Remove(filepath.Join(dir, "class/hwmon/hwmon1/power2_input")); err != nil {
+		t.Fatal(err)
+	}
+	// The kept file still reads: only a discovery sees the file gone.
+	now = now.Add(rediscoverEvery)
+	got = scrape()
+	if _, ok := got[`spark_platform_power_watts{rail="soc_pkg"}`]; ok {
+		t.Error("a removed rail is still exported after discovery")
+	}
+	if got[sysTotal] != 180.5 || got["spark_platform_unreadable_files"] != 0 {
+		t.Errorf("sys_total %v, unreadable %v", got[sysTotal], got["spark_platform_unreadable_files"])
+	}
+}
+
+// A value file is a number: 64 bytes or more is refused, counted, and the
+// other values still read.
+func TestPlatformRefusesALongValue(t *testing.T) {
+	dir := testexporter.CopyTree(t, sysFixture("spark"))
+	if err := os.WriteFile(filepath.Join(dir, "class/hwmon/hwmon1/power1_input"), bytes.Repeat([]byte("1"), 100), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := platformOn(t, dir)
+	if _, ok := got[`spark_platform_power_watts{rail="sys_total"}`]; ok || got["spark_platform_unreadable_files"] != 1 {
+		t.Errorf("a 100-byte value: %v", got)
+	}
+	if got[`spark_platform_power_watts{rail="gpu"}`] != 5.1 {
+		t.Errorf("gpu rail lost beside a bad one")
 	}
 }

@@ -6,9 +6,10 @@
 // 240 W supply; when a run slows with nothing in nvidia-smi, these are
 // where the cause shows.
 //
-// Read walks a sysfs tree through the FS it is given (os.DirFS in tests,
-// the collector's bounded reader in the exporter) and returns plain values;
-// the parsers take bytes. A file that cannot be read or parsed is a
+// Discover walks a sysfs tree through the FS it is given (os.DirFS in
+// tests, the collector's bounded reader in the exporter) for what does not
+// change (names, labels, which files there are); Layout.Read then reads
+// the values, and returns plain values; the parsers take bytes. A file that cannot be read or parsed is a
 // Problem of the snapshot, never a failure of the whole read: sysfs is
 // full of attributes that refuse a read (ACPI thermal zones answer EIO or
 // ENODATA when their AML method fails) or that only root may read.
@@ -23,6 +24,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"unicode"
 	"unicode/utf8"
 )
@@ -111,18 +113,162 @@ type Snapshot struct {
 	Zones    []Temperature // thermal zones, by zone index
 	SPBM     *SPBM         // nil without an spbm hwmon
 	Problems []Problem
+	// Stale says a file the Layout named has gone (ENOENT, or ENODEV
+	// from a driver unbound under an open file): discover again.
+	Stale bool
 }
 
-// Read reads the DMI identity, the thermal zones and the spbm hwmon under
-// fsys. It never fails as a whole; what it could not read is in Problems.
+// Read discovers the layout under fsys and reads it once: Discover(fsys)
+// then Layout.Read(fsys.ReadFile).
 func Read(fsys FS) Snapshot {
+	return Discover(fsys).Read(fsys.ReadFile)
+}
+
+// Layout is what does not change while the machine runs: the DMI identity,
+// which thermal zones there are and their names, where the spbm device is,
+// its channels and their labels. Discovering it takes some hundred reads
+// and listings; a scrape then reads only the values, a few dozen files
+// (docs/performance.md).
+type Layout struct {
+	identity *Identity
+	zones    []zoneFile
+	spbm     *spbmFiles
+	problems []Problem // found while discovering, reported with every read
+}
+
+// zoneFile is a thermal zone's temperature file and its labels.
+type zoneFile struct {
+	file string
+	t    Temperature
+}
+
+// valueFile is one spbm value: its file, its label, and how the driver
+// scaled it.
+type valueFile struct {
+	file, label string
+	perUnit     float64 // hwmon units per base unit (1e6 µW per W)
+	driverScale uint64  // what the driver multiplied its 32-bit register by
+}
+
+type spbmFiles struct {
+	power, limits, energy, temps []valueFile
+	prochot, plLevel             string // "" when absent
+}
+
+// Discover reads the parts of the platform that do not change under fsys.
+// It never fails as a whole; what it could not read is reported by every
+// Read of the layout.
+func Discover(fsys FS) *Layout {
 	r := reader{fsys: fsys}
-	var s Snapshot
-	s.Identity = r.identity()
-	s.Zones = r.zones()
-	s.SPBM = r.spbm()
-	s.Problems = r.problems
+	l := &Layout{}
+	l.identity = r.identity()
+	l.zones = r.zones()
+	l.spbm = r.spbm()
+	l.problems = r.problems
+	return l
+}
+
+// Read reads the values of the layout through read (an fs.ReadFileFS's
+// ReadFile, or a reader that keeps the files open).
+func (l *Layout) Read(read func(name string) ([]byte, error)) Snapshot {
+	v := valueReader{read: read}
+	s := Snapshot{Identity: l.identity}
+	for _, z := range l.zones {
+		data, ok := v.file(z.file)
+		if !ok {
+			continue
+		}
+		milli, err := ParseInt(data)
+		if err != nil {
+			v.problem(z.file, err)
+			continue
+		}
+		t := z.t
+		t.Celsius = float64(milli) / 1000
+		s.Zones = append(s.Zones, t)
+	}
+	if f := l.spbm; f != nil {
+		p := &SPBM{}
+		p.Power = v.readings(f.power)
+		p.Limits = v.readings(f.limits)
+		p.Energy = v.readings(f.energy)
+		p.Temps = v.readings(f.temps)
+		if f.prochot != "" {
+			if n, ok := v.unsigned(f.prochot); ok {
+				asserted := n != 0
+				p.Prochot = &asserted
+			}
+		}
+		if f.plLevel != "" {
+			if n, ok := v.unsigned(f.plLevel); ok {
+				p.PLLevel = &n
+			}
+		}
+		s.SPBM = p
+	}
+	s.Problems = append(slices.Clone(l.problems), v.problems...)
+	s.Stale = v.stale
 	return s
+}
+
+// valueReader reads a layout's value files, noting problems.
+type valueReader struct {
+	read     func(string) ([]byte, error)
+	problems []Problem
+	stale    bool
+}
+
+func (v *valueReader) problem(file string, err error) {
+	v.problems = append(v.problems, Problem{File: file, Err: withoutPath(err)})
+}
+
+func (v *valueReader) file(name string) ([]byte, bool) {
+	data, err := v.read(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		v.stale = true
+		return nil, false
+	case errors.Is(err, syscall.ENODEV):
+		v.stale = true
+		v.problem(name, err)
+		return nil, false
+	case err != nil:
+		v.problem(name, err)
+		return nil, false
+	}
+	return data, true
+}
+
+func (v *valueReader) unsigned(name string) (uint64, bool) {
+	data, ok := v.file(name)
+	if !ok {
+		return 0, false
+	}
+	n, err := ParseUint(data)
+	if err != nil {
+		v.problem(name, err)
+		return 0, false
+	}
+	return n, true
+}
+
+// readings reads unsigned hwmon values in base units, divided by perUnit
+// (a division, so that 25300000 µW is exactly 25.3). A register read as
+// all ones is no reading.
+func (v *valueReader) readings(files []valueFile) []Reading {
+	var out []Reading
+	for _, f := range files {
+		n, ok := v.unsigned(f.file)
+		if !ok {
+			continue
+		}
+		if n == allOnes*f.driverScale {
+			v.problem(f.file, errors.New("all-ones register: the firmware gave no reading"))
+			continue
+		}
+		out = append(out, Reading{f.label, float64(n) / f.perUnit})
+	}
+	return out
 }
 
 type reader struct {
@@ -200,10 +346,10 @@ func zoneIndex(entry string) string {
 	return n
 }
 
-func (r *reader) zones() []Temperature {
+func (r *reader) zones() []zoneFile {
 	type zone struct {
 		index int
-		t     Temperature
+		z     zoneFile
 	}
 	var zs []zone
 	for _, e := range r.dir(thermalDir) {
@@ -218,32 +364,21 @@ func (r *reader) zones() []Temperature {
 		}
 		t.Zone = n
 		index, _ := strconv.Atoi(n)
-		zs = append(zs, zone{index, t})
+		zs = append(zs, zone{index, zoneFile{path.Join(dir, "temp"), t}})
 	}
 	// thermal_zone10 after thermal_zone9, whatever order the listing gave.
 	slices.SortFunc(zs, func(a, b zone) int { return a.index - b.index })
-	var out []Temperature
+	var out []zoneFile
 	for _, z := range zs {
-		out = append(out, z.t)
+		out = append(out, z.z)
 	}
 	return out
 }
 
-// zone reads one thermal zone: its temperature, and its name from the ACPI
-// device behind it (device/path, "\_TZ_.TSOC") or else from its type.
+// zone names one thermal zone: by the ACPI device behind it (device/path,
+// "\_TZ_.TSOC") or else by its type.
 func (r *reader) zone(dir string) (Temperature, bool) {
-	tempFile := path.Join(dir, "temp")
-	data, ok := r.file(tempFile)
-	if !ok {
-		return Temperature{}, false
-	}
-	milli, err := ParseInt(data)
-	if err != nil {
-		r.problem(tempFile, err)
-		return Temperature{}, false
-	}
-	t := Temperature{Celsius: float64(milli) / 1000}
-
+	var t Temperature
 	acpiFile := path.Join(dir, "device", "path")
 	if data, ok := r.file(acpiFile); ok {
 		name, err := ParseACPIName(data)
@@ -254,7 +389,7 @@ func (r *reader) zone(dir string) (Temperature, bool) {
 		r.problem(acpiFile, err)
 	}
 	typeFile := path.Join(dir, "type")
-	data, ok = r.file(typeFile)
+	data, ok := r.file(typeFile)
 	if !ok {
 		return Temperature{}, false
 	}
@@ -319,7 +454,7 @@ func parseAttribute(file string) (ch channel, attr string, ok bool) {
 // driver warns "telemetry may be inactive" on it). It is no reading.
 const allOnes = 0xFFFFFFFF
 
-func (r *reader) spbm() *SPBM {
+func (r *reader) spbm() *spbmFiles {
 	dir := r.spbmDir()
 	if dir == "" {
 		return nil
@@ -346,7 +481,7 @@ func (r *reader) spbm() *SPBM {
 		return a.index - b.index
 	})
 
-	s := &SPBM{}
+	s := &spbmFiles{}
 	seen := map[string]bool{} // kind/label, so that no series repeats
 	for _, ch := range channels {
 		if !attrs[ch]["input"] {
@@ -379,65 +514,23 @@ func (r *reader) spbm() *SPBM {
 		// registers in mW, mJ and c°C.
 		switch ch.kind {
 		case "power":
-			if v, ok := r.scaled(prefix+"_input", 1e6, 1000); ok {
-				s.Power = append(s.Power, Reading{label, v})
-			}
+			s.power = append(s.power, valueFile{prefix + "_input", label, 1e6, 1000})
 			if attrs[ch]["cap"] {
-				if v, ok := r.scaled(prefix+"_cap", 1e6, 1000); ok {
-					s.Limits = append(s.Limits, Reading{label, v})
-				}
+				s.limits = append(s.limits, valueFile{prefix + "_cap", label, 1e6, 1000})
 			}
 		case "energy":
-			if v, ok := r.scaled(prefix+"_input", 1e6, 1000); ok {
-				s.Energy = append(s.Energy, Reading{label, v})
-			}
+			s.energy = append(s.energy, valueFile{prefix + "_input", label, 1e6, 1000})
 		case "temp":
-			if v, ok := r.scaled(prefix+"_input", 1e3, 10); ok {
-				s.Temps = append(s.Temps, Reading{label, v})
-			}
+			s.temps = append(s.temps, valueFile{prefix + "_input", label, 1e3, 10})
 		}
 	}
 	if files["prochot"] {
-		if v, ok := r.unsigned(path.Join(dir, "prochot")); ok {
-			asserted := v != 0
-			s.Prochot = &asserted
-		}
+		s.prochot = path.Join(dir, "prochot")
 	}
 	if files["pl_level"] {
-		if v, ok := r.unsigned(path.Join(dir, "pl_level")); ok {
-			s.PLLevel = &v
-		}
+		s.plLevel = path.Join(dir, "pl_level")
 	}
 	return s
-}
-
-// scaled reads an unsigned hwmon value and returns it in base units, divided
-// by perUnit (a division, so that 25300000 µW is exactly 25.3). driverScale
-// is what the driver multiplies its 32-bit register by: a register read as
-// all ones is no reading.
-func (r *reader) scaled(name string, perUnit float64, driverScale uint64) (float64, bool) {
-	v, ok := r.unsigned(name)
-	if !ok {
-		return 0, false
-	}
-	if v == allOnes*driverScale {
-		r.problem(name, errors.New("all-ones register: the firmware gave no reading"))
-		return 0, false
-	}
-	return float64(v) / perUnit, true
-}
-
-func (r *reader) unsigned(name string) (uint64, bool) {
-	data, ok := r.file(name)
-	if !ok {
-		return 0, false
-	}
-	v, err := ParseUint(data)
-	if err != nil {
-		r.problem(name, err)
-		return 0, false
-	}
-	return v, true
 }
 
 // maxValue is longer than any decimal integer sysfs writes.

@@ -451,3 +451,29 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+// A layout read again sees new values without discovering again; a file
+// that has gone (or a driver unbound under it) says the layout is stale.
+func TestLayoutReadAgainAndStale(t *testing.T) {
+	m := mapOf(t, "spark")
+	l := Discover(m)
+	const rail = "class/hwmon/hwmon1/power1_input"
+	m[rail] = &fstest.MapFile{Data: []byte("99000000\n")}
+	s := l.Read(m.ReadFile)
+	if s.Stale || len(s.Problems) != 0 || s.SPBM.Power[0] != (Reading{"sys_total", 99}) {
+		t.Errorf("read again: stale %v, problems %v, %v", s.Stale, s.Problems, s.SPBM.Power[0])
+	}
+	delete(m, rail)
+	if s := l.Read(m.ReadFile); !s.Stale || len(s.Problems) != 0 || len(s.SPBM.Power) != 13 {
+		t.Errorf("a file gone: stale %v, problems %v, %d rails", s.Stale, s.Problems, len(s.SPBM.Power))
+	}
+	unbound := func(name string) ([]byte, error) {
+		if strings.HasPrefix(name, "class/hwmon/hwmon1/") {
+			return nil, &fs.PathError{Op: "read", Path: name, Err: syscall.ENODEV}
+		}
+		return m.ReadFile(name)
+	}
+	if s := l.Read(unbound); !s.Stale || s.SPBM == nil || len(s.SPBM.Power) != 0 || len(s.Zones) != 7 {
+		t.Errorf("driver unbound: stale %v, spbm %+v, %d zones", s.Stale, s.SPBM, len(s.Zones))
+	}
+}
