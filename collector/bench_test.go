@@ -158,3 +158,16 @@ func BenchmarkThermal(b *testing.B) {
 	c := newThermalCollector(sampler)
 	drain(b, c)
 }
+
+// BenchmarkPlatform is the platform collector on the Spark /sys fixture
+// (spbm included: 26 temperatures, rails and limits, about 90 files) and,
+// for comparison, on this machine's own /sys.
+func BenchmarkPlatform(b *testing.B) {
+	for name, tree := range map[string]string{"fixture": sysFixture("spark"), "host": "/sys"} {
+		b.Run("sys="+name, func(b *testing.B) {
+			c := newPlatformCollector(tree, nopLogger())
+			defer c.Close()
+			drain(b, c)
+		})
+	}
+}

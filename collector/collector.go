@@ -45,6 +45,9 @@ type Env struct {
 	// ProcFS is the procfs mount point (--path.procfs). Every /proc read
 	// goes through it, so that tests can point it at a fixture tree.
 	ProcFS string
+	// SysFS is the sysfs mount point (--path.sysfs). Every /sys read goes
+	// through it, for the same reason.
+	SysFS string
 	// PoolReserve is --pool.reserve: the memory kept back for the OS and
 	// driver. Build sets it from the flag AddFlags registers.
 	PoolReserve uint64
@@ -230,6 +233,9 @@ func (s *Selection) Build(env Env) (*Exporter, error) {
 	}
 	e := NewExporter(cs, env.Logger)
 	e.procfs = filepath.Clean(env.ProcFS)
+	if env.SysFS != "" {
+		e.sysfs = filepath.Clean(env.SysFS)
+	}
 	return e, nil
 }
 
@@ -260,8 +266,8 @@ type Exporter struct {
 	logger     log.Logger
 	// procfs is --path.procfs, cut out of the errors logged: collectors'
 	// errors quote the files they failed on, and the mount point may be
-	// a private path.
-	procfs string
+	// a private path. sysfs is --path.sysfs, cut out the same way.
+	procfs, sysfs string
 }
 
 // NewExporter wraps built collectors, keyed by name.
@@ -341,15 +347,19 @@ func (e *Exporter) record(name string, err error, duration time.Duration) {
 	}
 }
 
-// redact renders err with paths under --path.procfs made relative to it:
-// "open /srv/x/proc/meminfo: …" is logged as "open meminfo: …".
+// redact renders err with paths under --path.procfs and --path.sysfs made
+// relative to them: "open /srv/x/proc/meminfo: …" is logged as
+// "open meminfo: …".
 func (e *Exporter) redact(err error) string {
 	msg := err.Error()
-	if len(e.procfs) <= 1 { // "" or "/": nothing to cut
-		return msg
+	for _, root := range []string{e.procfs, e.sysfs} {
+		if len(root) <= 1 { // "" or "/": nothing to cut
+			continue
+		}
+		msg = strings.ReplaceAll(msg, root+string(filepath.Separator), "")
+		msg = strings.ReplaceAll(msg, root, ".")
 	}
-	msg = strings.ReplaceAll(msg, e.procfs+string(filepath.Separator), "")
-	return strings.ReplaceAll(msg, e.procfs, ".")
+	return msg
 }
 
 // Filter returns a collector that runs only the named collectors, for the

@@ -42,6 +42,8 @@ var contractAlerts = map[string]string{
 	"SparkExporterCollectorFailing": "warning",
 	"SparkGPUNvmlDown":              "warning",
 	"SparkPlannedRunWontFit":        "warning",
+	"SparkSoCProchot":               "warning",
+	"SparkSystemPowerLimited":       "info",
 }
 
 type ruleFile struct {

@@ -55,7 +55,7 @@ func benchHandler(b *testing.B, procfs string, exporterMetrics bool, args ...str
 		b.Fatal(err)
 	}
 	logger, _ := logging.New(io.Discard, logConfig)
-	exporter, closeCollectors, err := buildExporter(selection, gpuFlags.Settings(), procfs, logger)
+	exporter, closeCollectors, err := buildExporter(selection, gpuFlags.Settings(), procfs, sysFixture(b, "spark"), logger)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -109,6 +109,9 @@ func BenchmarkScrape(b *testing.B) {
 		{"no-exporter-metrics", busy, false, nil},
 		// NVML read on every scrape rather than the thermal sampler's.
 		{"gpu-max-age=0", busy, true, []string{"--gpu.max-age=0"}},
+		// The cost of the platform collector (on the Spark /sys fixture,
+		// spbm included): default less this.
+		{"no-platform", busy, true, []string{"--no-collector.platform"}},
 		// This machine's own /proc: the kernel's procfs rather than files
 		// on ext4, with however many processes run here.
 		{"proc=host", "/proc", true, nil},

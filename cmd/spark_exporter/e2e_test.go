@@ -76,6 +76,13 @@ func fixtureDir(t testing.TB, name string) string {
 	return filepath.Join(testexporter.Root(t), "testdata", "proc", name)
 }
 
+// sysFixture is a fixture /sys tree (spark, spark-nospbm, x86-server), for
+// --path.sysfs: output compared with a golden file must not depend on the
+// test machine's own /sys.
+func sysFixture(t testing.TB, name string) string {
+	return filepath.Join(testexporter.Root(t), "testdata", "sys", name)
+}
+
 // noGPU is a --gpu.nvml-library that does not exist: the exporter as on a
 // host without an NVIDIA driver, whatever the test machine has.
 const noGPU = "--gpu.nvml-library=/nonexistent/libnvidia-ml.so.1"
@@ -155,9 +162,25 @@ func TestGoldenThermal(t *testing.T) {
 func TestGoldenOldKernel(t *testing.T) {
 	p := testexporter.Start(t, nil,
 		"--path.procfs="+fixtureDir(t, "oldkernel"),
+		"--path.sysfs="+sysFixture(t, "x86-server"),
 		noGPU,
 		"--web.disable-exporter-metrics")
 	golden(t, "oldkernel.metrics", normalise(p.Get(t, "/metrics")))
+}
+
+// The platform collector on each fixture /sys tree: a Spark with the spbm
+// driver, a Spark without it, and an x86 server that gets only what its
+// files say.
+func TestGoldenPlatform(t *testing.T) {
+	for _, tree := range []string{"spark", "spark-nospbm", "x86-server"} {
+		t.Run(tree, func(t *testing.T) {
+			p := testexporter.Start(t, nil,
+				"--path.procfs="+fixtureDir(t, "spark"),
+				"--path.sysfs="+sysFixture(t, tree),
+				noGPU, "--web.disable-exporter-metrics")
+			golden(t, "platform-"+tree+".metrics", normalise(p.Get(t, "/metrics?collect[]=platform")))
+		})
+	}
 }
 
 // A /proc source that disappears fails its collector alone, and the

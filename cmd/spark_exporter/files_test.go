@@ -295,6 +295,63 @@ func TestRunsAsNonRootUser(t *testing.T) {
 	}
 }
 
+// The exporter as nobody on a copy of the Spark /sys: a zone temperature
+// and a power cap only root may read (as sysfs makes some attributes
+// 0400), and the DMI serials, which are root's on every host and never
+// read anyway. It reads the rest and counts the two.
+func TestPlatformAsNonRootUser(t *testing.T) {
+	base := nobodyDir(t)
+	procfs, sysfs := filepath.Join(base, "proc"), filepath.Join(base, "sys")
+	for dst, src := range map[string]string{procfs: fixtureDir(t, "spark"), sysfs: sysFixture(t, "spark")} {
+		if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+			t.Fatal(err)
+		}
+		err := filepath.WalkDir(dst, func(path string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			mode := os.FileMode(0o644)
+			if d.IsDir() {
+				mode = 0o755
+			}
+			return os.Chmod(path, mode)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"class/thermal/thermal_zone0/temp", "class/hwmon/hwmon1/power11_cap",
+		"class/dmi/id/product_serial", "class/dmi/id/board_serial", "class/dmi/id/product_uuid", "class/dmi/id/chassis_serial"} {
+		if err := os.Chmod(filepath.Join(sysfs, f), 0o400); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := startAsNobody(t, base, "--path.procfs="+procfs, "--path.sysfs="+sysfs, "--log.level=debug")
+	m := boundedGet(t, p, "/metrics?collect[]=platform")
+	for series, want := range map[string]float64{
+		`spark_scrape_collector_success{collector="platform"}`:                     1,
+		"spark_platform_unreadable_files":                                          2,
+		`spark_platform_temperature_celsius{sensor="TGPU",source="acpi",zone="5"}`: 41.2,
+		`spark_platform_power_limit_watts{limit="syspl1"}`:                         240,
+		`spark_platform_power_watts{rail="sys_total"}`:                             25.3,
+		`spark_platform_field_supported{field="dmi"}`:                              1,
+	} {
+		if v, ok := value(m, series); !ok || v != want {
+			t.Errorf("%s = %v (present %v), want %v", series, v, ok, want)
+		}
+	}
+	for _, absent := range []string{`sensor="TSOC"`, `limit="pl1"`} {
+		if strings.Contains(m, absent) {
+			t.Errorf("a reading only root may read is exported (%s):\n%s", absent, m)
+		}
+	}
+	p.WaitLog(t, "permission denied")
+	p.Stop(t)
+	if logs := p.Logs(); strings.Contains(logs, base) {
+		t.Errorf("the log names a path:\n%s", logs)
+	}
+}
+
 // A real procfs mounted with hidepid=1 (invisible=noaccess): other users'
 // processes are listed but cannot be read. The exporter, as nobody, counts
 // them as unreadable, and the workloads collector still succeeds.

@@ -54,6 +54,7 @@ func startLoaded(t *testing.T, args ...string) *testexporter.Process {
 	t.Helper()
 	return testexporter.Start(t, frozenAt(t, "gb10-throttle", "45m"), append([]string{
 		"--path.procfs=" + benchProc(t, 100),
+		"--path.sysfs=" + sysFixture(t, "spark"),
 		"--gpu.nvml-library=" + testexporter.StandInNVML(t),
 	}, args...)...)
 }

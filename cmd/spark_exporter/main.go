@@ -64,12 +64,13 @@ func newApp() (*kingpin.Application, map[string]command) {
 	app.HelpFlag.Short('h')
 
 	procfs := app.Flag("path.procfs", "procfs mount point; every /proc read goes through it.").Default("/proc").String()
+	sysfs := app.Flag("path.sysfs", "sysfs mount point; every /sys read goes through it.").Default("/sys").String()
 
 	// Serving flags belong to the application, not to the serve command, so
 	// that `spark_exporter --help` lists them and existing command lines
 	// (spark_exporter --web.listen-address=…) read as for any exporter.
 	serve := app.Command("serve", "Serve metrics (the default command).").Default().FullCommand()
-	serveRun, collectors := serveCommand(app, procfs)
+	serveRun, collectors := serveCommand(app, procfs, sysfs)
 	commands := map[string]command{
 		serve:  serveRun,
 		"plan": planCommand(app, procfs, collectors.PoolReserve()),

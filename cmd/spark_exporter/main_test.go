@@ -56,7 +56,7 @@ func TestVersionAndHelpExitZero(t *testing.T) {
 // no value is bad at parse time; each is checked where it is used
 // (TestBadStartValuesNameTheFlag, docs/robustness.md).
 var freeText = map[string]bool{
-	"path.procfs": true, "web.listen-address": true, "web.config.file": true,
+	"path.procfs": true, "path.sysfs": true, "web.listen-address": true, "web.config.file": true,
 	"gpu.nvml-library": true, "plan.file": true, "thermal.csv-file": true,
 }
 
@@ -133,6 +133,8 @@ func TestBadStartValuesNameTheFlag(t *testing.T) {
 	}{
 		{[]string{"--path.procfs=/nonexistent/secret-dir"}, "--path.procfs: no such file or directory", "secret-dir"},
 		{[]string{"--path.procfs=" + file}, "--path.procfs: not a directory", "secret-name"},
+		{[]string{"--path.procfs=" + fixtureDir(t, "spark"), "--path.sysfs=/nonexistent/secret-dir"}, "--path.sysfs: no such file or directory", "secret-dir"},
+		{[]string{"--path.procfs=" + fixtureDir(t, "spark"), "--path.sysfs=" + file}, "--path.sysfs: not a directory", "secret-name"},
 		{[]string{"--path.procfs=" + fixtureDir(t, "spark"), "--web.listen-address=bad:address:x"}, "check --web.listen-address", ""},
 		{[]string{"--path.procfs=" + fixtureDir(t, "spark"), "--web.config.file=/nonexistent/secret-dir/web.yml"}, "invalid --web.config.file: no such file", "secret-dir"},
 		{[]string{"--path.procfs=" + fixtureDir(t, "spark"), "--plan.file=/nonexistent/secret-dir/plans.yml"}, "--plan.file: cannot read the file: no such file", "secret-dir"},

@@ -17,6 +17,7 @@ func startSpark(t *testing.T, env []string, args ...string) *testexporter.Proces
 	t.Helper()
 	return testexporter.Start(t, env, append([]string{
 		"--path.procfs=" + fixtureDir(t, "spark"),
+		"--path.sysfs=" + sysFixture(t, "spark"),
 		"--gpu.nvml-library=" + testexporter.StandInNVML(t),
 	}, args...)...)
 }

@@ -29,7 +29,7 @@ import (
 // serveCommand registers the serving flags on cmd and returns the command
 // that serves metrics until SIGINT or SIGTERM, and the collectors' flags,
 // whose --pool.reserve the plan command shares.
-func serveCommand(cmd *kingpin.Application, procfs *string) (command, *collector.Selection) {
+func serveCommand(cmd *kingpin.Application, procfs, sysfs *string) (command, *collector.Selection) {
 	webFlags := kingpinflag.AddFlags(cmd, defaultPort)
 	metricsPath := cliflag.Value(cmd.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics"), parseURLPath)
 	disableExporterMetrics := cmd.Flag("web.disable-exporter-metrics",
@@ -55,19 +55,21 @@ func serveCommand(cmd *kingpin.Application, procfs *string) (command, *collector
 			level.Error(logger).Log("msg", "cannot start", "err", err)
 			return 1
 		}
-		// Collectors read under --path.procfs from their first scrape: a
-		// mount point that is not there is a mistake to stop at now, with
+		// Collectors read under --path.procfs and --path.sysfs from their first
+		// scrape: a mount point that is not there is a mistake to stop at now, with
 		// an error that names the flag rather than the path.
-		if info, err := os.Stat(*procfs); err != nil || !info.IsDir() {
-			reason := "not a directory"
-			if err != nil {
-				reason = withoutPath(err)
+		for _, mount := range []struct{ flag, dir string }{{"--path.procfs", *procfs}, {"--path.sysfs", *sysfs}} {
+			if info, err := os.Stat(mount.dir); err != nil || !info.IsDir() {
+				reason := "not a directory"
+				if err != nil {
+					reason = withoutPath(err)
+				}
+				level.Error(logger).Log("msg", "cannot start", "err", mount.flag+": "+reason)
+				return 1
 			}
-			level.Error(logger).Log("msg", "cannot start", "err", "--path.procfs: "+reason)
-			return 1
 		}
 
-		exporter, closeCollectors, err := buildExporter(selection, gpuFlags.Settings(), *procfs, logger)
+		exporter, closeCollectors, err := buildExporter(selection, gpuFlags.Settings(), *procfs, *sysfs, logger)
 		if err != nil {
 			level.Error(logger).Log("msg", "cannot start", "err", err)
 			return 1
@@ -127,8 +129,8 @@ func serveCommand(cmd *kingpin.Application, procfs *string) (command, *collector
 // opened here rather than by them because there can be only one per
 // process (gpu.Settings.Open) and it outlives each of them. The returned
 // function closes the collectors, then the client.
-func buildExporter(selection *collector.Selection, settings gpu.Settings, procfs string, logger log.Logger) (*collector.Exporter, func(), error) {
-	env := collector.Env{ProcFS: procfs, Logger: logger, GPU: settings}
+func buildExporter(selection *collector.Selection, settings gpu.Settings, procfs, sysfs string, logger log.Logger) (*collector.Exporter, func(), error) {
+	env := collector.Env{ProcFS: procfs, SysFS: sysfs, Logger: logger, GPU: settings}
 	var client *gpu.Client
 	if selection.NeedsNVML() {
 		client = settings.Open(log.With(logger, "component", "nvml"))

@@ -1,0 +1,254 @@
+package collector
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/spark-exporter/spark_exporter/internal/platform"
+)
+
+// The platform collector reports what the DGX Spark tells beyond NVML, from
+// sysfs: the DMI identity (firmware level matters: several GB10 power and
+// telemetry problems change with BIOS updates), the ACPI thermal zones by
+// their ACPI names, and, with the community spbm hwmon driver, the system
+// power rails, energy, SoC temperatures and the firmware power limits that
+// can hold a run while nvidia-smi shows nothing. A host that is not a
+// Spark gets what its files say.
+func init() {
+	registerCollector("platform", defaultEnabled, func(fg FlagGroup) Factory {
+		return func(env Env) (Collector, error) {
+			return newPlatformCollector(env.SysFS, env.Logger), nil
+		}
+	})
+}
+
+// rediscoverEvery is how often the platform's layout (which zones and
+// spbm channels there are, their names, the DMI identity) is read again: a
+// driver loaded after the exporter started shows within it.
+const rediscoverEvery = time.Minute
+
+var (
+	platformInfoDesc = newDesc("platform", "info",
+		"The machine's DMI identity (/sys/class/dmi/id); never serial numbers or UUIDs. Always 1.",
+		"vendor", "product_name", "board_name", "bios_version")
+	// One help text for both: they are one metric family.
+	platformTempHelp     = "Platform temperature sensors: source=acpi is a thermal zone by its ACPI name (zone is its index, as node_exporter labels it), thermal_zone a zone without an ACPI device (by its type), spbm the spbm driver's SoC sensors."
+	platformZoneTempDesc = newDesc("platform", "temperature_celsius", platformTempHelp, "source", "sensor", "zone")
+	platformTempDesc     = newDesc("platform", "temperature_celsius", platformTempHelp, "source", "sensor")
+	platformPowerDesc    = newDesc("platform", "power_watts",
+		"System power by rail, from the spbm driver; pl1, pl2, syspl1 and syspl2 are the smoothed power each firmware limit controller sees.", "rail")
+	platformEnergyDesc = newDesc("platform", "energy_joules_total",
+		"Energy by accumulator, from the spbm driver (a 32-bit firmware counter in mJ: it wraps).", "rail")
+	platformLimitDesc = newDesc("platform", "power_limit_watts",
+		"The effective firmware power limit (spbm powerN_cap) of the pl1, pl2, syspl1 and syspl2 controllers.", "limit")
+	platformProchotDesc = newDesc("platform", "prochot",
+		"1 while the SoC's PROCHOT (thermal emergency throttle) is asserted, from the spbm driver.")
+	platformPLLevelDesc = newDesc("platform", "power_limit_level",
+		"The firmware's current power-limit level (spbm pl_level), as the driver gives it.")
+	platformUnreadableDesc = newDesc("platform", "unreadable_files",
+		"sysfs files this scrape found but could not read or parse (permissions, a zone that errors on read, bad contents); their series are absent.")
+	platformSupportedDesc = newDesc("platform", "field_supported",
+		"1 when the host provides the source (spbm: the spbm hwmon driver; thermal_zones: a readable thermal zone; dmi: DMI identity), 0 when it does not (its series are then absent).", "field")
+)
+
+type platformCollector struct {
+	fsys platform.FS // discovery reads
+	// values reads a value file of the layout; forget drops what it
+	// keeps (open files) when the layout is discovered again.
+	values func(name string) ([]byte, error)
+	forget func()
+	now    func() time.Time
+	logger log.Logger
+
+	// A scrape reads only the values of the layout discovered at most
+	// rediscoverEvery ago (docs/performance.md: discovering on every
+	// scrape cost more than the rest of the scrape).
+	mu         sync.Mutex
+	layout     *platform.Layout
+	discovered time.Time
+}
+
+func newPlatformCollector(root string, logger log.Logger) *platformCollector {
+	sys := &sysfs{root: root}
+	return &platformCollector{fsys: sys, values: sys.readValue, forget: sys.closeKept, now: time.Now, logger: logger}
+}
+
+// Close closes the value files kept open.
+func (c *platformCollector) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.forget()
+	return nil
+}
+
+func (c *platformCollector) read() platform.Snapshot {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	if c.layout == nil || now.Sub(c.discovered) >= rediscoverEvery {
+		c.forget()
+		c.layout, c.discovered = platform.Discover(c.fsys), now
+	}
+	s := c.layout.Read(c.values)
+	if s.Stale {
+		// A file of the layout went (a driver unloaded): this scrape
+		// reports what is left; the next one discovers afresh.
+		c.layout = nil
+	}
+	return s
+}
+
+func (c *platformCollector) Update(ch chan<- prometheus.Metric) error {
+	s := c.read()
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+
+	if id := s.Identity; id != nil {
+		gauge(platformInfoDesc, 1, id.Vendor, id.ProductName, id.BoardName, id.BIOSVersion)
+	}
+	for _, z := range s.Zones {
+		gauge(platformZoneTempDesc, z.Celsius, z.Source, z.Sensor, z.Zone)
+	}
+	if p := s.SPBM; p != nil {
+		for _, r := range p.Temps {
+			gauge(platformTempDesc, r.Value, "spbm", r.Name)
+		}
+		for _, r := range p.Power {
+			gauge(platformPowerDesc, r.Value, r.Name)
+		}
+		for _, r := range p.Energy {
+			ch <- prometheus.MustNewConstMetric(platformEnergyDesc, prometheus.CounterValue, r.Value, r.Name)
+		}
+		for _, r := range p.Limits {
+			gauge(platformLimitDesc, r.Value, r.Name)
+		}
+		if p.Prochot != nil {
+			gauge(platformProchotDesc, supported(*p.Prochot))
+		}
+		if p.PLLevel != nil {
+			gauge(platformPLLevelDesc, float64(*p.PLLevel))
+		}
+	}
+	gauge(platformUnreadableDesc, float64(len(s.Problems)))
+	gauge(platformSupportedDesc, supported(s.SPBM != nil), "spbm")
+	gauge(platformSupportedDesc, supported(len(s.Zones) > 0), "thermal_zones")
+	gauge(platformSupportedDesc, supported(s.Identity != nil), "dmi")
+
+	// Sysfs is full of files that refuse some readers; counted above,
+	// named at debug level (relative to --path.sysfs).
+	for _, p := range s.Problems {
+		level.Debug(c.logger).Log("msg", "sysfs file unreadable", "file", p.File, "err", p.Err)
+	}
+	return nil
+}
+
+// maxSysFile bounds a sysfs read: an attribute is at most a page (4 KiB);
+// anything larger is not one.
+const maxSysFile = 64 << 10
+
+// sysfs is the sysfs mount point as a platform.FS: names are relative to
+// it, and errors name the file relative to it, never the mount point. It
+// also keeps the value files a scrape reads open, and reads them again
+// with one pread each: sysfs regenerates an attribute on every read at
+// offset 0.
+type sysfs struct {
+	root string
+	kept map[string]*os.File
+	buf  []byte
+}
+
+func (d *sysfs) ReadFile(name string) ([]byte, error) { return readSysFile(d.root, name) }
+
+func (d *sysfs) ReadDir(name string) ([]fs.DirEntry, error) {
+	if !fs.ValidPath(name) {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
+	}
+	entries, err := os.ReadDir(filepath.Join(d.root, name))
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
+		pe.Path = name
+	}
+	return entries, err
+}
+
+// maxValue bounds a value file (a decimal number): 64 bytes and more is
+// not one.
+const maxValue = 64
+
+// readValue reads a value file through the file kept open for it, opening
+// it on first use. The bytes returned are valid until the next call.
+func (d *sysfs) readValue(name string) ([]byte, error) {
+	f := d.kept[name]
+	if f == nil {
+		if !fs.ValidPath(name) {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
+		}
+		var err error
+		if f, err = os.Open(filepath.Join(d.root, name)); err != nil {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: unwrapPath(err)}
+		}
+		if d.kept == nil {
+			d.kept = map[string]*os.File{}
+		}
+		d.kept[name] = f
+	}
+	if d.buf == nil {
+		d.buf = make([]byte, maxValue)
+	}
+	n, err := f.ReadAt(d.buf, 0)
+	switch {
+	case err != nil && !errors.Is(err, io.EOF):
+		// Opened afresh next time: the file may have been replaced.
+		f.Close()
+		delete(d.kept, name)
+		return nil, &fs.PathError{Op: "read", Path: name, Err: unwrapPath(err)}
+	case n == len(d.buf):
+		return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("%d bytes or more, not a value", maxValue)}
+	}
+	return d.buf[:n], nil
+}
+
+func (d *sysfs) closeKept() {
+	for name, f := range d.kept {
+		f.Close()
+		delete(d.kept, name)
+	}
+}
+
+// readSysFile reads the file rel under the sysfs mount point root, at most
+// maxSysFile bytes. It is the one place the exporter reads /sys files.
+func readSysFile(root, rel string) ([]byte, error) {
+	if !fs.ValidPath(rel) {
+		return nil, &fs.PathError{Op: "open", Path: rel, Err: fs.ErrInvalid}
+	}
+	f, err := os.Open(filepath.Join(root, rel))
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: rel, Err: unwrapPath(err)}
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxSysFile+1))
+	switch {
+	case err != nil:
+		return nil, &fs.PathError{Op: "read", Path: rel, Err: unwrapPath(err)}
+	case len(data) > maxSysFile:
+		return nil, &fs.PathError{Op: "read", Path: rel, Err: fmt.Errorf("larger than %d KiB, not a sysfs attribute", maxSysFile>>10)}
+	}
+	return data, nil
+}
+
+func unwrapPath(err error) error {
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
+		return pe.Err
+	}
+	return err
+}

@@ -1,0 +1,626 @@
+// Package platform reads what a DGX Spark (GB10) tells through sysfs beyond
+// NVML: the machine's DMI identity, its ACPI thermal zones by their ACPI
+// names, and the system power rails, energy counters, temperatures and
+// firmware power limits of the community spbm hwmon driver
+// (github.com/antheas/spark_hwmon). GB10 is one die for CPU and GPU on one
+// 240 W supply; when a run slows with nothing in nvidia-smi, these are
+// where the cause shows.
+//
+// Discover walks a sysfs tree through the FS it is given (os.DirFS in
+// tests, the collector's bounded reader in the exporter) for what does not
+// change (names, labels, which files there are); Layout.Read then reads
+// the values, and returns plain values; the parsers take bytes. A file that cannot be read or parsed is a
+// Problem of the snapshot, never a failure of the whole read: sysfs is
+// full of attributes that refuse a read (ACPI thermal zones answer EIO or
+// ENODATA when their AML method fails) or that only root may read.
+package platform
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"unicode"
+	"unicode/utf8"
+)
+
+// FS is the part of a file system Read needs: fs.ReadFileFS and
+// fs.ReadDirFS together, with names relative to the sysfs mount point
+// ("class/thermal"). os.DirFS and fstest.MapFS are both one.
+type FS interface {
+	ReadFile(name string) ([]byte, error)
+	ReadDir(name string) ([]fs.DirEntry, error)
+}
+
+// Where the three sources live under the sysfs mount point.
+const (
+	dmiDir     = "class/dmi/id"
+	thermalDir = "class/thermal"
+	hwmonDir   = "class/hwmon"
+)
+
+// SPBMName is the hwmon name of the spbm driver.
+const SPBMName = "spbm"
+
+// The DMI attributes read, by the label they become. Only these are ever
+// opened: product_serial, product_uuid, board_serial and chassis_serial
+// identify one unit (and are root's alone, mode 0400); they are never
+// read, let alone exported.
+var dmiFiles = []struct{ file, label string }{
+	{"sys_vendor", "vendor"},
+	{"product_name", "product_name"},
+	{"board_name", "board_name"},
+	{"bios_version", "bios_version"},
+}
+
+// Identity is the machine's DMI identity. A field whose file is absent is
+// "".
+type Identity struct {
+	Vendor, ProductName, BoardName, BIOSVersion string
+}
+
+// Temperature is one temperature sensor.
+type Temperature struct {
+	// Source is "acpi" for a thermal zone with an ACPI device (its Sensor
+	// is the ACPI name, TSOC), "thermal_zone" for another thermal zone
+	// (its Sensor is the zone's type, x86_pkg_temp), "spbm" for the spbm
+	// driver (its Sensor is the channel's label).
+	Source, Sensor string
+	// Zone is the thermal zone's index ("0" for thermal_zone0), as
+	// node_exporter's thermal_zone collector labels it; "" for spbm.
+	Zone    string
+	Celsius float64
+}
+
+// Reading is one named spbm value in base units (watts, joules, °C).
+type Reading struct {
+	Name  string
+	Value float64
+}
+
+// SPBM is what the spbm hwmon driver reports.
+type SPBM struct {
+	Power  []Reading // watts, by rail label (sys_total, gpu, …, pl1 … syspl2)
+	Energy []Reading // joules, by accumulator label (pkg, cpu_e, cpu_p, gpu)
+	Limits []Reading // watts: the effective cap (powerN_cap) of pl1, pl2, syspl1, syspl2
+	Temps  []Reading // °C, by label (tj_max, cpu_p_clu0, gpu, soc, dla, …)
+	// Prochot is whether PROCHOT is asserted; nil when the attribute is
+	// absent or unreadable.
+	Prochot *bool
+	// PLLevel is the firmware's current power-limit level (pl_level);
+	// nil when absent or unreadable.
+	PLLevel *uint64
+}
+
+// Problem is a file that was there but could not be read or parsed. File
+// is relative to the sysfs mount point; Err does not name the mount point
+// either.
+type Problem struct {
+	File string
+	Err  error
+}
+
+func (p Problem) Error() string { return p.File + ": " + p.Err.Error() }
+
+// Snapshot is one read of the platform.
+type Snapshot struct {
+	Identity *Identity     // nil without any DMI attribute
+	Zones    []Temperature // thermal zones, by zone index
+	SPBM     *SPBM         // nil without an spbm hwmon
+	Problems []Problem
+	// Stale says a file the Layout named has gone (ENOENT, or ENODEV
+	// from a driver unbound under an open file): discover again.
+	Stale bool
+}
+
+// Read discovers the layout under fsys and reads it once: Discover(fsys)
+// then Layout.Read(fsys.ReadFile).
+func Read(fsys FS) Snapshot {
+	return Discover(fsys).Read(fsys.ReadFile)
+}
+
+// Layout is what does not change while the machine runs: the DMI identity,
+// which thermal zones there are and their names, where the spbm device is,
+// its channels and their labels. Discovering it takes some hundred reads
+// and listings; a scrape then reads only the values, a few dozen files
+// (docs/performance.md).
+type Layout struct {
+	identity *Identity
+	zones    []zoneFile
+	spbm     *spbmFiles
+	problems []Problem // found while discovering, reported with every read
+}
+
+// zoneFile is a thermal zone's temperature file and its labels.
+type zoneFile struct {
+	file string
+	t    Temperature
+}
+
+// valueFile is one spbm value: its file, its label, and how the driver
+// scaled it.
+type valueFile struct {
+	file, label string
+	perUnit     float64 // hwmon units per base unit (1e6 µW per W)
+	driverScale uint64  // what the driver multiplied its 32-bit register by
+}
+
+type spbmFiles struct {
+	power, limits, energy, temps []valueFile
+	prochot, plLevel             string // "" when absent
+}
+
+// Discover reads the parts of the platform that do not change under fsys.
+// It never fails as a whole; what it could not read is reported by every
+// Read of the layout.
+func Discover(fsys FS) *Layout {
+	r := reader{fsys: fsys}
+	l := &Layout{}
+	l.identity = r.identity()
+	l.zones = r.zones()
+	l.spbm = r.spbm()
+	l.problems = r.problems
+	return l
+}
+
+// Read reads the values of the layout through read (an fs.ReadFileFS's
+// ReadFile, or a reader that keeps the files open).
+func (l *Layout) Read(read func(name string) ([]byte, error)) Snapshot {
+	v := valueReader{read: read}
+	s := Snapshot{Identity: l.identity}
+	for _, z := range l.zones {
+		data, ok := v.file(z.file)
+		if !ok {
+			continue
+		}
+		milli, err := ParseInt(data)
+		if err != nil {
+			v.problem(z.file, err)
+			continue
+		}
+		t := z.t
+		t.Celsius = float64(milli) / 1000
+		s.Zones = append(s.Zones, t)
+	}
+	if f := l.spbm; f != nil {
+		p := &SPBM{}
+		p.Power = v.readings(f.power)
+		p.Limits = v.readings(f.limits)
+		p.Energy = v.readings(f.energy)
+		p.Temps = v.readings(f.temps)
+		if f.prochot != "" {
+			if n, ok := v.unsigned(f.prochot); ok {
+				asserted := n != 0
+				p.Prochot = &asserted
+			}
+		}
+		if f.plLevel != "" {
+			if n, ok := v.unsigned(f.plLevel); ok {
+				p.PLLevel = &n
+			}
+		}
+		s.SPBM = p
+	}
+	s.Problems = append(slices.Clone(l.problems), v.problems...)
+	s.Stale = v.stale
+	return s
+}
+
+// valueReader reads a layout's value files, noting problems.
+type valueReader struct {
+	read     func(string) ([]byte, error)
+	problems []Problem
+	stale    bool
+}
+
+func (v *valueReader) problem(file string, err error) {
+	v.problems = append(v.problems, Problem{File: file, Err: withoutPath(err)})
+}
+
+func (v *valueReader) file(name string) ([]byte, bool) {
+	data, err := v.read(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		v.stale = true
+		return nil, false
+	case errors.Is(err, syscall.ENODEV):
+		v.stale = true
+		v.problem(name, err)
+		return nil, false
+	case err != nil:
+		v.problem(name, err)
+		return nil, false
+	}
+	return data, true
+}
+
+func (v *valueReader) unsigned(name string) (uint64, bool) {
+	data, ok := v.file(name)
+	if !ok {
+		return 0, false
+	}
+	n, err := ParseUint(data)
+	if err != nil {
+		v.problem(name, err)
+		return 0, false
+	}
+	return n, true
+}
+
+// readings reads unsigned hwmon values in base units, divided by perUnit
+// (a division, so that 25300000 µW is exactly 25.3). A register read as
+// all ones is no reading.
+func (v *valueReader) readings(files []valueFile) []Reading {
+	var out []Reading
+	for _, f := range files {
+		n, ok := v.unsigned(f.file)
+		if !ok {
+			continue
+		}
+		if n == allOnes*f.driverScale {
+			v.problem(f.file, errors.New("all-ones register: the firmware gave no reading"))
+			continue
+		}
+		out = append(out, Reading{f.label, float64(n) / f.perUnit})
+	}
+	return out
+}
+
+type reader struct {
+	fsys     FS
+	problems []Problem
+}
+
+func (r *reader) problem(file string, err error) {
+	r.problems = append(r.problems, Problem{File: file, Err: withoutPath(err)})
+}
+
+// withoutPath drops the path of an *fs.PathError, which the Problem names
+// already (relative to the mount point, whatever FS produced it).
+func withoutPath(err error) error {
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
+		return pe.Err
+	}
+	return err
+}
+
+// file reads name; ok is false when it is absent (not a problem) or could
+// not be read (a problem, noted).
+func (r *reader) file(name string) (data []byte, ok bool) {
+	data, err := r.fsys.ReadFile(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, false
+	case err != nil:
+		r.problem(name, err)
+		return nil, false
+	}
+	return data, true
+}
+
+// dir lists name; absent is no entries and no problem.
+func (r *reader) dir(name string) []fs.DirEntry {
+	entries, err := r.fsys.ReadDir(name)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		r.problem(name, err)
+	}
+	return entries
+}
+
+func (r *reader) identity() *Identity {
+	var id Identity
+	fields := []*string{&id.Vendor, &id.ProductName, &id.BoardName, &id.BIOSVersion}
+	found := false
+	for i, f := range dmiFiles {
+		name := path.Join(dmiDir, f.file)
+		data, ok := r.file(name)
+		if !ok {
+			continue
+		}
+		v, err := ParseLabel(data)
+		if err != nil {
+			r.problem(name, err)
+			continue
+		}
+		*fields[i] = v
+		found = true
+	}
+	if !found {
+		return nil
+	}
+	return &id
+}
+
+// zoneIndex is N of thermal_zoneN, or "" for another entry (cooling
+// devices share the directory).
+func zoneIndex(entry string) string {
+	n, ok := strings.CutPrefix(entry, "thermal_zone")
+	if !ok || n == "" || len(n) > 9 || strings.Trim(n, "0123456789") != "" {
+		return ""
+	}
+	return n
+}
+
+func (r *reader) zones() []zoneFile {
+	type zone struct {
+		index int
+		z     zoneFile
+	}
+	var zs []zone
+	for _, e := range r.dir(thermalDir) {
+		n := zoneIndex(e.Name())
+		if n == "" {
+			continue
+		}
+		dir := path.Join(thermalDir, e.Name())
+		t, ok := r.zone(dir)
+		if !ok {
+			continue
+		}
+		t.Zone = n
+		index, _ := strconv.Atoi(n)
+		zs = append(zs, zone{index, zoneFile{path.Join(dir, "temp"), t}})
+	}
+	// thermal_zone10 after thermal_zone9, whatever order the listing gave.
+	slices.SortFunc(zs, func(a, b zone) int { return a.index - b.index })
+	var out []zoneFile
+	for _, z := range zs {
+		out = append(out, z.z)
+	}
+	return out
+}
+
+// zone names one thermal zone: by the ACPI device behind it (device/path,
+// "\_TZ_.TSOC") or else by its type.
+func (r *reader) zone(dir string) (Temperature, bool) {
+	var t Temperature
+	acpiFile := path.Join(dir, "device", "path")
+	if data, ok := r.file(acpiFile); ok {
+		name, err := ParseACPIName(data)
+		if err == nil {
+			t.Source, t.Sensor = "acpi", name
+			return t, true
+		}
+		r.problem(acpiFile, err)
+	}
+	typeFile := path.Join(dir, "type")
+	data, ok := r.file(typeFile)
+	if !ok {
+		return Temperature{}, false
+	}
+	typ, err := ParseLabel(data)
+	if err == nil && typ == "" {
+		err = errors.New("empty")
+	}
+	if err != nil {
+		r.problem(typeFile, err)
+		return Temperature{}, false
+	}
+	t.Source, t.Sensor = "thermal_zone", typ
+	return t, true
+}
+
+// spbmDir finds the hwmon device named spbm; "" when there is none. Should
+// there be two, the first in name order is read.
+func (r *reader) spbmDir() string {
+	var dirs []string
+	for _, e := range r.dir(hwmonDir) {
+		if !strings.HasPrefix(e.Name(), "hwmon") {
+			continue
+		}
+		nameFile := path.Join(hwmonDir, e.Name(), "name")
+		data, ok := r.file(nameFile)
+		if ok && string(bytes.TrimSpace(data)) == SPBMName {
+			dirs = append(dirs, path.Join(hwmonDir, e.Name()))
+		}
+	}
+	if len(dirs) == 0 {
+		return ""
+	}
+	slices.Sort(dirs)
+	return dirs[0]
+}
+
+// A hwmon channel attribute, as the hwmon sysfs ABI names them
+// (Documentation/hwmon/sysfs-interface.rst): power3_input, temp1_label.
+type channel struct {
+	kind  string // power, energy, temp
+	index int
+}
+
+func parseAttribute(file string) (ch channel, attr string, ok bool) {
+	kindIndex, attr, ok := strings.Cut(file, "_")
+	if !ok {
+		return channel{}, "", false
+	}
+	for _, kind := range []string{"power", "energy", "temp"} {
+		n, found := strings.CutPrefix(kindIndex, kind)
+		if !found || n == "" || len(n) > 4 || strings.Trim(n, "0123456789") != "" {
+			continue
+		}
+		index, _ := strconv.Atoi(n)
+		return channel{kind, index}, attr, true
+	}
+	return channel{}, "", false
+}
+
+// allOnes is an all-ones 32-bit register, which is what a read of the
+// SPBM shared memory gives when the firmware has not filled it (the
+// driver warns "telemetry may be inactive" on it). It is no reading.
+const allOnes = 0xFFFFFFFF
+
+func (r *reader) spbm() *spbmFiles {
+	dir := r.spbmDir()
+	if dir == "" {
+		return nil
+	}
+	var channels []channel
+	attrs := map[channel]map[string]bool{}
+	files := map[string]bool{}
+	for _, e := range r.dir(dir) {
+		files[e.Name()] = true
+		ch, attr, ok := parseAttribute(e.Name())
+		if !ok {
+			continue
+		}
+		if attrs[ch] == nil {
+			attrs[ch] = map[string]bool{}
+			channels = append(channels, ch)
+		}
+		attrs[ch][attr] = true
+	}
+	slices.SortFunc(channels, func(a, b channel) int {
+		if c := strings.Compare(a.kind, b.kind); c != 0 {
+			return c
+		}
+		return a.index - b.index
+	})
+
+	s := &spbmFiles{}
+	seen := map[string]bool{} // kind/label, so that no series repeats
+	for _, ch := range channels {
+		if !attrs[ch]["input"] {
+			continue
+		}
+		prefix := path.Join(dir, ch.kind+strconv.Itoa(ch.index))
+		label := ch.kind + strconv.Itoa(ch.index) // the channel's own name, without a label file
+		if attrs[ch]["label"] {
+			data, ok := r.file(prefix + "_label")
+			if !ok {
+				continue
+			}
+			l, err := ParseLabel(data)
+			if err == nil && l == "" {
+				err = errors.New("empty")
+			}
+			if err != nil {
+				r.problem(prefix+"_label", err)
+				continue
+			}
+			label = l
+		}
+		if seen[ch.kind+"/"+label] {
+			r.problem(prefix+"_label", fmt.Errorf("label %q repeats an earlier %s channel's", label, ch.kind))
+			continue
+		}
+		seen[ch.kind+"/"+label] = true
+
+		// hwmon units: µW, µJ, m°C; the driver scales 32-bit firmware
+		// registers in mW, mJ and c°C.
+		switch ch.kind {
+		case "power":
+			s.power = append(s.power, valueFile{prefix + "_input", label, 1e6, 1000})
+			if attrs[ch]["cap"] {
+				s.limits = append(s.limits, valueFile{prefix + "_cap", label, 1e6, 1000})
+			}
+		case "energy":
+			s.energy = append(s.energy, valueFile{prefix + "_input", label, 1e6, 1000})
+		case "temp":
+			s.temps = append(s.temps, valueFile{prefix + "_input", label, 1e3, 10})
+		}
+	}
+	if files["prochot"] {
+		s.prochot = path.Join(dir, "prochot")
+	}
+	if files["pl_level"] {
+		s.plLevel = path.Join(dir, "pl_level")
+	}
+	return s
+}
+
+// maxValue is longer than any decimal integer sysfs writes.
+const maxValue = 32
+
+// value is the one line of a sysfs attribute, without its newline.
+func value(data []byte) ([]byte, error) {
+	v := bytes.TrimSpace(data)
+	switch {
+	case len(v) == 0:
+		return nil, errors.New("empty")
+	case len(v) > maxValue:
+		return nil, fmt.Errorf("%d bytes, not a number", len(data))
+	}
+	return v, nil
+}
+
+// ParseInt parses a signed decimal sysfs attribute ("41700\n").
+func ParseInt(data []byte) (int64, error) {
+	v, err := value(data)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("not an integer: %q", v)
+	}
+	return n, nil
+}
+
+// ParseUint parses an unsigned decimal sysfs attribute.
+func ParseUint(data []byte) (uint64, error) {
+	v, err := value(data)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseUint(string(v), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("not an unsigned integer: %q", v)
+	}
+	return n, nil
+}
+
+// maxLabel bounds a label value taken from a file: DMI strings and hwmon
+// labels are tens of bytes.
+const maxLabel = 128
+
+// ParseLabel turns a one-line text attribute (a DMI string, a hwmon label,
+// a zone type) into a label value: trimmed, valid UTF-8. More than one
+// line, a control character or more than maxLabel bytes is refused rather
+// than cut: such a file is not what the attribute is.
+func ParseLabel(data []byte) (string, error) {
+	s := strings.TrimSpace(strings.ToValidUTF8(string(data), string(utf8.RuneError)))
+	if len(s) > maxLabel {
+		return "", fmt.Errorf("%d bytes, more than the %d of a label", len(s), maxLabel)
+	}
+	if i := strings.IndexFunc(s, unicode.IsControl); i >= 0 {
+		return "", fmt.Errorf("control character %q in a one-line attribute", s[i])
+	}
+	return s, nil
+}
+
+// ParseACPIName takes the ACPI name of a device from its path attribute:
+// "\_TZ_.TSOC" is TSOC. An ACPI name segment is one to four characters,
+// the first a capital letter or _, the rest capitals, digits or _ (ACPI
+// 6.5, section 20.2.2); anything else is refused.
+func ParseACPIName(data []byte) (string, error) {
+	p := string(bytes.TrimSpace(data))
+	if !strings.HasPrefix(p, `\`) {
+		return "", fmt.Errorf("not an ACPI path: %q", truncate(p))
+	}
+	seg := p[strings.LastIndexAny(p, `\.`)+1:]
+	if seg == "" || len(seg) > 4 {
+		return "", fmt.Errorf("not an ACPI name: %q", truncate(seg))
+	}
+	for i, c := range seg {
+		switch {
+		case c >= 'A' && c <= 'Z', c == '_':
+		case i > 0 && c >= '0' && c <= '9':
+		default:
+			return "", fmt.Errorf("not an ACPI name: %q", truncate(seg))
+		}
+	}
+	return seg, nil
+}
+
+// truncate keeps an error message short whatever the file held.
+func truncate(s string) string {
+	if len(s) > 32 {
+		return s[:32] + "…"
+	}
+	return s
+}
