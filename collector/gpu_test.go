@@ -12,7 +12,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
-	"github.com/spark-exporter/spark_exporter/internal/gpu/gputest"
+	"github.com/spark-exporter/spark_exporter/internal/testing/gputest"
 )
 
 // newMockGPUCollector runs the gpu collector on a mock NVML and the spark

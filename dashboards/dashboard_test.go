@@ -8,14 +8,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spark-exporter/spark_exporter/internal/promqltest"
+	"github.com/spark-exporter/spark_exporter/internal/testing/grafana"
+	"github.com/spark-exporter/spark_exporter/internal/testing/promqltest"
 )
 
-func load(t *testing.T) Dashboard {
+func load(t *testing.T) grafana.Dashboard {
 	t.Helper()
-	d, err := Load(File)
+	d, err := grafana.Load(grafana.File)
 	if err != nil {
-		t.Fatalf("%s: %v", File, err)
+		t.Fatalf("%s: %v", grafana.File, err)
 	}
 	return d
 }
@@ -86,7 +87,7 @@ func TestDashboardShape(t *testing.T) {
 // import serves any Prometheus and several Sparks.
 func TestDashboardVariables(t *testing.T) {
 	d := load(t)
-	vars := map[string]Variable{}
+	vars := map[string]grafana.Variable{}
 	for _, v := range d.Templating.List {
 		vars[v.Name] = v
 	}
@@ -99,8 +100,8 @@ func TestDashboardVariables(t *testing.T) {
 		t.Errorf("want a multi-select instance query variable with All, got %+v", inst)
 	}
 
-	want := DatasourceRef{Type: "prometheus", UID: "${datasource}"}
-	check := func(where string, ref *DatasourceRef) {
+	want := grafana.DatasourceRef{Type: "prometheus", UID: "${datasource}"}
+	check := func(where string, ref *grafana.DatasourceRef) {
 		if ref == nil || *ref != want {
 			t.Errorf("%s: datasource %v, want %v", where, ref, want)
 		}
@@ -132,7 +133,7 @@ func TestDashboardVariables(t *testing.T) {
 
 // Grafana's built-in variables, replaced by representative values so the
 // queries can be parsed as Prometheus would receive them.
-var grafanaVariables = Vars{
+var grafanaVariables = grafana.Vars{
 	RateInterval: "1m",
 	Interval:     "30s",
 	Range:        "6h",
@@ -192,7 +193,7 @@ func TestDashboardNotEmptyOnGB10(t *testing.T) {
 	for i, r := range results {
 		absent := false
 		for _, m := range r.Metrics {
-			if AbsentOnGB10[m] {
+			if grafana.AbsentOnGB10[m] {
 				absent = true
 			}
 		}
