@@ -43,7 +43,7 @@ CC_amd64  ?= $(if $(filter amd64,$(HOST_ARCH)),gcc,x86_64-linux-gnu-gcc)
 QEMU_ARM64 ?= $(if $(filter arm64,$(HOST_ARCH)),,qemu-aarch64 -L /usr/aarch64-linux-gnu)
 
 .PHONY: all build run test unit e2e rules fuzz lint fmt vet staticcheck tools bench clean \
-	crossbuild test-arm64 release test-release docker kubernetes-rules \
+	crossbuild test-arm64 release test-release deb test-deb docker kubernetes-rules \
 	nvml-standin demo
 
 all: build
@@ -65,19 +65,30 @@ FORCE:
 test-arm64:
 	scripts/test-arm64.sh
 
-## release: promu-style tarballs and sha256sums.txt in .tarballs/.
-release: crossbuild
+## release: promu-style tarballs and the Debian packages, with
+## sha256sums.txt over them all, in .tarballs/.
+release: crossbuild deb
 	scripts/release.sh $(VERSION) $(PLATFORMS)
 
 test-release:
 	scripts/test-release.sh
+
+## deb: .build/deb/prometheus-spark-exporter_VERSION-1_ARCH.deb for every
+## platform, from the crossbuild binaries, with nfpm (docs/packaging.md).
+deb: crossbuild $(TOOLS)/nfpm
+	NFPM=$(TOOLS)/nfpm scripts/deb.sh $(VERSION) $(foreach p,$(PLATFORMS),$(notdir $(p)))
+
+## test-deb: lintian on both packages; as root (CI), install, run, upgrade,
+## remove and purge the host's package for real (scripts/test-deb.sh).
+test-deb: deb
+	scripts/test-deb.sh $(VERSION)
 
 ## run: the exporter on this host's /proc, on :10240.
 run: build
 	./spark_exporter
 
 ## test: everything CI checks.
-test: lint nvml-standin unit e2e fuzz test-arm64 test-release
+test: lint nvml-standin unit e2e fuzz test-arm64 test-release test-deb
 
 unit: tools
 	$(GO) test -count=1 ./...
@@ -139,10 +150,14 @@ pins = $(shell cat tools/$(1)/go.mod tools/$(1)/go.sum | sha256sum | cut -c1-16)
 PROMETHEUS_STAMP   := $(TOOLS)/.prometheus-$(call pins,prometheus)
 ALERTMANAGER_STAMP := $(TOOLS)/.alertmanager-$(call pins,alertmanager)
 LINT_STAMP         := $(TOOLS)/.lint-$(call pins,lint)
+# nfpm, for `make deb` only: its own module, so its pins leave the stamps
+# above (and the tools built from them) alone.
+NFPM_STAMP         := $(TOOLS)/.nfpm-$(call pins,nfpm)
 
 $(TOOLS)/promtool $(TOOLS)/prometheus: $(PROMETHEUS_STAMP)
 $(TOOLS)/alertmanager $(TOOLS)/amtool: $(ALERTMANAGER_STAMP)
 $(TOOLS)/staticcheck: $(LINT_STAMP)
+$(TOOLS)/nfpm: $(NFPM_STAMP)
 
 $(PROMETHEUS_STAMP):
 	cd tools/prometheus && CGO_ENABLED=0 $(GO) build -o $(CURDIR)/$(TOOLS)/ \
@@ -156,6 +171,10 @@ $(ALERTMANAGER_STAMP):
 
 $(LINT_STAMP):
 	cd tools/lint && $(GO) build -o $(CURDIR)/$(TOOLS)/ honnef.co/go/tools/cmd/staticcheck
+	touch $@
+
+$(NFPM_STAMP):
+	cd tools/nfpm && CGO_ENABLED=0 $(GO) build -o $(CURDIR)/$(TOOLS)/ github.com/goreleaser/nfpm/v2/cmd/nfpm
 	touch $@
 
 ## docker: the image for every platform in PLATFORMS (docker/Dockerfile runs

@@ -42,7 +42,10 @@ type Env struct {
 	// ProcFS is the procfs mount point (--path.procfs). Every /proc read
 	// goes through it, so that tests can point it at a fixture tree.
 	ProcFS string
-	Logger log.Logger
+	// PoolReserve is --pool.reserve: the memory kept back for the OS and
+	// driver. Build sets it from the flag AddFlags registers.
+	PoolReserve uint64
+	Logger      log.Logger
 }
 
 // FlagGroup is a kingpin application or command.
@@ -101,13 +104,16 @@ type Selection struct {
 	explicit   map[string]*bool // --[no-]collector.NAME given
 	configured map[string]*bool // the collector's onWith flag given
 	factories  map[string]Factory
+	// poolReserve is shared by the pool collector and the plan command.
+	poolReserve *uint64
 }
 
 // AddFlags registers --collector.NAME for every known collector and each
 // collector's own flags.
 func AddFlags(fg FlagGroup) *Selection {
 	s := &Selection{enabled: map[string]*bool{}, explicit: map[string]*bool{},
-		configured: map[string]*bool{}, factories: map[string]Factory{}}
+		configured: map[string]*bool{}, factories: map[string]Factory{},
+		poolReserve: addPoolReserveFlag(fg)}
 	for _, r := range registrations {
 		def := "disabled"
 		switch {
@@ -147,6 +153,11 @@ func (w watchFlag) Flag(name, help string) *kingpin.FlagClause {
 	return fc
 }
 
+// PoolReserve is the parsed --pool.reserve, for the plan command: it
+// judges a plan against the headroom the pool collector exports, the same
+// reserve kept back. It is set once the flags are parsed.
+func (s *Selection) PoolReserve() *uint64 { return s.poolReserve }
+
 // Enabled lists the enabled collectors, sorted.
 func (s *Selection) Enabled() []string {
 	var names []string
@@ -166,7 +177,7 @@ func (s *Selection) Enabled() []string {
 func (s *Selection) Build(env Env) (*Exporter, error) {
 	cs := map[string]Collector{}
 	for _, name := range s.Enabled() {
-		c, err := s.factories[name](Env{ProcFS: env.ProcFS, Logger: log.With(env.Logger, "collector", name)})
+		c, err := s.factories[name](Env{ProcFS: env.ProcFS, PoolReserve: *s.poolReserve, Logger: log.With(env.Logger, "collector", name)})
 		if err != nil {
 			for _, built := range cs {
 				closeCollector(built)

@@ -63,7 +63,7 @@ var (
 	gpuMemUsedDesc    = newDesc("gpu", "memory_used_bytes", "NVML's used memory, the nvidia-smi view; absent on GB10 (see spark_pool_*).", "gpu")
 	gpuReasonDesc     = newDesc("gpu", "clocks_event_active", "1 while NVML reports the reason as holding the clocks down, else 0.", "gpu", "reason")
 	gpuProcMemoryDesc = newDesc("gpu", "process_memory_bytes", "GPU memory held by a compute process, per NVML; comm is empty when /proc/<pid>/comm cannot be read.", "gpu", "pid", "comm")
-	// The nine reasons of the contract, by NVML bit. The hardware bits only
+	// The nine reasons of docs/metrics.md, by NVML bit. The hardware bits only
 	// have NVML's older "throttle" names.
 	gpuClockEventNames = []struct {
 		bit  uint64

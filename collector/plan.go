@@ -6,7 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/spark-exporter/spark_exporter/internal/planfile"
+	"github.com/spark-exporter/spark_exporter/internal/plan"
 )
 
 // The plan collector exports what each planned training run in --plan.file
@@ -23,7 +23,7 @@ func init() {
 			if *file == "" {
 				return nil, errors.New("needs --plan.file, the list of planned runs")
 			}
-			plans, err := planfile.Load(*file)
+			plans, err := plan.LoadFile(*file)
 			if err != nil {
 				return nil, fmt.Errorf("--plan.file: %w", err)
 			}
@@ -44,7 +44,7 @@ type planCollector struct {
 	peaks []float64
 }
 
-func newPlanCollector(plans []planfile.Named) (*planCollector, error) {
+func newPlanCollector(plans []plan.Named) (*planCollector, error) {
 	c := &planCollector{}
 	for _, p := range plans {
 		e, err := p.Plan.Estimate()

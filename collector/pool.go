@@ -22,14 +22,21 @@ import (
 // which nvidia-smi cannot show), the page cache that eats it unseen, and the
 // signs of eviction (stalls, refaults, reclaim, OOM kills).
 func init() {
-	registerCollector("pool", defaultEnabled, func(fg FlagGroup) Factory {
-		reserve := cliflag.Bytes(fg.Flag("pool.reserve",
-			"Memory kept back for the OS and driver; headroom is MemFree minus this. Examples: 4GiB, 512MiB.").
-			Default("4GiB"))
+	registerCollector("pool", defaultEnabled, func(FlagGroup) Factory {
 		return func(env Env) (Collector, error) {
-			return newPoolCollector(env.ProcFS, *reserve, env.Logger)
+			return newPoolCollector(env.ProcFS, env.PoolReserve, env.Logger)
 		}
 	})
+}
+
+// addPoolReserveFlag registers --pool.reserve. AddFlags registers it once,
+// beside the collectors' own flags, because the plan command judges against
+// the same headroom (Selection.PoolReserve) and the pool collector gets it
+// through Env.
+func addPoolReserveFlag(fg FlagGroup) *uint64 {
+	return cliflag.Bytes(fg.Flag("pool.reserve",
+		"Memory kept back for the OS and driver; headroom is MemFree minus this. Examples: 4GiB, 512MiB.").
+		Default("4GiB"))
 }
 
 var (

@@ -19,14 +19,14 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/thermallog"
 )
 
-// The thermal collector is the guide's thermal watch as software: a
+// The thermal collector is the thermal watch of docs/design.md as software: a
 // sampler beside the run reads each GPU's temperature, power, SM clock,
 // utilisation and clock event reasons every --thermal.interval, keeps
 // --thermal.window of them, and judges the window (internal/thermal): the
 // throttle signature (busy, power flat below the rating, temperature
 // climbing or holding hot) or NVML's own thermal slowdown reasons. Entering
 // and leaving a throttle episode is logged, once each; with
-// --thermal.csv-file every sample is also appended to the guide's CSV log.
+// --thermal.csv-file every sample is also appended to the nvidia-smi CSV log.
 func init() {
 	registerCollector("thermal", defaultEnabled, func(fg FlagGroup) Factory {
 		flags := addThermalFlags(fg)

@@ -254,7 +254,7 @@ func TestThermalIgnoresImpossibleReadings(t *testing.T) {
 	}
 }
 
-// The CSV log: the guide's header once, a row per sample, kept across a
+// The CSV log: nvidia-smi's header once, a row per sample, kept across a
 // restart; an unwritable file is counted and logged once, and the
 // collector keeps working.
 func TestThermalCSV(t *testing.T) {
@@ -384,7 +384,7 @@ func TestThermalFactoryRefusesAShortWindow(t *testing.T) {
 	}
 }
 
-// The collector's descriptors carry the names of METRICS.md.
+// The collector's descriptors carry the names of docs/metrics.md.
 func TestThermalMetricNames(t *testing.T) {
 	for _, d := range []*prometheus.Desc{thermalStateDesc, thermalSignatureDesc, thermalPowerMeanDesc,
 		thermalSpreadDesc, thermalSlopeDesc, thermalEpisodesDesc, thermalSecondsDesc} {

@@ -13,7 +13,7 @@ import (
 
 // The workloads collector reports who else is on the pool: inference servers
 // and trainers found in /proc, the memory each holds, and the cap each was
-// started with. The guide's rule is one uncapped heavy job at a time, so a
+// started with. The rule is one uncapped heavy job at a time (docs/design.md), so a
 // server's cap matters as much as its presence.
 func init() {
 	registerCollector("workloads", defaultEnabled, func(fg FlagGroup) Factory {

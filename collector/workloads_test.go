@@ -38,7 +38,7 @@ func TestWorkloadsFixtures(t *testing.T) {
 		want map[string]float64
 	}{
 		{
-			// vLLM capped at 0.4 beside a trainer: fine per the guide.
+			// vLLM capped at 0.4 beside a trainer: fine (cap ≤ 0.5, docs/design.md).
 			tree: "workloads/vllm-capped",
 			want: map[string]float64{
 				`spark_workloads{role="inference"}`:                                        1,

@@ -156,7 +156,7 @@ type alertmanagerConfig struct {
 }
 
 // The inhibitions name alerts the rules define (checked once rules/ has
-// alerts; until then the names are those of the contract).
+// alerts; until then the names are those of docs/metrics.md).
 func TestAlertmanagerNamesRuleAlerts(t *testing.T) {
 	alerts := map[string]bool{}
 	files, err := kuberules.ReadDir(filepath.Join(testexporter.Root(t), "rules"))

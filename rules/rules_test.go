@@ -28,8 +28,8 @@ const (
 	testsGlob    = "tests/*.test.yml"
 )
 
-// The alerts of METRICS.md, by name, with their severity. The contract is
-// binding: an alert renamed, added or dropped here is a contract change.
+// The alerts of README.md's table, by name, with their severity. The names are
+// binding: an alert renamed, added or dropped here breaks users' routes and silences.
 var contractAlerts = map[string]string{
 	"SparkGPUThrottling":            "warning",
 	"SparkGPUPowerPlateau":          "info",

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Checks `make release`: each tarball holds one directory named as promu
-# names it, with the binary and the files users need; the checksums match;
+# names it, with the binary and the files users need; the checksums match
+# and cover the Debian packages too (scripts/test-deb.sh checks those);
 # and each binary, run (arm64 under qemu where needed), reports the version
 # in VERSION.
 set -euo pipefail
@@ -9,6 +10,10 @@ version=$(cat VERSION)
 make --no-print-directory release >/dev/null
 cd .tarballs
 sha256sum -c --quiet sha256sums.txt
+for arch in arm64 amd64; do
+  deb=prometheus-spark-exporter_$version-1_$arch.deb
+  grep -q " $deb\$" sha256sums.txt || { echo "release: sha256sums.txt lacks $deb" >&2; exit 1; }
+done
 
 host=$(go env GOARCH)
 for arch in arm64 amd64; do

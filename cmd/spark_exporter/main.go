@@ -68,10 +68,12 @@ func newApp() (*kingpin.Application, map[string]command) {
 	// Serving flags belong to the application, not to the serve command, so
 	// that `spark_exporter --help` lists them and existing command lines
 	// (spark_exporter --web.listen-address=…) read as for any exporter.
+	serve := app.Command("serve", "Serve metrics (the default command).").Default().FullCommand()
+	serveRun, collectors := serveCommand(app, procfs)
 	commands := map[string]command{
-		app.Command("serve", "Serve metrics (the default command).").Default().FullCommand(): serveCommand(app, procfs),
+		serve:  serveRun,
+		"plan": planCommand(app, procfs, collectors.PoolReserve()),
 	}
-	commands["plan"] = planCommand(app, procfs)
 	return app, commands
 }
 

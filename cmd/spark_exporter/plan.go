@@ -1,11 +1,9 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,8 +11,8 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
+	"github.com/spark-exporter/spark_exporter/internal/plan"
 	"github.com/spark-exporter/spark_exporter/internal/pool"
-	"github.com/spark-exporter/spark_exporter/internal/uma"
 )
 
 // Exit statuses of the plan command, for launch scripts:
@@ -26,38 +24,19 @@ const (
 )
 
 // planCommand registers `spark_exporter plan` and its flags. It shares
-// --path.procfs and --pool.reserve with the exporter, so that the headroom
-// it checks against is the one the pool collector exports.
-func planCommand(app *kingpin.Application, procfs *string) command {
+// --path.procfs and --pool.reserve (reserve) with the exporter, so that the
+// headroom it checks against is the one the pool collector exports.
+func planCommand(app *kingpin.Application, procfs *string, reserve *uint64) command {
 	cmd := app.Command("plan", "Size a training run against the live unified memory pool before launch: "+
 		"weights + optimizer + gradients + activations (+ adapters), and the load transient. "+
 		"Exit status 0: ready or ready-with-warnings; 1: blocked; 2: bad input.")
-	size := cliflag.Value(cmd.Flag("model-size", "Parameter count: 70B, 7.5B, 350M or 8e9.").Required().PlaceHolder("70B"), uma.ParseModelSize)
-	method := cliflag.Value(cmd.Flag("method", "Training method: full, lora or qlora.").Required().PlaceHolder("qlora"), uma.ParseMethod)
-	dtype := cliflag.Value(cmd.Flag("dtype", "Base weight type: fp32, bf16, fp16, int8, nf4, nvfp4 (default: nf4 for qlora, bf16 otherwise).").PlaceHolder("bf16"), uma.ParseDType)
-	optimizer := cliflag.Value(cmd.Flag("optimizer", "Optimizer: adamw (fp32 states, 8 B per trainable parameter), adamw-8bit (≈2 B) or sgd (with momentum, 4 B) (default: adamw).").PlaceHolder("adamw"), uma.ParseOptimizer)
-	rank := cliflag.Value(cmd.Flag("lora-rank", "LoRA rank, lora and qlora only (default: 16).").PlaceHolder("16"), uma.ParseRank)
-	targets := cliflag.Value(cmd.Flag("lora-targets", "Adapted linear layers of one block as IN×OUT, comma-separated (4096x4096,4096x1024,…); needs --layers (default: the seven projections of a Llama block).").PlaceHolder("INxOUT,…"), uma.ParseShapes)
-	checkpointing := cmd.Flag("gradient-checkpointing", "Gradient checkpointing is on (recompute activations in the backward pass).").Bool()
-	pack := cliflag.Value(cmd.Flag("pack", "Packing (sequence) length in tokens.").Default(fmt.Sprint(uma.DefaultPack)), uma.ParsePack)
-	batch := cliflag.Value(cmd.Flag("batch", "Sequences per step on the device.").Default(fmt.Sprint(uma.DefaultBatch)), uma.ParseBatch)
-	layers := cliflag.Value(cmd.Flag("layers", "Transformer layers, with --hidden-size (default: derived from the size).").PlaceHolder("N"), uma.ParseLayers)
-	hidden := cliflag.Value(cmd.Flag("hidden-size", "Hidden size, with --layers (default: derived from the size).").PlaceHolder("N"), uma.ParseHidden)
+	p := planFlags(cmd)
 	asJSON := cmd.Flag("json", "Print the report as JSON (the preflight env-report.json shape plus the estimate).").Bool()
 
 	return func(stdout, stderr io.Writer) int {
-		p := uma.Plan{
-			Params: *size, Method: *method, DType: *dtype, Optimizer: *optimizer,
-			LoRARank: *rank, LoRATargets: *targets, GradientCheckpointing: *checkpointing,
-			Pack: *pack, Batch: *batch, Layers: *layers, HiddenSize: *hidden,
-		}
-		reserve, ok := cliflag.Lookup[uint64](app.GetFlag("pool.reserve"))
-		if !ok {
-			fmt.Fprintf(stderr, "%s: error: --pool.reserve is not registered\n", name)
-			return planBlocked
-		}
-		r, err := planReport(p, *procfs, reserve)
-		var fe *uma.FieldError
+		snap, readErr := pool.Read(*procfs)
+		r, err := plan.NewReport(*p, snap, readErr, *reserve, readPlatform(*procfs))
+		var fe *plan.FieldError
 		if errors.As(err, &fe) {
 			fmt.Fprintf(stderr, "%s: error: invalid flag --%s: %v; try --help\n", name, fe.Field, fe.Err)
 			return planUsage
@@ -67,78 +46,67 @@ func planCommand(app *kingpin.Application, procfs *string) command {
 			return planBlocked
 		}
 		if *asJSON {
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			enc.SetEscapeHTML(false)
-			err = enc.Encode(r.json())
+			err = r.WriteJSON(stdout)
 		} else {
-			err = r.writeTable(stdout)
+			err = r.WriteText(stdout)
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "%s: error: %v\n", name, err)
 			return planBlocked
 		}
-		if r.Verdict == uma.Blocked {
+		if r.Verdict == plan.Blocked {
 			return planBlocked
 		}
 		return planFits
 	}
 }
 
-// report is a plan judged against the pool as read now.
-type report struct {
-	uma.Assessment
-	Platform platform
-	Pool     *pool.Snapshot // nil when meminfo could not be read
-	Reserve  uint64
-}
-
-// platform is what /proc says about the machine; fields it does not give are
-// left empty and omitted.
-type platform struct {
-	Arch   string
-	Kernel string
-}
-
-// planReport reads the pool under procPath and assesses p against it.
-func planReport(p uma.Plan, procPath string, reserve uint64) (report, error) {
-	r := report{Reserve: reserve, Platform: readPlatform(procPath)}
-	var budget *uma.Budget
-	poolCheck := uma.Check{Name: "pool"}
-	snap, err := pool.Read(procPath)
-	if err != nil {
-		poolCheck.Level, poolCheck.Detail = uma.Fail, "cannot read meminfo under --path.procfs: "+withoutPath(err)
-	} else {
-		r.Pool = &snap
-		budget = &uma.Budget{
-			Headroom:   float64(snap.Headroom(reserve)),
-			AfterFlush: float64(snap.HeadroomAfterFlush(reserve)),
+// planFlags makes a flag of each of plan.Fields on cmd; each value given
+// goes into the returned plan as it is parsed.
+func planFlags(cmd *kingpin.CmdClause) *plan.Plan {
+	p := new(plan.Plan)
+	for _, f := range plan.Fields {
+		fc := cmd.Flag(f.Name, f.Help)
+		if f.Required {
+			fc.Required()
 		}
-		poolCheck.Level, poolCheck.Detail = uma.Info, fmt.Sprintf("free %s GB, flushable %s GB, reserve %s GB",
-			uma.FormatGB(float64(snap.Free)), uma.FormatGB(float64(snap.Flushable)), uma.FormatGB(float64(reserve)))
+		if f.PlaceHolder != "" {
+			fc.PlaceHolder(f.PlaceHolder)
+		}
+		if f.Default != "" {
+			fc.Default(f.Default)
+		}
+		set := func(s string) error { return f.Set(p, s) }
+		if f.Switch {
+			fc.SetValue(&switchFlag{set: set})
+			continue
+		}
+		// cliflag refuses a bad value naming the flag; the plan keeps it.
+		cliflag.Value(fc, func(s string) (struct{}, error) { return struct{}{}, set(s) })
 	}
-	a, err := uma.Assess(p, budget)
-	if err != nil {
-		return report{}, err
-	}
-	r.Assessment = a
-	r.Checks = append([]uma.Check{poolCheck}, r.Checks...)
-	r.Verdict = uma.VerdictOf(r.Checks)
-	return r, nil
+	return p
 }
 
-// withoutPath renders err without the path an *fs.PathError carries: paths
-// stay out of messages.
-func withoutPath(err error) string {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err.Error()
-	}
-	return err.Error()
+// switchFlag is a kingpin switch (--name, --no-name) whose value goes to set
+// as "true" or "false".
+type switchFlag struct {
+	set  func(string) error
+	text string
 }
+
+func (v *switchFlag) Set(s string) error {
+	if err := v.set(s); err != nil {
+		return err
+	}
+	v.text = s
+	return nil
+}
+
+func (v *switchFlag) String() string   { return v.text }
+func (v *switchFlag) IsBoolFlag() bool { return true }
 
 // readPlatform reads the architecture and kernel release from procfs.
-func readPlatform(procPath string) platform {
+func readPlatform(procPath string) plan.Platform {
 	read := func(name string) string {
 		b, err := os.ReadFile(filepath.Join(procPath, "sys", "kernel", name))
 		if err != nil {
@@ -146,5 +114,5 @@ func readPlatform(procPath string) platform {
 		}
 		return strings.TrimSpace(string(b))
 	}
-	return platform{Arch: read("arch"), Kernel: read("osrelease")}
+	return plan.Platform{Arch: read("arch"), Kernel: read("osrelease")}
 }

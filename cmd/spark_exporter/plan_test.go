@@ -8,15 +8,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 
-	"github.com/spark-exporter/spark_exporter/internal/planfile"
+	"github.com/spark-exporter/spark_exporter/internal/plan"
 	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
 
@@ -94,7 +94,7 @@ func TestPlanJSONShape(t *testing.T) {
 	if code != 0 || r["verdict"] != "ready" {
 		t.Errorf("exit %d verdict %v, want 0 ready", code, r["verdict"])
 	}
-	// The guide's env-report.json fields, and the estimate METRICS.md lists.
+	// The env-report.json fields, and the estimate docs/plan.md lists.
 	for _, k := range []string{"platform", "checks", "headroom_gb", "verdict", "estimate"} {
 		if _, ok := r[k]; !ok {
 			t.Errorf("no %q in the report", k)
@@ -229,21 +229,70 @@ func TestServeRefusesBadPlanFile(t *testing.T) {
 	}
 }
 
-// --plan.file takes the plan command's flags as keys, and no others.
-func TestPlanFileKeysAreTheCommandsFlags(t *testing.T) {
-	app := kingpin.New(name, "")
-	procfs := app.Flag("path.procfs", "").String()
-	planCommand(app, procfs)
-	var flags []string
-	for _, f := range app.GetCommand("plan").Model().Flags {
-		if f.Name != "json" {
-			flags = append(flags, f.Name)
-		}
+// Every field of the plan table parses the same as a flag of the plan
+// command and as a key of --plan.file, and each is taken in both: a plan
+// given every field differs from one without any one of them.
+func TestPlanFieldsParseAsFlagsAndKeys(t *testing.T) {
+	// One valid plan that sets every field away from its default.
+	examples := map[string]string{
+		"model-size": "8B", "method": "lora", "dtype": "fp16", "optimizer": "sgd",
+		"lora-rank": "8", "lora-targets": "4096x4096,4096x1024", "gradient-checkpointing": "true",
+		"pack": "1024", "batch": "2", "layers": "32", "hidden-size": "4096",
 	}
-	keys := planfile.Fields()
-	slices.Sort(flags)
-	slices.Sort(keys)
-	if !slices.Equal(flags, keys) {
-		t.Errorf("plan command flags %v, plan file keys %v", flags, keys)
+	viaFlags := func(skip string) plan.Plan {
+		t.Helper()
+		app := kingpin.New(name, "")
+		p := planFlags(app.Command("plan", ""))
+		args := []string{"plan"}
+		for _, f := range plan.Fields {
+			v, ok := examples[f.Name]
+			switch {
+			case !ok:
+				t.Fatalf("field %s has no example here", f.Name)
+			case f.Name == skip:
+			case f.Switch:
+				args = append(args, "--"+f.Name)
+			default:
+				args = append(args, "--"+f.Name+"="+v)
+			}
+		}
+		if _, err := app.Parse(args); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		c, err := p.Complete()
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return c
+	}
+	viaFile := func(skip string) plan.Plan {
+		t.Helper()
+		var b strings.Builder
+		b.WriteString("- name: every-field\n")
+		for _, f := range plan.Fields {
+			if f.Name != skip {
+				b.WriteString("  " + f.Name + ": " + examples[f.Name] + "\n")
+			}
+		}
+		plans, err := plan.ParseFile([]byte(b.String()))
+		if err != nil {
+			t.Fatalf("%s: %v", b.String(), err)
+		}
+		return plans[0].Plan
+	}
+	all := viaFlags("")
+	if file := viaFile(""); !reflect.DeepEqual(all, file) {
+		t.Errorf("flags give %+v, the file %+v", all, file)
+	}
+	for _, f := range plan.Fields {
+		if f.Required || f.Name == "layers" || f.Name == "hidden-size" {
+			continue // the plan is refused without it; TestBadFiles covers that
+		}
+		if reflect.DeepEqual(viaFlags(f.Name), all) {
+			t.Errorf("--%s: the plan is the same without it", f.Name)
+		}
+		if reflect.DeepEqual(viaFile(f.Name), all) {
+			t.Errorf("key %s: the plan is the same without it", f.Name)
+		}
 	}
 }

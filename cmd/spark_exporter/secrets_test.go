@@ -18,7 +18,7 @@ import (
 // command line, the web config's password. Nothing of them may reach
 // /metrics, any HTTP answer (landing page, errors, auth challenge) or the
 // log at debug level; the one exception is a process's name (comm), which
-// the contract exports as the comm label of spark_gpu_process_memory_bytes,
+// docs/metrics.md exports as the comm label of spark_gpu_process_memory_bytes,
 // and only there.
 func TestNoSecretReachesAnyOutput(t *testing.T) {
 	base := t.TempDir()
@@ -156,7 +156,7 @@ func TestNoSecretReachesAnyOutput(t *testing.T) {
 			}
 		}
 	}
-	// The GPU process's name is exported as the contract says, and nowhere
+	// The GPU process's name is exported as docs/metrics.md says, and nowhere
 	// else.
 	comm := regexp.MustCompile(`(?m)^spark_gpu_process_memory_bytes\{comm="` + gpuComm + `",gpu="0",pid="4102"\} \S+$`)
 	for where, text := range outputs {

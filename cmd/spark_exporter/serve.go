@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/signal"
@@ -24,8 +25,9 @@ import (
 )
 
 // serveCommand registers the serving flags on cmd and returns the command
-// that serves metrics until SIGINT or SIGTERM.
-func serveCommand(cmd *kingpin.Application, procfs *string) command {
+// that serves metrics until SIGINT or SIGTERM, and the collectors' flags,
+// whose --pool.reserve the plan command shares.
+func serveCommand(cmd *kingpin.Application, procfs *string) (command, *collector.Selection) {
 	webFlags := kingpinflag.AddFlags(cmd, defaultPort)
 	metricsPath := cliflag.Value(cmd.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics"), parseURLPath)
 	disableExporterMetrics := cmd.Flag("web.disable-exporter-metrics",
@@ -117,7 +119,7 @@ func serveCommand(cmd *kingpin.Application, procfs *string) command {
 			level.Error(logger).Log("msg", "server stopped", "err", err)
 		}
 		return 0
-	}
+	}, selection
 }
 
 // parseURLPath accepts a URL path to serve at. http.ServeMux panics on a
@@ -131,4 +133,14 @@ func parseURLPath(s string) (string, error) {
 		return "", errors.New("must not hold spaces, control characters or braces")
 	}
 	return s, nil
+}
+
+// withoutPath renders err without the path an *fs.PathError carries: paths
+// stay out of messages.
+func withoutPath(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
 }

@@ -55,7 +55,7 @@ type Process struct {
 // whole; it is the field label of spark_gpu_field_supported.
 type Field string
 
-// The fields, as METRICS.md names them.
+// The fields, as docs/metrics.md names them.
 const (
 	FieldMemoryInfo         Field = "memory_info"
 	FieldPowerLimit         Field = "power_limit"
@@ -68,7 +68,7 @@ const (
 	FieldProcesses          Field = "processes"
 )
 
-// Fields lists every field, in the contract's order.
+// Fields lists every field, in docs/metrics.md's order.
 var Fields = []Field{
 	FieldMemoryInfo, FieldPowerLimit, FieldEnergy, FieldTemperature, FieldPower,
 	FieldSMClock, FieldUtilization, FieldClocksEventReasons, FieldProcesses,

@@ -22,7 +22,7 @@ const corpusDir = "../../testdata/thermal"
 // a first-order thermal model (the die approaches ambient + R·power with a
 // time constant τ), noise on power and temperature, temperatures rounded
 // to whole degrees as NVML reports them, and scripted power, utilisation,
-// ambient and NVML reasons per trace. The figures are set from GB10.md: idle
+// ambient and NVML reasons per trace. The figures are set from docs/design.md: idle
 // ≈3–5 W at 36–42 °C, a sustained plateau near 100 W, loaded temperatures
 // that reach the 91–98 °C reported for hot units.
 //
@@ -49,7 +49,7 @@ type traceSpec struct {
 	name, what  string
 	interval    time.Duration
 	duration    time.Duration
-	guideFormat bool    // the guide's three columns only (no utilisation, no reasons)
+	guideFormat bool    // nvidia-smi's three columns only (no utilisation, no reasons)
 	powerNoise  float64 // W, standard deviation
 	tempNoise   float64 // °C, standard deviation before rounding
 	startTemp   float64
@@ -62,7 +62,7 @@ type traceSpec struct {
 const (
 	idleW     = 4.0
 	plateauW  = 100.0
-	roomC     = 36.0 // ambient that gives the guide's ≈38 °C at idle
+	roomC     = 36.0 // ambient that gives the reported ≈38 °C at idle
 	busyUtil  = 0.97
 	idleUtil  = 0.0
 	gpuIdle   = 0x1

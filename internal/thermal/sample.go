@@ -1,5 +1,5 @@
 // Package thermal judges a GPU's recent temperature and power: whether the
-// window shows the throttle signature of the operations guide (GPU busy,
+// window shows the throttle signature of docs/design.md (GPU busy,
 // power flat below its rating, temperature climbing or holding hot), and
 // how long and how often it did. Everything here is a pure function of
 // samples, thresholds and the time given: no clock, no I/O.

@@ -2,7 +2,7 @@
 // the CSV that `nvidia-smi --query-gpu=timestamp,temperature.gpu,power.draw
 // --format=csv,noheader -l N` prints, under the header
 // `timestamp,temperature.gpu,power.draw`, so that a log written by the
-// exporter lines up with training logs exactly as the guide's
+// exporter lines up with training logs exactly as the
 // thermal-sample.sh log did.
 //
 // The reader takes more columns than the writer writes
@@ -22,7 +22,7 @@ import (
 	"time"
 )
 
-// Header is the guide's header line, written once at the top of a new log.
+// Header is nvidia-smi's header line, written once at the top of a new log.
 const Header = "timestamp,temperature.gpu,power.draw"
 
 // timeLayout is nvidia-smi's timestamp (2025/11/24 14:08:55.751), in local
@@ -75,7 +75,7 @@ var columns = map[string]column{
 	"clocks_throttle_reasons.active": parseReasons,
 }
 
-// Parse reads a log. Without a header line, the columns are the guide's
+// Parse reads a log. Without a header line, the columns are the
 // three. Columns it does not know are skipped; a malformed row is an error
 // naming its line.
 func Parse(r io.Reader) (Trace, error) {

@@ -17,7 +17,7 @@ func TestFormatIsNvidiaSmis(t *testing.T) {
 		row  Row
 		want string
 	}{
-		// The guide's example row.
+		// An example row of nvidia-smi's log.
 		{Row{Time: at, Temperature: ptr(38.0), Power: ptr(12.34)}, "2025/11/24 14:08:55.751, 38, 12.34 W"},
 		{Row{Time: at, Temperature: ptr(91.4), Power: ptr(100.005)}, "2025/11/24 14:08:55.751, 91, 100.00 W"},
 		{Row{Time: at, Temperature: ptr(38.0)}, "2025/11/24 14:08:55.751, 38, [N/A]"},
@@ -57,7 +57,7 @@ timestamp, temperature.gpu, power.draw [W], utilization.gpu [%], clocks.current.
 	}
 }
 
-// Without a header, a log is the guide's three columns (nvidia-smi's
+// Without a header, a log is the three columns (nvidia-smi's
 // noheader output).
 func TestParseWithoutHeader(t *testing.T) {
 	tr, err := Parse(strings.NewReader("2025/11/24 14:08:55.751, 38, 12.34 W\n"))

@@ -33,7 +33,7 @@ func TestEndToEnd(t *testing.T) {
 	idle := idleTree(t, root)
 
 	// Every Spark has a GB10, at rest but on the throttling Spark, which
-	// plays the guide's two-hour fine-tune that ends up throttling.
+	// plays a two-hour fine-tune that ends up throttling.
 	targets := []target{
 		{instance: "throttle", procfs: testexporter.CopyTree(t, spark), nvml: "gb10-throttle"},
 		// The OOM Spark also carries the planned runs, so that the

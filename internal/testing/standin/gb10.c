@@ -3,7 +3,7 @@
 /* The GB10 stand-in libnvidia-ml.so.1: the NVML entry points a DGX Spark's
  * GPU answers, driven over time by a scenario (docs/standin-nvml.md).
  *
- * What a GB10 answers (../shared/GB10.md): temperature, power draw, total
+ * What a GB10 answers (docs/design.md#how-gb10-looks-to-nvml): temperature, power draw, total
  * energy, SM clock and its maximum, utilisation, clock event reasons and
  * per-process memory. What it does not: memory info (v1 and v2; there is no
  * VRAM, only the unified pool), power limits, BAR1, fans -- those fall to

@@ -1,4 +1,4 @@
-package uma
+package plan
 
 import (
 	"fmt"
@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Level is the outcome of one check, in the vocabulary of the guide's
+// Level is the outcome of one check, in the vocabulary of the
 // env-report.json.
 type Level string
 
@@ -193,7 +193,7 @@ func activationsCheck(e Estimate) Check {
 // smaller batch, which gradient accumulation can make up.
 const minPack = 512
 
-// shrinks lists the step-2 variants of p in the guide's order: packing
+// shrinks lists the step-2 variants of p in the OOM ladder's order (docs/design.md#the-oom-ladder): packing
 // length first, halving down to minPack, then batch size, halving to 1.
 func shrinks(p Plan) []Plan {
 	var out []Plan
@@ -229,7 +229,7 @@ func stepDown(p Plan) (Plan, bool) {
 // nextStep walks the OOM ladder in order, never skipping: (1) flush the page
 // cache, (2) cut packing length, then batch size, (3) step the method down.
 // It returns the first step after which the plan fits. For a plan that fits
-// without margin it only looks at steps 1 and 2: the guide's advice for a
+// without margin it only looks at steps 1 and 2: the ladder's advice for a
 // plan close to the budget is to start with a shorter pack or a smaller
 // batch, not to change the method.
 func nextStep(e Estimate, b Budget) string {

@@ -1,4 +1,4 @@
-package uma
+package plan
 
 import (
 	"fmt"
@@ -38,7 +38,7 @@ func check(a Assessment, name string) Check {
 	return Check{}
 }
 
-// The guide's anchors, reproduced by class.
+// The anchors of docs/design.md, reproduced by class.
 func TestAnchorClasses(t *testing.T) {
 	gc := true
 	for _, tc := range []struct {
@@ -52,7 +52,7 @@ func TestAnchorClasses(t *testing.T) {
 		anchorLevel  Level
 		nextContains string
 	}{{
-		// The guide's sanity check: NF4 weights 35 GB + adapter ≈ the
+		// The sanity check: NF4 weights 35 GB + adapter ≈ the
 		// 40 GB anchor; checkpointed activations at pack 2048 add ~3 GB.
 		name:   "70B QLoRA lands near 40 GB",
 		plan:   Plan{Params: 70e9, Method: QLoRA, GradientCheckpointing: gc},
@@ -67,7 +67,7 @@ func TestAnchorClasses(t *testing.T) {
 		nextContains: "step 3: step the method down to --method=qlora",
 	}, {
 		// Steady ≈ the 68 GB measured, but the load transient by the
-		// guide's rule is 2 × 60 GB: only an empty pool takes it, without
+		// load-transient rule is 2 × 60 GB: only an empty pool takes it, without
 		// 10% to spare.
 		name:   "~120B MoE NVFP4 LoRA near 68 GB steady",
 		plan:   Plan{Params: 120e9, Method: LoRA, DType: NVFP4, GradientCheckpointing: gc},
@@ -134,7 +134,7 @@ func TestWeightsOf70BInBF16(t *testing.T) {
 
 func TestFarAboveAnchorSaysRecheck(t *testing.T) {
 	// A 70B QLoRA run planned without checkpointing is twice its class: the
-	// guide's cue to re-check dtype and method.
+	// cue to re-check dtype and method.
 	a := assess(t, Plan{Params: 70e9, Method: QLoRA}, idle)
 	if c := check(a, "anchor"); c.Level != Warn || !strings.Contains(c.Detail, "re-check dtype, method") {
 		t.Errorf("anchor check %q", c.String())
@@ -296,7 +296,7 @@ func TestAnchorsAreConsistent(t *testing.T) {
 func TestLoadTransientCanBlockWhatSteadyFits(t *testing.T) {
 	// The ~120B NVFP4 MoE anchor: ≈68 GB steady, but 60 GB of weights
 	// mmap'd and copied at once is 120 GB, more than an idle Spark's 116 GB
-	// after a flush. The guide says to size for the transient, so the plan
+	// after a flush. The rule is to size for the transient, so the plan
 	// is blocked, and says why.
 	a := assess(t, Plan{Params: 120e9, Method: LoRA, DType: NVFP4, GradientCheckpointing: true}, idle)
 	c := check(a, "fit")

@@ -1,28 +1,28 @@
-package uma
+package plan
 
 import (
 	"fmt"
 	"math"
 )
 
-// Anchor is a run the guide saw fit on one Spark. A plan is compared with the
+// Anchor is a run measured on one Spark (docs/design.md#anchors-measured-on-one-spark). A plan is compared with the
 // nearest anchor of its method rather than trusted alone.
 type Anchor struct {
 	Name string
-	// Plan is the anchor's run. Where the guide gives no pack, batch or
+	// Plan is the anchor's run. Where the measurement gives no pack, batch or
 	// optimizer, these are Unsloth's defaults on a Spark: pack 2048 (1024
-	// where the guide says so), batch 1, adamw-8bit, checkpointing on.
+	// where the measurement says so), batch 1, adamw-8bit, checkpointing on.
 	Plan Plan
-	// Measured is the total the guide reports, in bytes; 0 where it says
+	// Measured is the total measured, in bytes; 0 where it says
 	// only that the run fits, and the worksheet's figure for Plan stands in.
 	Measured float64
-	// Ceiling marks the largest class the guide saw fit with this method and
+	// Ceiling marks the largest class seen to fit with this method and
 	// at least this many bytes per weight.
 	Ceiling bool
 	Note    string
 }
 
-// Anchors are the guide's measured runs.
+// Anchors are the measured runs of docs/design.md.
 var Anchors = []Anchor{
 	{
 		Name:     "70B QLoRA",
@@ -73,20 +73,20 @@ const (
 	farAbove   = 1.5
 )
 
-// AnchorMatch is how a plan compares with the guide's anchors.
+// AnchorMatch is how a plan compares with the anchors.
 type AnchorMatch struct {
 	Nearest  Anchor
 	InClass  bool    // within a factor of 2 in size of Nearest
 	Expected float64 // Nearest's total scaled to the plan's size, bytes
 	Check    Check
-	// Ceiling is set when the plan is larger than the guide's ceiling for
+	// Ceiling is set when the plan is larger than the ceiling for
 	// its method.
 	Ceiling *Check
 }
 
 // CompareAnchors finds the nearest anchor of the estimate's method (by size
 // ratio) and says whether the plan is in its class, far above it (re-check
-// dtype and method: the guide's sanity test), or beyond a ceiling.
+// dtype and method: the worksheet's sanity test), or beyond a ceiling.
 func CompareAnchors(e Estimate) AnchorMatch {
 	p := e.Plan
 	var m AnchorMatch

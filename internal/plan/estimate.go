@@ -1,4 +1,4 @@
-package uma
+package plan
 
 import "math"
 
@@ -25,14 +25,14 @@ type Estimate struct {
 	Peak   float64 // the larger of the two: what the pool must take
 }
 
-// Bytes per stored weight, from the guide's table. Block scales of the
-// 4-bit formats (about 1/16 byte per weight) are left out, as the guide does.
+// Bytes per stored weight, from docs/design.md#the-accounting-worksheet. Block scales of the
+// 4-bit formats (about 1/16 byte per weight) are left out.
 var bytesPerWeight = map[DType]float64{
 	FP32: 4, BF16: 2, FP16: 2, INT8: 1, NF4: 0.5, NVFP4: 0.5,
 }
 
 // Optimizer state per trainable parameter. AdamW keeps two fp32 moments
-// (4 + 4 B); bitsandbytes' 8-bit AdamW about 2 B (the guide's figure).
+// (4 + 4 B); bitsandbytes' 8-bit AdamW about 2 B.
 // SGD is assumed to run with momentum, one fp32 buffer: plain SGD keeps
 // nothing, so for it this is an over-estimate of 4 B per trainable parameter.
 var optimizerBytes = map[Optimizer]float64{
@@ -80,7 +80,7 @@ func DenseParams(layers, hidden int) float64 {
 const blockAdapterWidth = 21.5
 
 // computeBytes is the size of one activation or gradient value: 16-bit
-// unless the run is in fp32 throughout (the guide: gradients share the
+// unless the run is in fp32 throughout (gradients share the
 // compute dtype, "usually bf16, 2 B").
 func computeBytes(d DType) float64 {
 	if d == FP32 {

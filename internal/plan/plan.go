@@ -1,12 +1,15 @@
-// Package uma is the accounting worksheet of the Spark guide: what a
-// training run needs from the 128 GB unified memory pool (weights, optimizer
-// states, gradients, adapters, activations, and the load transient), how that
-// compares with the runs the guide measured, and whether it fits a budget.
+// Package plan sizes a training run against the 128 GB unified memory pool
+// the GB10's CPU and GPU share, for the plan command and the plan collector.
+// It holds the accounting worksheet (docs/design.md; weights, optimizer
+// states, gradients, adapters, activations, and the load transient; how that
+// compares with the runs measured on one Spark; whether it fits a budget), the
+// table of a plan's fields that both the command's flags and the plan file's
+// keys are made from, the plan file reader, and the report's text and JSON.
 //
-// Everything here is a pure function of plain values. The plan command and
-// the plan collector read the pool and the plan file; this package only
-// judges. Sizes are in bytes; GB in messages is 10^9 bytes, as in the guide.
-package uma
+// Nothing here reads the machine: callers read the pool (internal/pool) and
+// pass it in, so that every judgement is a function of plain values. Sizes
+// are in bytes; GB in messages is 10^9 bytes.
+package plan
 
 import (
 	"errors"
@@ -16,7 +19,7 @@ import (
 	"strings"
 )
 
-// GB is the unit of the guide's worksheet and of every figure this package
+// GB is the unit of the worksheet and of every figure this package
 // prints: 10^9 bytes, not GiB.
 const GB = 1e9
 
@@ -40,7 +43,7 @@ const (
 	FP16  DType = "fp16"
 	INT8  DType = "int8"
 	NF4   DType = "nf4"
-	NVFP4 DType = "nvfp4" // Blackwell's native 4-bit format, as in the guide's ~120B MoE anchor
+	NVFP4 DType = "nvfp4" // Blackwell's native 4-bit format, as in the ~120B MoE anchor
 )
 
 var dtypes = []DType{FP32, BF16, FP16, INT8, NF4, NVFP4}
@@ -300,7 +303,7 @@ func (p Plan) Complete() (Plan, error) {
 	return p, nil
 }
 
-// FormatParams writes a parameter count as the guide does: 70B, 222M.
+// FormatParams writes a parameter count as docs/design.md does: 70B, 222M.
 func FormatParams(n float64) string {
 	for _, u := range []struct {
 		div    float64

@@ -1,16 +1,70 @@
-package main
+package plan
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
-	"github.com/spark-exporter/spark_exporter/internal/uma"
+	"github.com/spark-exporter/spark_exporter/internal/pool"
 )
 
-// reportJSON is the guide's env-report.json (platform, checks, headroom_gb,
+// Report is a plan judged against the pool as read now: what the plan
+// command prints.
+type Report struct {
+	Assessment
+	Platform Platform
+	Pool     *pool.Snapshot // nil when meminfo could not be read
+	Reserve  uint64
+}
+
+// Platform is what /proc says about the machine; fields it does not give are
+// left empty and omitted.
+type Platform struct {
+	Arch   string
+	Kernel string
+}
+
+// NewReport assesses p against the pool: snap as read, or readErr when it
+// could not be read (the checks that need the pool are then skipped and the
+// pool check fails). reserve is --pool.reserve, kept back from the headroom
+// as the pool collector keeps it. Its errors are *FieldError, for bad plans.
+func NewReport(p Plan, snap pool.Snapshot, readErr error, reserve uint64, platform Platform) (Report, error) {
+	r := Report{Reserve: reserve, Platform: platform}
+	var budget *Budget
+	poolCheck := Check{Name: "pool"}
+	if readErr != nil {
+		poolCheck.Level, poolCheck.Detail = Fail, "cannot read meminfo under --path.procfs: "+withoutPath(readErr).Error()
+	} else {
+		r.Pool = &snap
+		budget = &Budget{
+			Headroom:   float64(snap.Headroom(reserve)),
+			AfterFlush: float64(snap.HeadroomAfterFlush(reserve)),
+		}
+		poolCheck.Level, poolCheck.Detail = Info, fmt.Sprintf("free %s GB, flushable %s GB, reserve %s GB",
+			FormatGB(float64(snap.Free)), FormatGB(float64(snap.Flushable)), FormatGB(float64(reserve)))
+	}
+	a, err := Assess(p, budget)
+	if err != nil {
+		return Report{}, err
+	}
+	r.Assessment = a
+	r.Checks = append([]Check{poolCheck}, r.Checks...)
+	r.Verdict = VerdictOf(r.Checks)
+	return r, nil
+}
+
+// WriteJSON writes the report as indented JSON.
+func (r Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(r.json())
+}
+
+// reportJSON is the env-report.json of docs/design.md (platform, checks, headroom_gb,
 // verdict) with the estimate's parts beside it. GB is 10^9 bytes. Figures the
 // pool could not give are left out, never zero.
 type reportJSON struct {
@@ -21,7 +75,7 @@ type reportJSON struct {
 	Details              map[string]string `json:"details,omitempty"`
 	HeadroomGB           *float64          `json:"headroom_gb,omitempty"`
 	HeadroomAfterFlushGB *float64          `json:"headroom_after_flush_gb,omitempty"`
-	Verdict              uma.Verdict       `json:"verdict"`
+	Verdict              Verdict           `json:"verdict"`
 	NextStep             string            `json:"next_step,omitempty"`
 	Anchor               string            `json:"anchor"`
 	Estimate             estimateJSON      `json:"estimate"`
@@ -40,38 +94,38 @@ type poolJSON struct {
 }
 
 type estimateJSON struct {
-	Params                float64       `json:"params"`
-	Method                uma.Method    `json:"method"`
-	DType                 uma.DType     `json:"dtype"`
-	Optimizer             uma.Optimizer `json:"optimizer"`
-	LoRARank              int           `json:"lora_rank,omitempty"`
-	Pack                  int           `json:"pack"`
-	Batch                 int           `json:"batch"`
-	GradientCheckpointing bool          `json:"gradient_checkpointing"`
-	Layers                int           `json:"layers"`
-	HiddenSize            int           `json:"hidden_size"`
-	ArchitectureDerived   bool          `json:"architecture_derived"`
-	TrainableParams       float64       `json:"trainable_params"`
-	WeightsGB             float64       `json:"weights_gb"`
-	OptimizerGB           float64       `json:"optimizer_gb"`
-	GradientsGB           float64       `json:"gradients_gb"`
-	AdaptersGB            float64       `json:"adapters_gb"`
-	ActivationsGB         float64       `json:"activations_gb"`
-	SteadyGB              float64       `json:"steady_gb"`
-	LoadGB                float64       `json:"load_gb"`
-	PeakGB                float64       `json:"peak_gb"`
+	Params                float64   `json:"params"`
+	Method                Method    `json:"method"`
+	DType                 DType     `json:"dtype"`
+	Optimizer             Optimizer `json:"optimizer"`
+	LoRARank              int       `json:"lora_rank,omitempty"`
+	Pack                  int       `json:"pack"`
+	Batch                 int       `json:"batch"`
+	GradientCheckpointing bool      `json:"gradient_checkpointing"`
+	Layers                int       `json:"layers"`
+	HiddenSize            int       `json:"hidden_size"`
+	ArchitectureDerived   bool      `json:"architecture_derived"`
+	TrainableParams       float64   `json:"trainable_params"`
+	WeightsGB             float64   `json:"weights_gb"`
+	OptimizerGB           float64   `json:"optimizer_gb"`
+	GradientsGB           float64   `json:"gradients_gb"`
+	AdaptersGB            float64   `json:"adapters_gb"`
+	ActivationsGB         float64   `json:"activations_gb"`
+	SteadyGB              float64   `json:"steady_gb"`
+	LoadGB                float64   `json:"load_gb"`
+	PeakGB                float64   `json:"peak_gb"`
 }
 
 func gbPtr(bytes float64) *float64 {
-	v := uma.GBRounded(bytes)
+	v := GBRounded(bytes)
 	return &v
 }
 
-func (r report) json() reportJSON {
+func (r Report) json() reportJSON {
 	e := r.Estimate
 	out := reportJSON{
 		Platform: platformJSON{Arch: r.Platform.Arch, Kernel: r.Platform.Kernel},
-		Pool:     poolJSON{ReserveGB: uma.GBRounded(float64(r.Reserve))},
+		Pool:     poolJSON{ReserveGB: GBRounded(float64(r.Reserve))},
 		Checks:   map[string]string{},
 		Details:  map[string]string{},
 		Verdict:  r.Verdict,
@@ -83,15 +137,15 @@ func (r report) json() reportJSON {
 			GradientCheckpointing: e.Plan.GradientCheckpointing,
 			Layers:                e.Layers, HiddenSize: e.HiddenSize, ArchitectureDerived: e.Derived,
 			TrainableParams: e.TrainableParams,
-			WeightsGB:       uma.GBRounded(e.Weights), OptimizerGB: uma.GBRounded(e.Optimizer),
-			GradientsGB: uma.GBRounded(e.Gradients), AdaptersGB: uma.GBRounded(e.Adapters),
-			ActivationsGB: uma.GBRounded(e.Activations), SteadyGB: uma.GBRounded(e.Steady),
-			LoadGB: uma.GBRounded(e.Load), PeakGB: uma.GBRounded(e.Peak),
+			WeightsGB:       GBRounded(e.Weights), OptimizerGB: GBRounded(e.Optimizer),
+			GradientsGB: GBRounded(e.Gradients), AdaptersGB: GBRounded(e.Adapters),
+			ActivationsGB: GBRounded(e.Activations), SteadyGB: GBRounded(e.Steady),
+			LoadGB: GBRounded(e.Load), PeakGB: GBRounded(e.Peak),
 		},
 	}
 	for _, c := range r.Checks {
 		out.Checks[c.Name] = c.Value()
-		if (c.Level == uma.Pass || c.Level == uma.Fail) && c.Detail != "" {
+		if (c.Level == Pass || c.Level == Fail) && c.Detail != "" {
 			out.Details[c.Name] = c.Detail
 		}
 	}
@@ -108,15 +162,15 @@ func (r report) json() reportJSON {
 // num writes a per-parameter byte count without trailing zeros: 0.5, 2, 8.
 func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
-// writeTable prints the report as a few small tables: the estimate's parts
+// WriteText prints the report as a few small tables: the estimate's parts
 // and how each was reckoned, the pool, the checks, the verdict.
-func (r report) writeTable(w io.Writer) error {
+func (r Report) WriteText(w io.Writer) error {
 	e := r.Estimate
 	p := e.Plan
 	var b strings.Builder
 
-	desc := []string{fmt.Sprintf("%s %s (%s weights)", uma.FormatParams(p.Params), p.Method, p.DType), string(p.Optimizer)}
-	if p.Method != uma.Full {
+	desc := []string{fmt.Sprintf("%s %s (%s weights)", FormatParams(p.Params), p.Method, p.DType), string(p.Optimizer)}
+	if p.Method != Full {
 		desc = append(desc, "LoRA rank "+strconv.Itoa(p.LoRARank))
 	}
 	desc = append(desc, fmt.Sprintf("pack %d × batch %d", p.Pack, p.Batch))
@@ -128,13 +182,13 @@ func (r report) writeTable(w io.Writer) error {
 	fmt.Fprintf(&b, "plan: %s\n\n", strings.Join(desc, ", "))
 
 	row := func(label string, bytes float64, how string) {
-		fmt.Fprintf(&b, "%-12s %8s  %s\n", label, uma.FormatGB(bytes), how)
+		fmt.Fprintf(&b, "%-12s %8s  %s\n", label, FormatGB(bytes), how)
 	}
-	trainable := uma.FormatParams(e.TrainableParams)
+	trainable := FormatParams(e.TrainableParams)
 	fmt.Fprintf(&b, "%-12s %8s\n", "ESTIMATE", "GB")
-	row("weights", e.Weights, fmt.Sprintf("%s × %s B (%s)", uma.FormatParams(p.Params), num(e.Weights/p.Params), p.DType))
-	if p.Method != uma.Full {
-		row("adapters", e.Adapters, fmt.Sprintf("%s × %s B", uma.FormatParams(e.AdapterParams), num(e.Adapters/e.AdapterParams)))
+	row("weights", e.Weights, fmt.Sprintf("%s × %s B (%s)", FormatParams(p.Params), num(e.Weights/p.Params), p.DType))
+	if p.Method != Full {
+		row("adapters", e.Adapters, fmt.Sprintf("%s × %s B", FormatParams(e.AdapterParams), num(e.Adapters/e.AdapterParams)))
 	} else {
 		row("adapters", 0, "none: full fine-tune")
 	}

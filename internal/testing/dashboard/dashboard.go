@@ -1,8 +1,8 @@
-// Package grafana is the part of Grafana's JSON model that the checks of
+// Package dashboard is the part of Grafana's JSON model that the checks of
 // dashboards/spark.json read: dashboards/'s tests check the JSON and the
 // PromQL; the end-to-end test (test/e2e) runs every query against a real
 // Prometheus. Test scaffolding: nothing here ships.
-package grafana
+package dashboard
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package uma
+package plan
 
 import (
 	"errors"
@@ -19,7 +19,7 @@ func estimate(t *testing.T, p Plan) Estimate {
 func near(got, want, tolerance float64) bool { return math.Abs(got-want) <= tolerance }
 
 func TestWeightBytesPerParameter(t *testing.T) {
-	// The guide's table: fp32 4, bf16/fp16 2, int8 1, NF4 0.5 bytes.
+	// The table of docs/design.md: fp32 4, bf16/fp16 2, int8 1, NF4 0.5 bytes.
 	for _, tc := range []struct {
 		method Method
 		dtype  DType
@@ -52,7 +52,7 @@ func TestOptimizerAndGradientsPerTrainableParameter(t *testing.T) {
 	}{
 		{BF16, AdamW, 8e9, 2e9, false},     // two fp32 moments
 		{BF16, "", 8e9, 2e9, true},         // adamw is the default
-		{BF16, AdamW8bit, 2e9, 2e9, false}, // the guide's ≈2 B
+		{BF16, AdamW8bit, 2e9, 2e9, false}, // docs/design.md's ≈2 B
 		{BF16, SGD, 4e9, 2e9, false},       // momentum buffer, fp32 (assumed)
 		{FP32, AdamW, 8e9, 4e9, false},     // fp32 training: fp32 gradients
 	} {
@@ -85,8 +85,8 @@ func TestLoRAAdapters(t *testing.T) {
 		t.Errorf("default adapter params %v, want %v", e.AdapterParams, want)
 	}
 
-	// The guide: ≪1% of the model at usual ranks; its 70B example counts
-	// 0.5 GB for the adapter.
+	// docs/design.md: ≪1% of the model at usual ranks; a 70B model at rank 16
+	// carries about 0.5 GB of adapter.
 	e = estimate(t, Plan{Params: 70e9, Method: QLoRA})
 	if frac := e.AdapterParams / 70e9; frac > 0.01 {
 		t.Errorf("rank-16 adapters are %.2f%% of 70B, want ≪1%%", 100*frac)
