@@ -15,6 +15,7 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/testing/cputime"
 	"github.com/spark-exporter/spark_exporter/internal/testing/fakeproc"
 	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
+	"github.com/spark-exporter/spark_exporter/internal/thermal"
 )
 
 // The benchmarks below measure one Update of each collector as a scrape
@@ -136,7 +137,7 @@ func BenchmarkGPU(b *testing.B) {
 		{"nvml=recent", time.Hour},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			c, err := newGPUCollector(client, time.Second, bc.maxAge, fixtures, func() {}, nopLogger())
+			c, err := newGPUCollector(client, time.Second, bc.maxAge, fixtures, nopLogger())
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -150,9 +151,10 @@ func BenchmarkGPU(b *testing.B) {
 func BenchmarkThermal(b *testing.B) {
 	src := &fakeSource{}
 	src.set([]gpu.Reading{reading(0, 90, 100, 0.98)}, nil)
-	c := newThermalCollector(src, func() {}, oneMinute(), "", nopLogger())
+	sampler := thermal.NewSampler(src, oneMinute(), "", nopLogger())
 	for i := range 10 {
-		c.sample(context.Background(), tick(i))
+		sampler.Sample(context.Background(), tick(i))
 	}
+	c := newThermalCollector(sampler)
 	drain(b, c)
 }

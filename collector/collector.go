@@ -7,6 +7,7 @@
 package collector
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +22,8 @@ import (
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/spark-exporter/spark_exporter/internal/gpu"
 )
 
 const namespace = "spark"
@@ -46,7 +49,27 @@ type Env struct {
 	// driver. Build sets it from the flag AddFlags registers.
 	PoolReserve uint64
 	Logger      log.Logger
+	// NVML is the process's one NVML client (gpu.Settings.Open says why
+	// one), shared by the collectors that read NVML. Whoever builds the
+	// collectors opens it when Selection.NeedsNVML and closes it after
+	// them; nil otherwise. Tests hand in fakes.
+	NVML NVML
+	// GPU is the --gpu.* settings (gpu.AddFlags) the readers of NVML
+	// apply: the deadline of a read, the age of a reading served again.
+	GPU gpu.Settings
 }
+
+// NVML is what the collectors read NVML through; *gpu.Client is one.
+type NVML interface {
+	// Read reads every GPU now (gpu.Source).
+	Read(ctx context.Context) ([]gpu.Reading, error)
+	// Recent serves the latest complete reading while it is at most
+	// maxAge old, and reads NVML otherwise.
+	Recent(ctx context.Context, maxAge time.Duration) (gpu.Snapshot, error)
+}
+
+// errNoNVML refuses to build a collector that reads NVML without a client.
+var errNoNVML = errors.New("no NVML client: open one when Selection.NeedsNVML")
 
 // FlagGroup is a kingpin application or command.
 type FlagGroup interface {
@@ -73,12 +96,20 @@ type registration struct {
 	// onWith names a flag of the collector's own that switches it on
 	// when given; "" for collectors switched by --collector.NAME alone.
 	onWith string
+	// nvml: the collector reads NVML, through Env.NVML.
+	nvml bool
 }
 
 var registrations []registration
 
 func registerCollector(name string, enabledByDefault bool, setup Setup) {
 	register(registration{name: name, enabled: enabledByDefault, setup: setup})
+}
+
+// registerNVMLCollector registers a collector that reads NVML: when it is
+// enabled, Selection.NeedsNVML tells the caller to open the client.
+func registerNVMLCollector(name string, enabledByDefault bool, setup Setup) {
+	register(registration{name: name, enabled: enabledByDefault, setup: setup, nvml: true})
 }
 
 // registerConfiguredCollector registers a collector that has nothing to do
@@ -104,6 +135,7 @@ type Selection struct {
 	explicit   map[string]*bool // --[no-]collector.NAME given
 	configured map[string]*bool // the collector's onWith flag given
 	factories  map[string]Factory
+	nvml       map[string]bool // the collector reads NVML
 	// poolReserve is shared by the pool collector and the plan command.
 	poolReserve *uint64
 }
@@ -112,7 +144,7 @@ type Selection struct {
 // collector's own flags.
 func AddFlags(fg FlagGroup) *Selection {
 	s := &Selection{enabled: map[string]*bool{}, explicit: map[string]*bool{},
-		configured: map[string]*bool{}, factories: map[string]Factory{},
+		configured: map[string]*bool{}, factories: map[string]Factory{}, nvml: map[string]bool{},
 		poolReserve: addPoolReserveFlag(fg)}
 	for _, r := range registrations {
 		def := "disabled"
@@ -123,6 +155,7 @@ func AddFlags(fg FlagGroup) *Selection {
 			def = "disabled; on when --" + r.onWith + " is given"
 		}
 		s.explicit[r.name] = new(bool)
+		s.nvml[r.name] = r.nvml
 		s.enabled[r.name] = fg.Flag("collector."+r.name,
 			fmt.Sprintf("Enable the %s collector (default: %s).", r.name, def)).
 			Default(fmt.Sprint(r.enabled)).IsSetByUser(s.explicit[r.name]).Bool()
@@ -171,13 +204,22 @@ func (s *Selection) Enabled() []string {
 	return names
 }
 
+// NeedsNVML reports whether an enabled collector reads NVML, so that the
+// caller opens the NVML client (Env.NVML) only then.
+func (s *Selection) NeedsNVML() bool {
+	return slices.ContainsFunc(s.Enabled(), func(name string) bool { return s.nvml[name] })
+}
+
 // Build instantiates the enabled collectors. A collector that cannot be
 // built (bad flag combination, unreadable file it was pointed at) stops the
 // exporter at start, which is when its operator is watching.
 func (s *Selection) Build(env Env) (*Exporter, error) {
 	cs := map[string]Collector{}
 	for _, name := range s.Enabled() {
-		c, err := s.factories[name](Env{ProcFS: env.ProcFS, PoolReserve: *s.poolReserve, Logger: log.With(env.Logger, "collector", name)})
+		cenv := env
+		cenv.PoolReserve = *s.poolReserve
+		cenv.Logger = log.With(env.Logger, "collector", name)
+		c, err := s.factories[name](cenv)
 		if err != nil {
 			for _, built := range cs {
 				closeCollector(built)

@@ -142,7 +142,7 @@ func TestBuildPassesFlags(t *testing.T) {
 	if _, err := app.Parse([]string{"--pool.reserve=8GiB"}); err != nil {
 		t.Fatal(err)
 	}
-	e, err := s.Build(Env{ProcFS: fixtures, Logger: nopLogger()})
+	e, err := s.Build(testEnv())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
-	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
 	"github.com/spark-exporter/spark_exporter/internal/testing/gputest"
+	"github.com/spark-exporter/spark_exporter/internal/thermal"
 )
 
 // newMockGPUCollector runs the gpu collector on a mock NVML and the spark
@@ -20,17 +20,11 @@ import (
 func newMockGPUCollector(t *testing.T, lib nvml.Interface, timeout time.Duration) *gpuCollector {
 	t.Helper()
 	client := gpu.New(gpu.Options{NVML: lib, RetryMin: time.Hour})
-	released := false
-	c, err := newGPUCollector(client, timeout, 0, fixtures, func() { released = true; client.Close() }, nopLogger())
+	t.Cleanup(func() { client.Close() })
+	c, err := newGPUCollector(client, timeout, 0, fixtures, nopLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		c.Close()
-		if !released {
-			t.Error("Close did not release the NVML client")
-		}
-	})
 	return c
 }
 
@@ -180,62 +174,6 @@ func TestGPULabelsAreUTF8(t *testing.T) {
 	}
 }
 
-// The gpu and thermal collectors share one client, closed by the last
-// release only; --gpu.timeout bounds the shared source's reads.
-func TestSharedNVMLClient(t *testing.T) {
-	library, timeout := "/nonexistent/libnvidia-ml.so.1", 50*time.Millisecond
-	setNVMLFlags(&library, &timeout)
-	t.Cleanup(func() { setNVMLFlags(nil, nil) })
-
-	first, gotTimeout, releaseFirst := acquireNVMLClient(nopLogger())
-	if gotTimeout != timeout {
-		t.Errorf("timeout %v, want the flag's %v", gotTimeout, timeout)
-	}
-	src, releaseSecond, err := acquireNVML(Env{Logger: nopLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ds, ok := src.(deadlineSource); !ok || ds.src != first || ds.timeout != timeout {
-		t.Fatalf("second user got %#v, want the first user's client with --gpu.timeout", src)
-	}
-	if _, err := src.Read(context.Background()); !errors.Is(err, gpu.ErrUnavailable) {
-		t.Errorf("read without a library: %v", err)
-	}
-
-	releaseFirst()
-	releaseFirst() // a second call must not count twice
-	if sharedNVML.client != first {
-		t.Fatal("client closed while a user holds it")
-	}
-	releaseSecond()
-	if sharedNVML.client != nil || sharedNVML.users != 0 {
-		t.Fatalf("client kept after the last release (users %d)", sharedNVML.users)
-	}
-	again, _, releaseAgain := acquireNVMLClient(nopLogger())
-	defer releaseAgain()
-	if again == first {
-		t.Error("a closed client was handed out again")
-	}
-}
-
-// The gpu collector's flags reach the shared client through the registry.
-func TestGPUFlags(t *testing.T) {
-	t.Cleanup(func() { setNVMLFlags(nil, nil) })
-	app := kingpin.New("t", "")
-	AddFlags(app)
-	if _, err := app.Parse([]string{"--gpu.nvml-library=/opt/nvidia/libnvidia-ml.so.1", "--gpu.timeout=750ms"}); err != nil {
-		t.Fatal(err)
-	}
-	if library, timeout := nvmlSettings(); library != "/opt/nvidia/libnvidia-ml.so.1" || timeout != 750*time.Millisecond {
-		t.Errorf("settings %q %v", library, timeout)
-	}
-	app = kingpin.New("t", "")
-	AddFlags(app)
-	if _, err := app.Parse([]string{"--gpu.timeout=soon"}); err == nil || !strings.Contains(err.Error(), "--gpu.timeout") {
-		t.Errorf("error %v does not name --gpu.timeout", err)
-	}
-}
-
 // A scrape is served the reading the thermal sampler has just taken: NVML
 // is read once for both, while the reading is younger than --gpu.max-age.
 // With --gpu.max-age=0 every scrape reads NVML.
@@ -243,14 +181,14 @@ func TestGPUServesTheThermalSamplersReading(t *testing.T) {
 	d := gputest.GB10(0)
 	client := gpu.New(gpu.Options{NVML: gputest.Library(d), RetryMin: time.Hour})
 	t.Cleanup(func() { client.Close() })
-	sampler := newThermalCollector(deadlineSource{client, time.Second}, func() {}, oneMinute(), "", nopLogger())
-	sampler.sample(context.Background(), time.Now())
+	sampler := thermal.NewSampler(gpu.WithTimeout(client, time.Second), oneMinute(), "", nopLogger())
+	sampler.Sample(context.Background(), time.Now())
 	reads := func() int { return len(d.GetPowerUsageCalls()) }
 	if reads() != 1 {
 		t.Fatalf("%d power reads after one sample", reads())
 	}
 
-	cached, err := newGPUCollector(client, time.Second, time.Hour, fixtures, func() {}, nopLogger())
+	cached, err := newGPUCollector(client, time.Second, time.Hour, fixtures, nopLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +205,7 @@ func TestGPUServesTheThermalSamplersReading(t *testing.T) {
 		t.Errorf("%d power reads after a sample and three scrapes, want 1", reads())
 	}
 
-	uncached, err := newGPUCollector(client, time.Second, 0, fixtures, func() {}, nopLogger())
+	uncached, err := newGPUCollector(client, time.Second, 0, fixtures, nopLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,21 +261,72 @@ func TestGPUMetricsFollowTheReading(t *testing.T) {
 	}
 }
 
-func TestParseMaxAge(t *testing.T) {
-	for in, want := range map[string]time.Duration{"5s": 5 * time.Second, "0": 0, "0s": 0, "1m": time.Minute} {
-		if got, err := parseMaxAge(in); err != nil || got != want {
-			t.Errorf("%q: %v, %v; want %v", in, got, err, want)
+// The gpu and thermal collectors read the one NVML client they are handed
+// in Env, with the --gpu.* settings: --gpu.max-age for the scrape's
+// reading, --gpu.timeout bounding the sampler's reads. Closing them leaves
+// the client to its owner.
+func TestNVMLIsHandedIn(t *testing.T) {
+	nvml := &fakeNVML{readings: []gpu.Reading{reading(0, 90, 100, 0.97)}, readDone: make(chan struct{}, 1)}
+	sel := selection(t, "--no-collector.pool", "--no-collector.workloads", "--thermal.interval=1h", "--thermal.window=3h")
+	if !sel.NeedsNVML() {
+		t.Fatal("NeedsNVML is false with the gpu and thermal collectors on")
+	}
+	env := testEnv()
+	env.NVML, env.GPU = nvml, gpu.Settings{Timeout: time.Minute, MaxAge: 7 * time.Second}
+	e, err := sel.Build(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-nvml.readDone: // the sampler's first sample
+	case <-time.After(30 * time.Second):
+		t.Fatal("the thermal sampler did not read within 30s of starting")
+	}
+	if got := gatherAll(t, e); got[`spark_gpu_power_watts{gpu="0"}`] != 100 {
+		t.Errorf("the gpu collector did not report the handed-in NVML's reading: %v", got)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	nvml.mu.Lock()
+	defer nvml.mu.Unlock()
+	if nvml.recents != 1 || nvml.maxAge != 7*time.Second {
+		t.Errorf("the gpu collector asked %d times, for readings up to %v old; want once, --gpu.max-age's 7s", nvml.recents, nvml.maxAge)
+	}
+	// The sampler's own bound is its interval, an hour: what is left is
+	// at most --gpu.timeout's minute.
+	if nvml.reads != 1 || nvml.deadline <= 0 || nvml.deadline > time.Minute {
+		t.Errorf("the sampler read %d times, with %v left; want once, within --gpu.timeout", nvml.reads, nvml.deadline)
+	}
+	if snap, ok := e.ThermalSnapshot(); !ok || snap.Samples != 1 || len(snap.GPUs) != 1 {
+		t.Errorf("thermal snapshot %+v (%v); want the sample of GPU 0", snap, ok)
+	}
+}
+
+// NVML is opened only for a collector that reads it, and a collector that
+// reads it refuses to be built without it.
+func TestNeedsNVML(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{nil, true},
+		{[]string{"--no-collector.gpu"}, true},
+		{[]string{"--no-collector.thermal"}, true},
+		{[]string{"--no-collector.gpu", "--no-collector.thermal"}, false},
+	} {
+		if got := selection(t, tc.args...).NeedsNVML(); got != tc.want {
+			t.Errorf("%q: NeedsNVML %v, want %v", tc.args, got, tc.want)
 		}
 	}
-	for _, in := range []string{"-1s", "soon", ""} {
-		if _, err := parseMaxAge(in); err == nil {
-			t.Errorf("%q accepted", in)
+	for _, name := range []string{"gpu", "thermal"} {
+		env := testEnv()
+		env.NVML = nil
+		if _, err := selection(t).factories[name](env); !errors.Is(err, errNoNVML) {
+			t.Errorf("%s without NVML: %v", name, err)
 		}
 	}
-	app := kingpin.New("t", "")
-	AddFlags(app)
-	t.Cleanup(func() { setNVMLFlags(nil, nil) })
-	if _, err := app.Parse([]string{"--gpu.max-age=-5s"}); err == nil || !strings.Contains(err.Error(), "--gpu.max-age") {
-		t.Errorf("error %v does not name --gpu.max-age", err)
+	if _, ok := NewExporter(nil, nopLogger()).ThermalSnapshot(); ok {
+		t.Error("a thermal snapshot without the thermal collector")
 	}
 }

@@ -1,14 +1,19 @@
 package collector
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/spark-exporter/spark_exporter/internal/gpu"
 )
 
 // fixtures is the /proc tree of a DGX Spark mid-run, shared with the golden
@@ -79,3 +84,44 @@ func gatherAll(t *testing.T, c prometheus.Collector) map[string]float64 {
 }
 
 func nopLogger() log.Logger { return log.NewNopLogger() }
+
+// fakeNVML stands for the process's NVML client: it serves readings (or
+// err), counts the reads, and notes what each asked for.
+type fakeNVML struct {
+	mu       sync.Mutex
+	readings []gpu.Reading
+	err      error
+	reads    int           // Read calls
+	recents  int           // Recent calls
+	maxAge   time.Duration // of the latest Recent
+	deadline time.Duration // time left to the latest Read, from its start
+	readDone chan struct{} // if set, told of each Read
+}
+
+func (f *fakeNVML) Read(ctx context.Context) ([]gpu.Reading, error) {
+	f.mu.Lock()
+	f.reads++
+	if d, ok := ctx.Deadline(); ok {
+		f.deadline = time.Until(d)
+	}
+	readings, err, done := f.readings, f.err, f.readDone
+	f.mu.Unlock()
+	if done != nil {
+		done <- struct{}{}
+	}
+	return readings, err
+}
+
+func (f *fakeNVML) Recent(_ context.Context, maxAge time.Duration) (gpu.Snapshot, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.recents++
+	f.maxAge = maxAge
+	return gpu.Snapshot{Devices: f.readings}, f.err
+}
+
+// testEnv is the Env of a host without NVML, on the spark fixture /proc.
+func testEnv() Env {
+	return Env{ProcFS: fixtures, Logger: nopLogger(), NVML: &fakeNVML{err: gpu.ErrUnavailable},
+		GPU: gpu.Settings{Timeout: time.Second, MaxAge: gpu.DefaultMaxAge}}
+}

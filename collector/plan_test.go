@@ -23,7 +23,7 @@ func selection(t *testing.T, args ...string) *Selection {
 }
 
 func TestPlanCollectorOnFixture(t *testing.T) {
-	e, err := selection(t, "--plan.file="+planFixture).Build(Env{ProcFS: fixtures, Logger: nopLogger()})
+	e, err := selection(t, "--plan.file="+planFixture).Build(testEnv())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestPlanCollectorRefusesBadConfiguration(t *testing.T) {
 		{[]string{"--plan.file=" + bad}, "collector plan: --plan.file: plan 1 (line 4): dtype: qlora quantizes the base to nf4"},
 		{[]string{"--plan.file=" + filepath.Join(dir, "missing.yml")}, "collector plan: --plan.file: cannot read the file: no such file or directory"},
 	} {
-		e, err := selection(t, tc.args...).Build(Env{ProcFS: fixtures, Logger: nopLogger()})
+		e, err := selection(t, tc.args...).Build(testEnv())
 		if err == nil {
 			e.Close()
 			t.Errorf("%v: built", tc.args)

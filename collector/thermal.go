@@ -3,43 +3,48 @@ package collector
 import (
 	"context"
 	"fmt"
-	"math"
-	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
-	"github.com/go-kit/log"
-	"github.com/go-kit/log/level"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
 	"github.com/spark-exporter/spark_exporter/internal/thermal"
-	"github.com/spark-exporter/spark_exporter/internal/thermallog"
 )
 
 // The thermal collector is the thermal watch of docs/design.md as software: a
-// sampler beside the run reads each GPU's temperature, power, SM clock,
-// utilisation and clock event reasons every --thermal.interval, keeps
-// --thermal.window of them, and judges the window (internal/thermal): the
-// throttle signature (busy, power flat below the rating, temperature
-// climbing or holding hot) or NVML's own thermal slowdown reasons. Entering
-// and leaving a throttle episode is logged, once each; with
-// --thermal.csv-file every sample is also appended to the nvidia-smi CSV log.
+// sampler beside the run (thermal.Sampler) reads each GPU's temperature,
+// power, SM clock, utilisation and clock event reasons every
+// --thermal.interval, keeps --thermal.window of them, and judges the window
+// (internal/thermal): the throttle signature (busy, power flat below the
+// rating, temperature climbing or holding hot) or NVML's own thermal
+// slowdown reasons. Entering and leaving a throttle episode is logged, once
+// each; with --thermal.csv-file every sample is also appended to the
+// nvidia-smi CSV log. This collector owns the --thermal.* flags and renders the
+// sampler's snapshot as metrics.
+//
+// The factory builds, starts and (through Close) stops the sampler: it has
+// the flags, it runs only when the collector is enabled, and its lifetime
+// is the collector's, with no state outside it. Readers besides the metrics
+// (a status page) get the sampler's snapshot through
+// Exporter.ThermalSnapshot. NVML is Env.NVML, the process's client, whose
+// reads are bounded by --gpu.timeout.
 func init() {
-	registerCollector("thermal", defaultEnabled, func(fg FlagGroup) Factory {
+	registerNVMLCollector("thermal", defaultEnabled, func(fg FlagGroup) Factory {
 		flags := addThermalFlags(fg)
 		return func(env Env) (Collector, error) {
 			cfg := flags.config()
 			if err := cfg.Validate(); err != nil {
 				return nil, fmt.Errorf("--thermal.* flags: %w", err)
 			}
-			src, release, err := acquireNVML(env)
-			if err != nil {
-				return nil, err
+			if env.NVML == nil {
+				return nil, errNoNVML
 			}
-			c := newThermalCollector(src, release, cfg, *flags.csvFile, env.Logger)
+			sampler := thermal.NewSampler(gpu.WithTimeout(env.NVML, env.GPU.Timeout), cfg, *flags.csvFile, env.Logger)
+			c := newThermalCollector(sampler)
 			c.start()
 			return c, nil
 		}
@@ -47,7 +52,7 @@ func init() {
 }
 
 // thermalFlags are the collector's flags; docs/thermal.md justifies each
-// default.
+// default, and thermal.DefaultConfig holds them.
 type thermalFlags struct {
 	interval, window                              *time.Duration
 	nominal, belowRatio, flatSpread               *float64
@@ -56,29 +61,46 @@ type thermalFlags struct {
 }
 
 func addThermalFlags(fg FlagGroup) thermalFlags {
+	def := thermal.DefaultConfig()
 	return thermalFlags{
 		interval: cliflag.Duration(fg.Flag("thermal.interval",
-			"Time between two samples of each GPU's temperature and power.").Default("5s")),
+			"Time between two samples of each GPU's temperature and power.").Default(durationText(def.Interval))),
 		window: cliflag.Duration(fg.Flag("thermal.window",
-			"Span of samples judged for the throttle signature (the guide: watch at least 10-15 minutes).").Default("10m")),
+			"Span of samples judged for the throttle signature (watch at least 10-15 minutes before concluding).").Default(durationText(def.Window))),
 		nominal: cliflag.Float(fg.Flag("thermal.nominal-power",
-			"Rated power in watts (the GB10's power brick: 240); the signature needs power below it.").Default("240"), 1, 1e5),
+			"Rated power in watts (the GB10's power brick: 240); the signature needs power below it.").Default(numberText(def.NominalPower)), 1, 1e5),
 		belowRatio: cliflag.Float(fg.Flag("thermal.below-nominal-ratio",
-			"Power is below the rating when its highest sample in the window is under this share of --thermal.nominal-power.").Default("0.9"), 0.01, 1),
+			"Power is below the rating when its highest sample in the window is under this share of --thermal.nominal-power.").Default(numberText(def.BelowNominalRatio)), 0.01, 1),
 		flatSpread: cliflag.Float(fg.Flag("thermal.flat-power-spread",
-			"Power is flat when max - min over the window is at most this many watts.").Default("20"), 0, 1e5),
+			"Power is flat when max - min over the window is at most this many watts.").Default(numberText(def.FlatSpread)), 0, 1e5),
 		busyUtilization: cliflag.Float(fg.Flag("thermal.busy-utilization",
-			"The GPU is busy when its mean utilisation over the window is at least this (0-1).").Default("0.5"), 0, 1),
+			"The GPU is busy when its mean utilisation over the window is at least this (0-1).").Default(numberText(def.BusyUtilization)), 0, 1),
 		busyPower: cliflag.Float(fg.Flag("thermal.busy-power",
-			"Where NVML gives no utilisation, the GPU is busy when its mean power is at least this many watts.").Default("20"), 0, 1e5),
+			"Where NVML gives no utilisation, the GPU is busy when its mean power is at least this many watts.").Default(numberText(def.BusyPower)), 0, 1e5),
 		climbing: cliflag.Float(fg.Flag("thermal.climbing-slope",
-			"Temperature climbs when its least-squares slope is at least this many °C per minute.").Default("0.5"), 0, 100),
+			"Temperature climbs when its least-squares slope is at least this many °C per minute.").Default(numberText(def.ClimbingSlope*60)), 0, 100),
 		hotTemp: cliflag.Float(fg.Flag("thermal.hot-temperature",
-			"Temperature holds hot when its mean over the window is at least this many °C.").Default("85"), 0, 200),
+			"Temperature holds hot when its mean over the window is at least this many °C.").Default(numberText(def.HotTemperature)), 0, 200),
 		csvFile: fg.Flag("thermal.csv-file",
-			"Append every sample to this file as timestamp,temperature.gpu,power.draw (the guide's thermal-sample.sh log).").String(),
+			"Append every sample to this file as timestamp,temperature.gpu,power.draw (the format of the thermal-sample.sh script GB10 fine-tuning guides use).").String(),
 	}
 }
+
+// durationText writes a default as a user would: 10m, not 10m0s.
+func durationText(d time.Duration) string {
+	text := d.String()
+	for _, zeros := range []string{"0s", "0m"} {
+		if t, ok := strings.CutSuffix(text, zeros); ok && len(t) > 0 && (t[len(t)-1] < '0' || t[len(t)-1] > '9') {
+			text = t
+		}
+	}
+	return text
+}
+
+// numberText writes a default with the digits it was given: the climbing
+// slope's 0.5 °C/min is held as 0.5/60 °C/s, which times 60 is not exactly
+// 0.5.
+func numberText(x float64) string { return strconv.FormatFloat(x, 'g', 12, 64) }
 
 func (f thermalFlags) config() thermal.Config {
 	return thermal.Config{
@@ -105,275 +127,82 @@ var (
 	thermalCSVErrorsDesc = newDesc("thermal", "csv_write_errors_total", "Samples that could not be appended to --thermal.csv-file.")
 )
 
+// thermalCollector renders the snapshot afresh on every scrape. Keeping
+// the metrics built from a snapshot until the next sample saved 40 thousand
+// instructions a scrape, 1.2% of a whole one (scripts/bench-counts.sh,
+// BenchmarkThermal and BenchmarkScrape/default): too little to keep.
 type thermalCollector struct {
-	src     gpu.Source
-	release func()
-	cfg     thermal.Config
-	logger  log.Logger
-	csv     *thermallog.Writer // nil without --thermal.csv-file
-
-	mu          sync.Mutex
-	monitors    map[int]*thermal.Monitor // by NVML device index
-	csvErrors   int
-	csvFailing  bool
-	readFailing bool
-	everRead    bool // a reading has come at least once
-	// built holds the metrics Update sends, built by the first scrape
-	// after a sample: they change only when the sampler samples, so the
-	// scrapes in between send them again. nil: none built since the
-	// last sample.
-	built []prometheus.Metric
+	sampler *thermal.Sampler
 
 	cancel    context.CancelFunc
 	done      chan struct{}
 	closeOnce sync.Once
+	closeErr  error
 }
 
-// newThermalCollector builds the collector without starting its sampler:
-// tests drive it through sample.
-func newThermalCollector(src gpu.Source, release func(), cfg thermal.Config, csvFile string, logger log.Logger) *thermalCollector {
-	c := &thermalCollector{src: src, release: release, cfg: cfg, logger: logger,
-		monitors: map[int]*thermal.Monitor{}}
-	if csvFile != "" {
-		c.csv = thermallog.NewWriter(csvFile)
-	}
-	return c
+// newThermalCollector renders sampler's snapshots without starting it:
+// tests step the sampler themselves.
+func newThermalCollector(sampler *thermal.Sampler) *thermalCollector {
+	return &thermalCollector{sampler: sampler}
 }
 
-// start runs the sampler in the background until Close: one sample at
-// once, then one per interval.
+// start runs the sampler in the background until Close.
 func (c *thermalCollector) start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	c.done = make(chan struct{})
 	go func() {
 		defer close(c.done)
-		ticker := time.NewTicker(c.cfg.Interval)
-		defer ticker.Stop()
-		c.sample(ctx, time.Now())
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case now := <-ticker.C:
-				c.sample(ctx, now)
-			}
-		}
+		c.sampler.Run(ctx)
 	}()
 }
 
-// Close stops the sampler (interrupting a read in progress), closes the
-// CSV log and gives NVML back.
+// Close stops the sampler (interrupting a read in progress) and closes the
+// CSV log. NVML is not the collector's to close.
 func (c *thermalCollector) Close() error {
-	var err error
 	c.closeOnce.Do(func() {
 		if c.cancel != nil {
 			c.cancel()
 			<-c.done
 		}
-		if c.csv != nil {
-			err = c.csv.Close()
-		}
-		c.release()
+		c.closeErr = c.sampler.Close()
 	})
-	return err
+	return c.closeErr
 }
 
-// sample reads every GPU once and judges each one's window at now. A failed
-// read is no sample: the windows age, and go back to collecting after a
-// gap.
-func (c *thermalCollector) sample(ctx context.Context, now time.Time) {
-	readCtx, cancel := context.WithTimeout(ctx, c.cfg.Interval)
-	readings, err := c.src.Read(readCtx)
-	cancel()
-	if err != nil {
-		readings = nil
+// ThermalSnapshot is the thermal sampler's latest snapshot, for readers
+// beside the metrics (a status page); false when the thermal collector is
+// not enabled.
+func (e *Exporter) ThermalSnapshot() (thermal.Snapshot, bool) {
+	c, ok := e.collectors["thermal"].(*thermalCollector)
+	if !ok {
+		return thermal.Snapshot{}, false
 	}
-
-	samples := map[int]*thermal.Sample{}
-	var rows []thermallog.Row
-	for _, r := range readings {
-		row := logRow(r, now)
-		if row.Temperature != nil || row.Power != nil {
-			rows = append(rows, row)
-		}
-		if row.Temperature != nil && row.Power != nil {
-			samples[r.Index] = &thermal.Sample{Time: now, Temperature: *row.Temperature, Power: *row.Power,
-				SMClock: nonNegative(r.SMClockHertz), Utilization: ratio(r.Utilization), Reasons: r.ClockEventReasons}
-		}
-	}
-	var csvErr error
-	if c.csv != nil && len(rows) > 0 {
-		csvErr = c.csv.Append(rows...)
-	}
-
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.noteRead(err)
-	if c.csv != nil && len(rows) > 0 {
-		c.noteCSV(csvErr)
-	}
-	for idx := range samples {
-		if c.monitors[idx] == nil {
-			c.monitors[idx] = thermal.NewMonitor(c.cfg)
-		}
-	}
-	for idx, m := range c.monitors {
-		tr := m.Step(now, samples[idx])
-		c.logTransition(idx, m.Verdict(), tr)
-	}
-	c.built = nil
+	return c.sampler.Snapshot(), true
 }
-
-// logRow keeps the reading's temperature and power for the CSV log and the
-// analysis, leaving out values no GPU can give.
-func logRow(r gpu.Reading, now time.Time) thermallog.Row {
-	row := thermallog.Row{Time: r.Time}
-	if row.Time.IsZero() {
-		row.Time = now
-	}
-	if t := r.TemperatureCelsius; t != nil && !math.IsNaN(*t) && !math.IsInf(*t, 0) && *t > -273.15 {
-		row.Temperature = t
-	}
-	row.Power = nonNegative(r.PowerWatts)
-	return row
-}
-
-func nonNegative(v *float64) *float64 {
-	if v == nil || !(*v >= 0) || math.IsInf(*v, 1) {
-		return nil
-	}
-	return v
-}
-
-func ratio(v *float64) *float64 {
-	if v == nil || !(*v >= 0 && *v <= 1) {
-		return nil
-	}
-	return v
-}
-
-// noteRead logs NVML's failures when they start and stop; the error itself
-// is left to the gpu collector, which owns NVML (and whose errors may name
-// the library's path). Readings that stop are a warning; a host that never
-// had any (no GPU, no driver) is normal and only noted.
-func (c *thermalCollector) noteRead(err error) {
-	const msg = "no GPU reading; the thermal sampler keeps trying every interval (spark_gpu_nvml_up tells why)"
-	switch {
-	case err != nil && !c.readFailing && c.everRead:
-		level.Warn(c.logger).Log("msg", msg)
-	case err != nil && !c.readFailing:
-		level.Info(c.logger).Log("msg", msg)
-	case err == nil && c.readFailing:
-		level.Info(c.logger).Log("msg", "GPU readings are back; the thermal windows fill again")
-	}
-	c.readFailing = err != nil
-	c.everRead = c.everRead || err == nil
-}
-
-// noteCSV counts failed appends and logs when they start and stop.
-func (c *thermalCollector) noteCSV(err error) {
-	switch {
-	case err != nil && !c.csvFailing:
-		level.Warn(c.logger).Log("msg", "cannot append to --thermal.csv-file; samples are counted in spark_thermal_csv_write_errors_total until it works again", "err", err)
-	case err == nil && c.csvFailing:
-		level.Info(c.logger).Log("msg", "appending to --thermal.csv-file again")
-	}
-	c.csvFailing = err != nil
-	if err != nil {
-		c.csvErrors++
-	}
-}
-
-// logTransition writes the explicit throttle log: one warning on entering
-// an episode, one line on leaving it, nothing in between.
-func (c *thermalCollector) logTransition(idx int, v thermal.Verdict, tr thermal.Transition) {
-	if tr.Refused {
-		level.Debug(c.logger).Log("msg", "sample older than the previous one left out (clock stepped back)", "gpu", idx)
-	}
-	switch {
-	case tr.Entered:
-		kv := []any{"msg", "GPU thermal throttling: expect slower steps", "gpu", idx, "evidence", evidence(v)}
-		kv = append(kv, latestFields(v)...)
-		if v.Stats != nil && v.Stats.HasSlope {
-			kv = append(kv, "slope_celsius_per_minute", round2(v.Stats.Slope*60))
-		}
-		if v.Signature {
-			kv = append(kv, "signature_window_seconds", math.Round(v.Span.Seconds()))
-		}
-		if v.ThermalSlowdown {
-			kv = append(kv, "nvml_slowdown_seconds", math.Round(v.SlowdownFor.Seconds()))
-		}
-		level.Warn(c.logger).Log(kv...)
-	case tr.Left:
-		kv := []any{"msg", "GPU thermal throttling ended", "gpu", idx,
-			"episode_seconds", math.Round(tr.Episode.Seconds()), "state", string(v.State)}
-		kv = append(kv, latestFields(v)...)
-		level.Info(c.logger).Log(kv...)
-	}
-}
-
-func evidence(v thermal.Verdict) string {
-	switch {
-	case v.Signature && v.ThermalSlowdown:
-		return "signature+nvml_thermal_slowdown"
-	case v.ThermalSlowdown:
-		return "nvml_thermal_slowdown"
-	}
-	return "signature"
-}
-
-func latestFields(v thermal.Verdict) []any {
-	var kv []any
-	if s := v.Latest; s != nil {
-		kv = append(kv, "temperature_celsius", round2(s.Temperature), "power_watts", round2(s.Power))
-		if s.SMClock != nil {
-			kv = append(kv, "sm_clock_hertz", *s.SMClock)
-		}
-	}
-	if v.Stats != nil {
-		kv = append(kv, "power_mean_watts", round2(v.Stats.PowerMean), "power_spread_watts", round2(v.Stats.PowerSpread))
-	}
-	return kv
-}
-
-func round2(x float64) float64 { return math.Round(x*100) / 100 }
 
 // oneIf renders a condition as a 0/1 gauge value.
 func oneIf(cond bool) float64 { return supported(cond) }
 
 func (c *thermalCollector) Update(ch chan<- prometheus.Metric) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.built == nil {
-		c.built = c.metrics()
-	}
-	for _, m := range c.built {
-		ch <- m
-	}
-	if len(c.monitors) == 0 {
+	snap := c.sampler.Snapshot()
+	sendThermal(ch, snap)
+	if len(snap.GPUs) == 0 {
 		return ErrNoData
 	}
 	return nil
 }
 
-// metrics builds what Update sends from the latest sample; c.mu is held.
-func (c *thermalCollector) metrics() []prometheus.Metric {
-	ms := []prometheus.Metric{}
-	if c.csv != nil {
-		ms = append(ms, prometheus.MustNewConstMetric(thermalCSVErrorsDesc, prometheus.CounterValue, float64(c.csvErrors)))
+// sendThermal renders a snapshot.
+func sendThermal(ch chan<- prometheus.Metric, snap thermal.Snapshot) {
+	if snap.CSV {
+		ch <- prometheus.MustNewConstMetric(thermalCSVErrorsDesc, prometheus.CounterValue, float64(snap.CSVErrors))
 	}
-	indices := make([]int, 0, len(c.monitors))
-	for idx := range c.monitors {
-		indices = append(indices, idx)
-	}
-	sort.Ints(indices)
-	for _, idx := range indices {
-		m := c.monitors[idx]
-		v := m.Verdict()
-		label := strconv.Itoa(idx)
+	for _, g := range snap.GPUs {
+		v := g.Verdict
+		label := strconv.Itoa(g.Index)
 		gauge := func(d *prometheus.Desc, x float64, labels ...string) {
-			ms = append(ms, prometheus.MustNewConstMetric(d, prometheus.GaugeValue, x, append([]string{label}, labels...)...))
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, x, append([]string{label}, labels...)...)
 		}
 		for _, s := range thermal.States {
 			gauge(thermalStateDesc, oneIf(v.State == s), string(s))
@@ -386,8 +215,7 @@ func (c *thermalCollector) metrics() []prometheus.Metric {
 				gauge(thermalSlopeDesc, st.Slope)
 			}
 		}
-		ms = append(ms, prometheus.MustNewConstMetric(thermalEpisodesDesc, prometheus.CounterValue, float64(m.Episodes()), label),
-			prometheus.MustNewConstMetric(thermalSecondsDesc, prometheus.CounterValue, m.ThrottledTime().Seconds(), label))
+		ch <- prometheus.MustNewConstMetric(thermalEpisodesDesc, prometheus.CounterValue, float64(g.Episodes), label)
+		ch <- prometheus.MustNewConstMetric(thermalSecondsDesc, prometheus.CounterValue, g.Throttled.Seconds(), label)
 	}
-	return ms
 }

@@ -67,7 +67,7 @@ func tick(i int) time.Time { return start.Add(time.Duration(i) * 10 * time.Secon
 func newTestThermal(t *testing.T, src gpu.Source, csvFile string) (*thermalCollector, *bytes.Buffer) {
 	t.Helper()
 	logs := &bytes.Buffer{}
-	c := newThermalCollector(src, func() {}, oneMinute(), csvFile, log.NewLogfmtLogger(logs))
+	c := newThermalCollector(thermal.NewSampler(src, oneMinute(), csvFile, log.NewLogfmtLogger(logs)))
 	t.Cleanup(func() { c.Close() })
 	return c, logs
 }
@@ -82,7 +82,7 @@ func TestThermalThrottleEpisode(t *testing.T) {
 
 	src.set([]gpu.Reading{reading(0, 90, 100, 0.97)}, nil)
 	for i := range 6 {
-		c.sample(ctx, tick(i))
+		c.sampler.Sample(ctx, tick(i))
 	}
 	got, err := collect(t, c)
 	if err != nil {
@@ -92,7 +92,7 @@ func TestThermalThrottleEpisode(t *testing.T) {
 		t.Errorf("at 50 s: want collecting without the signature; got %v", got)
 	}
 	for i := 6; i < 10; i++ {
-		c.sample(ctx, tick(i))
+		c.sampler.Sample(ctx, tick(i))
 	}
 	got, _ = collect(t, c)
 	want := map[string]float64{
@@ -112,7 +112,7 @@ func TestThermalThrottleEpisode(t *testing.T) {
 
 	// The job ends: power drops, the episode ends.
 	src.set([]gpu.Reading{reading(0, 88, 5, 0)}, nil)
-	c.sample(ctx, tick(10))
+	c.sampler.Sample(ctx, tick(10))
 	got, _ = collect(t, c)
 	if got[`spark_thermal_state{gpu="0",state="throttled"}`] != 0 || got[`spark_thermal_throttled_seconds_total{gpu="0"}`] != 40 ||
 		got[`spark_thermal_throttle_episodes_total{gpu="0"}`] != 1 {
@@ -158,7 +158,7 @@ func TestThermalNVMLSlowdown(t *testing.T) {
 	reasons := thermal.ReasonHWThermalSlowdown
 	r.ClockEventReasons = &reasons
 	src.set([]gpu.Reading{r}, nil)
-	c.sample(context.Background(), tick(0))
+	c.sampler.Sample(context.Background(), tick(0))
 	got, _ := collect(t, c)
 	if got[`spark_thermal_state{gpu="0",state="throttled"}`] != 1 || got[`spark_thermal_throttle_signature{gpu="0"}`] != 0 {
 		t.Errorf("want throttled by NVML, without the window's signature: %v", got)
@@ -176,14 +176,14 @@ func TestThermalReadFailuresComeAndGo(t *testing.T) {
 	ctx := context.Background()
 	src.set([]gpu.Reading{reading(0, 40, 4, 0)}, nil)
 	for i := range 7 {
-		c.sample(ctx, tick(i))
+		c.sampler.Sample(ctx, tick(i))
 	}
 	if got, _ := collect(t, c); got[`spark_thermal_state{gpu="0",state="normal"}`] != 1 {
 		t.Fatalf("idle GPU after a full window: %v", got)
 	}
 	src.set(nil, errors.New("NVML wedged"))
 	for i := 7; i < 12; i++ {
-		c.sample(ctx, tick(i))
+		c.sampler.Sample(ctx, tick(i))
 	}
 	got, _ := collect(t, c)
 	if got[`spark_thermal_state{gpu="0",state="collecting"}`] != 1 {
@@ -194,7 +194,7 @@ func TestThermalReadFailuresComeAndGo(t *testing.T) {
 	}
 	src.set([]gpu.Reading{reading(0, 40, 4, 0)}, nil)
 	for i := 12; i < 19; i++ {
-		c.sample(ctx, tick(i))
+		c.sampler.Sample(ctx, tick(i))
 	}
 	if got, _ := collect(t, c); got[`spark_thermal_state{gpu="0",state="normal"}`] != 1 {
 		t.Errorf("a window after recovery: %v", got)
@@ -216,7 +216,7 @@ func TestThermalNoGPU(t *testing.T) {
 	src.set(nil, errors.New("NVML not available"))
 	c, logs := newTestThermal(t, src, "")
 	for i := range 3 {
-		c.sample(context.Background(), tick(i))
+		c.sampler.Sample(context.Background(), tick(i))
 	}
 	got, err := collect(t, c)
 	if !errors.Is(err, ErrNoData) || len(got) != 0 {
@@ -238,7 +238,7 @@ func TestThermalIgnoresImpossibleReadings(t *testing.T) {
 		{Index: 0, Time: tick(0), TemperatureCelsius: &nan, PowerWatts: fptr(-3)},
 		{Index: 1, Time: tick(0), TemperatureCelsius: fptr(50), PowerWatts: fptr(60), Utilization: fptr(7)},
 	}, nil)
-	c.sample(context.Background(), tick(0))
+	c.sampler.Sample(context.Background(), tick(0))
 	got, _ := collect(t, c)
 	if _, ok := got[`spark_thermal_state{gpu="0",state="collecting"}`]; ok {
 		t.Error("GPU 0 gave no usable value but has a window")
@@ -265,8 +265,8 @@ func TestThermalCSV(t *testing.T) {
 		TemperatureCelsius: fptr(38), PowerWatts: fptr(12.34)}}, nil)
 	for range 2 { // two exporter runs
 		c, _ := newTestThermal(t, src, path)
-		c.sample(context.Background(), tick(0))
-		c.sample(context.Background(), tick(1))
+		c.sampler.Sample(context.Background(), tick(0))
+		c.sampler.Sample(context.Background(), tick(1))
 		if got, _ := collect(t, c); got["spark_thermal_csv_write_errors_total"] != 0 {
 			t.Errorf("write errors: %v", got["spark_thermal_csv_write_errors_total"])
 		}
@@ -283,7 +283,7 @@ func TestThermalCSV(t *testing.T) {
 	missing := filepath.Join(dir, "no-such-dir", "thermal.log")
 	c, logs := newTestThermal(t, src, missing)
 	for i := range 3 {
-		c.sample(context.Background(), tick(i))
+		c.sampler.Sample(context.Background(), tick(i))
 	}
 	got, err := collect(t, c)
 	if err != nil || got["spark_thermal_csv_write_errors_total"] != 3 ||
@@ -317,13 +317,14 @@ func (g *gatedSource) Read(ctx context.Context) ([]gpu.Reading, error) {
 }
 
 // The background sampler samples at once, and Close stops it even in the
-// middle of a wedged read, gives NVML back once, and is safe to repeat.
+// middle of a wedged read, and is safe to repeat. NVML is not the
+// collector's: Close leaves it to whoever opened it (serve, after every
+// collector is closed).
 func TestThermalSamplerStopsOnClose(t *testing.T) {
 	src := &gatedSource{reads: make(chan struct{}, 1), gate: make(chan struct{})}
-	released := 0
 	cfg := oneMinute()
 	cfg.Interval = time.Hour // only the first, immediate sample happens
-	c := newThermalCollector(src, func() { released++ }, cfg, "", log.NewNopLogger())
+	c := newThermalCollector(thermal.NewSampler(src, cfg, "", log.NewNopLogger()))
 	c.start()
 	select {
 	case <-src.reads:
@@ -340,13 +341,19 @@ func TestThermalSamplerStopsOnClose(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("Close did not return within 30s while a read was wedged")
 	}
-	if err := c.Close(); err != nil || released != 1 {
-		t.Errorf("second Close: %v; NVML released %d times, want 1", err, released)
+	if err := c.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	// The wedged read was interrupted, not left running: the sampler
+	// counts it as a sample taken.
+	if n := c.sampler.Snapshot().Samples; n != 1 {
+		t.Errorf("%d samples after Close, want the one interrupted", n)
 	}
 }
 
-// The flags default to the configuration docs/thermal.md justifies, and a
-// bad value is refused naming its flag.
+// The flags' defaults are thermal.DefaultConfig, the configuration
+// docs/thermal.md justifies, written into each flag's default and read back
+// unchanged; a bad value is refused naming its flag.
 func TestThermalFlags(t *testing.T) {
 	app := kingpin.New("t", "")
 	flags := addThermalFlags(app)
@@ -355,6 +362,13 @@ func TestThermalFlags(t *testing.T) {
 	}
 	if got, want := flags.config(), thermal.DefaultConfig(); got != want {
 		t.Errorf("defaults %+v, want %+v", got, want)
+	}
+	// As --help shows them, and as METRICS.md and docs/thermal.md give them.
+	for flag, want := range map[string]string{"thermal.interval": "5s", "thermal.window": "10m",
+		"thermal.climbing-slope": "0.5", "thermal.below-nominal-ratio": "0.9", "thermal.nominal-power": "240"} {
+		if got := app.GetFlag(flag).Model().Default; len(got) != 1 || got[0] != want {
+			t.Errorf("--%s default %q, want %q", flag, got, want)
+		}
 	}
 
 	for _, tc := range []struct{ arg, want string }{
@@ -378,7 +392,7 @@ func TestThermalFactoryRefusesAShortWindow(t *testing.T) {
 	if _, err := app.Parse([]string{"--thermal.window=10s", "--thermal.interval=5s"}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := sel.factories["thermal"](Env{Logger: log.NewNopLogger()})
+	_, err := sel.factories["thermal"](Env{Logger: log.NewNopLogger(), NVML: &fakeNVML{}})
 	if err == nil || !strings.Contains(err.Error(), "--thermal") {
 		t.Errorf("error %v; want one naming the --thermal flags", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/spark-exporter/spark_exporter/collector"
+	"github.com/spark-exporter/spark_exporter/internal/gpu"
 	"github.com/spark-exporter/spark_exporter/internal/logging"
 	"github.com/spark-exporter/spark_exporter/internal/testing/cputime"
 	"github.com/spark-exporter/spark_exporter/internal/testing/fakeproc"
@@ -48,16 +49,17 @@ func benchHandler(b *testing.B, procfs string, exporterMetrics bool, args ...str
 	b.Helper()
 	app := kingpin.New(name, "")
 	logConfig := logging.AddFlags(app)
+	gpuFlags := gpu.AddFlags(app)
 	selection := collector.AddFlags(app)
 	if _, err := app.Parse(append([]string{"--gpu.nvml-library=" + testexporter.StandInNVML(b)}, args...)); err != nil {
 		b.Fatal(err)
 	}
 	logger, _ := logging.New(io.Discard, logConfig)
-	exporter, err := selection.Build(collector.Env{ProcFS: procfs, Logger: logger})
+	exporter, closeCollectors, err := buildExporter(selection, gpuFlags.Settings(), procfs, logger)
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { exporter.Close() })
+	b.Cleanup(closeCollectors)
 	return newMetricsHandler(exporter, exporterMetrics, 40, logger)
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/spark-exporter/spark_exporter/collector"
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
+	"github.com/spark-exporter/spark_exporter/internal/gpu"
 	"github.com/spark-exporter/spark_exporter/internal/logging"
 )
 
@@ -40,6 +42,7 @@ func serveCommand(cmd *kingpin.Application, procfs *string) (command, *collector
 	maxProcs := cliflag.Int(cmd.Flag("runtime.gomaxprocs",
 		"The number of CPUs Go code runs on at once (GOMAXPROCS).").Envar("GOMAXPROCS").Default("1"), 1, 1<<16)
 	logConfig := logging.AddFlags(cmd)
+	gpuFlags := gpu.AddFlags(cmd)
 	selection := collector.AddFlags(cmd)
 
 	return func(stdout, stderr io.Writer) int {
@@ -64,16 +67,12 @@ func serveCommand(cmd *kingpin.Application, procfs *string) (command, *collector
 			return 1
 		}
 
-		exporter, err := selection.Build(collector.Env{ProcFS: *procfs, Logger: logger})
+		exporter, closeCollectors, err := buildExporter(selection, gpuFlags.Settings(), *procfs, logger)
 		if err != nil {
 			level.Error(logger).Log("msg", "cannot start", "err", err)
 			return 1
 		}
-		defer func() {
-			if err := exporter.Close(); err != nil {
-				level.Error(logger).Log("msg", "closing collectors", "err", err)
-			}
-		}()
+		defer closeCollectors()
 		for _, c := range exporter.Names() {
 			level.Info(logger).Log("msg", "collector enabled", "collector", c)
 		}
@@ -120,6 +119,40 @@ func serveCommand(cmd *kingpin.Application, procfs *string) (command, *collector
 		}
 		return 0
 	}, selection
+}
+
+// buildExporter builds the enabled collectors, opening the process's NVML
+// client first when one of them reads NVML (the gpu and thermal
+// collectors). The collectors get the client through collector.Env; it is
+// opened here rather than by them because there can be only one per
+// process (gpu.Settings.Open) and it outlives each of them. The returned
+// function closes the collectors, then the client.
+func buildExporter(selection *collector.Selection, settings gpu.Settings, procfs string, logger log.Logger) (*collector.Exporter, func(), error) {
+	env := collector.Env{ProcFS: procfs, Logger: logger, GPU: settings}
+	var client *gpu.Client
+	if selection.NeedsNVML() {
+		client = settings.Open(log.With(logger, "component", "nvml"))
+		env.NVML = client
+	}
+	closeNVML := func() {
+		if client == nil {
+			return
+		}
+		if err := client.Close(); err != nil {
+			level.Warn(logger).Log("msg", "closing NVML", "err", err)
+		}
+	}
+	exporter, err := selection.Build(env)
+	if err != nil {
+		closeNVML()
+		return nil, nil, err
+	}
+	return exporter, func() {
+		if err := exporter.Close(); err != nil {
+			level.Error(logger).Log("msg", "closing collectors", "err", err)
+		}
+		closeNVML()
+	}, nil
 }
 
 // parseURLPath accepts a URL path to serve at. http.ServeMux panics on a

@@ -120,7 +120,7 @@ func CompareAnchors(e Estimate) AnchorMatch {
 			bytesPerWeight[p.DType] >= bytesPerWeight[c.Plan.DType] &&
 			p.Params > 1.1*c.Plan.Params {
 			m.Ceiling = &Check{"ceiling", Warn, fmt.Sprintf(
-				"%s is above the guide's %s (%s): nothing larger was seen to fit with this method on one Spark",
+				"%s is above the measured %s (%s): nothing larger was seen to fit with this method on one Spark",
 				FormatParams(p.Params), c.Name, c.Note)}
 		}
 	}

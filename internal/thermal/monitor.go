@@ -8,6 +8,7 @@ import "time"
 type Monitor struct {
 	cfg     Config
 	window  *Window
+	samples []Sample // the window as the latest Step analysed it
 	verdict Verdict
 	stepped bool
 	last    time.Time // time of the previous Step
@@ -48,7 +49,8 @@ func (m *Monitor) Step(now time.Time, s *Sample) Transition {
 		// what happened meanwhile.
 		m.throttled += min(now.Sub(m.last), m.cfg.MaxGap())
 	}
-	m.verdict = Analyze(m.window.Samples(), now, was, m.cfg)
+	m.samples = m.window.Samples()
+	m.verdict = Analyze(m.samples, now, was, m.cfg)
 	m.stepped = true
 	m.last = now
 
@@ -66,6 +68,11 @@ func (m *Monitor) Step(now time.Time, s *Sample) Transition {
 
 // Verdict is the verdict of the latest Step.
 func (m *Monitor) Verdict() Verdict { return m.verdict }
+
+// Samples is the window's samples as the latest Step analysed them, oldest
+// first. Each Step makes a new slice and never changes an old one, so the
+// caller may keep it; it must not modify it.
+func (m *Monitor) Samples() []Sample { return m.samples }
 
 // Episodes is the number of entries into Throttled.
 func (m *Monitor) Episodes() int { return m.episodes }

@@ -1,8 +1,13 @@
-// Package thermal judges a GPU's recent temperature and power: whether the
-// window shows the throttle signature of docs/design.md (GPU busy,
-// power flat below its rating, temperature climbing or holding hot), and
-// how long and how often it did. Everything here is a pure function of
-// samples, thresholds and the time given: no clock, no I/O.
+// Package thermal is the thermal watch: it judges a GPU's recent
+// temperature and power, whether the window shows the throttle signature of
+// docs/design.md (GPU busy, power flat below its rating, temperature
+// climbing or holding hot), and how long and how often it did.
+//
+// The analysis (Analyze, Window, Monitor) is a pure function of samples,
+// thresholds and the time given: no clock, no I/O. The Sampler around it
+// does the I/O, reading NVML, appending to the CSV log (internal/thermallog)
+// and logging episodes, and it too is told the time; only its Run loop
+// reads a clock.
 package thermal
 
 import (
@@ -25,8 +30,8 @@ type Sample struct {
 // NVML's clock event reasons that say the GPU slowed itself because of
 // heat, from nvml.h (go-nvml: nvml.ClocksEventReasonSwThermalSlowdown and
 // nvml.ClocksThrottleReasonHwThermalSlowdown). They are kept here rather
-// than imported so that this package needs neither cgo nor the driver's
-// header; a test checks them against go-nvml.
+// than imported so that the analysis reads in the terms of a sample, not of
+// NVML's API; a test checks them against go-nvml.
 const (
 	ReasonSWThermalSlowdown uint64 = 0x20
 	ReasonHWThermalSlowdown uint64 = 0x40

@@ -1,0 +1,288 @@
+package thermal
+
+import (
+	"context"
+	"math"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+
+	"github.com/spark-exporter/spark_exporter/internal/gpu"
+	"github.com/spark-exporter/spark_exporter/internal/thermallog"
+)
+
+// Sampler is the thermal watch beside the run: it reads every GPU once per
+// interval, keeps each one's Monitor, appends the samples to the CSV log
+// when it has one, and logs entering and leaving a throttle episode, one
+// line each. Readers (the metrics, a status page) see its Snapshot.
+//
+// Time comes from outside: Sample judges the windows at the time it is
+// given, so tests step a sampler by hand; Run is the production loop that
+// gives it the ticker's times.
+type Sampler struct {
+	src    gpu.Source
+	cfg    Config
+	logger log.Logger
+	csv    *thermallog.Writer // nil without a CSV log
+
+	// mu serialises Sample and Close; the fields below are theirs.
+	mu          sync.Mutex
+	monitors    map[int]*Monitor // by NVML device index
+	samples     uint64
+	csvErrors   int
+	csvFailing  bool
+	readFailing bool
+	everRead    bool // a reading has come at least once
+	closed      bool
+
+	snap atomic.Pointer[Snapshot]
+}
+
+// NewSampler returns a sampler of src with a configuration that has passed
+// Validate. With csvFile set, every sample is appended to it
+// (thermallog's format); the file is opened on the first sample.
+func NewSampler(src gpu.Source, cfg Config, csvFile string, logger log.Logger) *Sampler {
+	s := &Sampler{src: src, cfg: cfg, logger: logger, monitors: map[int]*Monitor{}}
+	if csvFile != "" {
+		s.csv = thermallog.NewWriter(csvFile)
+	}
+	s.snap.Store(&Snapshot{CSV: s.csv != nil})
+	return s
+}
+
+// Snapshot is what the sampler knows after its latest sample. A new one is
+// made by every sample, and none is changed once made: readers may keep it
+// and read it without locks, and must not modify it.
+type Snapshot struct {
+	// Samples counts the samples taken so far: a reader that keeps what
+	// it built from a snapshot builds again when it changes.
+	Samples uint64
+	// CSV says whether samples are appended to a CSV log; CSVErrors
+	// counts the samples that could not be.
+	CSV       bool
+	CSVErrors int
+	// GPUs has one entry per GPU that gave a usable reading at least
+	// once, by NVML index, ascending.
+	GPUs []GPUState
+}
+
+// GPUState is one GPU's thermal state after a sample.
+type GPUState struct {
+	Index     int // NVML device index
+	Verdict   Verdict
+	Episodes  int           // entries into Throttled
+	Throttled time.Duration // time spent Throttled
+	// Window is the samples the verdict judged, oldest first: the
+	// window's and up to as many older ones (Config.Capacity).
+	Window []Sample
+}
+
+// Snapshot returns the state after the latest sample.
+func (s *Sampler) Snapshot() Snapshot { return *s.snap.Load() }
+
+// Run samples at once, then once per interval, until ctx ends. A read in
+// progress is interrupted when ctx ends.
+func (s *Sampler) Run(ctx context.Context) {
+	ticker := time.NewTicker(s.cfg.Interval)
+	defer ticker.Stop()
+	s.Sample(ctx, time.Now())
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-ticker.C:
+			s.Sample(ctx, now)
+		}
+	}
+}
+
+// Close closes the CSV log; the sampler must not be running. A sample
+// after Close is not taken.
+func (s *Sampler) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if s.csv != nil {
+		return s.csv.Close()
+	}
+	return nil
+}
+
+// Sample reads every GPU once and judges each one's window at now. A failed
+// read is no sample: the windows age, and go back to collecting after a
+// gap. The read is bounded by the interval, so that a wedged driver cannot
+// make samples pile up.
+func (s *Sampler) Sample(ctx context.Context, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	readCtx, cancel := context.WithTimeout(ctx, s.cfg.Interval)
+	readings, err := s.src.Read(readCtx)
+	cancel()
+	if err != nil {
+		readings = nil
+	}
+
+	samples := map[int]*Sample{}
+	var rows []thermallog.Row
+	for _, r := range readings {
+		row := logRow(r, now)
+		if row.Temperature != nil || row.Power != nil {
+			rows = append(rows, row)
+		}
+		if row.Temperature != nil && row.Power != nil {
+			samples[r.Index] = &Sample{Time: now, Temperature: *row.Temperature, Power: *row.Power,
+				SMClock: nonNegative(r.SMClockHertz), Utilization: ratio(r.Utilization), Reasons: r.ClockEventReasons}
+		}
+	}
+	s.noteRead(err)
+	if s.csv != nil && len(rows) > 0 {
+		s.noteCSV(s.csv.Append(rows...))
+	}
+	for idx := range samples {
+		if s.monitors[idx] == nil {
+			s.monitors[idx] = NewMonitor(s.cfg)
+		}
+	}
+	for idx, m := range s.monitors {
+		tr := m.Step(now, samples[idx])
+		s.logTransition(idx, m.Verdict(), tr)
+	}
+	s.samples++
+	s.snap.Store(s.snapshot())
+}
+
+// snapshot makes the snapshot of the state now; s.mu is held.
+func (s *Sampler) snapshot() *Snapshot {
+	snap := &Snapshot{Samples: s.samples, CSV: s.csv != nil, CSVErrors: s.csvErrors,
+		GPUs: make([]GPUState, 0, len(s.monitors))}
+	for idx, m := range s.monitors {
+		snap.GPUs = append(snap.GPUs, GPUState{Index: idx, Verdict: m.Verdict(),
+			Episodes: m.Episodes(), Throttled: m.ThrottledTime(), Window: m.Samples()})
+	}
+	sort.Slice(snap.GPUs, func(i, j int) bool { return snap.GPUs[i].Index < snap.GPUs[j].Index })
+	return snap
+}
+
+// logRow keeps the reading's temperature and power for the CSV log and the
+// analysis, leaving out values no GPU can give.
+func logRow(r gpu.Reading, now time.Time) thermallog.Row {
+	row := thermallog.Row{Time: r.Time}
+	if row.Time.IsZero() {
+		row.Time = now
+	}
+	if t := r.TemperatureCelsius; t != nil && !math.IsNaN(*t) && !math.IsInf(*t, 0) && *t > -273.15 {
+		row.Temperature = t
+	}
+	row.Power = nonNegative(r.PowerWatts)
+	return row
+}
+
+func nonNegative(v *float64) *float64 {
+	if v == nil || !(*v >= 0) || math.IsInf(*v, 1) {
+		return nil
+	}
+	return v
+}
+
+func ratio(v *float64) *float64 {
+	if v == nil || !(*v >= 0 && *v <= 1) {
+		return nil
+	}
+	return v
+}
+
+// noteRead logs NVML's failures when they start and stop; the error itself
+// is left to the gpu collector, which reports NVML (and whose errors may
+// name the library's path). Readings that stop are a warning; a host that
+// never had any (no GPU, no driver) is normal and only noted.
+func (s *Sampler) noteRead(err error) {
+	const msg = "no GPU reading; the thermal sampler keeps trying every interval (spark_gpu_nvml_up tells why)"
+	switch {
+	case err != nil && !s.readFailing && s.everRead:
+		level.Warn(s.logger).Log("msg", msg)
+	case err != nil && !s.readFailing:
+		level.Info(s.logger).Log("msg", msg)
+	case err == nil && s.readFailing:
+		level.Info(s.logger).Log("msg", "GPU readings are back; the thermal windows fill again")
+	}
+	s.readFailing = err != nil
+	s.everRead = s.everRead || err == nil
+}
+
+// noteCSV counts failed appends and logs when they start and stop.
+func (s *Sampler) noteCSV(err error) {
+	switch {
+	case err != nil && !s.csvFailing:
+		level.Warn(s.logger).Log("msg", "cannot append to --thermal.csv-file; samples are counted in spark_thermal_csv_write_errors_total until it works again", "err", err)
+	case err == nil && s.csvFailing:
+		level.Info(s.logger).Log("msg", "appending to --thermal.csv-file again")
+	}
+	s.csvFailing = err != nil
+	if err != nil {
+		s.csvErrors++
+	}
+}
+
+// logTransition writes the explicit throttle log: one warning on entering
+// an episode, one line on leaving it, nothing in between.
+func (s *Sampler) logTransition(idx int, v Verdict, tr Transition) {
+	if tr.Refused {
+		level.Debug(s.logger).Log("msg", "sample older than the previous one left out (clock stepped back)", "gpu", idx)
+	}
+	switch {
+	case tr.Entered:
+		kv := []any{"msg", "GPU thermal throttling: expect slower steps", "gpu", idx, "evidence", evidence(v)}
+		kv = append(kv, latestFields(v)...)
+		if v.Stats != nil && v.Stats.HasSlope {
+			kv = append(kv, "slope_celsius_per_minute", round2(v.Stats.Slope*60))
+		}
+		if v.Signature {
+			kv = append(kv, "signature_window_seconds", math.Round(v.Span.Seconds()))
+		}
+		if v.ThermalSlowdown {
+			kv = append(kv, "nvml_slowdown_seconds", math.Round(v.SlowdownFor.Seconds()))
+		}
+		level.Warn(s.logger).Log(kv...)
+	case tr.Left:
+		kv := []any{"msg", "GPU thermal throttling ended", "gpu", idx,
+			"episode_seconds", math.Round(tr.Episode.Seconds()), "state", string(v.State)}
+		kv = append(kv, latestFields(v)...)
+		level.Info(s.logger).Log(kv...)
+	}
+}
+
+func evidence(v Verdict) string {
+	switch {
+	case v.Signature && v.ThermalSlowdown:
+		return "signature+nvml_thermal_slowdown"
+	case v.ThermalSlowdown:
+		return "nvml_thermal_slowdown"
+	}
+	return "signature"
+}
+
+func latestFields(v Verdict) []any {
+	var kv []any
+	if s := v.Latest; s != nil {
+		kv = append(kv, "temperature_celsius", round2(s.Temperature), "power_watts", round2(s.Power))
+		if s.SMClock != nil {
+			kv = append(kv, "sm_clock_hertz", *s.SMClock)
+		}
+	}
+	if v.Stats != nil {
+		kv = append(kv, "power_mean_watts", round2(v.Stats.PowerMean), "power_spread_watts", round2(v.Stats.PowerSpread))
+	}
+	return kv
+}
+
+func round2(x float64) float64 { return math.Round(x*100) / 100 }
