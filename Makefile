@@ -111,7 +111,7 @@ rules: $(TOOLS)/promtool $(TOOLS)/amtool
 ## for `make demo` and for running the exporter by hand.
 NVML_STANDIN := .build/nvml/libnvidia-ml.so.1
 nvml-standin:
-	$(GO) run ./internal/standin/cmd/standin -o $(dir $(NVML_STANDIN))
+	$(GO) run ./tools/standin -o $(dir $(NVML_STANDIN))
 
 ## demo: the exporter on the stand-in, playing a two-hour fine-tune that ends
 ## up throttling (testdata/nvml/scenarios/gb10-throttle.scenario) 30 times
@@ -192,7 +192,7 @@ docker:
 
 ## kubernetes-rules: examples/kubernetes/prometheusrule.yaml from rules/*.yml.
 kubernetes-rules:
-	$(GO) run ./scripts/prometheusrule
+	$(GO) run ./tools/prometheusrule
 
 ## bench: every benchmark, with allocations and CPU time per op
 ## (cpu-ns/op), BENCHCOUNT times each (compare runs with benchstat), at

@@ -11,10 +11,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/spark-exporter/spark_exporter/internal/cputime"
-	"github.com/spark-exporter/spark_exporter/internal/fakeproc"
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
-	"github.com/spark-exporter/spark_exporter/internal/testexporter"
+	"github.com/spark-exporter/spark_exporter/internal/testing/cputime"
+	"github.com/spark-exporter/spark_exporter/internal/testing/fakeproc"
+	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 	"github.com/spark-exporter/spark_exporter/internal/thermal"
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/spark-exporter/spark_exporter/internal/testexporter"
+	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
 
 var fakeDesc = prometheus.NewDesc("spark_fake_value", "A test value.", []string{"from"}, nil)

@@ -11,7 +11,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
-	"github.com/spark-exporter/spark_exporter/internal/gpu/gputest"
+	"github.com/spark-exporter/spark_exporter/internal/testing/gputest"
 	"github.com/spark-exporter/spark_exporter/internal/thermal"
 )
 

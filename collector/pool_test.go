@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spark-exporter/spark_exporter/internal/testexporter"
+	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
 
 const gib = 1 << 30

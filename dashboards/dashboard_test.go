@@ -8,14 +8,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spark-exporter/spark_exporter/internal/promqltest"
+	"github.com/spark-exporter/spark_exporter/internal/testing/dashboard"
+	"github.com/spark-exporter/spark_exporter/internal/testing/promqltest"
 )
 
-func load(t *testing.T) Dashboard {
+func load(t *testing.T) dashboard.Dashboard {
 	t.Helper()
-	d, err := Load(File)
+	d, err := dashboard.Load(dashboard.File)
 	if err != nil {
-		t.Fatalf("%s: %v", File, err)
+		t.Fatalf("%s: %v", dashboard.File, err)
 	}
 	return d
 }
@@ -86,7 +87,7 @@ func TestDashboardShape(t *testing.T) {
 // import serves any Prometheus and several Sparks.
 func TestDashboardVariables(t *testing.T) {
 	d := load(t)
-	vars := map[string]Variable{}
+	vars := map[string]dashboard.Variable{}
 	for _, v := range d.Templating.List {
 		vars[v.Name] = v
 	}
@@ -99,8 +100,8 @@ func TestDashboardVariables(t *testing.T) {
 		t.Errorf("want a multi-select instance query variable with All, got %+v", inst)
 	}
 
-	want := DatasourceRef{Type: "prometheus", UID: "${datasource}"}
-	check := func(where string, ref *DatasourceRef) {
+	want := dashboard.DatasourceRef{Type: "prometheus", UID: "${datasource}"}
+	check := func(where string, ref *dashboard.DatasourceRef) {
 		if ref == nil || *ref != want {
 			t.Errorf("%s: datasource %v, want %v", where, ref, want)
 		}
@@ -132,7 +133,7 @@ func TestDashboardVariables(t *testing.T) {
 
 // Grafana's built-in variables, replaced by representative values so the
 // queries can be parsed as Prometheus would receive them.
-var grafanaVariables = Vars{
+var grafanaVariables = dashboard.Vars{
 	RateInterval: "1m",
 	Interval:     "30s",
 	Range:        "6h",
@@ -192,7 +193,7 @@ func TestDashboardNotEmptyOnGB10(t *testing.T) {
 	for i, r := range results {
 		absent := false
 		for _, m := range r.Metrics {
-			if AbsentOnGB10[m] {
+			if dashboard.AbsentOnGB10[m] {
 				absent = true
 			}
 		}

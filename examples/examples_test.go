@@ -18,9 +18,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/spark-exporter/spark_exporter/internal/kuberules"
-	"github.com/spark-exporter/spark_exporter/internal/promqltest"
-	"github.com/spark-exporter/spark_exporter/internal/testexporter"
+	"github.com/spark-exporter/spark_exporter/internal/testing/kuberules"
+	"github.com/spark-exporter/spark_exporter/internal/testing/promqltest"
+	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
 
 func readYAML(t *testing.T, path string, v any) {

@@ -17,9 +17,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/spark-exporter/spark_exporter/internal/mdanchor"
-	"github.com/spark-exporter/spark_exporter/internal/promqltest"
-	"github.com/spark-exporter/spark_exporter/internal/testexporter"
+	"github.com/spark-exporter/spark_exporter/internal/testing/mdanchor"
+	"github.com/spark-exporter/spark_exporter/internal/testing/promqltest"
+	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
 
 const (

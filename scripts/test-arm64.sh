@@ -31,7 +31,7 @@ bin=$PWD/.build/linux-arm64/spark_exporter
 # dlopens it as it would NVIDIA's on a Spark.
 # (The builder itself is a host program: build it first, then point it at
 # the cross compiler.)
-go build -o .build/standin-builder ./internal/standin/cmd/standin
+go build -o .build/standin-builder ./tools/standin
 CC=$cc .build/standin-builder -o .build/nvml-linux-arm64
 nvml=$PWD/.build/nvml-linux-arm64/libnvidia-ml.so.1
 

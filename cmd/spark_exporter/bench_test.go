@@ -11,11 +11,11 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/spark-exporter/spark_exporter/collector"
-	"github.com/spark-exporter/spark_exporter/internal/cputime"
-	"github.com/spark-exporter/spark_exporter/internal/fakeproc"
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
 	"github.com/spark-exporter/spark_exporter/internal/logging"
-	"github.com/spark-exporter/spark_exporter/internal/testexporter"
+	"github.com/spark-exporter/spark_exporter/internal/testing/cputime"
+	"github.com/spark-exporter/spark_exporter/internal/testing/fakeproc"
+	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
 
 // benchProc writes a /proc tree of a busy Spark: the Spark fixture's pool

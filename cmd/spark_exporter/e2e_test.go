@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spark-exporter/spark_exporter/internal/testexporter"
+	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spark-exporter/spark_exporter/internal/testexporter"
+	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 	"github.com/spark-exporter/spark_exporter/internal/thermallog"
 )
 

@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spark-exporter/spark_exporter/internal/testexporter"
+	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
 
 // These tests run the built exporter on the GB10 stand-in NVML library
-// (internal/standin), driven by scenarios in testdata/nvml/scenarios.
+// (internal/testing/standin), driven by scenarios in testdata/nvml/scenarios.
 
 // gpuOnly scrapes the gpu collector alone, so that these goldens do not
 // change when other collectors do.

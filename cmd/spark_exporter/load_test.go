@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spark-exporter/spark_exporter/internal/testexporter"
+	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
 
 // The load tests run the built exporter as Prometheus would meet it, on
@@ -233,9 +233,9 @@ func TestLoadMemoryOverManyScrapes(t *testing.T) {
 	}
 
 	// The floor: the same scrapes of a program made of the libraries the
-	// exporter must use and nothing else (internal/memfloor).
+	// exporter must use and nothing else (tools/memfloor).
 	floorBinary := filepath.Join(t.TempDir(), "memfloor")
-	build := exec.Command("go", "build", "-o", floorBinary, "./internal/memfloor")
+	build := exec.Command("go", "build", "-o", floorBinary, "./tools/memfloor")
 	build.Dir = testexporter.Root(t)
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building memfloor: %v\n%s", err, out)

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spark-exporter/spark_exporter/internal/testexporter"
+	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
 
 // startSpark runs the exporter on the Spark fixture /proc and the GB10

@@ -17,7 +17,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/spark-exporter/spark_exporter/internal/plan"
-	"github.com/spark-exporter/spark_exporter/internal/testexporter"
+	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
 
 // runPlan runs `spark_exporter plan args…`: in-process, or as the binary

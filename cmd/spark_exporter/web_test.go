@@ -22,7 +22,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spark-exporter/spark_exporter/internal/testexporter"
+	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
 
 // Faults of the web side: TLS and basic auth, bad web configs, the

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spark-exporter/spark_exporter/internal/testexporter"
+	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
 
 // A command line is parsed and dropped: the secrets it carries (and the

@@ -15,8 +15,8 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	"github.com/go-kit/log"
 
-	"github.com/spark-exporter/spark_exporter/internal/gpu/gputest"
-	"github.com/spark-exporter/spark_exporter/internal/testexporter"
+	"github.com/spark-exporter/spark_exporter/internal/testing/gputest"
+	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
 
 const gib = gputest.GiB

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spark-exporter/spark_exporter/internal/standin"
-	"github.com/spark-exporter/spark_exporter/internal/testexporter"
+	"github.com/spark-exporter/spark_exporter/internal/testing/standin"
+	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
 
 // These tests load the GB10 stand-in library through go-nvml's real dlopen

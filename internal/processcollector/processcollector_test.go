@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/spark-exporter/spark_exporter/internal/cputime"
+	"github.com/spark-exporter/spark_exporter/internal/testing/cputime"
 )
 
 // gather returns each process_* series' value.

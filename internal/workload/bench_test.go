@@ -7,8 +7,8 @@ import (
 
 	"github.com/prometheus/procfs"
 
-	"github.com/spark-exporter/spark_exporter/internal/cputime"
-	"github.com/spark-exporter/spark_exporter/internal/fakeproc"
+	"github.com/spark-exporter/spark_exporter/internal/testing/cputime"
+	"github.com/spark-exporter/spark_exporter/internal/testing/fakeproc"
 )
 
 // BenchmarkScan scans a busy host's /proc (fakeproc.Busy) of 100, 1,000

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/spark-exporter/spark_exporter/internal/fakeproc"
+	"github.com/spark-exporter/spark_exporter/internal/testing/fakeproc"
 )
 
 // The processes the tests start from, named as in fakeproc.

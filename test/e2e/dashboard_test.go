@@ -12,17 +12,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spark-exporter/spark_exporter/dashboards"
-	"github.com/spark-exporter/spark_exporter/internal/promqltest"
+	"github.com/spark-exporter/spark_exporter/internal/testing/dashboard"
+	"github.com/spark-exporter/spark_exporter/internal/testing/promqltest"
 )
 
 // checkDashboard runs every query of dashboards/spark.json against the
 // running Prometheus, with Grafana's variables as Grafana would set them
 // for this Prometheus (1 s scrapes) and "All" Sparks selected. Each must
 // return data, except those on metrics GB10 does not have
-// (dashboards.AbsentOnGB10, docs/e2e.md), which must return none.
+// (dashboard.AbsentOnGB10, docs/e2e.md), which must return none.
 func checkDashboard(t *testing.T, s *stack, root string, instances []string) {
-	d, err := dashboards.Load(filepath.Join(root, "dashboards", dashboards.File))
+	d, err := dashboard.Load(filepath.Join(root, "dashboards", dashboard.File))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func checkDashboard(t *testing.T, s *stack, root string, instances []string) {
 	}
 	// $__range: the dashboard's time range, here everything recorded.
 	span := int(time.Since(s.ready).Seconds())
-	vars := dashboards.Vars{
+	vars := dashboard.Vars{
 		// Grafana's max(4 × scrape interval, interval + scrape interval).
 		RateInterval: (4 * scrapeInterval).String(),
 		Interval:     scrapeInterval.String(),
@@ -58,7 +58,7 @@ func checkDashboard(t *testing.T, s *stack, root string, instances []string) {
 		}
 		absent := false
 		for _, m := range parsed[i].Metrics {
-			absent = absent || dashboards.AbsentOnGB10[m]
+			absent = absent || dashboard.AbsentOnGB10[m]
 		}
 		result, err := s.query(exprs[i])
 		switch {
@@ -66,7 +66,7 @@ func checkDashboard(t *testing.T, s *stack, root string, instances []string) {
 			t.Errorf("%s: %v\n%s", q.Where, err, exprs[i])
 		case absent:
 			if len(result) > 0 {
-				t.Errorf("%s returned data, yet it is listed as absent on GB10 (dashboards.AbsentOnGB10, docs/e2e.md): %s", q.Where, exprs[i])
+				t.Errorf("%s returned data, yet it is listed as absent on GB10 (dashboard.AbsentOnGB10, docs/e2e.md): %s", q.Where, exprs[i])
 			}
 		case len(result) == 0:
 			t.Errorf("%s returned no data: %s", q.Where, exprs[i])

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spark-exporter/spark_exporter/internal/mdanchor"
-	"github.com/spark-exporter/spark_exporter/internal/testexporter"
+	"github.com/spark-exporter/spark_exporter/internal/testing/mdanchor"
+	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
 
 // The whole run, stack start-up excepted, ends by this long after the

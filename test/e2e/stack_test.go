@@ -20,8 +20,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/spark-exporter/spark_exporter/internal/rulesxform"
-	"github.com/spark-exporter/spark_exporter/internal/testexporter"
+	"github.com/spark-exporter/spark_exporter/internal/testing/rulesxform"
+	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
 
 // speedup is how much faster than production the whole chain runs: every

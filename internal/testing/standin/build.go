@@ -13,7 +13,7 @@ import (
 const LibraryName = "libnvidia-ml.so.1"
 
 const (
-	selfPackage = "github.com/spark-exporter/spark_exporter/internal/standin"
+	selfPackage = "github.com/spark-exporter/spark_exporter/internal/testing/standin"
 	nvmlModule  = "github.com/NVIDIA/go-nvml"
 )
 

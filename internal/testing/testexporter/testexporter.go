@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spark-exporter/spark_exporter/internal/standin"
+	"github.com/spark-exporter/spark_exporter/internal/testing/standin"
 )
 
 // Root is the repository root, found from this file's package directory.

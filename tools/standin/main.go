@@ -1,8 +1,8 @@
 // Command standin builds the GB10 stand-in libnvidia-ml.so.1 (see
 // docs/standin-nvml.md), or checks scenario files:
 //
-//	go run ./internal/standin/cmd/standin -o .build/nvml
-//	go run ./internal/standin/cmd/standin -check testdata/nvml/scenarios/*.scenario
+//	go run ./tools/standin -o .build/nvml
+//	go run ./tools/standin -check testdata/nvml/scenarios/*.scenario
 package main
 
 import (
@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/spark-exporter/spark_exporter/internal/standin"
+	"github.com/spark-exporter/spark_exporter/internal/testing/standin"
 )
 
 func main() {

@@ -10,7 +10,7 @@
  * the generated stubs and answer NVML_ERROR_NOT_SUPPORTED, unless the
  * scenario says a patched driver answers memory info.
  *
- * Not compiled by cgo (the build constraint above); internal/standin builds
+ * Not compiled by cgo (the build constraint above); internal/testing/standin builds
  * it with gcc together with scenario.c and the generated stubs. */
 #include <errno.h>
 #include <math.h>

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-const scenarios = "../../testdata/nvml/scenarios"
+const scenarios = "../../../testdata/nvml/scenarios"
 
 func TestShippedScenariosParse(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(scenarios, "*.scenario"))

@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/spark-exporter/spark_exporter/internal/kuberules"
+	"github.com/spark-exporter/spark_exporter/internal/testing/kuberules"
 )
 
 const (

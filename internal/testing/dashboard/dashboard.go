@@ -1,8 +1,8 @@
-// Package dashboards holds the Grafana dashboard and the part of Grafana's
-// JSON model its checks read: this package's tests check the JSON and the
+// Package dashboard is the part of Grafana's JSON model that the checks of
+// dashboards/spark.json read: dashboards/'s tests check the JSON and the
 // PromQL; the end-to-end test (test/e2e) runs every query against a real
-// Prometheus.
-package dashboards
+// Prometheus. Test scaffolding: nothing here ships.
+package dashboard
 
 import (
 	"encoding/json"
@@ -13,7 +13,7 @@ import (
 	"strings"
 )
 
-// File is the dashboard, in this directory.
+// File is the dashboard's file name, in dashboards/.
 const File = "spark.json"
 
 type DatasourceRef struct {
