@@ -26,8 +26,6 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
 )
 
-const namespace = "spark"
-
 // Collector is one source of metrics, read afresh on every scrape.
 type Collector interface {
 	// Update sends this scrape's metrics to ch. An error marks the
@@ -241,11 +239,11 @@ func (s *Selection) Build(env Env) (*Exporter, error) {
 
 var (
 	scrapeDurationDesc = prometheus.NewDesc(
-		prometheus.BuildFQName(namespace, "scrape", "collector_duration_seconds"),
+		"spark_scrape_collector_duration_seconds",
 		"Time a collector took during the last scrape.",
 		[]string{"collector"}, nil)
 	scrapeSuccessDesc = prometheus.NewDesc(
-		prometheus.BuildFQName(namespace, "scrape", "collector_success"),
+		"spark_scrape_collector_success",
 		"1 if the collector ran without error during the last scrape.",
 		[]string{"collector"}, nil)
 )
@@ -406,10 +404,10 @@ func closeCollector(c Collector) error {
 	return nil
 }
 
-// newDesc describes a metric spark_SUBSYSTEM_NAME (spark_NAME without a
-// subsystem).
-func newDesc(subsystem, name, help string, labels ...string) *prometheus.Desc {
-	return prometheus.NewDesc(prometheus.BuildFQName(namespace, subsystem, name), help, labels, nil)
+// newDesc describes a metric by its full name, so that grepping a metric
+// name finds where it is defined.
+func newDesc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, labels, nil)
 }
 
 // supported renders a field's availability as the 1/0 of a _supported gauge.

@@ -41,22 +41,22 @@ func init() {
 }
 
 var (
-	gpuUpDesc   = newDesc("gpu", "nvml_up", "1 when NVML is loaded and initialised; 0 without an NVIDIA driver or library (retried in the background).")
-	gpuInfoDesc = newDesc("gpu", "info", "GPU identity, always 1.",
+	gpuUpDesc   = newDesc("spark_gpu_nvml_up", "1 when NVML is loaded and initialised; 0 without an NVIDIA driver or library (retried in the background).")
+	gpuInfoDesc = newDesc("spark_gpu_info", "GPU identity, always 1.",
 		"gpu", "uuid", "name", "driver_version", "cuda_driver_version", "compute_capability")
-	gpuSupportedDesc = newDesc("gpu", "field_supported",
+	gpuSupportedDesc = newDesc("spark_gpu_field_supported",
 		"1 when the GPU answers the NVML field, 0 when NVML says it is not supported (N/A in nvidia-smi; its series are then absent).", "gpu", "field")
-	gpuTempDesc       = newDesc("gpu", "temperature_celsius", "GPU core temperature.", "gpu")
-	gpuPowerDesc      = newDesc("gpu", "power_watts", "GPU power draw.", "gpu")
-	gpuEnergyDesc     = newDesc("gpu", "energy_joules_total", "Energy used by the GPU since the driver loaded.", "gpu")
-	gpuPowerLimitDesc = newDesc("gpu", "power_limit_watts", "Enforced power limit (N/A on GB10, whose cap is the platform's).", "gpu")
-	gpuSMClockDesc    = newDesc("gpu", "sm_clock_hertz", "Current SM clock.", "gpu")
-	gpuSMClockMaxDesc = newDesc("gpu", "sm_clock_max_hertz", "Maximum SM clock.", "gpu")
-	gpuUtilDesc       = newDesc("gpu", "utilization_ratio", "Fraction of the last sample period during which a kernel ran on the GPU.", "gpu")
-	gpuMemTotalDesc   = newDesc("gpu", "memory_total_bytes", "NVML's total memory, the nvidia-smi view; absent on GB10, whose memory is the unified pool (see spark_pool_*).", "gpu")
-	gpuMemUsedDesc    = newDesc("gpu", "memory_used_bytes", "NVML's used memory, the nvidia-smi view; absent on GB10 (see spark_pool_*).", "gpu")
-	gpuReasonDesc     = newDesc("gpu", "clocks_event_active", "1 while NVML reports the reason as holding the clocks down, else 0.", "gpu", "reason")
-	gpuProcMemoryDesc = newDesc("gpu", "process_memory_bytes", "GPU memory held by a compute process, per NVML; comm is empty when /proc/<pid>/comm cannot be read.", "gpu", "pid", "comm")
+	gpuTempDesc       = newDesc("spark_gpu_temperature_celsius", "GPU core temperature.", "gpu")
+	gpuPowerDesc      = newDesc("spark_gpu_power_watts", "GPU power draw.", "gpu")
+	gpuEnergyDesc     = newDesc("spark_gpu_energy_joules_total", "Energy used by the GPU since the driver loaded.", "gpu")
+	gpuPowerLimitDesc = newDesc("spark_gpu_power_limit_watts", "Enforced power limit (N/A on GB10, whose cap is the platform's).", "gpu")
+	gpuSMClockDesc    = newDesc("spark_gpu_sm_clock_hertz", "Current SM clock.", "gpu")
+	gpuSMClockMaxDesc = newDesc("spark_gpu_sm_clock_max_hertz", "Maximum SM clock.", "gpu")
+	gpuUtilDesc       = newDesc("spark_gpu_utilization_ratio", "Fraction of the last sample period during which a kernel ran on the GPU.", "gpu")
+	gpuMemTotalDesc   = newDesc("spark_gpu_memory_total_bytes", "NVML's total memory, the nvidia-smi view; absent on GB10, whose memory is the unified pool (see spark_pool_*).", "gpu")
+	gpuMemUsedDesc    = newDesc("spark_gpu_memory_used_bytes", "NVML's used memory, the nvidia-smi view; absent on GB10 (see spark_pool_*).", "gpu")
+	gpuReasonDesc     = newDesc("spark_gpu_clocks_event_active", "1 while NVML reports the reason as holding the clocks down, else 0.", "gpu", "reason")
+	gpuProcMemoryDesc = newDesc("spark_gpu_process_memory_bytes", "GPU memory held by a compute process, per NVML; comm is empty when /proc/<pid>/comm cannot be read.", "gpu", "pid", "comm")
 	// The nine reasons of docs/metrics.md, by NVML bit. The hardware bits only
 	// have NVML's older "throttle" names.
 	gpuClockEventNames = []struct {

@@ -33,7 +33,7 @@ func init() {
 }
 
 var planRequiredDesc = prometheus.NewDesc(
-	prometheus.BuildFQName(namespace, "plan", "required_bytes"),
+	"spark_plan_required_bytes",
 	"Peak pool need of a planned run (load transient included), from the accounting worksheet; plan is the name given in --plan.file.",
 	[]string{"plan"}, nil)
 

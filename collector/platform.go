@@ -38,26 +38,26 @@ func init() {
 const rediscoverEvery = time.Minute
 
 var (
-	platformInfoDesc = newDesc("platform", "info",
+	platformInfoDesc = newDesc("spark_platform_info",
 		"The machine's DMI identity (/sys/class/dmi/id); never serial numbers or UUIDs. Always 1.",
 		"vendor", "product_name", "board_name", "bios_version")
 	// One help text for both: they are one metric family.
 	platformTempHelp     = "Platform temperature sensors: source=acpi is a thermal zone by its ACPI name (zone is its index, as node_exporter labels it), thermal_zone a zone without an ACPI device (by its type), spbm the spbm driver's SoC sensors."
-	platformZoneTempDesc = newDesc("platform", "temperature_celsius", platformTempHelp, "source", "sensor", "zone")
-	platformTempDesc     = newDesc("platform", "temperature_celsius", platformTempHelp, "source", "sensor")
-	platformPowerDesc    = newDesc("platform", "power_watts",
+	platformZoneTempDesc = newDesc("spark_platform_temperature_celsius", platformTempHelp, "source", "sensor", "zone")
+	platformTempDesc     = newDesc("spark_platform_temperature_celsius", platformTempHelp, "source", "sensor")
+	platformPowerDesc    = newDesc("spark_platform_power_watts",
 		"System power by rail, from the spbm driver; pl1, pl2, syspl1 and syspl2 are the smoothed power each firmware limit controller sees.", "rail")
-	platformEnergyDesc = newDesc("platform", "energy_joules_total",
+	platformEnergyDesc = newDesc("spark_platform_energy_joules_total",
 		"Energy by accumulator, from the spbm driver (a 32-bit firmware counter in mJ: it wraps).", "rail")
-	platformLimitDesc = newDesc("platform", "power_limit_watts",
+	platformLimitDesc = newDesc("spark_platform_power_limit_watts",
 		"The effective firmware power limit (spbm powerN_cap) of the pl1, pl2, syspl1 and syspl2 controllers.", "limit")
-	platformProchotDesc = newDesc("platform", "prochot",
+	platformProchotDesc = newDesc("spark_platform_prochot",
 		"1 while the SoC's PROCHOT (thermal emergency throttle) is asserted, from the spbm driver.")
-	platformPLLevelDesc = newDesc("platform", "power_limit_level",
+	platformPLLevelDesc = newDesc("spark_platform_power_limit_level",
 		"The firmware's current power-limit level (spbm pl_level), as the driver gives it.")
-	platformUnreadableDesc = newDesc("platform", "unreadable_files",
+	platformUnreadableDesc = newDesc("spark_platform_unreadable_files",
 		"sysfs files this scrape found but could not read or parse (permissions, a zone that errors on read, bad contents); their series are absent.")
-	platformSupportedDesc = newDesc("platform", "field_supported",
+	platformSupportedDesc = newDesc("spark_platform_field_supported",
 		"1 when the host provides the source (spbm: the spbm hwmon driver; thermal_zones: a readable thermal zone; dmi: DMI identity), 0 when it does not (its series are then absent).", "field")
 )
 

@@ -117,14 +117,14 @@ func (f thermalFlags) config() thermal.Config {
 }
 
 var (
-	thermalStateDesc     = newDesc("thermal", "state", "1 for the GPU's thermal state: collecting (window not yet full), normal, watching (temperature rising, power not flat below nominal: keep watching), throttled.", "gpu", "state")
-	thermalSignatureDesc = newDesc("thermal", "throttle_signature", "1 when the window shows the throttle signature: GPU busy, power flat and below nominal, temperature climbing or holding hot.", "gpu")
-	thermalPowerMeanDesc = newDesc("thermal", "window_power_mean_watts", "Mean power over the window.", "gpu")
-	thermalSpreadDesc    = newDesc("thermal", "window_power_spread_watts", "Max - min power over the window.", "gpu")
-	thermalSlopeDesc     = newDesc("thermal", "window_temperature_slope_celsius_per_second", "Least-squares temperature slope over the window.", "gpu")
-	thermalEpisodesDesc  = newDesc("thermal", "throttle_episodes_total", "Entries into the throttled state.", "gpu")
-	thermalSecondsDesc   = newDesc("thermal", "throttled_seconds_total", "Time spent in the throttled state.", "gpu")
-	thermalCSVErrorsDesc = newDesc("thermal", "csv_write_errors_total", "Samples that could not be appended to --thermal.csv-file.")
+	thermalStateDesc     = newDesc("spark_thermal_state", "1 for the GPU's thermal state: collecting (window not yet full), normal, watching (temperature rising, power not flat below nominal: keep watching), throttled.", "gpu", "state")
+	thermalSignatureDesc = newDesc("spark_thermal_throttle_signature", "1 when the window shows the throttle signature: GPU busy, power flat and below nominal, temperature climbing or holding hot.", "gpu")
+	thermalPowerMeanDesc = newDesc("spark_thermal_window_power_mean_watts", "Mean power over the window.", "gpu")
+	thermalSpreadDesc    = newDesc("spark_thermal_window_power_spread_watts", "Max - min power over the window.", "gpu")
+	thermalSlopeDesc     = newDesc("spark_thermal_window_temperature_slope_celsius_per_second", "Least-squares temperature slope over the window.", "gpu")
+	thermalEpisodesDesc  = newDesc("spark_thermal_throttle_episodes_total", "Entries into the throttled state.", "gpu")
+	thermalSecondsDesc   = newDesc("spark_thermal_throttled_seconds_total", "Time spent in the throttled state.", "gpu")
+	thermalCSVErrorsDesc = newDesc("spark_thermal_csv_write_errors_total", "Samples that could not be appended to --thermal.csv-file.")
 )
 
 // thermalCollector renders the snapshot afresh on every scrape. Keeping

@@ -29,16 +29,16 @@ func init() {
 }
 
 var (
-	workloadsDesc = newDesc("", "workloads",
+	workloadsDesc = newDesc("spark_workloads",
 		"Workloads found in /proc, per role; both roles are always reported.", "role")
-	workloadInfoDesc = newDesc("", "workload_info",
+	workloadInfoDesc = newDesc("spark_workload_info",
 		"A workload: one program (server, trainer or launcher) with every process it started.", "pid", "kind", "role")
-	workloadResidentDesc = newDesc("", "workload_resident_bytes",
+	workloadResidentDesc = newDesc("spark_workload_resident_bytes",
 		"VmRSS summed over the workload's processes.", "pid", "kind", "role")
-	workloadCapDesc = newDesc("", "workload_memory_cap_ratio",
+	workloadCapDesc = newDesc("spark_workload_memory_cap_ratio",
 		"Share of the memory the workload was started to take (vLLM --gpu-memory-utilization, SGLang --mem-fraction-static); "+
 			"source=default when the flag is absent. No series: no cap known (uncapped).", "pid", "kind", "source")
-	workloadUnreadableDesc = newDesc("", "workload_unreadable_processes",
+	workloadUnreadableDesc = newDesc("spark_workload_unreadable_processes",
 		"Processes whose /proc entry could not be read (hidepid, permissions): workload detection may be blind to them.")
 )
 
