@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +20,8 @@ import (
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 )
 
 const namespace = "spark"
@@ -290,14 +291,7 @@ func (e *Exporter) record(name string, err error, duration time.Duration) {
 
 // redact renders err with paths under --path.procfs made relative to it:
 // "open /srv/x/proc/meminfo: …" is logged as "open meminfo: …".
-func (e *Exporter) redact(err error) string {
-	msg := err.Error()
-	if len(e.procfs) <= 1 { // "" or "/": nothing to cut
-		return msg
-	}
-	msg = strings.ReplaceAll(msg, e.procfs+string(filepath.Separator), "")
-	return strings.ReplaceAll(msg, e.procfs, ".")
-}
+func (e *Exporter) redact(err error) string { return hostfs.New(e.procfs).Redact(err) }
 
 // Filter returns a collector that runs only the named collectors, for the
 // collect[] and exclude[] query parameters. It shares the collectors and

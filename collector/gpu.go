@@ -12,10 +12,10 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/procfs"
 
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 )
 
 // The gpu collector is NVML's view of each GPU, as `nvidia-smi` shows it:
@@ -107,7 +107,7 @@ type gpuCollector struct {
 	nvml    snapshotter
 	timeout time.Duration
 	maxAge  time.Duration
-	procfs  procfs.FS
+	procfs  hostfs.FS // --path.procfs, for each process's comm
 	release func()
 	logger  log.Logger
 
@@ -121,8 +121,8 @@ type gpuCollector struct {
 }
 
 func newGPUCollector(nvml snapshotter, timeout, maxAge time.Duration, procPath string, release func(), logger log.Logger) (*gpuCollector, error) {
-	fs, err := procfs.NewFS(procPath)
-	if err != nil {
+	fs := hostfs.New(procPath)
+	if err := fs.CheckRoot(); err != nil {
 		release()
 		return nil, err
 	}
@@ -243,16 +243,16 @@ func (c *gpuCollector) processes(ch chan<- prometheus.Metric, r gpu.Reading) {
 // process exited since NVML listed it, hidepid hides it, or it lives in
 // another PID namespace (an exporter in a container without the host's PID
 // namespace sees host pids from NVML but not their /proc entries).
+//
+// It is read afresh into a new buffer: a GPU holds a few processes, and a
+// buffer or file kept for them would save less than 2% of a scrape
+// (docs/performance.md).
 func (c *gpuCollector) comm(pid uint32) string {
-	p, err := c.procfs.Proc(int(pid))
+	comm, err := c.procfs.ReadFile(strconv.FormatUint(uint64(pid), 10)+"/comm", nil)
 	if err != nil {
 		return ""
 	}
-	comm, err := p.Comm()
-	if err != nil {
-		return ""
-	}
-	return labelValue(comm)
+	return labelValue(strings.TrimSpace(string(comm)))
 }
 
 // labelValue makes text from the kernel or a driver safe as a label value:

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path/filepath"
 	"sync"
 	"syscall"
 
@@ -12,8 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/pool"
-	"github.com/spark-exporter/spark_exporter/internal/procfile"
 	"github.com/spark-exporter/spark_exporter/internal/vmstat"
 )
 
@@ -53,22 +52,20 @@ var (
 )
 
 type poolCollector struct {
-	meminfo, vmstat, pressure string // paths under --path.procfs
-	reserve                   uint64
-	logger                    log.Logger
+	proc    hostfs.FS // --path.procfs
+	reserve uint64
+	logger  log.Logger
 
 	// buf is what each of the files is read into, kept from scrape to
-	// scrape rather than allocated per file (internal/procfile).
+	// scrape rather than allocated per file (hostfs.FS.ReadFile).
 	mu  sync.Mutex
 	buf []byte
 }
 
 func newPoolCollector(procPath string, reserve uint64, logger log.Logger) (*poolCollector, error) {
 	return &poolCollector{
-		meminfo:  filepath.Join(procPath, "meminfo"),
-		vmstat:   filepath.Join(procPath, "vmstat"),
-		pressure: filepath.Join(procPath, "pressure", "memory"),
-		reserve:  reserve, logger: logger,
+		proc:    hostfs.New(procPath),
+		reserve: reserve, logger: logger,
 	}, nil
 }
 
@@ -145,13 +142,13 @@ func (c *poolCollector) Update(ch chan<- prometheus.Metric) error {
 func (c *poolCollector) read() (snap pool.Snapshot, vm vmstat.Counters, psi pool.Pressure, psiOK bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.buf, err = procfile.Read(c.meminfo, c.buf); err != nil {
+	if c.buf, err = c.proc.ReadFile("meminfo", c.buf); err != nil {
 		return snap, vm, psi, false, fmt.Errorf("reading meminfo: %w", err)
 	}
 	if snap, err = pool.Parse(c.buf); err != nil {
 		return snap, vm, psi, false, err
 	}
-	if c.buf, err = procfile.Read(c.vmstat, c.buf); err != nil {
+	if c.buf, err = c.proc.ReadFile("vmstat", c.buf); err != nil {
 		return snap, vm, psi, false, fmt.Errorf("reading vmstat: %w", err)
 	}
 	if vm, err = vmstat.Parse(c.buf); err != nil {
@@ -166,7 +163,7 @@ func (c *poolCollector) read() (snap pool.Snapshot, vm vmstat.Counters, psi pool
 // a missing field, not a failure. c.mu is held.
 func (c *poolCollector) memoryPressure() (pool.Pressure, bool, error) {
 	var err error
-	c.buf, err = procfile.Read(c.pressure, c.buf)
+	c.buf, err = c.proc.ReadFile("pressure/memory", c.buf)
 	data := c.buf
 	switch {
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.EOPNOTSUPP):

@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/pool"
 	"github.com/spark-exporter/spark_exporter/internal/uma"
 )
@@ -107,7 +105,7 @@ func planReport(p uma.Plan, procPath string, reserve uint64) (report, error) {
 	poolCheck := uma.Check{Name: "pool"}
 	snap, err := pool.Read(procPath)
 	if err != nil {
-		poolCheck.Level, poolCheck.Detail = uma.Fail, "cannot read meminfo under --path.procfs: "+withoutPath(err)
+		poolCheck.Level, poolCheck.Detail = uma.Fail, "cannot read meminfo under --path.procfs: "+hostfs.WithoutPath(err).Error()
 	} else {
 		r.Pool = &snap
 		budget = &uma.Budget{
@@ -127,20 +125,10 @@ func planReport(p uma.Plan, procPath string, reserve uint64) (report, error) {
 	return r, nil
 }
 
-// withoutPath renders err without the path an *fs.PathError carries: paths
-// stay out of messages.
-func withoutPath(err error) string {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err.Error()
-	}
-	return err.Error()
-}
-
 // readPlatform reads the architecture and kernel release from procfs.
 func readPlatform(procPath string) platform {
 	read := func(name string) string {
-		b, err := os.ReadFile(filepath.Join(procPath, "sys", "kernel", name))
+		b, err := hostfs.New(procPath).ReadFile("sys/kernel/"+name, nil)
 		if err != nil {
 			return ""
 		}

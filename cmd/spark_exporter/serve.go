@@ -20,6 +20,7 @@ import (
 
 	"github.com/spark-exporter/spark_exporter/collector"
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/logging"
 )
 
@@ -53,12 +54,8 @@ func serveCommand(cmd *kingpin.Application, procfs *string) command {
 		// Collectors read under --path.procfs from their first scrape: a
 		// mount point that is not there is a mistake to stop at now, with
 		// an error that names the flag rather than the path.
-		if info, err := os.Stat(*procfs); err != nil || !info.IsDir() {
-			reason := "not a directory"
-			if err != nil {
-				reason = withoutPath(err)
-			}
-			level.Error(logger).Log("msg", "cannot start", "err", "--path.procfs: "+reason)
+		if err := hostfs.New(*procfs).CheckRoot(); err != nil {
+			level.Error(logger).Log("msg", "cannot start", "err", "--path.procfs: "+err.Error())
 			return 1
 		}
 

@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"reflect"
 	"regexp"
@@ -27,6 +26,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/uma"
 )
 
@@ -80,26 +80,17 @@ func Fields() []string {
 func Load(path string) ([]Named, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the file: %w", withoutPath(err))
+		return nil, fmt.Errorf("cannot read the file: %w", hostfs.WithoutPath(err))
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the file: %w", withoutPath(err))
+		return nil, fmt.Errorf("cannot read the file: %w", hostfs.WithoutPath(err))
 	}
 	if len(data) > maxFileBytes {
 		return nil, fmt.Errorf("larger than %d bytes", maxFileBytes)
 	}
 	return Parse(data)
-}
-
-// withoutPath drops the path an *fs.PathError carries.
-func withoutPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }
 
 // Parse checks a plan file's contents and returns its plans in file order.
