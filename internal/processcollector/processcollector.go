@@ -49,6 +49,8 @@ var ownProc = hostfs.New("/proc")
 
 const (
 	statmName = "self/statm"
+	// statmBytes holds statm's seven numbers, each of up to 16 digits.
+	statmBytes = 128
 	fdPath    = "/proc/self/fd"
 )
 
@@ -90,7 +92,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		cpu := float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 		ch <- prometheus.MustNewConstMetric(cpuDesc, prometheus.CounterValue, cpu)
 	}
-	if data, err := ownProc.ReadFile(statmName, nil); err == nil {
+	if data, err := ownProc.ReadFile(statmName, make([]byte, 0, statmBytes)); err == nil {
 		if size, resident, err := parseStatm(data); err == nil {
 			gauge(vsizeDesc, float64(size*c.pageSize))
 			gauge(rssDesc, float64(resident*c.pageSize))
