@@ -51,7 +51,7 @@ const (
 	statmName = "self/statm"
 	// statmBytes holds statm's seven numbers, each of up to 16 digits.
 	statmBytes = 128
-	fdPath    = "/proc/self/fd"
+	fdPath     = "/proc/self/fd"
 )
 
 type collector struct {
