@@ -74,7 +74,8 @@ type Scanner struct {
 	// Kept from one scan to the next, so that a scan allocates little.
 	entries []hostfs.Process
 	nodes   []Node
-	buf     []byte
+	// buf is what the scan under way reads each file into.
+	buf []byte
 }
 
 // known is what is remembered of a process: never its command line.
@@ -97,10 +98,6 @@ type known struct {
 	ino    uint64
 	ppid   int
 }
-
-// maxBuffer is the largest read buffer kept between reads: a command line
-// can run to megabytes, and one such process should not pin as much.
-const maxBuffer = 64 << 10
 
 // NewScanner scans the /proc tree at procPath (--path.procfs).
 func NewScanner(procPath string, patterns []Pattern) *Scanner {
@@ -149,9 +146,11 @@ func (s *Scanner) Scan() (Result, error) {
 		}
 	}
 	s.group(nodes, blind, &res)
-	if cap(s.buf) > maxBuffer {
-		s.buf = nil
-	}
+	// The read buffer serves one scan's reads and is not kept for the
+	// next: keeping it paid nothing measurable in the whole-scrape
+	// benchmark (docs/performance.md), and a command line of megabytes
+	// would have pinned as much.
+	s.buf = nil
 	return res, nil
 }
 
