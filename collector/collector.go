@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -24,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 )
 
 // Collector is one source of metrics, read afresh on every scrape.
@@ -349,15 +349,13 @@ func (e *Exporter) record(name string, err error, duration time.Duration) {
 // relative to them: "open /srv/x/proc/meminfo: …" is logged as
 // "open meminfo: …".
 func (e *Exporter) redact(err error) string {
-	msg := err.Error()
+	var renamings []hostfs.Renaming
 	for _, root := range []string{e.procfs, e.sysfs} {
-		if len(root) <= 1 { // "" or "/": nothing to cut
-			continue
+		if len(root) > 1 { // "" or "/": nothing to cut
+			renamings = append(renamings, hostfs.Renaming{Path: root + string(filepath.Separator)}, hostfs.Renaming{Path: root, Name: "."})
 		}
-		msg = strings.ReplaceAll(msg, root+string(filepath.Separator), "")
-		msg = strings.ReplaceAll(msg, root, ".")
 	}
-	return msg
+	return hostfs.ReplacePaths(err.Error(), renamings)
 }
 
 // Filter returns a collector that runs only the named collectors, for the

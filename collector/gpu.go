@@ -12,9 +12,9 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/procfs"
 
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 )
 
 // The gpu collector is NVML's view of each GPU, as `nvidia-smi` shows it:
@@ -84,7 +84,7 @@ type gpuCollector struct {
 	nvml    snapshotter
 	timeout time.Duration
 	maxAge  time.Duration
-	procfs  procfs.FS
+	procfs  hostfs.FS // --path.procfs, for each process's comm
 	logger  log.Logger
 
 	// A reading is served to every scrape for up to --gpu.max-age, so
@@ -100,8 +100,8 @@ type gpuCollector struct {
 }
 
 func newGPUCollector(nvml snapshotter, timeout, maxAge time.Duration, procPath string, logger log.Logger) (*gpuCollector, error) {
-	fs, err := procfs.NewFS(procPath)
-	if err != nil {
+	fs := hostfs.New(procPath)
+	if err := fs.CheckRoot(); err != nil {
 		return nil, err
 	}
 	return &gpuCollector{nvml: nvml, timeout: timeout, maxAge: maxAge, procfs: fs, logger: logger}, nil
@@ -215,16 +215,17 @@ func (c *gpuCollector) processes(ch chan<- prometheus.Metric, r gpu.Reading) {
 // process exited since NVML listed it, hidepid hides it, or it lives in
 // another PID namespace (an exporter in a container without the host's PID
 // namespace sees host pids from NVML but not their /proc entries).
+//
+// It is read afresh at every scrape, into a buffer the size of a command
+// name (the kernel keeps 16 bytes of it): nothing is kept for it, since a
+// GPU holds a few processes and the whole-scrape benchmark shows no cache
+// here paying 2% of a scrape (docs/performance.md).
 func (c *gpuCollector) comm(pid uint32) string {
-	p, err := c.procfs.Proc(int(pid))
+	comm, err := c.procfs.ReadFile(strconv.FormatUint(uint64(pid), 10)+"/comm", make([]byte, 0, 64))
 	if err != nil {
 		return ""
 	}
-	comm, err := p.Comm()
-	if err != nil {
-		return ""
-	}
-	return labelValue(comm)
+	return labelValue(strings.TrimSpace(string(comm)))
 }
 
 // labelValue makes text from the kernel or a driver safe as a label value:

@@ -4,13 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/plan"
 	"github.com/spark-exporter/spark_exporter/internal/pool"
 )
@@ -108,7 +107,7 @@ func (v *switchFlag) IsBoolFlag() bool { return true }
 // readPlatform reads the architecture and kernel release from procfs.
 func readPlatform(procPath string) plan.Platform {
 	read := func(name string) string {
-		b, err := os.ReadFile(filepath.Join(procPath, "sys", "kernel", name))
+		b, err := hostfs.New(procPath).ReadFile("sys/kernel/"+name, nil)
 		if err != nil {
 			return ""
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"io/fs"
 	"net/http"
 	"os"
 	"os/signal"
@@ -23,6 +22,7 @@ import (
 	"github.com/spark-exporter/spark_exporter/collector"
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/logging"
 )
 
@@ -59,12 +59,8 @@ func serveCommand(cmd *kingpin.Application, procfs, sysfs *string) (command, *co
 		// scrape: a mount point that is not there is a mistake to stop at now, with
 		// an error that names the flag rather than the path.
 		for _, mount := range []struct{ flag, dir string }{{"--path.procfs", *procfs}, {"--path.sysfs", *sysfs}} {
-			if info, err := os.Stat(mount.dir); err != nil || !info.IsDir() {
-				reason := "not a directory"
-				if err != nil {
-					reason = withoutPath(err)
-				}
-				level.Error(logger).Log("msg", "cannot start", "err", mount.flag+": "+reason)
+			if err := hostfs.New(mount.dir).CheckRoot(); err != nil {
+				level.Error(logger).Log("msg", "cannot start", "err", mount.flag+": "+err.Error())
 				return 1
 			}
 		}
@@ -168,14 +164,4 @@ func parseURLPath(s string) (string, error) {
 		return "", errors.New("must not hold spaces, control characters or braces")
 	}
 	return s, nil
-}
-
-// withoutPath renders err without the path an *fs.PathError carries: paths
-// stay out of messages.
-func withoutPath(err error) string {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err.Error()
-	}
-	return err.Error()
 }

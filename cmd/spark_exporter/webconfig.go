@@ -1,17 +1,16 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 
 	"github.com/prometheus/exporter-toolkit/web"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 )
 
 // checkWebConfig validates --web.config.file at start, as exporter-toolkit
@@ -25,7 +24,7 @@ func checkWebConfig(path string) error {
 		return nil
 	}
 	if err := web.Validate(path); err != nil {
-		return fmt.Errorf("invalid --web.config.file: %s", redactWebConfigPaths(withoutPath(err), path))
+		return fmt.Errorf("invalid --web.config.file: %s", redactWebConfigPaths(hostfs.WithoutPath(err).Error(), path))
 	}
 	return nil
 }
@@ -44,27 +43,20 @@ func redactWebConfigPaths(msg, path string) string {
 	if data, err := os.ReadFile(path); err == nil {
 		_ = yaml.Unmarshal(data, &c) // a file that does not parse names no other file
 	}
-	type redaction struct{ old, new string }
-	redactions := []redaction{{path, "the file"}}
+	redactions := []hostfs.Renaming{{Path: path, Name: "the file"}}
 	for _, f := range []struct{ value, setting string }{
 		{c.TLS.Cert, "cert_file"}, {c.TLS.Key, "key_file"}, {c.TLS.CA, "client_ca_file"},
 	} {
 		if f.value == "" {
 			continue
 		}
-		redactions = append(redactions, redaction{f.value, f.setting})
+		redactions = append(redactions, hostfs.Renaming{Path: f.value, Name: f.setting})
 		if !filepath.IsAbs(f.value) {
 			// exporter-toolkit reads a relative path from the config's directory.
-			redactions = append(redactions, redaction{filepath.Join(filepath.Dir(path), f.value), f.setting})
+			redactions = append(redactions, hostfs.Renaming{Path: filepath.Join(filepath.Dir(path), f.value), Name: f.setting})
 		}
 	}
-	// The longest first, so that a path is not half replaced by one it
-	// contains.
-	slices.SortFunc(redactions, func(a, b redaction) int { return cmp.Compare(len(b.old), len(a.old)) })
-	for _, r := range redactions {
-		msg = strings.ReplaceAll(msg, r.old, r.new)
-	}
-	return msg
+	return hostfs.ReplacePaths(msg, redactions)
 }
 
 // redactingHandler passes exporter-toolkit's log records on with the web

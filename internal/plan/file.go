@@ -23,12 +23,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"regexp"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 )
 
 // Named is one planned run.
@@ -50,26 +51,17 @@ var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:/+-]{0,63}$`)
 func LoadFile(path string) ([]Named, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the file: %w", withoutPath(err))
+		return nil, fmt.Errorf("cannot read the file: %w", hostfs.WithoutPath(err))
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the file: %w", withoutPath(err))
+		return nil, fmt.Errorf("cannot read the file: %w", hostfs.WithoutPath(err))
 	}
 	if len(data) > maxFileBytes {
 		return nil, fmt.Errorf("larger than %d bytes", maxFileBytes)
 	}
 	return ParseFile(data)
-}
-
-// withoutPath drops the path an *fs.PathError carries.
-func withoutPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }
 
 // entry is one plan as written: each key's text, before any of it is

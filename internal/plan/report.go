@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/pool"
 )
 
@@ -36,7 +37,7 @@ func NewReport(p Plan, snap pool.Snapshot, readErr error, reserve uint64, platfo
 	var budget *Budget
 	poolCheck := Check{Name: "pool"}
 	if readErr != nil {
-		poolCheck.Level, poolCheck.Detail = Fail, "cannot read meminfo under --path.procfs: "+withoutPath(readErr).Error()
+		poolCheck.Level, poolCheck.Detail = Fail, "cannot read meminfo under --path.procfs: "+hostfs.WithoutPath(readErr).Error()
 	} else {
 		r.Pool = &snap
 		budget = &Budget{

@@ -27,6 +27,8 @@ import (
 	"syscall"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 )
 
 // FS is the part of a file system Read needs: fs.ReadFileFS and
@@ -219,7 +221,7 @@ type valueReader struct {
 }
 
 func (v *valueReader) problem(file string, err error) {
-	v.problems = append(v.problems, Problem{File: file, Err: withoutPath(err)})
+	v.problems = append(v.problems, Problem{File: file, Err: hostfs.WithoutPath(err)})
 }
 
 func (v *valueReader) file(name string) ([]byte, bool) {
@@ -277,16 +279,7 @@ type reader struct {
 }
 
 func (r *reader) problem(file string, err error) {
-	r.problems = append(r.problems, Problem{File: file, Err: withoutPath(err)})
-}
-
-// withoutPath drops the path of an *fs.PathError, which the Problem names
-// already (relative to the mount point, whatever FS produced it).
-func withoutPath(err error) error {
-	if pe, ok := errors.AsType[*fs.PathError](err); ok {
-		return pe.Err
-	}
-	return err
+	r.problems = append(r.problems, Problem{File: file, Err: hostfs.WithoutPath(err)})
 }
 
 // file reads name; ok is false when it is absent (not a problem) or could

@@ -7,10 +7,10 @@ package pool
 import (
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 
 	"github.com/prometheus/procfs"
+
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 )
 
 // Snapshot is the pool at one moment, in bytes.
@@ -28,7 +28,7 @@ type Snapshot struct {
 
 // Read reads /proc/meminfo under procPath (--path.procfs).
 func Read(procPath string) (Snapshot, error) {
-	data, err := os.ReadFile(filepath.Join(procPath, "meminfo"))
+	data, err := hostfs.New(procPath).ReadFile("meminfo", nil)
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("reading meminfo: %w", err)
 	}

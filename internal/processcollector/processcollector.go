@@ -22,6 +22,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/procfs"
+
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 )
 
 var (
@@ -43,9 +45,13 @@ var (
 
 // The process is the exporter itself: its /proc entry is always in its
 // own /proc, whatever --path.procfs points at.
+var ownProc = hostfs.New("/proc")
+
 const (
-	statmPath = "/proc/self/statm"
-	fdPath    = "/proc/self/fd"
+	statmName = "self/statm"
+	// statmBytes holds statm's seven numbers, each of up to 16 digits.
+	statmBytes = 128
+	fdPath     = "/proc/self/fd"
 )
 
 type collector struct {
@@ -53,7 +59,12 @@ type collector struct {
 	pageSize uint64
 }
 
-// New returns the collector. The start time is read now, once.
+// New returns the collector. The start time is read now, once, with
+// prometheus/procfs rather than hostfs: it is the exporter's own
+// /proc/self/stat, which no other process can make slow or odd, read once
+// rather than at every scrape, and procfs's parser already turns its
+// starttime field into seconds since the epoch (with the boot time from
+// /proc/stat and the clock tick), which nothing else here needs.
 func New() prometheus.Collector {
 	c := &collector{pageSize: uint64(os.Getpagesize())}
 	if p, err := procfs.Self(); err == nil {
@@ -81,7 +92,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		cpu := float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 		ch <- prometheus.MustNewConstMetric(cpuDesc, prometheus.CounterValue, cpu)
 	}
-	if data, err := os.ReadFile(statmPath); err == nil {
+	if data, err := ownProc.ReadFile(statmName, make([]byte, 0, statmBytes)); err == nil {
 		if size, resident, err := parseStatm(data); err == nil {
 			gauge(vsizeDesc, float64(size*c.pageSize))
 			gauge(rssDesc, float64(resident*c.pageSize))

@@ -2,11 +2,11 @@ package thermallog
 
 import (
 	"errors"
-	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"strings"
+
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 )
 
 // Writer appends rows to a log file, one write per call so that every
@@ -41,7 +41,7 @@ func (w *Writer) Append(rows ...Row) error {
 	if _, err := io.WriteString(w.f, b.String()); err != nil {
 		w.f.Close()
 		w.f = nil
-		return withoutPath(err)
+		return hostfs.OpWithoutPath(err)
 	}
 	return nil
 }
@@ -52,12 +52,12 @@ func (w *Writer) Append(rows ...Row) error {
 func (w *Writer) open() (string, error) {
 	f, err := os.OpenFile(w.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
-		return "", withoutPath(err)
+		return "", hostfs.OpWithoutPath(err)
 	}
 	info, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return "", withoutPath(err)
+		return "", hostfs.OpWithoutPath(err)
 	}
 	if !info.Mode().IsRegular() {
 		f.Close()
@@ -96,15 +96,5 @@ func (w *Writer) Close() error {
 	}
 	err := w.f.Close()
 	w.f = nil
-	return withoutPath(err)
-}
-
-// withoutPath keeps an error's operation and cause but drops the path,
-// which must not reach logs.
-func withoutPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
-	}
-	return err
+	return hostfs.OpWithoutPath(err)
 }

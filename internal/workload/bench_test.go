@@ -16,7 +16,7 @@ import (
 // nothing remembered (every command line read: the exporter's first
 // scrape), "steady" a scan of processes all seen before (every later
 // scrape). reader=fs is the same scan reading through os.DirFS and
-// os.ReadFile, as it did before procDir: what procDir buys.
+// os.ReadFile, as it did before hostfs.Processes: what that buys.
 func BenchmarkScan(b *testing.B) {
 	trees := []struct {
 		name string

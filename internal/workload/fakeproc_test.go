@@ -3,8 +3,12 @@ package workload
 import (
 	"io/fs"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
+
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 )
 
 // watchedFS counts the files read and fails the reads it is told to, as
@@ -46,3 +50,41 @@ func (w *watchedFS) readsOf(file string) int {
 	}
 	return n
 }
+
+// fsFiles reads a /proc tree through an fs.FS: the tests' trees, whose
+// reads they count or fail.
+type fsFiles struct{ fsys fs.FS }
+
+func (f fsFiles) List(ps []hostfs.Process) ([]hostfs.Process, error) {
+	des, err := fs.ReadDir(f.fsys, ".")
+	if err != nil {
+		return ps, err
+	}
+	for _, de := range des {
+		// A pid is a positive decimal number without sign or leading
+		// zero: self, sys and meminfo are not processes.
+		pid, err := strconv.Atoi(de.Name())
+		if err != nil || pid <= 0 || strconv.Itoa(pid) != de.Name() {
+			continue
+		}
+		p := hostfs.Process{PID: pid}
+		if info, err := de.Info(); err == nil {
+			if st, ok := info.Sys().(*syscall.Stat_t); ok {
+				p.Ino = st.Ino
+			}
+		}
+		ps = append(ps, p)
+	}
+	return ps, nil
+}
+
+func (f fsFiles) Read(pid int, name string, buf []byte) ([]byte, error) {
+	data, err := fs.ReadFile(f.fsys, strconv.Itoa(pid)+"/"+name)
+	return append(buf[:0], data...), err
+}
+
+func (f fsFiles) Reread(p hostfs.Process, name string, buf []byte) ([]byte, error) {
+	return f.Read(p.PID, name, buf)
+}
+
+func (fsFiles) Close() error { return nil }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"syscall"
+
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 )
 
 // Workload is one program found in /proc, with everything it started.
@@ -39,6 +41,25 @@ type Result struct {
 	Problems []Problem
 }
 
+// procFiles is the /proc tree as a scan reads it: the list of processes,
+// then a few small files of each. A scan reads it at every scrape, so the
+// reading is made cheap (hostfs.Processes, docs/performance.md); the tests
+// read trees through an fs.FS.
+type procFiles interface {
+	// List appends every process found to ps, and starts a scan: the
+	// reads that follow are of this listing's processes.
+	List(ps []hostfs.Process) ([]hostfs.Process, error)
+	// Read reads the file name of process pid into buf[:0], grown as
+	// needed, and returns what was read.
+	Read(pid int, name string, buf []byte) ([]byte, error)
+	// Reread is Read for a file read again at every scan (a known
+	// process's stat, a workload's status): the reader may keep it open
+	// from scan to scan.
+	Reread(p hostfs.Process, name string, buf []byte) ([]byte, error)
+	// Close releases what the reader keeps open.
+	Close() error
+}
+
 // Scanner finds workloads in a /proc tree. It remembers each process it has
 // classified by pid and start time, so that a command line is read once in a
 // process's life rather than on every scrape, and forgets processes once
@@ -51,9 +72,10 @@ type Scanner struct {
 	known map[int]known
 	scans uint64
 	// Kept from one scan to the next, so that a scan allocates little.
-	entries []entry
+	entries []hostfs.Process
 	nodes   []Node
-	buf     []byte
+	// buf is what the scan under way reads each file into.
+	buf []byte
 }
 
 // known is what is remembered of a process: never its command line.
@@ -77,13 +99,9 @@ type known struct {
 	ppid   int
 }
 
-// maxBuffer is the largest read buffer kept between reads: a command line
-// can run to megabytes, and one such process should not pin as much.
-const maxBuffer = 64 << 10
-
 // NewScanner scans the /proc tree at procPath (--path.procfs).
 func NewScanner(procPath string, patterns []Pattern) *Scanner {
-	return newScanner(newProcDir(procPath), patterns)
+	return newScanner(hostfs.New(procPath).Processes(), patterns)
 }
 
 func newScanner(proc procFiles, patterns []Pattern) *Scanner {
@@ -99,9 +117,9 @@ func (s *Scanner) Scan() (Result, error) {
 	s.scans++
 
 	var err error
-	s.entries, err = s.proc.list(s.entries[:0])
+	s.entries, err = s.proc.List(s.entries[:0])
 	if err != nil {
-		return Result{}, fmt.Errorf("listing processes: %w", withoutPath(err))
+		return Result{}, fmt.Errorf("listing processes: %w", hostfs.WithoutPath(err))
 	}
 	var res Result
 	nodes := s.nodes[:0]
@@ -115,7 +133,7 @@ func (s *Scanner) Scan() (Result, error) {
 			if blind == nil {
 				blind = map[int]bool{}
 			}
-			blind[e.pid] = true
+			blind[e.PID] = true
 		}
 		if present {
 			nodes = append(nodes, n)
@@ -128,9 +146,11 @@ func (s *Scanner) Scan() (Result, error) {
 		}
 	}
 	s.group(nodes, blind, &res)
-	if cap(s.buf) > maxBuffer {
-		s.buf = nil
-	}
+	// The read buffer serves one scan's reads and is not kept for the
+	// next: keeping it paid nothing measurable in the whole-scrape
+	// benchmark (docs/performance.md), and a command line of megabytes
+	// would have pinned as much.
+	s.buf = nil
 	return res, nil
 }
 
@@ -177,10 +197,10 @@ func (s *Scanner) group(nodes []Node, blind map[int]bool, res *Result) {
 // present is false when the process has gone, or when its stat could not be
 // read (err then says why). A process whose command line could not be read
 // is present, unclassified, and read again next scan.
-func (s *Scanner) process(e entry) (n Node, present bool, err error) {
-	pid := e.pid
+func (s *Scanner) process(e hostfs.Process) (n Node, present bool, err error) {
+	pid := e.PID
 	k, seen := s.known[pid]
-	if seen && k.kernel && e.ino != 0 && e.ino == k.ino {
+	if seen && k.kernel && e.Ino != 0 && e.Ino == k.ino {
 		k.scan = s.scans
 		s.known[pid] = k
 		return Node{PID: pid, PPID: k.ppid}, true, nil
@@ -189,9 +209,9 @@ func (s *Scanner) process(e entry) (n Node, present bool, err error) {
 	// A process seen before is read at every scan of its life: its stat
 	// may be kept open. One new now may be gone by the next.
 	if seen {
-		s.buf, err = s.proc.reread(e, "stat", s.buf)
+		s.buf, err = s.proc.Reread(e, "stat", s.buf)
 	} else {
-		s.buf, err = s.proc.read(pid, "stat", s.buf)
+		s.buf, err = s.proc.Read(pid, "stat", s.buf)
 	}
 	if gone(err) || (err == nil && len(s.buf) == 0) {
 		return Node{}, false, nil
@@ -211,7 +231,7 @@ func (s *Scanner) process(e entry) (n Node, present bool, err error) {
 		k = known{startTime: st.StartTime, comm: string(st.Comm)}
 		// Kernel threads have no command line to read.
 		if pid != 2 && st.PPID != 2 {
-			s.buf, err = s.proc.read(pid, "cmdline", s.buf)
+			s.buf, err = s.proc.Read(pid, "cmdline", s.buf)
 			if gone(err) {
 				return Node{}, false, nil
 			}
@@ -224,7 +244,7 @@ func (s *Scanner) process(e entry) (n Node, present bool, err error) {
 		}
 	}
 	k.scan = s.scans
-	k.kernel, k.ino, k.ppid = pid == 2 || st.PPID == 2, e.ino, st.PPID
+	k.kernel, k.ino, k.ppid = pid == 2 || st.PPID == 2, e.Ino, st.PPID
 	s.known[pid] = k
 	// A zombie has exited: it still links its children to the tree, but
 	// holds no memory and is no workload of its own.
@@ -236,7 +256,7 @@ func (s *Scanner) process(e entry) (n Node, present bool, err error) {
 // (zombie), counts for nothing.
 func (s *Scanner) residentBytes(pid int) (uint64, error) {
 	var err error
-	s.buf, err = s.proc.reread(entry{pid: pid, ino: s.known[pid].ino}, "status", s.buf)
+	s.buf, err = s.proc.Reread(hostfs.Process{PID: pid, Ino: s.known[pid].ino}, "status", s.buf)
 	if gone(err) {
 		return 0, nil
 	}
@@ -258,14 +278,4 @@ func (s *Scanner) Close() error {
 // its directory vanished, or the kernel answers ESRCH for a dead task.
 func gone(err error) bool {
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH)
-}
-
-// withoutPath keeps an error's cause and drops the path it names: errors
-// leave this package without paths.
-func withoutPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }

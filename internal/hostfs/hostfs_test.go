@@ -1,4 +1,4 @@
-package procfile
+package hostfs
 
 import (
 	"bytes"
@@ -10,16 +10,22 @@ import (
 	"testing"
 )
 
+// readPath reads the file at path with ReadFile, its directory the mount
+// point.
+func readPath(path string, buf []byte) ([]byte, error) {
+	return New(filepath.Dir(path)).ReadFile(filepath.Base(path), buf)
+}
+
 func TestReadsWholeFiles(t *testing.T) {
 	dir := t.TempDir()
-	for _, size := range []int{0, 1, minGrow - 1, minGrow, minGrow + 1, 3*minGrow + 5} {
+	for _, size := range []int{0, 1, seqFile.grow - 1, seqFile.grow, seqFile.grow + 1, 3*seqFile.grow + 5} {
 		data := bytes.Repeat([]byte("0123456789abcde\n"), size/16+1)[:size]
 		path := filepath.Join(dir, "f")
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		for _, buf := range [][]byte{nil, make([]byte, 3, 10), make([]byte, 0, 2*size+1)} {
-			got, err := Read(path, buf)
+			got, err := readPath(path, buf)
 			if err != nil {
 				t.Fatalf("size %d: %v", size, err)
 			}
@@ -39,7 +45,7 @@ func TestReadsSeqFilesToTheEnd(t *testing.T) {
 	if err != nil {
 		t.Skip("no /proc/kallsyms:", err)
 	}
-	got, err := Read("/proc/kallsyms", nil)
+	got, err := readPath("/proc/kallsyms", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +57,7 @@ func TestReadsSeqFilesToTheEnd(t *testing.T) {
 	if err != nil {
 		t.Skip("no /proc/vmstat:", err)
 	}
-	if got, err = Read("/proc/vmstat", got); err != nil {
+	if got, err = readPath("/proc/vmstat", got); err != nil {
 		t.Fatal(err)
 	}
 	// The counters move between the reads; the names do not.
@@ -72,7 +78,7 @@ func TestErrorsAreOSReadFiles(t *testing.T) {
 	dir := t.TempDir()
 	for _, path := range []string{filepath.Join(dir, "missing"), dir} {
 		_, want := os.ReadFile(path)
-		buf, err := Read(path, make([]byte, 5, 10))
+		buf, err := readPath(path, make([]byte, 5, 10))
 		if err == nil || err.Error() != want.Error() {
 			t.Errorf("Read(%s) = %v, want %v", path, err, want)
 		}
@@ -84,7 +90,7 @@ func TestErrorsAreOSReadFiles(t *testing.T) {
 			t.Errorf("Read(%s) returned a buffer of %d/%d, want the one given, emptied", path, len(buf), cap(buf))
 		}
 	}
-	if _, err := Read(filepath.Join(dir, "missing"), nil); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := readPath(filepath.Join(dir, "missing"), nil); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing file: %v, want fs.ErrNotExist", err)
 	}
 }

@@ -1,4 +1,4 @@
-package workload
+package hostfs
 
 import (
 	"bytes"
@@ -33,14 +33,14 @@ func TestAppendPids(t *testing.T) {
 		dirent(42, "2101"), dirent(43, "0"), dirent(44, "007"), dirent(45, "99999999999"),
 		dirent(46, "meminfo"), dirent(47, "4194304"))
 	got := appendPids(nil, buf)
-	want := []entry{{1, 40}, {2101, 42}, {4194304, 47}}
+	want := []Process{{1, 40}, {2101, 42}, {4194304, 47}}
 	if !slices.Equal(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
 	// A record that claims more than the buffer holds ends the parse.
 	bad := dirent(48, "3000")
 	binary.NativeEndian.PutUint16(bad[16:], 200)
-	if got := appendPids(nil, slices.Concat(dirent(40, "1"), bad)); !slices.Equal(got, []entry{{1, 40}}) {
+	if got := appendPids(nil, slices.Concat(dirent(40, "1"), bad)); !slices.Equal(got, []Process{{1, 40}}) {
 		t.Errorf("got %v after a record running past the buffer", got)
 	}
 }
@@ -51,14 +51,14 @@ func FuzzAppendPids(f *testing.F) {
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, buf []byte) {
 		for _, e := range appendPids(nil, buf) {
-			if e.pid <= 0 {
-				t.Errorf("pid %d", e.pid)
+			if e.PID <= 0 {
+				t.Errorf("pid %d", e.PID)
 			}
 		}
 	})
 }
 
-func TestProcDirReadsWholeFiles(t *testing.T) {
+func TestProcessesReadsWholeFiles(t *testing.T) {
 	root := t.TempDir()
 	long := strings.Repeat("x", 100_000) // a command line far beyond the first buffer
 	for name, data := range map[string]string{"stat": "42 (x) S 1", "cmdline": long, "status": ""} {
@@ -73,53 +73,53 @@ func TestProcDirReadsWholeFiles(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "meminfo"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d := newProcDir(root)
-	if _, err := d.read(42, "stat", nil); err == nil {
+	d := New(root).Processes()
+	if _, err := d.Read(42, "stat", nil); err == nil {
 		t.Error("read before list succeeded")
 	}
-	entries, err := d.list(nil)
+	entries, err := d.List(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(entries) != 1 || entries[0].pid != 42 || entries[0].ino == 0 {
+	if len(entries) != 1 || entries[0].PID != 42 || entries[0].Ino == 0 {
 		t.Fatalf("listed %v, want pid 42 with its inode", entries)
 	}
 	var buf []byte
 	for name, want := range map[string]string{"stat": "42 (x) S 1", "cmdline": long, "status": ""} {
-		buf, err = d.read(42, name, buf)
+		buf, err = d.Read(42, name, buf)
 		if err != nil || !bytes.Equal(buf, []byte(want)) {
 			t.Errorf("%s: read %d bytes, %v; want %d bytes", name, len(buf), err, len(want))
 		}
 	}
-	_, err = d.read(43, "stat", buf)
+	_, err = d.Read(43, "stat", buf)
 	if !gone(err) {
 		t.Errorf("missing process: %v, want an error that says it has gone", err)
 	}
-	if _, err := newProcDir(filepath.Join(root, "none")).list(nil); !errors.Is(err, fs.ErrNotExist) || strings.Contains(err.Error(), root) {
+	if _, err := New(filepath.Join(root, "none")).Processes().List(nil); !errors.Is(err, fs.ErrNotExist) || strings.Contains(err.Error(), root) {
 		t.Errorf("listing a missing tree: %v, want ErrNotExist without the path", err)
 	}
 }
 
 // listed lists d and returns the entry of pid.
-func listed(t *testing.T, d *procDir, pid int) entry {
+func listed(t *testing.T, d *Processes, pid int) Process {
 	t.Helper()
-	entries, err := d.list(nil)
+	entries, err := d.List(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
-		if e.pid == pid {
+		if e.PID == pid {
 			return e
 		}
 	}
 	t.Fatalf("pid %d not listed in %v", pid, entries)
-	return entry{}
+	return Process{}
 }
 
 // A file read at every scan stays open while every scan reads it, is read
 // afresh each time, and is closed after a scan that does not read it. A new
 // directory at the pid is another process: its file is opened anew.
-func TestProcDirKeepsFilesReadAtEveryScan(t *testing.T) {
+func TestProcessesKeepsFilesReadAtEveryScan(t *testing.T) {
 	root := t.TempDir()
 	stat := filepath.Join(root, "42", "stat")
 	write := func(data string) {
@@ -132,11 +132,11 @@ func TestProcDirKeepsFilesReadAtEveryScan(t *testing.T) {
 		}
 	}
 	write("42 (a) S 1")
-	dir := newProcDir(root)
+	dir := New(root).Processes()
 	t.Cleanup(func() { dir.Close() })
-	reread := func(e entry, want string) {
+	reread := func(e Process, want string) {
 		t.Helper()
-		got, err := dir.reread(e, "stat", nil)
+		got, err := dir.Reread(e, "stat", nil)
 		if err != nil || string(got) != want {
 			t.Errorf("reread: %q, %v; want %q", got, err, want)
 		}
@@ -179,7 +179,7 @@ func TestProcDirKeepsFilesReadAtEveryScan(t *testing.T) {
 }
 
 // No more files are kept open than maxKept; the others are read as before.
-func TestProcDirKeepsAtMostMaxKept(t *testing.T) {
+func TestProcessesKeepsAtMostMaxKept(t *testing.T) {
 	root := t.TempDir()
 	for _, pid := range []string{"41", "42"} {
 		path := filepath.Join(root, pid, "stat")
@@ -190,18 +190,18 @@ func TestProcDirKeepsAtMostMaxKept(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	dir := newProcDir(root)
+	dir := New(root).Processes()
 	t.Cleanup(func() { dir.Close() })
 	dir.maxKept = 1
-	entries, err := dir.list(nil)
+	entries, err := dir.List(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
 		for _, e := range entries {
-			got, err := dir.reread(e, "stat", nil)
-			if want := strconv.Itoa(e.pid) + " (x) S 1"; err != nil || string(got) != want {
-				t.Errorf("reread %d: %q, %v; want %q", e.pid, got, err, want)
+			got, err := dir.Reread(e, "stat", nil)
+			if want := strconv.Itoa(e.PID) + " (x) S 1"; err != nil || string(got) != want {
+				t.Errorf("reread %d: %q, %v; want %q", e.PID, got, err, want)
 			}
 		}
 		if len(dir.kept) != 1 {
@@ -215,7 +215,7 @@ func TestProcDirKeepsAtMostMaxKept(t *testing.T) {
 
 // On the real /proc, a kept stat is written afresh at every read, and once
 // its process has exited it says so, as a file opened anew would.
-func TestProcDirKeptFileOfARealProcess(t *testing.T) {
+func TestProcessesKeptFileOfARealProcess(t *testing.T) {
 	sleep, err := exec.LookPath("sleep")
 	if err != nil {
 		t.Skip("no sleep program:", err)
@@ -226,20 +226,21 @@ func TestProcDirKeptFileOfARealProcess(t *testing.T) {
 	}
 	pid := cmd.Process.Pid
 	defer cmd.Process.Kill()
-	dir := newProcDir("/proc")
+	dir := New("/proc").Processes()
 	t.Cleanup(func() { dir.Close() })
 	e := listed(t, dir, pid)
 	state := func() byte {
 		t.Helper()
-		data, err := dir.reread(e, "stat", nil)
+		data, err := dir.Reread(e, "stat", nil)
 		if err != nil {
 			t.Fatalf("reading the child's stat: %v", err)
 		}
-		st, err := parseStat(data)
-		if err != nil {
-			t.Fatal(err)
+		// "pid (comm) state …": comm is sleep's, without a ')'.
+		_, after, ok := bytes.Cut(data, []byte(") "))
+		if !ok || len(after) == 0 {
+			t.Fatalf("no state in the child's stat %q", data)
 		}
-		return st.State
+		return after[0]
 	}
 	state() // opens and keeps it
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
@@ -262,7 +263,13 @@ func TestProcDirKeptFileOfARealProcess(t *testing.T) {
 	if _, err := cmd.Process.Wait(); err != nil && !strings.Contains(err.Error(), "killed") {
 		t.Fatal(err)
 	}
-	if _, err := dir.reread(e, "stat", nil); !gone(err) {
+	if _, err := dir.Reread(e, "stat", nil); !gone(err) {
 		t.Errorf("reading an exited process's kept stat: %v, want an error that says it has gone", err)
 	}
+}
+
+// gone tells whether a read failed because the process exited meanwhile:
+// its directory vanished, or the kernel answers ESRCH for a dead task.
+func gone(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH)
 }

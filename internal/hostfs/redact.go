@@ -1,0 +1,62 @@
+package hostfs
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Paths stay out of logs, status pages and JSON: a mount point, a config
+// file or a certificate may sit in a private directory. These are the only
+// functions that take them out.
+
+// Redact renders err with the paths under the mount point made relative to
+// it: "open /srv/x/proc/meminfo: …" reads "open meminfo: …", and the mount
+// point itself ".".
+func (f FS) Redact(err error) string {
+	msg := err.Error()
+	if len(f.root) <= 1 { // "" or "/": nothing to cut
+		return msg
+	}
+	return ReplacePaths(msg, []Renaming{{f.root + string(filepath.Separator), ""}, {f.root, "."}})
+}
+
+// Renaming is a path and what it reads as once redacted.
+type Renaming struct{ Path, Name string }
+
+// ReplacePaths replaces every path of renamings in msg by its name, the
+// longest first, so that a path is not half replaced by one it contains.
+func ReplacePaths(msg string, renamings []Renaming) string {
+	sorted := slices.Clone(renamings)
+	slices.SortStableFunc(sorted, func(a, b Renaming) int { return cmp.Compare(len(b.Path), len(a.Path)) })
+	for _, r := range sorted {
+		if r.Path != "" {
+			msg = strings.ReplaceAll(msg, r.Path, r.Name)
+		}
+	}
+	return msg
+}
+
+// WithoutPath keeps an error's cause and drops the path an *fs.PathError in
+// it carries, with the operation.
+func WithoutPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// OpWithoutPath is WithoutPath keeping the operation: "open: permission
+// denied", for a caller whose operations fail differently.
+func OpWithoutPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
+	}
+	return err
+}

@@ -1,0 +1,76 @@
+package hostfs
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func TestRedactMakesPathsRelativeToTheMountPoint(t *testing.T) {
+	for _, c := range []struct{ root, msg, want string }{
+		{"/srv/x/proc", "open /srv/x/proc/meminfo: permission denied", "open meminfo: permission denied"},
+		{"/srv/x/proc", "stat /srv/x/proc: no such file or directory", "stat .: no such file or directory"},
+		{"/proc", "open /proc/pressure/memory: operation not supported", "open pressure/memory: operation not supported"},
+		{"/", "open /meminfo: permission denied", "open /meminfo: permission denied"},
+		{"", "open meminfo: permission denied", "open meminfo: permission denied"},
+	} {
+		if got := New(c.root).Redact(errors.New(c.msg)); got != c.want {
+			t.Errorf("root %q: %q, want %q", c.root, got, c.want)
+		}
+	}
+}
+
+// A path that another contains is replaced after it, whatever the order
+// given.
+func TestReplacePathsLongestFirst(t *testing.T) {
+	msg := "open /etc/web.yml.d/cert.pem: see /etc/web.yml"
+	renamings := []Renaming{{"/etc/web.yml", "the file"}, {"/etc/web.yml.d/cert.pem", "cert_file"}, {"", "nothing"}}
+	if got, want := ReplacePaths(msg, renamings), "open cert_file: see the file"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+	if renamings[0].Name != "the file" {
+		t.Error("the caller's renamings were reordered")
+	}
+}
+
+func TestWithoutPath(t *testing.T) {
+	_, err := os.ReadFile(filepath.Join(t.TempDir(), "secret", "missing"))
+	for _, c := range []struct {
+		name string
+		got  error
+		want string
+	}{
+		{"WithoutPath", WithoutPath(err), "no such file or directory"},
+		{"OpWithoutPath", OpWithoutPath(err), "open: no such file or directory"},
+	} {
+		if c.got.Error() != c.want || strings.Contains(c.got.Error(), "secret") || !errors.Is(c.got, fs.ErrNotExist) {
+			t.Errorf("%s: %v, want %q and fs.ErrNotExist", c.name, c.got, c.want)
+		}
+	}
+	plain := errors.New("no path here")
+	if WithoutPath(plain) != plain || OpWithoutPath(plain) != plain {
+		t.Error("an error without a path was changed")
+	}
+}
+
+func TestCheckRootNamesNoPath(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := New(dir).CheckRoot(); err != nil {
+		t.Errorf("a directory: %v", err)
+	}
+	if err := New(file).CheckRoot(); err == nil || err.Error() != "not a directory" {
+		t.Errorf("a file: %v, want not a directory", err)
+	}
+	err := New(filepath.Join(dir, "missing")).CheckRoot()
+	if !errors.Is(err, syscall.ENOENT) || strings.Contains(err.Error(), dir) {
+		t.Errorf("a missing directory: %v, want ENOENT without the path", err)
+	}
+}
