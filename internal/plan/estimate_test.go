@@ -92,7 +92,7 @@ func TestLoRAAdapters(t *testing.T) {
 		t.Errorf("rank-16 adapters are %.2f%% of 70B, want ≪1%%", 100*frac)
 	}
 	if !near(e.Adapters, 0.5*GB, 0.1*GB) {
-		t.Errorf("70B rank-16 adapters %.2f GB, want ≈0.5 GB as in the guide", e.Adapters/GB)
+		t.Errorf("70B rank-16 adapters %.2f GB, want ≈0.5 GB (≪1%% of the model at rank 16, docs/design.md)", e.Adapters/GB)
 	}
 }
 

@@ -267,7 +267,7 @@ var corpus = []traceSpec{
 		},
 	},
 	{
-		name: "guide-format-idle-30s", what: "the guide's own log (three columns, every 30 s) of an idle GPU; busy is judged from power",
+		name: "guide-format-idle-30s", what: "the thermal-sample.sh log (three columns, every 30 s) of an idle GPU; busy is judged from power",
 		interval: 30 * time.Second, duration: minutes(40), guideFormat: true, powerNoise: 0.5, tempNoise: 0.3, startTemp: 38,
 		expect: []string{"expect: no-throttle", "episodes: 0", "state 20m: normal"},
 		at:     func(time.Duration, *rand.Rand) point { return quiet(roomC) },
@@ -296,7 +296,7 @@ var corpus = []traceSpec{
 		at:     plateauClimb(minutes(2), minutes(15), 0.8),
 	},
 	{
-		name: "peak-then-throttle", what: "power at its ≈140 W peak with temperature rising to ≈88 °C (watching); at 12m power drops to a flat 100 W and temperature holds hot: the guide's throttle signature",
+		name: "peak-then-throttle", what: "power at its ≈140 W peak with temperature rising to ≈88 °C (watching); at 12m power drops to a flat 100 W and temperature holds hot: the throttle signature",
 		interval: 5 * time.Second, duration: minutes(45), powerNoise: 3, tempNoise: 0.4, startTemp: 40,
 		expect: []string{"expect: throttled", "onset: 12m", "episodes: 1", "state 11m: watching", "state 30m: throttled"},
 		at: func(t time.Duration, _ *rand.Rand) point {
@@ -382,7 +382,7 @@ var corpus = []traceSpec{
 		},
 	},
 	{
-		name: "guide-format-throttle-30s", what: "the guide's own log (three columns, every 30 s) of a plateau climb; busy is judged from power",
+		name: "guide-format-throttle-30s", what: "the thermal-sample.sh log (three columns, every 30 s) of a plateau climb; busy is judged from power",
 		interval: 30 * time.Second, duration: minutes(45), guideFormat: true, powerNoise: 2, tempNoise: 0.3, startTemp: 38,
 		expect: []string{"expect: throttled", "onset: 15m", "episodes: 1", "state 40m: throttled"},
 		at:     plateauClimb(minutes(2), minutes(15), 1),
