@@ -44,7 +44,7 @@ func reportCommand(app *kingpin.Application) command {
 		"OOM kills, memory stalls, contention and the alerts that fired; with a one-line verdict. "+
 		"Exit status 0: the report was made; 1: the source could not be read; 2: bad input.")
 	file := cmd.Arg("log", "Thermal log: the guide's thermal-sample.sh CSV, nvidia-smi --query-gpu=… --format=csv[,noheader][,nounits] output, or --thermal.csv-file.").String()
-	promURL := cmd.Flag("prometheus.url", "Report from this Prometheus server instead of a log.").PlaceHolder("URL").String()
+	promURL := cliflag.Value(cmd.Flag("prometheus.url", "Report from this Prometheus server instead of a log.").PlaceHolder("URL"), parseURL)
 	httpConfig := cmd.Flag("http.config.file", "HTTP client configuration for Prometheus (basic auth, TLS, …), as promtool and amtool take it.").PlaceHolder("FILE").String()
 	user := cmd.Flag("prometheus.basic-auth-user", "Basic auth user for Prometheus.").String()
 	passwordFile := cmd.Flag("prometheus.basic-auth-password-file", "File holding the basic auth password for Prometheus.").PlaceHolder("FILE").String()
@@ -52,11 +52,11 @@ func reportCommand(app *kingpin.Application) command {
 	certFile := cmd.Flag("prometheus.tls-cert-file", "Client certificate for Prometheus.").PlaceHolder("FILE").String()
 	keyFile := cmd.Flag("prometheus.tls-key-file", "Client key for Prometheus.").PlaceHolder("FILE").String()
 	instance := cmd.Flag("instance", "The Spark's instance label (default: the only one there is).").String()
-	gpu := cmd.Flag("gpu", "GPU index (default: 0, or a log's lowest index).").String()
-	fromFlag := cmd.Flag("from", "Start of the run (RFC 3339, e.g. 2025-11-24T14:00:00Z, or Unix seconds).").String()
-	toFlag := cmd.Flag("to", "End of the run (RFC 3339 or Unix seconds; default: now).").String()
-	last := cmd.Flag("last", "The run is the last this long before --to (default 6h when --from is not given).").PlaceHolder("6h").String()
-	step := cmd.Flag("step", "Resolution of Prometheus queries (default: 1s, coarser past 10,000 points).").String()
+	gpu := cliflag.Value(cmd.Flag("gpu", "GPU index (default: 0, or a log's lowest index)."), parseGPU)
+	fromFlag := cliflag.Value(cmd.Flag("from", "Start of the run (RFC 3339, e.g. 2025-11-24T14:00:00Z, or Unix seconds)."), parseTime)
+	toFlag := cliflag.Value(cmd.Flag("to", "End of the run (RFC 3339 or Unix seconds; default: now)."), parseTime)
+	last := cliflag.Duration(cmd.Flag("last", "The run is the last this long before --to (default 6h when --from is not given).").PlaceHolder("6h"))
+	step := cliflag.Duration(cmd.Flag("step", "Resolution of Prometheus queries (default: 1s, coarser past 10,000 points)."))
 	asJSON := cmd.Flag("json", "Print the report as JSON (docs/report.md).").Bool()
 	svgFile := cmd.Flag("svg", "Also draw temperature, power and SM clock over the run, throttle episodes shaded, to this SVG file.").PlaceHolder("FILE").String()
 
@@ -137,15 +137,7 @@ func thermalConfig(app *kingpin.Application) (thermal.Config, error) {
 // reportLog reports on a thermal log. Malformed lines are listed on stderr
 // and skipped; a log with no usable line is bad input, named by its first
 // malformed line.
-func reportLog(path, gpuFlag string, cfg thermal.Config, stderr io.Writer) (report.Report, error) {
-	var gpu *int
-	if gpuFlag != "" {
-		n, err := strconv.Atoi(gpuFlag)
-		if err != nil || n < 0 {
-			return report.Report{}, usageError{fmt.Errorf("invalid flag --gpu: %q is not a GPU index", gpuFlag)}
-		}
-		gpu = &n
-	}
+func reportLog(path string, gpu *int, cfg thermal.Config, stderr io.Writer) (report.Report, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return report.Report{}, usageError{fmt.Errorf("cannot read the log: %w", pathless(err))}
@@ -169,46 +161,29 @@ func reportLog(path, gpuFlag string, cfg thermal.Config, stderr io.Writer) (repo
 	return r, nil
 }
 
-// reportQuery makes the query from the flags; now is the default end.
-func reportQuery(instance, gpu, from, to, last, step string, now time.Time) (report.Query, error) {
-	q := report.Query{Instance: instance, GPU: gpu, To: now}
-	if q.GPU == "" {
-		q.GPU = "0"
-	} else if n, err := strconv.Atoi(gpu); err != nil || n < 0 {
-		return q, usageError{fmt.Errorf("invalid flag --gpu: %q is not a GPU index", gpu)}
+// reportQuery makes the query from the flags (zero when not given); now
+// is the default end.
+func reportQuery(instance string, gpu *int, from, to time.Time, last, step time.Duration, now time.Time) (report.Query, error) {
+	q := report.Query{Instance: instance, GPU: "0", From: from, To: to, Step: step}
+	if gpu != nil {
+		q.GPU = strconv.Itoa(*gpu)
 	}
-	var err error
-	if to != "" {
-		if q.To, err = parseTime(to); err != nil {
-			return q, usageError{fmt.Errorf("invalid flag --to: %w", err)}
-		}
+	if q.To.IsZero() {
+		q.To = now
 	}
 	switch {
-	case from != "" && last != "":
+	case !from.IsZero() && last != 0:
 		return q, usageError{errors.New("give --from or --last, not both")}
-	case from != "":
-		if q.From, err = parseTime(from); err != nil {
-			return q, usageError{fmt.Errorf("invalid flag --from: %w", err)}
-		}
-	default:
-		span := 6 * time.Hour
-		if last != "" {
-			if span, err = cliflag.ParsePositiveDuration(last); err != nil {
-				return q, usageError{fmt.Errorf("invalid flag --last: %w", err)}
-			}
-		}
-		q.From = q.To.Add(-span)
+	case from.IsZero() && last == 0:
+		q.From = q.To.Add(-6 * time.Hour)
+	case from.IsZero():
+		q.From = q.To.Add(-last)
 	}
 	if !q.To.After(q.From) {
 		return q, usageError{errors.New("invalid flag --from: the run must start before --to")}
 	}
-	if step != "" {
-		if q.Step, err = cliflag.ParsePositiveDuration(step); err != nil {
-			return q, usageError{fmt.Errorf("invalid flag --step: %w", err)}
-		}
-		if q.To.Sub(q.From)/q.Step > 11000 {
-			return q, usageError{errors.New("invalid flag --step: more than 11,000 points over the run (Prometheus's limit)")}
-		}
+	if step != 0 && q.To.Sub(q.From)/step > 11000 {
+		return q, usageError{errors.New("invalid flag --step: more than 11,000 points over the run (Prometheus's limit)")}
 	}
 	return q, nil
 }
@@ -218,10 +193,25 @@ func parseTime(s string) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return t, nil
 	}
-	if secs, err := strconv.ParseFloat(s, 64); err == nil {
+	if secs, err := strconv.ParseFloat(s, 64); err == nil && secs >= 0 && secs < 1e11 {
 		return time.Unix(0, int64(secs*1e9)), nil
 	}
 	return time.Time{}, fmt.Errorf("%q is neither RFC 3339 (2025-11-24T14:00:00Z) nor Unix seconds", s)
+}
+
+func parseGPU(s string) (*int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || n > 1<<16 {
+		return nil, fmt.Errorf("%q is not a GPU index", s)
+	}
+	return &n, nil
+}
+
+func parseURL(s string) (string, error) {
+	if u, err := url.Parse(s); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("%q is not an http(s) URL", s)
+	}
+	return s, nil
 }
 
 // httpOptions are the ways to reach a Prometheus behind auth or TLS.
@@ -255,16 +245,13 @@ func (o httpOptions) client() (config.HTTPClientConfig, error) {
 }
 
 func reportPrometheus(address string, o httpOptions, q report.Query, cfg thermal.Config) (report.Report, error) {
-	if u, err := url.Parse(address); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return report.Report{}, usageError{fmt.Errorf("invalid flag --prometheus.url: %q is not an http(s) URL", address)}
-	}
 	httpCfg, err := o.client()
 	if err != nil {
 		return report.Report{}, err
 	}
 	rt, err := config.NewRoundTripperFromConfig(httpCfg, name+"_report")
 	if err != nil {
-		return report.Report{}, usageError{fmt.Errorf("Prometheus HTTP client: %w", err)}
+		return report.Report{}, usageError{fmt.Errorf("the Prometheus HTTP client: %w", err)}
 	}
 	client, err := api.NewClient(api.Config{Address: address, RoundTripper: rt})
 	if err != nil {

@@ -43,7 +43,7 @@ func FromLog(tr thermallog.Trace, cfg thermal.Config, gpu *int) (Report, error) 
 		}
 	}
 	r := build(taken, episodes, replayed.Throttled, nil, cfg)
-	r.Source = "csv"
+	r.Source, r.Throttle.From = "csv", "replay"
 	r.GPU = index
 	for _, e := range tr.Skipped {
 		r.SkippedLines = append(r.SkippedLines, SkippedLine{Line: e.Line, Error: e.Err.Error()})

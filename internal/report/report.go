@@ -194,10 +194,10 @@ func build(samples []thermal.Sample, episodes []Episode, throttled time.Duration
 	}
 	r.Temperature, r.Power, r.SMClock = temp.rng(), power.rng(), clock.rng()
 	if energy != nil {
-		r.EnergyWattHours = ptr(*energy / 3600)
+		r.EnergyWattHours = ptr(round(*energy / 3600))
 		r.EnergySource = "energy_counter"
 	} else {
-		r.EnergyWattHours = ptr(joules / 3600)
+		r.EnergyWattHours = ptr(round(joules / 3600))
 		r.EnergySource = "integrated_power"
 	}
 
@@ -206,7 +206,7 @@ func build(samples []thermal.Sample, episodes []Episode, throttled time.Duration
 	}
 	r.Throttle.ThrottledSeconds = throttled.Seconds()
 	if r.DurationSeconds > 0 {
-		r.Throttle.ThrottledRatio = r.Throttle.ThrottledSeconds / r.DurationSeconds
+		r.Throttle.ThrottledRatio = round(r.Throttle.ThrottledSeconds / r.DurationSeconds)
 	}
 	return r
 }
@@ -245,7 +245,7 @@ func describe(e *Episode, samples []thermal.Sample, cfg thermal.Config) {
 	}
 	if n > 0 {
 		e.PeakTemperatureCelsius = ptr(peak)
-		e.PowerMeanWatts = ptr(sum / float64(n))
+		e.PowerMeanWatts = ptr(round(sum / float64(n)))
 	}
 	e.SMClockDuringHertz = median(during)
 	e.SMClockBeforeHertz = median(before)
@@ -280,7 +280,21 @@ func (a *acc) rng() *Range {
 	if a.n == 0 {
 		return nil
 	}
-	return &Range{Min: a.min, Mean: a.sum / float64(a.n), Max: a.max}
+	return &Range{Min: round(a.min), Mean: round(a.sum / float64(a.n)), Max: round(a.max)}
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// round keeps three decimals: figures to read, and the same on every
+// architecture (a fused multiply-add may change the last bits).
+func round(x float64) float64 { return math.Round(x*1000) / 1000 }
+
+// Firing reports whether the named alert fired during the run.
+func (r Report) Firing(name string) bool {
+	for _, a := range r.Alerts {
+		if a.Name == name {
+			return true
+		}
+	}
+	return false
+}
