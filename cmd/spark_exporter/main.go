@@ -1,7 +1,8 @@
 // Command spark_exporter is a Prometheus exporter for the NVIDIA DGX Spark
 // (GB10): the unified CPU/GPU memory pool, the GPU through NVML, thermal
 // throttling and the workloads sharing the pool. `spark_exporter plan`
-// sizes a training run against the live pool.
+// sizes a training run against the live pool; `spark_exporter report`
+// summarises a run after the fact, from a thermal log or Prometheus.
 package main
 
 import (
@@ -72,8 +73,9 @@ func newApp() (*kingpin.Application, map[string]command) {
 	serve := app.Command("serve", "Serve metrics (the default command).").Default().FullCommand()
 	serveRun, collectors := serveCommand(app, procfs, sysfs)
 	commands := map[string]command{
-		serve:  serveRun,
-		"plan": planCommand(app, procfs, collectors.PoolReserve()),
+		serve:    serveRun,
+		"plan":   planCommand(app, procfs, collectors.PoolReserve()),
+		"report": reportCommand(app),
 	}
 	return app, commands
 }

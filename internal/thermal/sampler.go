@@ -261,11 +261,15 @@ func (s *Sampler) logTransition(idx int, v Verdict, tr Transition) {
 	}
 }
 
-func evidence(v Verdict) string {
+func evidence(v Verdict) string { return evidenceName(v.Signature, v.ThermalSlowdown) }
+
+// evidenceName names what a throttled verdict or episode rests on: the
+// signature of the window, NVML's thermal slowdown reasons, or both.
+func evidenceName(signature, nvmlSlowdown bool) string {
 	switch {
-	case v.Signature && v.ThermalSlowdown:
+	case signature && nvmlSlowdown:
 		return "signature+nvml_thermal_slowdown"
-	case v.ThermalSlowdown:
+	case nvmlSlowdown:
 		return "nvml_thermal_slowdown"
 	}
 	return "signature"

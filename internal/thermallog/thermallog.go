@@ -5,10 +5,11 @@
 // exporter lines up with training logs exactly as the
 // thermal-sample.sh log did.
 //
-// The reader takes more columns than the writer writes
-// (utilization.gpu, clocks.sm, clocks_event_reasons.active, as nvidia-smi
-// names them), so that the same format holds the test traces of the
-// throttle analysis, and a capture from a real Spark can join them.
+// The reader takes what `nvidia-smi --query-gpu=… --format=csv` writes for
+// any order of the columns it knows (Columns), with or without the header
+// line and with or without units, so that a log captured before the
+// exporter ran, the test traces of the throttle analysis and the exporter's
+// own log all read the same way.
 package thermallog
 
 import (
@@ -17,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -33,11 +35,17 @@ const timeLayout = "2006/01/02 15:04:05.000"
 // prints it as [N/A].
 type Row struct {
 	Time        time.Time
+	GPU         *int     // nvidia-smi's index column, where the log has one
 	Temperature *float64 // °C
 	Power       *float64 // W
 	Utilization *float64 // ratio 0–1
 	SMClock     *float64 // Hz
 	Reasons     *uint64  // NVML clock event reasons mask
+	// EventSeconds holds the clocks_event_reasons_counters.* columns:
+	// per reason (sw_thermal_slowdown, …), the time in seconds the driver
+	// has held the clocks down for it since the driver loaded. Nil when
+	// the log has none.
+	EventSeconds map[string]float64
 }
 
 // Format renders the row's timestamp, temperature and power as nvidia-smi
@@ -53,21 +61,58 @@ func Format(r Row) string {
 	return r.Time.Local().Format(timeLayout) + ", " + temp + ", " + power
 }
 
-// Trace is a parsed log: its rows and its comment lines (lines starting
-// with #, without the #), which nvidia-smi never writes and the test
-// corpus uses for its expectations.
+// Trace is a parsed log: its rows, its comment lines (lines starting with
+// #, without the #), which nvidia-smi never writes and the test corpus uses
+// for its expectations, and the lines that were skipped as malformed.
 type Trace struct {
 	Rows     []Row
 	Comments []string
+	Skipped  []LineError
+}
+
+// LineError is a malformed line, by its number (from 1).
+type LineError struct {
+	Line int
+	Err  error
+}
+
+func (e LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
+
+// MalformedError is what Parse returns when it skipped lines.
+type MalformedError []LineError
+
+func (e MalformedError) Error() string {
+	if len(e) == 1 {
+		return e[0].Error()
+	}
+	return fmt.Sprintf("%v (and %d more malformed lines)", e[0], len(e)-1)
 }
 
 // column is what a known column fills in a Row.
 type column func(r *Row, field string) error
 
+// Reasons names NVML's clock event reasons as nvidia-smi's query fields
+// do (clocks_event_reasons.NAME), with their bits from nvml.h.
+var Reasons = map[string]uint64{
+	"gpu_idle":                    0x1,
+	"applications_clocks_setting": 0x2,
+	"sw_power_cap":                0x4,
+	"hw_slowdown":                 0x8,
+	"sync_boost":                  0x10,
+	"sw_thermal_slowdown":         0x20,
+	"hw_thermal_slowdown":         0x40,
+	"hw_power_brake_slowdown":     0x80,
+	"display_clock_setting":       0x100,
+}
+
 var columns = map[string]column{
-	"timestamp":                      parseTime,
-	"temperature.gpu":                number(func(r *Row, v float64) { r.Temperature = &v }, "", -273, 1000),
-	"power.draw":                     number(func(r *Row, v float64) { r.Power = &v }, "W", 0, 1e5),
+	"timestamp":       parseTime,
+	"index":           parseIndex,
+	"temperature.gpu": number(func(r *Row, v float64) { r.Temperature = &v }, "", -273, 1000),
+	"power.draw":      number(func(r *Row, v float64) { r.Power = &v }, "W", 0, 1e5),
+	// Newer drivers name the instantaneous reading apart from the
+	// one-second average that power.draw became.
+	"power.draw.instant":             number(func(r *Row, v float64) { r.Power = &v }, "W", 0, 1e5),
 	"utilization.gpu":                number(func(r *Row, v float64) { v /= 100; r.Utilization = &v }, "%", 0, 100),
 	"clocks.sm":                      number(func(r *Row, v float64) { v *= 1e6; r.SMClock = &v }, "MHz", 0, 1e6),
 	"clocks.current.sm":              number(func(r *Row, v float64) { v *= 1e6; r.SMClock = &v }, "MHz", 0, 1e6),
@@ -75,12 +120,53 @@ var columns = map[string]column{
 	"clocks_throttle_reasons.active": parseReasons,
 }
 
-// Parse reads a log. Without a header line, the columns are the
-// three. Columns it does not know are skipped; a malformed row is an error
-// naming its line.
+// Columns lists the column names the reader understands, beside the
+// per-reason families clocks_event_reasons.REASON (Active / Not Active)
+// and clocks_event_reasons_counters.REASON (µs), with REASON a key of
+// Reasons (nvidia-smi's older clocks_throttle_reasons.* names too). Every
+// other column is skipped.
+func Columns() []string {
+	names := make([]string, 0, len(columns))
+	for n := range columns {
+		names = append(names, n)
+	}
+	return names
+}
+
+// lookup finds what fills a named column, nil for a column the reader
+// skips.
+func lookup(name string) column {
+	if c, ok := columns[name]; ok {
+		return c
+	}
+	for _, family := range []string{"clocks_event_reasons", "clocks_throttle_reasons"} {
+		if reason, ok := strings.CutPrefix(name, family+"_counters."); ok {
+			if _, known := Reasons[reason]; known {
+				return counter(reason)
+			}
+		}
+		if reason, ok := strings.CutPrefix(name, family+"."); ok {
+			if bit, known := Reasons[reason]; known {
+				return activeFlag(bit)
+			}
+		}
+	}
+	return nil
+}
+
+// The columns of a log without a header: the guide's thermal-sample.sh
+// and the exporter's --thermal.csv-file.
+var headerless = strings.Split(Header, ",")
+
+// Parse reads a log. Without a header line, the columns are the three of
+// Header; a header line may come again later (logs concatenated) and then
+// holds from there on. Columns it does not know are skipped. A malformed
+// line is skipped, never guessed at, and listed in Trace.Skipped; Parse
+// then returns the rows it could read with a MalformedError. Any other
+// error is the reader's.
 func Parse(r io.Reader) (Trace, error) {
 	var tr Trace
-	names := strings.Split(Header, ",")
+	names := headerless
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), 1<<20)
 	for line := 1; sc.Scan(); line++ {
@@ -93,42 +179,65 @@ func Parse(r io.Reader) (Trace, error) {
 			continue
 		}
 		fields := strings.Split(text, ",")
-		if strings.EqualFold(strings.TrimSpace(fields[0]), "timestamp") {
-			names = headerNames(fields)
+		if h, ok := headerNames(fields); ok {
+			names = h
 			continue
 		}
-		if len(fields) != len(names) {
-			return tr, fmt.Errorf("line %d: %d fields, the header has %d", line, len(fields), len(names))
-		}
-		var row Row
-		for i, f := range fields {
-			parse, ok := columns[names[i]]
-			if !ok {
-				continue
-			}
-			if err := parse(&row, strings.TrimSpace(f)); err != nil {
-				return tr, fmt.Errorf("line %d, %s: %w", line, names[i], err)
-			}
-		}
-		if row.Time.IsZero() {
-			return tr, fmt.Errorf("line %d: no timestamp", line)
+		row, err := parseRow(fields, names)
+		if err != nil {
+			tr.Skipped = append(tr.Skipped, LineError{line, err})
+			continue
 		}
 		tr.Rows = append(tr.Rows, row)
 	}
-	return tr, sc.Err()
+	if err := sc.Err(); err != nil {
+		return tr, err
+	}
+	if len(tr.Skipped) > 0 {
+		return tr, MalformedError(tr.Skipped)
+	}
+	return tr, nil
 }
 
-// headerNames takes nvidia-smi's header (`power.draw [W]`) to plain names.
-func headerNames(fields []string) []string {
-	names := make([]string, len(fields))
-	for i, f := range fields {
-		f = strings.TrimSpace(f)
-		if j := strings.Index(f, " ["); j >= 0 {
-			f = f[:j]
-		}
-		names[i] = strings.ToLower(f)
+func parseRow(fields, names []string) (Row, error) {
+	var row Row
+	if len(fields) != len(names) {
+		return row, fmt.Errorf("%d fields, the header has %d", len(fields), len(names))
 	}
-	return names
+	for i, f := range fields {
+		parse := lookup(names[i])
+		if parse == nil {
+			continue
+		}
+		if err := parse(&row, strings.TrimSpace(f)); err != nil {
+			return row, fmt.Errorf("%s: %w", names[i], err)
+		}
+	}
+	if row.Time.IsZero() {
+		return row, errors.New("no timestamp")
+	}
+	return row, nil
+}
+
+// headerName is a column name as nvidia-smi's header prints it, with its
+// unit when --format has no nounits: `power.draw [W]`.
+var headerName = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_.]*)(?: \[[^\]]*\])?$`)
+
+// headerNames takes a header line (`timestamp, power.draw [W]`) to plain
+// names; ok is false for a line that is not a header: one whose fields are
+// not all names, or that names no column the reader knows.
+func headerNames(fields []string) ([]string, bool) {
+	names := make([]string, len(fields))
+	known := false
+	for i, f := range fields {
+		m := headerName.FindStringSubmatch(strings.TrimSpace(f))
+		if m == nil {
+			return nil, false
+		}
+		names[i] = strings.ToLower(m[1])
+		known = known || lookup(names[i]) != nil
+	}
+	return names, known
 }
 
 // notReported is how nvidia-smi prints a value it cannot give: [N/A],
@@ -137,12 +246,23 @@ func notReported(field string) bool {
 	return strings.HasPrefix(field, "[") && strings.HasSuffix(field, "]") || field == "N/A"
 }
 
+// parseTime takes nvidia-smi's timestamp, with or without its
+// milliseconds (Go reads a fraction after the seconds whatever the layout).
 func parseTime(r *Row, field string) error {
 	t, err := time.ParseInLocation(timeLayout[:len(timeLayout)-4], field, time.Local)
 	if err != nil {
 		return fmt.Errorf("not a timestamp like 2025/11/24 14:08:55.751")
 	}
 	r.Time = t
+	return nil
+}
+
+func parseIndex(r *Row, field string) error {
+	i, err := strconv.Atoi(field)
+	if err != nil || i < 0 || i > 1<<16 {
+		return errors.New("not a GPU index")
+	}
+	r.GPU = &i
 	return nil
 }
 
@@ -153,12 +273,9 @@ func number(set func(*Row, float64), unit string, lo, hi float64) column {
 		if notReported(field) {
 			return nil
 		}
-		if unit != "" {
-			field = strings.TrimSpace(strings.TrimSuffix(field, unit))
-		}
-		v, err := strconv.ParseFloat(field, 64)
-		if err != nil || math.IsNaN(v) {
-			return errors.New("not a number")
+		v, err := parseNumber(field, unit)
+		if err != nil {
+			return err
 		}
 		if v < lo || v > hi {
 			return fmt.Errorf("%g is out of range [%g, %g]", v, lo, hi)
@@ -166,6 +283,17 @@ func number(set func(*Row, float64), unit string, lo, hi float64) column {
 		set(r, v)
 		return nil
 	}
+}
+
+func parseNumber(field, unit string) (float64, error) {
+	if unit != "" {
+		field = strings.TrimSpace(strings.TrimSuffix(field, unit))
+	}
+	v, err := strconv.ParseFloat(field, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, errors.New("not a number")
+	}
+	return v, nil
 }
 
 func parseReasons(r *Row, field string) error {
@@ -180,6 +308,54 @@ func parseReasons(r *Row, field string) error {
 	if err != nil {
 		return errors.New("not a hexadecimal mask like 0x0000000000000040")
 	}
+	if r.Reasons != nil {
+		v |= *r.Reasons
+	}
 	r.Reasons = &v
 	return nil
+}
+
+// activeFlag reads clocks_event_reasons.REASON: `Active` or `Not Active`,
+// one bit of the mask.
+func activeFlag(bit uint64) column {
+	return func(r *Row, field string) error {
+		if notReported(field) {
+			return nil
+		}
+		var set uint64
+		switch strings.ToLower(field) {
+		case "active":
+			set = bit
+		case "not active":
+		default:
+			return errors.New("neither Active nor Not Active")
+		}
+		if r.Reasons != nil {
+			set |= *r.Reasons
+		}
+		r.Reasons = &set
+		return nil
+	}
+}
+
+// counter reads clocks_event_reasons_counters.REASON, microseconds
+// (`1234 us` with units), into seconds.
+func counter(reason string) column {
+	return func(r *Row, field string) error {
+		if notReported(field) {
+			return nil
+		}
+		v, err := parseNumber(field, "us")
+		if err != nil {
+			return err
+		}
+		if v < 0 {
+			return fmt.Errorf("%g is negative", v)
+		}
+		if r.EventSeconds == nil {
+			r.EventSeconds = map[string]float64{}
+		}
+		r.EventSeconds[reason] = v / 1e6
+		return nil
+	}
 }

@@ -1,6 +1,7 @@
 package thermallog
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,11 +79,62 @@ func TestParseRefusesMalformedRows(t *testing.T) {
 		"timestamp,utilization.gpu\n2025/11/24 14:08:55.751, 140 %\n",
 		"timestamp,clocks_event_reasons.active\n2025/11/24 14:08:55.751, 64\n",
 	} {
-		if _, err := Parse(strings.NewReader(in)); err == nil {
-			t.Errorf("accepted %q", in)
+		if tr, err := Parse(strings.NewReader(in)); err == nil || len(tr.Rows) != 0 {
+			t.Errorf("accepted %q: %+v", in, tr.Rows)
 		} else if !strings.HasPrefix(err.Error(), "line ") {
 			t.Errorf("error %q does not name the line", err)
 		}
+	}
+}
+
+// nvidia-smi's own CSV, in any column order it names, with units
+// (--format=csv) or without (nounits), with per-reason flags and counters
+// and columns the reader skips.
+func TestParseNvidiaSmiColumns(t *testing.T) {
+	in := `index, name, clocks.sm [MHz], power.draw.instant [W], utilization.gpu [%], timestamp, temperature.gpu, clocks_event_reasons.sw_thermal_slowdown, clocks_event_reasons.hw_thermal_slowdown, clocks_event_reasons_counters.sw_thermal_slowdown [us], fan.speed [%]
+1, NVIDIA GB10, 1900 MHz, 88.50 W, 98 %, 2025/11/02 14:03:11.123, 91, Active, Not Active, 2500000 us, [N/A]
+1, NVIDIA GB10, 1900, 88.5, 98, 2025/11/02 14:03:16, 91, Not Active, Not Active, 2500000, N/A
+`
+	tr, err := Parse(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.Rows) != 2 {
+		t.Fatalf("%d rows, want 2", len(tr.Rows))
+	}
+	want := time.Date(2025, 11, 2, 14, 3, 11, 123_000_000, time.Local)
+	for i, r := range tr.Rows {
+		if *r.GPU != 1 || *r.SMClock != 1900e6 || *r.Power != 88.5 || *r.Utilization != 0.98 || *r.Temperature != 91 ||
+			r.EventSeconds["sw_thermal_slowdown"] != 2.5 {
+			t.Errorf("row %d: %+v", i+1, r)
+		}
+	}
+	if !tr.Rows[0].Time.Equal(want) || !tr.Rows[1].Time.Equal(want.Add(5*time.Second-123*time.Millisecond)) {
+		t.Errorf("times %v, %v", tr.Rows[0].Time, tr.Rows[1].Time)
+	}
+	if *tr.Rows[0].Reasons != 0x20 || *tr.Rows[1].Reasons != 0 {
+		t.Errorf("reasons %#x, %#x; want sw_thermal_slowdown, then none", *tr.Rows[0].Reasons, *tr.Rows[1].Reasons)
+	}
+}
+
+// A malformed line is skipped and named by its number; the lines around
+// it are kept, never guessed at.
+func TestParseSkipsMalformedLines(t *testing.T) {
+	in := "2025/11/24 14:08:55.751, 38, 12.34 W\n" +
+		"2025/11/24 14:09:00.751, 38\n" + // cut short
+		"\n" +
+		"2025/11/24 14:09:05.751, 39, 12.50 W\n" +
+		"2025/11/24 14:09:10.751, 39 C, 12.50 W\n" // a unit nvidia-smi never prints
+	tr, err := Parse(strings.NewReader(in))
+	var malformed MalformedError
+	if !errors.As(err, &malformed) || len(malformed) != 2 || malformed[0].Line != 2 || malformed[1].Line != 5 {
+		t.Fatalf("error %v; want lines 2 and 5", err)
+	}
+	if len(tr.Rows) != 2 || len(tr.Skipped) != 2 || *tr.Rows[1].Temperature != 39 {
+		t.Errorf("rows %d, skipped %v", len(tr.Rows), tr.Skipped)
+	}
+	if !strings.HasPrefix(err.Error(), "line 2: ") || !strings.Contains(err.Error(), "1 more") {
+		t.Errorf("error %q", err)
 	}
 }
 
@@ -194,14 +246,33 @@ func FuzzParse(f *testing.F) {
 	f.Add("timestamp,temperature.gpu,power.draw\n2025/11/24 14:08:55.751, 38, 12.34 W\n")
 	f.Add("# c\ntimestamp, power.draw [W], clocks_event_reasons.active\n2025/11/24 14:08:55.751, [N/A], 0x40\n")
 	f.Add("timestamp,utilization.gpu,clocks.sm\n2025/11/24 14:08:55.751, 97 %, 2405 MHz\n")
+	f.Add("index, clocks.sm [MHz], timestamp, temperature.gpu, power.draw [W], clocks_event_reasons_counters.hw_thermal_slowdown [us]\n0, 1900 MHz, 2025/11/02 14:03:11.123, 91, 88.50 W, 12 us\n0, x\n")
+	f.Add("2025/11/02 14:03:11, 91, 88.5\n2025/11/02 14:03:16, N/A, 88.5\n")
 	f.Fuzz(func(t *testing.T, in string) {
 		tr, err := Parse(strings.NewReader(in))
-		if err != nil {
+		var malformed MalformedError
+		if err != nil && !errors.As(err, &malformed) {
 			return
+		}
+		// Every line is a row, a comment, a header, blank or skipped,
+		// and a skipped line is named by a line that exists.
+		lines := strings.Count(in, "\n") + 1
+		if len(tr.Rows)+len(tr.Skipped) > lines || len(malformed) != len(tr.Skipped) {
+			t.Fatalf("%d rows and %d skipped from %d lines", len(tr.Rows), len(tr.Skipped), lines)
+		}
+		for _, e := range tr.Skipped {
+			if e.Line < 1 || e.Line > lines {
+				t.Fatalf("skipped line %d of %d", e.Line, lines)
+			}
 		}
 		for _, r := range tr.Rows {
 			if r.Time.IsZero() {
 				t.Fatal("a row without a time")
+			}
+			for _, v := range r.EventSeconds {
+				if v < 0 {
+					t.Fatalf("negative counter: %+v", r)
+				}
 			}
 			if r.Power != nil && *r.Power < 0 || r.Utilization != nil && (*r.Utilization < 0 || *r.Utilization > 1) {
 				t.Fatalf("value out of range: %+v", r)

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spark-exporter/spark_exporter/internal/report"
 	"github.com/spark-exporter/spark_exporter/internal/testing/mdanchor"
 	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
@@ -184,9 +186,60 @@ func TestEndToEnd(t *testing.T) {
 		}, "SparkOOMKill{instance=oom} to be resolved at the page receiver")
 	})
 
+	t.Run("Report", func(t *testing.T) {
+		// `spark_exporter report` against this Prometheus, after the
+		// scenarios: the throttling Spark's report names the episode
+		// SparkGPUThrottling paged for, the OOM Spark's counts the kill.
+		page := s.hooks.find("page", "firing", map[string]string{"alertname": "SparkGPUThrottling", "instance": "throttle"})
+		if len(page) == 0 {
+			t.Skip("SparkGPUThrottling never paged")
+		}
+		pagedAt := page[0].StartsAt
+		throttle := runReport(t, s, "throttle")
+		var named bool
+		for _, e := range throttle.Throttle.Episodes {
+			// The alert holds the state for its `for:` before it pages:
+			// the episode starts before the alert does and lasts to it.
+			if !e.Start.After(pagedAt.Add(2*scrapeInterval)) && (e.Open || !e.End.Before(pagedAt)) {
+				named = true
+			}
+		}
+		if !named {
+			t.Errorf("no episode of the report %+v covers the page of %v", throttle.Throttle.Episodes, pagedAt)
+		}
+		if !strings.Contains(throttle.Verdict, "throttled from") || !throttle.Firing("SparkGPUThrottling") {
+			t.Errorf("throttling Spark: verdict %q, alerts %+v", throttle.Verdict, throttle.Alerts)
+		}
+		oom := runReport(t, s, "oom")
+		if oom.Memory.OOMKills == nil || *oom.Memory.OOMKills != 1 || !oom.Firing("SparkOOMKill") {
+			t.Errorf("OOM Spark: %v OOM kills, alerts %+v; want the one kill and SparkOOMKill", oom.Memory.OOMKills, oom.Alerts)
+		}
+	})
+
 	t.Run("DashboardQueries", func(t *testing.T) {
 		checkDashboard(t, s, root, []string{"eviction", "idle", "oom", "throttle"})
 	})
+}
+
+// runReport runs `spark_exporter report --json` on one Spark over the whole
+// run.
+func runReport(t *testing.T, s *stack, instance string) report.Report {
+	t.Helper()
+	from := s.ready.Add(-time.Minute).Unix()
+	cmd := testexporter.Command(t, "report", "--prometheus.url="+s.prom.URL, "--instance="+instance,
+		"--from="+strconv.FormatInt(from, 10), "--json")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("report on %s: %v: %s", instance, err, stderr.String())
+	}
+	var r report.Report
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("report on %s: %v: %s", instance, err, out)
+	}
+	t.Logf("report on %s: %s", instance, r.Verdict)
+	return r
 }
 
 // idleTree is a Spark at rest: the Spark fixture's kernel files and

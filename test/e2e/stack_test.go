@@ -331,6 +331,7 @@ type alert struct {
 	Status      string            `json:"status"`
 	Labels      map[string]string `json:"labels"`
 	Annotations map[string]string `json:"annotations"`
+	StartsAt    time.Time         `json:"startsAt"`
 }
 
 type notification struct {

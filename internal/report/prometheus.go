@@ -1,0 +1,336 @@
+package report
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+
+	"github.com/spark-exporter/spark_exporter/internal/thermal"
+)
+
+// Query is what to report on from Prometheus.
+type Query struct {
+	Instance string // the instance label; empty: the only Spark there is
+	GPU      string // the gpu label
+	From, To time.Time
+	Step     time.Duration // resolution; 0 picks one (Resolution)
+}
+
+// Resolution is the step of range queries over a span: one second, or
+// coarser so that a series stays within Prometheus's 11,000 points.
+func Resolution(span time.Duration) time.Duration {
+	return max(time.Second, (span / 10000).Round(time.Second))
+}
+
+// ErrInstance is returned when the instance to report on cannot be told:
+// none has the exporter's metrics in the range, or several do.
+var ErrInstance = errors.New("instance")
+
+// FromPrometheus reports on one Spark's GPU over a time range, from the
+// series its exporter left in Prometheus. cfg is the exporter's thermal
+// configuration, used for the busy test and, where the thermal collector
+// was off (no spark_thermal_state), to replay the scraped samples.
+func FromPrometheus(ctx context.Context, api v1.API, q Query, cfg thermal.Config) (Report, error) {
+	if q.Step <= 0 {
+		q.Step = Resolution(q.To.Sub(q.From))
+	}
+	p := &prom{ctx: ctx, api: api, q: q, span: fmt.Sprintf("[%ds]", int(math.Ceil(q.To.Sub(q.From).Seconds())))}
+	if q.Instance == "" {
+		inst, err := p.onlyInstance()
+		if err != nil {
+			return Report{}, err
+		}
+		p.q.Instance = inst
+	}
+	sel := fmt.Sprintf(`instance=%s,gpu=%s`, strconv.Quote(p.q.Instance), strconv.Quote(q.GPU))
+	inst := fmt.Sprintf(`instance=%s`, strconv.Quote(p.q.Instance))
+
+	temp := p.series(`spark_gpu_temperature_celsius{` + sel + `}`)
+	power := p.series(`spark_gpu_power_watts{` + sel + `}`)
+	util := p.series(`spark_gpu_utilization_ratio{` + sel + `}`)
+	clock := p.series(`spark_gpu_sm_clock_hertz{` + sel + `}`)
+	var samples []thermal.Sample
+	for _, t := range sortedTimes(temp) {
+		w, ok := power[t]
+		if !ok {
+			continue
+		}
+		s := thermal.Sample{Time: t, Temperature: temp[t], Power: w}
+		if v, ok := util[t]; ok {
+			s.Utilization = ptr(v)
+		}
+		if v, ok := clock[t]; ok {
+			s.SMClock = ptr(v)
+		}
+		samples = append(samples, s)
+	}
+
+	cfg.Interval = q.Step
+	var episodes []Episode
+	var throttled time.Duration
+	from := "recorded"
+	state := p.series(`spark_thermal_state{` + sel + `,state="throttled"}`)
+	if len(state) > 0 {
+		signature := p.series(`spark_thermal_throttle_signature{` + sel + `}`)
+		slowdown := p.series(`max(spark_gpu_clocks_event_active{` + sel + `,reason=~"sw_thermal_slowdown|hw_thermal_slowdown"}) ` +
+			`or sum(irate(spark_gpu_clocks_event_seconds_total{` + sel + `,reason=~"sw_thermal_slowdown|hw_thermal_slowdown"}[5m])) > bool 0`)
+		episodes = recordedEpisodes(state, signature, slowdown, q.Step)
+		if secs, ok := p.growth(`spark_thermal_throttled_seconds_total{` + sel + `}`); ok {
+			throttled = time.Duration(secs * float64(time.Second))
+		} else {
+			for _, e := range episodes {
+				throttled += e.End.Sub(e.Start)
+			}
+		}
+	} else if err := cfg.Validate(); err == nil {
+		from = "replay"
+		replayed := thermal.Replay(samples, cfg)
+		for _, e := range replayed.Episodes {
+			episodes = append(episodes, Episode{Start: e.Start, End: e.End, Open: e.Open, Evidence: e.Evidence()})
+		}
+		throttled = replayed.Throttled
+	}
+	for i := range episodes {
+		if secs, ok := p.growthBetween(`spark_gpu_clocks_event_seconds_total{`+sel+`,reason=~"sw_thermal_slowdown|hw_thermal_slowdown"}`, episodes[i].Start, episodes[i].End); ok {
+			episodes[i].ThermalSlowdownSeconds = ptr(secs)
+		}
+	}
+
+	var energy *float64
+	if j, ok := p.growth(`spark_gpu_energy_joules_total{` + sel + `}`); ok {
+		energy = &j
+	}
+	r := build(samples, episodes, throttled, energy, cfg)
+	r.Source, r.Instance, r.Throttle.From = "prometheus", p.q.Instance, from
+	if n, err := strconv.Atoi(q.GPU); err == nil {
+		r.GPU = n
+	}
+
+	m := &Memory{Contention: []Span{}, PlansStoppedFitting: []PlanMissed{}}
+	m.LowestHeadroomBytes = p.scalar(`min_over_time(spark_pool_headroom_bytes{` + inst + `}` + p.span + `)`)
+	m.LowestHeadroomAfterFlushBytes = p.scalar(`min_over_time(spark_pool_headroom_after_flush_bytes{` + inst + `}` + p.span + `)`)
+	m.PageCachePeakBytes = p.scalar(`max_over_time(spark_pool_page_cache_bytes{` + inst + `}` + p.span + `)`)
+	if kills, ok := p.growth(`spark_pool_oom_kills_total{` + inst + `}`); ok {
+		m.OOMKills = ptr(int(math.Round(kills)))
+	}
+	if stall, ok := p.growth(`spark_pool_pressure_stall_seconds_total{` + inst + `,kind="full"}`); ok {
+		m.StallMinutes = ptr(stall / 60)
+	}
+	contention := p.series(`(max(spark_workloads{` + inst + `,role="training"}) > 0) and (max(spark_workloads{` + inst + `,role="inference"}) > 0)`)
+	m.Contention = append(m.Contention, spans(sortedTimes(contention), q.Step)...)
+	for plan, times := range p.labelled(`spark_plan_required_bytes{`+inst+`} > on(instance) group_left() spark_pool_headroom_after_flush_bytes{`+inst+`}`, "plan") {
+		m.PlansStoppedFitting = append(m.PlansStoppedFitting, PlanMissed{Plan: plan, Start: times[0]})
+	}
+	sort.Slice(m.PlansStoppedFitting, func(i, j int) bool { return m.PlansStoppedFitting[i].Plan < m.PlansStoppedFitting[j].Plan })
+	r.Memory = m
+	r.Alerts = p.alerts(inst)
+	if p.err != nil {
+		return Report{}, p.err
+	}
+	r.Verdict = verdict(r)
+	return r, nil
+}
+
+// prom runs the queries of one report; the first error is kept and the
+// rest return nothing.
+type prom struct {
+	ctx  context.Context
+	api  v1.API
+	q    Query
+	span string // the whole range as a range selector: [21600s]
+	err  error
+}
+
+func (p *prom) query(expr string, at time.Time) model.Value {
+	if p.err != nil {
+		return nil
+	}
+	v, _, _, err := p.api.Query(p.ctx, expr, at)
+	if err != nil {
+		p.err = fmt.Errorf("query %s: %w", expr, err)
+	}
+	return v
+}
+
+func (p *prom) matrix(expr string) model.Matrix {
+	if p.err != nil {
+		return nil
+	}
+	v, _, _, err := p.api.QueryRange(p.ctx, expr, v1.Range{Start: p.q.From, End: p.q.To, Step: p.q.Step})
+	if err != nil {
+		p.err = fmt.Errorf("query %s: %w", expr, err)
+		return nil
+	}
+	m, _ := v.(model.Matrix)
+	return m
+}
+
+// series is the first series of a range query, by time.
+func (p *prom) series(expr string) map[time.Time]float64 {
+	out := map[time.Time]float64{}
+	m := p.matrix(expr)
+	if len(m) == 0 {
+		return out
+	}
+	for _, s := range m[0].Values {
+		if v := float64(s.Value); !math.IsNaN(v) && !math.IsInf(v, 0) {
+			out[s.Timestamp.Time()] = v
+		}
+	}
+	return out
+}
+
+// labelled is, per value of label, the times a range query had a sample.
+func (p *prom) labelled(expr, label string) map[string][]time.Time {
+	out := map[string][]time.Time{}
+	for _, s := range p.matrix(expr) {
+		name := string(s.Metric[model.LabelName(label)])
+		for _, v := range s.Values {
+			out[name] = append(out[name], v.Timestamp.Time())
+		}
+	}
+	return out
+}
+
+func (p *prom) scalar(expr string) *float64 {
+	vec, _ := p.query(expr, p.q.To).(model.Vector)
+	if len(vec) == 0 {
+		return nil
+	}
+	return ptr(float64(vec[0].Value))
+}
+
+// growth is how much a counter grew over the range, from its raw samples
+// (no extrapolation: one OOM kill is 1, not the 1.5 increase() may read),
+// summed over its series, a reset counting from zero.
+func (p *prom) growth(sel string) (float64, bool) {
+	return p.growthBetween(sel, p.q.From, p.q.To)
+}
+
+func (p *prom) growthBetween(sel string, from, to time.Time) (float64, bool) {
+	secs := int(math.Ceil(to.Sub(from).Seconds()))
+	if secs < 1 {
+		secs = 1
+	}
+	m, _ := p.query(fmt.Sprintf("%s[%ds]", sel, secs), to).(model.Matrix)
+	if len(m) == 0 {
+		return 0, false
+	}
+	var total float64
+	for _, s := range m {
+		for i := 1; i < len(s.Values); i++ {
+			prev, cur := float64(s.Values[i-1].Value), float64(s.Values[i].Value)
+			if cur >= prev {
+				total += cur - prev
+			} else {
+				total += cur
+			}
+		}
+	}
+	return total, true
+}
+
+// onlyInstance is the one instance with the exporter's metrics in the
+// range.
+func (p *prom) onlyInstance() (string, error) {
+	vec, _ := p.query(`group by (instance) (last_over_time(spark_exporter_build_info`+p.span+`))`, p.q.To).(model.Vector)
+	if p.err != nil {
+		return "", p.err
+	}
+	var names []string
+	for _, s := range vec {
+		names = append(names, string(s.Metric["instance"]))
+	}
+	sort.Strings(names)
+	switch len(names) {
+	case 1:
+		return names[0], nil
+	case 0:
+		return "", fmt.Errorf("%w: no spark_exporter in that time range", ErrInstance)
+	}
+	return "", fmt.Errorf("%w: several Sparks in that time range, choose one of %s", ErrInstance, strings.Join(names, ", "))
+}
+
+// alerts are the stretches during which the instance's alerts fired.
+func (p *prom) alerts(inst string) []Alert {
+	out := []Alert{}
+	for _, s := range p.matrix(`ALERTS{` + inst + `,alertstate="firing"}`) {
+		var times []time.Time
+		for _, v := range s.Values {
+			times = append(times, v.Timestamp.Time())
+		}
+		for _, sp := range spans(times, p.q.Step) {
+			out = append(out, Alert{Name: string(s.Metric["alertname"]), Severity: string(s.Metric["severity"]),
+				GPU: string(s.Metric["gpu"]), Start: sp.Start, End: sp.End})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Start.Equal(out[j].Start) {
+			return out[i].Start.Before(out[j].Start)
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// recordedEpisodes are the stretches where the live collector recorded
+// Throttled, with the evidence it recorded beside.
+func recordedEpisodes(state, signature, slowdown map[time.Time]float64, step time.Duration) []Episode {
+	var eps []Episode
+	var open *Episode
+	for _, t := range sortedTimes(state) {
+		if state[t] == 1 {
+			if open == nil {
+				eps = append(eps, Episode{Start: t, Open: true})
+				open = &eps[len(eps)-1]
+			}
+			open.End = t
+			open.Signature = open.Signature || signature[t] == 1
+			open.NVML = open.NVML || slowdown[t] == 1
+			continue
+		}
+		if open != nil {
+			open.End, open.Open = t, false
+			open = nil
+		}
+	}
+	for i := range eps {
+		eps[i].Evidence = evidenceName(eps[i].Signature, eps[i].NVML)
+	}
+	return eps
+}
+
+// evidenceName names the evidence as thermal.Episode.Evidence does.
+func evidenceName(signature, nvml bool) string {
+	return thermal.Episode{Signature: signature, NVMLSlowdown: nvml}.Evidence()
+}
+
+// spans groups sorted times into stretches no more than 1.5 steps apart.
+func spans(times []time.Time, step time.Duration) []Span {
+	var out []Span
+	for _, t := range times {
+		if n := len(out); n > 0 && t.Sub(out[n-1].End) <= step*3/2 {
+			out[n-1].End = t
+			continue
+		}
+		out = append(out, Span{Start: t, End: t})
+	}
+	return out
+}
+
+func sortedTimes(m map[time.Time]float64) []time.Time {
+	out := make([]time.Time, 0, len(m))
+	for t := range m {
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Before(out[j]) })
+	return out
+}

@@ -1,0 +1,232 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+)
+
+// verdict is the one line a person pastes into a run log.
+func verdict(r Report) string {
+	if r.Samples == 0 {
+		return "no usable sample (temperature and power) in the run"
+	}
+	var b strings.Builder
+	if eps := r.Throttle.Episodes; len(eps) > 0 {
+		fmt.Fprintf(&b, "%s throttled from %s", percent(r.Throttle.ThrottledRatio), clock(eps[0].Start, r.Start))
+		if len(eps) > 1 {
+			fmt.Fprintf(&b, " (%d episodes)", len(eps))
+		}
+		before, during := clockShift(eps)
+		if before != nil && during != nil {
+			fmt.Fprintf(&b, ", SM clock %s → %s GHz", ghz(*before), ghz(*during))
+		}
+		signature := false
+		for _, e := range eps {
+			signature = signature || strings.Contains(e.Evidence, "signature")
+		}
+		if w := episodesPower(eps); signature && w != nil {
+			fmt.Fprintf(&b, " at a flat %.0f W", *w)
+		} else {
+			b.WriteString(", the driver reporting thermal slowdown")
+		}
+		b.WriteString(": thermal, not configuration")
+	} else {
+		busyShare := r.BusySeconds / math.Max(r.DurationSeconds, 1)
+		fmt.Fprintf(&b, "not throttled: busy %s of %s", percent(busyShare), duration(r.DurationSeconds))
+		if r.BusySeconds > 0 && r.PlateauSeconds/r.BusySeconds >= 0.5 {
+			fmt.Fprintf(&b, ", %s of it at the ~100 W plateau (the platform's cap, not a fault)", percent(r.PlateauSeconds/r.BusySeconds))
+		}
+		if r.Temperature != nil {
+			fmt.Fprintf(&b, ", peak %.0f °C", r.Temperature.Max)
+		}
+	}
+	if m := r.Memory; m != nil && m.OOMKills != nil && *m.OOMKills > 0 {
+		fmt.Fprintf(&b, "; %d OOM kill(s)", *m.OOMKills)
+	}
+	return b.String()
+}
+
+// clockShift is the SM clock before the first episode that has one, and
+// during the episodes (the median of theirs).
+func clockShift(eps []Episode) (before, during *float64) {
+	var durings []float64
+	for _, e := range eps {
+		if before == nil && e.SMClockBeforeHertz != nil {
+			before = e.SMClockBeforeHertz
+		}
+		if e.SMClockDuringHertz != nil {
+			durings = append(durings, *e.SMClockDuringHertz)
+		}
+	}
+	return before, median(durings)
+}
+
+// episodesPower is the mean power over the episodes, weighted by their
+// length.
+func episodesPower(eps []Episode) *float64 {
+	var sum, weight float64
+	for _, e := range eps {
+		if e.PowerMeanWatts != nil {
+			w := math.Max(e.DurationSeconds, 1)
+			sum += *e.PowerMeanWatts * w
+			weight += w
+		}
+	}
+	if weight == 0 {
+		return nil
+	}
+	return ptr(sum / weight)
+}
+
+func percent(ratio float64) string { return fmt.Sprintf("%.0f %%", 100*ratio) }
+
+func ghz(hz float64) string {
+	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", hz/1e9), "0"), ".")
+}
+
+// clock is a time of day, with its date when the run spans more than one.
+func clock(t, start time.Time) string {
+	if !sameDay(t, start) {
+		return t.Format("Jan 2 15:04")
+	}
+	return t.Format("15:04")
+}
+
+func sameDay(a, b time.Time) bool {
+	ya, ma, da := a.Date()
+	yb, mb, db := b.Date()
+	return ya == yb && ma == mb && da == db
+}
+
+// duration writes seconds as a person reads them: 45s, 40m50s, 2h10m.
+func duration(seconds float64) string {
+	d := time.Duration(math.Round(seconds)) * time.Second
+	switch {
+	case d < time.Minute:
+		return d.String()
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}
+
+// WriteJSON writes the report as one indented JSON object.
+func (r Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteText writes the report for a person.
+func (r Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	line := func(label, format string, args ...any) {
+		fmt.Fprintf(&b, "%-13s %s\n", label, fmt.Sprintf(format, args...))
+	}
+	source := "thermal log"
+	if r.Source == "prometheus" {
+		source = "Prometheus, instance " + r.Instance
+	}
+	line("source", "%s, GPU %d, %d samples every %s", source, r.GPU, r.Samples, duration(r.IntervalSeconds))
+	if r.Samples > 0 {
+		line("run", "%s → %s (%s)", r.Start.Format("2006-01-02 15:04:05"), stamp(r.End, r.Start), duration(r.DurationSeconds))
+	}
+	if e := r.EnergyWattHours; e != nil {
+		how := "integrated from power"
+		if r.EnergySource == "energy_counter" {
+			how = "from the energy counter"
+		}
+		line("energy", "%.1f Wh (%s)", *e, how)
+	}
+	if r.Samples > 0 {
+		share := func(s float64) string { return percent(s / math.Max(r.DurationSeconds, 1)) }
+		line("busy", "%s (%s; judged by %s)", duration(r.BusySeconds), share(r.BusySeconds), r.BusyBy)
+		line("plateau", "%s (%s) busy at %.0f–%.0f W, the ~100 W plateau", duration(r.PlateauSeconds), share(r.PlateauSeconds), PlateauLowWatts, PlateauHighWatts)
+	}
+	if t := r.Temperature; t != nil {
+		line("temperature", "%.0f–%.0f °C, mean %.0f °C", t.Min, t.Max, t.Mean)
+	}
+	if p := r.Power; p != nil {
+		line("power", "%.0f–%.0f W, mean %.0f W (rating %.0f W)", p.Min, p.Max, p.Mean, r.cfg.NominalPower)
+	}
+	if c := r.SMClock; c != nil {
+		line("SM clock", "%s–%s GHz", ghz(c.Min), ghz(c.Max))
+	}
+	th := r.Throttle
+	line("throttled", "%d episode(s), %s (%s)", len(th.Episodes), duration(th.ThrottledSeconds), percent(th.ThrottledRatio))
+	for _, e := range th.Episodes {
+		end := stamp(e.End, e.Start)
+		if e.Open {
+			end += " (still at the end)"
+		}
+		fmt.Fprintf(&b, "  %s → %s  %s", e.Start.Format("2006-01-02 15:04:05"), end, duration(e.DurationSeconds))
+		if e.PeakTemperatureCelsius != nil {
+			fmt.Fprintf(&b, ", peak %.0f °C", *e.PeakTemperatureCelsius)
+		}
+		if e.PowerMeanWatts != nil {
+			fmt.Fprintf(&b, ", mean %.0f W", *e.PowerMeanWatts)
+		}
+		if e.SMClockBeforeHertz != nil && e.SMClockDuringHertz != nil {
+			fmt.Fprintf(&b, ", SM clock %s → %s GHz", ghz(*e.SMClockBeforeHertz), ghz(*e.SMClockDuringHertz))
+		}
+		fmt.Fprintf(&b, ", evidence %s", e.Evidence)
+		if s := e.ThermalSlowdownSeconds; s != nil {
+			fmt.Fprintf(&b, " (driver thermal slowdown counters +%s)", duration(*s))
+		}
+		b.WriteByte('\n')
+	}
+	if m := r.Memory; m != nil {
+		writeMemory(&b, line, m, r.Start)
+	}
+	for _, a := range r.Alerts {
+		gpu := ""
+		if a.GPU != "" {
+			gpu = " gpu " + a.GPU
+		}
+		line("alert", "%s (%s%s) %s → %s", a.Name, a.Severity, gpu, a.Start.Format("15:04:05"), stamp(a.End, a.Start))
+	}
+	for _, s := range r.SkippedLines {
+		line("skipped", "line %d: %s", s.Line, s.Error)
+	}
+	line("verdict", "%s", r.Verdict)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeMemory(b *strings.Builder, line func(string, string, ...any), m *Memory, start time.Time) {
+	if v := m.LowestHeadroomBytes; v != nil {
+		line("headroom", "lowest %s", gib(*v))
+	}
+	if v := m.LowestHeadroomAfterFlushBytes; v != nil {
+		line("after flush", "lowest %s", gib(*v))
+	}
+	if v := m.PageCachePeakBytes; v != nil {
+		line("page cache", "peak %s", gib(*v))
+	}
+	if v := m.OOMKills; v != nil {
+		line("OOM kills", "%d", *v)
+	}
+	if v := m.StallMinutes; v != nil {
+		line("memory stall", "%.1f min fully stalled", *v)
+	}
+	for _, s := range m.Contention {
+		line("contention", "training beside inference %s → %s", s.Start.Format("15:04:05"), stamp(s.End, s.Start))
+	}
+	for _, p := range m.PlansStoppedFitting {
+		line("plan", "%q stopped fitting at %s", p.Plan, clock(p.Start, start))
+	}
+}
+
+func gib(bytes float64) string { return fmt.Sprintf("%.1f GiB", bytes/(1<<30)) }
+
+// stamp writes t as a time of day when it falls on ref's day.
+func stamp(t, ref time.Time) string {
+	if sameDay(t, ref) {
+		return t.Format("15:04:05")
+	}
+	return t.Format("2006-01-02 15:04:05")
+}
