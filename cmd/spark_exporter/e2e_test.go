@@ -80,7 +80,14 @@ func fixtureDir(t testing.TB, name string) string {
 // --path.sysfs: output compared with a golden file must not depend on the
 // test machine's own /sys.
 func sysFixture(t testing.TB, name string) string {
-	return filepath.Join(testexporter.Root(t), "testdata", "sys", name)
+	// Relative to the package's directory, where tests run, and made
+	// absolute for the binary: finding the repository root runs `go env`,
+	// a child process that scripts/bench-counts.sh's callgrind cannot follow.
+	dir, err := filepath.Abs(filepath.Join("..", "..", "testdata", "sys", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // noGPU is a --gpu.nvml-library that does not exist: the exporter as on a
