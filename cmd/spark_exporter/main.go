@@ -72,6 +72,7 @@ func newApp() (*kingpin.Application, map[string]command) {
 		app.Command("serve", "Serve metrics (the default command).").Default().FullCommand(): serveCommand(app, procfs),
 	}
 	commands["plan"] = planCommand(app, procfs)
+	commands["status"] = statusCommand(app)
 	return app, commands
 }
 
