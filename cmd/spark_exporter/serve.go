@@ -23,6 +23,7 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
 	"github.com/spark-exporter/spark_exporter/internal/logging"
+	"github.com/spark-exporter/spark_exporter/internal/status"
 )
 
 // serveCommand registers the serving flags on cmd and returns the command
@@ -78,7 +79,7 @@ func serveCommand(cmd *kingpin.Application, procfs *string) command {
 		mux := http.NewServeMux()
 		metrics := newMetricsHandler(exporter, !*disableExporterMetrics, *maxRequests, logger)
 		mux.Handle(*metricsPath, metrics)
-		for pattern, h := range statusRoutes(exporter, *metricsPath) {
+		for pattern, h := range statusRoutes(exporter, *metricsPath, status.DefaultMaxAge) {
 			mux.Handle(pattern, metrics.limit(h))
 		}
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
+	"github.com/spark-exporter/spark_exporter/internal/cliflag"
 	"github.com/spark-exporter/spark_exporter/internal/status"
 )
 
@@ -22,8 +23,8 @@ import (
 func statusCommand(app *kingpin.Application) command {
 	cmd := app.Command("status", "Print the status of a running exporter (its "+status.APIPath+") as a short text report. "+
 		"Basic auth credentials go in the URL (http://user:password@host:port).")
-	base := cmd.Flag("url", "The exporter's base URL.").Default("http://127.0.0.1" + defaultPort).String()
-	timeout := cmd.Flag("timeout", "How long to wait for the answer.").Default("10s").Duration()
+	base := cliflag.Value(cmd.Flag("url", "The exporter's base URL.").Default("http://127.0.0.1"+defaultPort), parseBaseURL)
+	timeout := cliflag.Duration(cmd.Flag("timeout", "How long to wait for the answer.").Default("10s"))
 	asJSON := cmd.Flag("json", "Print the JSON model as served.").Bool()
 
 	return func(stdout, stderr io.Writer) int {
@@ -48,19 +49,24 @@ func statusCommand(app *kingpin.Application) command {
 	}
 }
 
-// fetchStatus gets the model's JSON from the exporter at base. Errors leave
-// the URL's credentials out.
-func fetchStatus(base string, timeout time.Duration) ([]byte, error) {
-	u, err := url.Parse(strings.TrimSuffix(base, "/") + status.APIPath)
+// parseBaseURL accepts an http or https URL with a host.
+func parseBaseURL(s string) (*url.URL, error) {
+	u, err := url.Parse(strings.TrimSuffix(s, "/") + status.APIPath)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, errors.New("--url: want http://HOST:PORT or https://HOST:PORT")
+		return nil, errors.New("want http://HOST:PORT or https://HOST:PORT")
 	}
+	return u, nil
+}
+
+// fetchStatus gets the model's JSON from the exporter at u. Errors leave
+// the URL's credentials out.
+func fetchStatus(u *url.URL, timeout time.Duration) ([]byte, error) {
 	shown := *u
 	shown.User = nil
 	client := &http.Client{Timeout: timeout}
 	req, err := http.NewRequest(http.MethodGet, u.String(), nil)
 	if err != nil {
-		return nil, errors.New("--url: not a URL")
+		return nil, fmt.Errorf("GET %s: %v", shown.String(), err)
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := client.Do(req)

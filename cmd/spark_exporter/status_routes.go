@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
@@ -16,8 +17,9 @@ import (
 // which the page does not show. The page is not served when
 // --web.telemetry-path is / (the metrics keep the path), nor the JSON when
 // the metrics are served at its path; the page then links to what is
-// served and does not refresh itself.
-func statusRoutes(exporter *collector.Exporter, metricsPath string) map[string]http.Handler {
+// served and does not refresh itself. A model younger than maxAge is
+// served again (status.DefaultMaxAge; benchmarks give 0).
+func statusRoutes(exporter *collector.Exporter, metricsPath string, maxAge time.Duration) map[string]http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(versioncollector.NewCollector(name), exporter)
 	source := status.NewSource(reg, func() (status.ThermalInput, bool) {
@@ -28,6 +30,7 @@ func statusRoutes(exporter *collector.Exporter, metricsPath string) map[string]h
 		cfg, _ := exporter.ThermalConfig()
 		return status.ThermalInput{Snapshot: snap, Config: cfg}, true
 	})
+	source.MaxAge = maxAge
 	apiServed := metricsPath != status.APIPath
 	h := status.NewHandler(source, metricsPath, apiServed)
 	routes := map[string]http.Handler{}

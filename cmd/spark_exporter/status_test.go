@@ -14,6 +14,7 @@ import (
 	"github.com/go-kit/log"
 
 	"github.com/spark-exporter/spark_exporter/collector"
+	"github.com/spark-exporter/spark_exporter/internal/status"
 	"github.com/spark-exporter/spark_exporter/internal/testexporter"
 	"github.com/spark-exporter/spark_exporter/internal/testing/jsonschema"
 )
@@ -27,7 +28,7 @@ func TestStatusSharesMaxRequests(t *testing.T) {
 	metrics := newMetricsHandler(exporter, false, 1, log.NewNopLogger())
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", metrics)
-	for pattern, h := range statusRoutes(exporter, "/metrics") {
+	for pattern, h := range statusRoutes(exporter, "/metrics", status.DefaultMaxAge) {
 		mux.Handle(pattern, metrics.limit(h))
 	}
 	// The JSON is not tried first: the page's model, younger than a

@@ -17,9 +17,12 @@ import (
 // gather reads NVML only as a scrape would (the gpu collector serves the
 // thermal sampler's reading while it is recent).
 type Source struct {
+	// MaxAge is how long a model is served again (DefaultMaxAge); set it
+	// before the first Get.
+	MaxAge time.Duration
+
 	gatherer prometheus.Gatherer
 	thermal  func() (ThermalInput, bool)
-	maxAge   time.Duration
 	now      func() time.Time
 
 	mu      sync.Mutex
@@ -48,7 +51,7 @@ const DefaultMaxAge = time.Second
 // thermal, the thermal sampler's snapshot and configuration (false when the
 // thermal collector is off; nil thermal: never).
 func NewSource(g prometheus.Gatherer, thermal func() (ThermalInput, bool)) *Source {
-	return &Source{gatherer: g, thermal: thermal, maxAge: DefaultMaxAge, now: time.Now}
+	return &Source{gatherer: g, thermal: thermal, MaxAge: DefaultMaxAge, now: time.Now}
 }
 
 // Get returns a model at most MaxAge old, gathering when there is none; it
@@ -56,7 +59,7 @@ func NewSource(g prometheus.Gatherer, thermal func() (ThermalInput, bool)) *Sour
 // gather goes on for the others waiting).
 func (s *Source) Get(ctx context.Context) (*Result, error) {
 	s.mu.Lock()
-	if s.last != nil && s.now().Sub(s.last.At) < s.maxAge {
+	if s.last != nil && s.now().Sub(s.last.At) < s.MaxAge {
 		r := s.last
 		s.mu.Unlock()
 		return r, nil
