@@ -44,7 +44,7 @@ QEMU_ARM64 ?= $(if $(filter arm64,$(HOST_ARCH)),,qemu-aarch64 -L /usr/aarch64-li
 
 .PHONY: all build run test unit e2e rules fuzz lint fmt vet staticcheck tools bench clean \
 	crossbuild test-arm64 release test-release deb test-deb docker kubernetes-rules \
-	nvml-standin demo
+	nvml-standin demo screenshots
 
 all: build
 
@@ -122,6 +122,14 @@ DEMO_ARGS     ?=
 demo: build nvml-standin
 	SPARK_NVML_SCENARIO=$(DEMO_SCENARIO) SPARK_NVML_SPEED=$(DEMO_SPEED) ./spark_exporter \
 		--path.procfs=testdata/proc/spark --gpu.nvml-library=$(NVML_STANDIN) $(DEMO_ARGS)
+
+## screenshots: docs/status-*.png from the status page's browser test
+## (headless Chromium on the stand-in's scenarios); `unit` runs the same
+## test and keeps its screenshots in the test's artifact directory.
+screenshots:
+	rm -rf .build/screenshots
+	SPARK_SCREENSHOT_DIR=$(CURDIR)/.build/screenshots $(GO) test -count=1 -run '^TestStatusPageInBrowser$$' ./cmd/spark_exporter/
+	cp .build/screenshots/status-*.png docs/
 
 ## fuzz: every fuzz target briefly (FUZZTIME each); the seeds also run in `unit`.
 fuzz:

@@ -181,6 +181,17 @@ func (e *Exporter) ThermalSnapshot() (thermal.Snapshot, bool) {
 	return c.sampler.Snapshot(), true
 }
 
+// ThermalConfig is the thermal collector's configuration (its --thermal.*
+// flags), for the readers of ThermalSnapshot; false when the thermal
+// collector is not enabled.
+func (e *Exporter) ThermalConfig() (thermal.Config, bool) {
+	c, ok := e.collectors["thermal"].(*thermalCollector)
+	if !ok {
+		return thermal.Config{}, false
+	}
+	return c.sampler.Config(), true
+}
+
 // oneIf renders a condition as a 0/1 gauge value.
 func oneIf(cond bool) float64 { return supported(cond) }
 

@@ -7,12 +7,15 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+	"github.com/go-kit/log"
 
 	"github.com/spark-exporter/spark_exporter/collector"
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
 	"github.com/spark-exporter/spark_exporter/internal/logging"
+	"github.com/spark-exporter/spark_exporter/internal/status"
 	"github.com/spark-exporter/spark_exporter/internal/testing/cputime"
 	"github.com/spark-exporter/spark_exporter/internal/testing/fakeproc"
 	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
@@ -47,6 +50,13 @@ func benchProc(b testing.TB, n int) string {
 // NVML, logs discarded.
 func benchHandler(b *testing.B, procfs string, exporterMetrics bool, args ...string) http.Handler {
 	b.Helper()
+	exporter, logger := benchExporter(b, procfs, args...)
+	return newMetricsHandler(exporter, exporterMetrics, 40, logger)
+}
+
+// benchExporter is the exporter's collectors as serve builds them.
+func benchExporter(b *testing.B, procfs string, args ...string) (*collector.Exporter, log.Logger) {
+	b.Helper()
 	app := kingpin.New(name, "")
 	logConfig := logging.AddFlags(app)
 	gpuFlags := gpu.AddFlags(app)
@@ -60,7 +70,7 @@ func benchHandler(b *testing.B, procfs string, exporterMetrics bool, args ...str
 		b.Fatal(err)
 	}
 	b.Cleanup(closeCollectors)
-	return newMetricsHandler(exporter, exporterMetrics, 40, logger)
+	return exporter, logger
 }
 
 // prometheusScrape is the request a Prometheus 3 server sends with its
@@ -124,6 +134,48 @@ func BenchmarkScrape(b *testing.B) {
 			cputime.Loop(b, func() {
 				*w = discard{header: http.Header{}}
 				h.ServeHTTP(w, req)
+				if w.status != 0 && w.status != http.StatusOK {
+					b.Fatalf("status %d", w.status)
+				}
+				size = w.size
+			})
+			b.ReportMetric(float64(size), "gzip-bytes")
+		})
+	}
+}
+
+// BenchmarkStatusRefresh is what one viewer's refresh of the status page
+// costs, on the host of BenchmarkScrape/default: its JSON (what page.js
+// asks for every few seconds) and the whole page (a first view, or curl),
+// each gathering anew; and the JSON served again to a second viewer
+// within a second (shared), which gathers nothing.
+func BenchmarkStatusRefresh(b *testing.B) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	busy := benchProc(b, 100)
+	for _, bc := range []struct {
+		name, path string
+		maxAge     time.Duration
+	}{
+		{"api", status.APIPath, 0},
+		{"page", "/", 0},
+		{"api-shared", status.APIPath, time.Hour},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			exporter, _ := benchExporter(b, busy)
+			mux := http.NewServeMux()
+			for pattern, h := range statusRoutes(exporter, "/metrics", bc.maxAge) {
+				mux.Handle(pattern, h)
+			}
+			req, err := http.NewRequest(http.MethodGet, bc.path, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			req.Header.Set("Accept-Encoding", "gzip")
+			w := &discard{}
+			var size int
+			cputime.Loop(b, func() {
+				*w = discard{header: http.Header{}}
+				mux.ServeHTTP(w, req)
 				if w.status != 0 && w.status != http.StatusOK {
 					b.Fatalf("status %d", w.status)
 				}

@@ -77,6 +77,7 @@ func newApp() (*kingpin.Application, map[string]command) {
 		"plan":   planCommand(app, procfs, collectors.PoolReserve()),
 		"report": reportCommand(app),
 	}
+	commands["status"] = statusCommand(app)
 	return app, commands
 }
 

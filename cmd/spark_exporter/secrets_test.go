@@ -16,7 +16,8 @@ import (
 // lines and environments of the processes in /proc, their names, the
 // paths of every file the exporter is pointed at, its own environment and
 // command line, the web config's password. Nothing of them may reach
-// /metrics, any HTTP answer (landing page, errors, auth challenge) or the
+// /metrics, any HTTP answer (status page and its JSON, errors, auth
+// challenge) or the
 // log at debug level; the one exception is a process's name (comm), which
 // docs/metrics.md exports as the comm label of spark_gpu_process_memory_bytes,
 // and only there.
@@ -107,6 +108,9 @@ func TestNoSecretReachesAnyOutput(t *testing.T) {
 		{"/metrics", nil, http.StatusUnauthorized},
 		{"/metrics", basicAuth(scrapeUser, pasted), http.StatusUnauthorized},
 		{"/", auth, http.StatusOK},
+		{"/", nil, http.StatusUnauthorized},
+		{"/api/v1/status", nil, http.StatusUnauthorized},
+		{"/api/v1/status", auth, http.StatusOK},
 		{"/no-such-page", auth, http.StatusNotFound},
 		{"/metrics?collect[]=nosuch", auth, http.StatusBadRequest},
 		{"/metrics?collect[]=gpu", auth, http.StatusOK},

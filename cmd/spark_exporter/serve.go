@@ -24,6 +24,7 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/logging"
+	"github.com/spark-exporter/spark_exporter/internal/status"
 )
 
 // serveCommand registers the serving flags on cmd and returns the command
@@ -76,19 +77,10 @@ func serveCommand(cmd *kingpin.Application, procfs, sysfs *string) (command, *co
 		}
 
 		mux := http.NewServeMux()
-		mux.Handle(*metricsPath, newMetricsHandler(exporter, !*disableExporterMetrics, *maxRequests, logger))
-		if *metricsPath != "/" {
-			landing, err := web.NewLandingPage(web.LandingConfig{
-				Name:        "Spark Exporter",
-				Description: "Prometheus exporter for the NVIDIA DGX Spark (GB10)",
-				Version:     version.Info(),
-				Links:       []web.LandingLinks{{Address: *metricsPath, Text: "Metrics"}},
-			})
-			if err != nil {
-				level.Error(logger).Log("msg", "building landing page", "err", err)
-				return 1
-			}
-			mux.Handle("/", landing)
+		metrics := newMetricsHandler(exporter, !*disableExporterMetrics, *maxRequests, logger)
+		mux.Handle(*metricsPath, metrics)
+		for pattern, h := range statusRoutes(exporter, *metricsPath, status.DefaultMaxAge) {
+			mux.Handle(pattern, metrics.limit(h))
 		}
 
 		server := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}

@@ -135,9 +135,11 @@ func TestWebConfigTLSAndBasicAuth(t *testing.T) {
 		{"no credentials", "/metrics", nil, http.StatusUnauthorized},
 		{"wrong password", "/metrics", basicAuth(scrapeUser, "guess"), http.StatusUnauthorized},
 		{"unknown user", "/metrics", basicAuth("admin", scrapePassword), http.StatusUnauthorized},
-		{"landing page without credentials", "/", nil, http.StatusUnauthorized},
+		{"status page without credentials", "/", nil, http.StatusUnauthorized},
+		{"status JSON without credentials", "/api/v1/status", nil, http.StatusUnauthorized},
 		{"right password", "/metrics", basicAuth(scrapeUser, scrapePassword), http.StatusOK},
-		{"landing page", "/", basicAuth(scrapeUser, scrapePassword), http.StatusOK},
+		{"status page", "/", basicAuth(scrapeUser, scrapePassword), http.StatusOK},
+		{"status JSON", "/api/v1/status", basicAuth(scrapeUser, scrapePassword), http.StatusOK},
 	} {
 		code, header, body := fetch(t, client, url+tc.path, tc.auth)
 		if code != tc.want {

@@ -84,6 +84,10 @@ type GPUState struct {
 // Snapshot returns the state after the latest sample.
 func (s *Sampler) Snapshot() Snapshot { return *s.snap.Load() }
 
+// Config is the configuration the sampler judges with, for readers that
+// show a snapshot beside its thresholds (the status page).
+func (s *Sampler) Config() Config { return s.cfg }
+
 // Run samples at once, then once per interval, until ctx ends. A read in
 // progress is interrupted when ctx ends.
 func (s *Sampler) Run(ctx context.Context) {

@@ -1,0 +1,480 @@
+package status
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/spark-exporter/spark_exporter/internal/thermal"
+)
+
+// PlateauWatts is the GB10's sustained draw under load: about 100 W,
+// well below the 240 W rating of its power brick. It is the platform's cap,
+// not a fault (NVIDIA DGX Spark user guide, and owners' reports on the
+// NVIDIA developer forum), so the power chart marks it.
+const PlateauWatts = 100
+
+// HeavyCap is the largest memory cap at which an inference server may run
+// beside a training job: the operations guide's "cap it at 0.5" (the
+// SparkConcurrentHeavyWorkloads alert's threshold).
+const HeavyCap = 0.5
+
+// flushWorthBytes is the least flushable page cache worth a flush: the
+// SparkPageCacheHoldingHeadroom alert's 4 GiB.
+const flushWorthBytes = 4 << 30
+
+// MaxPoints bounds the samples of a chart: a window of 10 minutes at 5 s
+// holds 120; a long window at a short interval is thinned to this many.
+const MaxPoints = 240
+
+// ThermalInput is what the status takes from the thermal sampler.
+type ThermalInput struct {
+	Snapshot thermal.Snapshot
+	Config   thermal.Config
+}
+
+// Build makes the model from one gather of the exporter's registry and,
+// when the thermal collector runs, its sampler's snapshot, at now.
+func Build(families []*dto.MetricFamily, th *ThermalInput, now time.Time) Model {
+	m := metrics(families)
+	model := Model{
+		APIVersion:  APIVersion,
+		GeneratedAt: now.UTC().Format(time.RFC3339),
+		Exporter:    exporterInfo(m),
+		Collectors:  collectors(m),
+	}
+	success := map[string]bool{}
+	for _, c := range model.Collectors {
+		success[c.Name] = c.Success
+	}
+	if success["pool"] {
+		model.Pool = pool(m)
+	}
+	if success["workloads"] {
+		model.Workloads = workloads(m)
+	}
+	training := model.Workloads != nil && model.Workloads.Training > 0
+	if _, on := success["plan"]; on {
+		model.Plans = plans(m, model.Pool, training)
+	}
+	if model.Pool != nil {
+		model.Pool.judge(model.Plans, training)
+	}
+	model.NVML = nvmlState(m, success)
+	model.GPUs = gpus(m, th, now)
+	return model
+}
+
+// series is one metric family's samples, by name.
+type series map[string][]*dto.Metric
+
+func metrics(families []*dto.MetricFamily) series {
+	s := series{}
+	for _, f := range families {
+		s[f.GetName()] = f.GetMetric()
+	}
+	return s
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+func value(m *dto.Metric) float64 {
+	switch {
+	case m.Gauge != nil:
+		return m.Gauge.GetValue()
+	case m.Counter != nil:
+		return m.Counter.GetValue()
+	case m.Untyped != nil:
+		return m.Untyped.GetValue()
+	}
+	return math.NaN()
+}
+
+// get is the value of the series name whose labels include the pairs given.
+func (s series) get(name string, pairs ...string) (float64, bool) {
+	for _, m := range s[name] {
+		if matches(m, pairs) {
+			v := value(m)
+			return v, !math.IsNaN(v) && !math.IsInf(v, 0)
+		}
+	}
+	return 0, false
+}
+
+func matches(m *dto.Metric, pairs []string) bool {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if label(m, pairs[i]) != pairs[i+1] {
+			return false
+		}
+	}
+	return true
+}
+
+func (s series) bytes(name string) int64 {
+	v, _ := s.get(name)
+	return int64(v)
+}
+
+func (s series) ptr(name string, pairs ...string) *float64 {
+	v, ok := s.get(name, pairs...)
+	if !ok {
+		return nil
+	}
+	return &v
+}
+
+func exporterInfo(s series) Exporter {
+	for _, m := range s["spark_exporter_build_info"] {
+		return Exporter{Version: label(m, "version"), Revision: label(m, "revision"), GoVersion: label(m, "goversion")}
+	}
+	return Exporter{}
+}
+
+func collectors(s series) []Collector {
+	var out []Collector
+	for _, m := range s["spark_scrape_collector_success"] {
+		name := label(m, "collector")
+		d, _ := s.get("spark_scrape_collector_duration_seconds", "collector", name)
+		out = append(out, Collector{Name: name, Success: value(m) == 1, DurationSeconds: d})
+	}
+	slices.SortFunc(out, func(a, b Collector) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+func pool(s series) *Pool {
+	p := &Pool{
+		TotalBytes:              s.bytes("spark_pool_total_bytes"),
+		FreeBytes:               s.bytes("spark_pool_free_bytes"),
+		AvailableBytes:          s.bytes("spark_pool_available_bytes"),
+		PageCacheBytes:          s.bytes("spark_pool_page_cache_bytes"),
+		FlushableBytes:          s.bytes("spark_pool_flushable_bytes"),
+		ReserveBytes:            s.bytes("spark_pool_reserve_bytes"),
+		HeadroomBytes:           s.bytes("spark_pool_headroom_bytes"),
+		HeadroomAfterFlushBytes: s.bytes("spark_pool_headroom_after_flush_bytes"),
+	}
+	p.UsedBytes = max(0, p.TotalBytes-p.FreeBytes-p.PageCacheBytes)
+	flushable := min(p.FlushableBytes, p.PageCacheBytes)
+	inReserve := min(p.FreeBytes, p.ReserveBytes)
+	p.Bar = []Segment{
+		{"used", "used", p.UsedBytes},
+		{"cache", "page cache kept", p.PageCacheBytes - flushable},
+		{"flushable", "flushable cache", flushable},
+		{"headroom", "headroom", p.FreeBytes - inReserve},
+		{"reserve", "reserve", inReserve},
+	}
+	return p
+}
+
+// judge gives the pool its state: below the reserve, the page cache
+// holding the headroom (the SparkPageCacheHoldingHeadroom alert's test:
+// enough to flush while free is below the reserve, or while a planned run
+// fits only after a flush and no training runs), or fine.
+func (p *Pool) judge(plans *Plans, training bool) {
+	cacheWorth := p.FlushableBytes >= flushWorthBytes
+	planNeedsFlush := false
+	if plans != nil && !training {
+		for _, pl := range plans.List {
+			planNeedsFlush = planNeedsFlush || pl.RequiredBytes > p.HeadroomBytes
+		}
+	}
+	below := p.FreeBytes < p.ReserveBytes
+	switch {
+	case cacheWorth && (below || planNeedsFlush):
+		p.State = "cache_holds_headroom"
+		p.Text = fmt.Sprintf("The page cache holds %s that a flush would give back: headroom %s now, %s after a flush.",
+			Bytes(p.FlushableBytes), Bytes(p.HeadroomBytes), Bytes(p.HeadroomAfterFlushBytes))
+		p.OOMLadderStep = "Step 1 of the OOM ladder, between runs: flush the page cache (sync; echo 3 > /proc/sys/vm/drop_caches, as root)."
+	case below:
+		p.State = "below_reserve"
+		p.Text = fmt.Sprintf("Free memory is %s below the %s reserve: the next allocation may be OOM-killed or evict another process's pages.",
+			Bytes(p.ReserveBytes-p.FreeBytes), Bytes(p.ReserveBytes))
+	default:
+		p.State = "ok"
+		p.Text = fmt.Sprintf("%s of headroom for a new job (free minus the %s reserve), %s after a flush.",
+			Bytes(p.HeadroomBytes), Bytes(p.ReserveBytes), Bytes(p.HeadroomAfterFlushBytes))
+	}
+}
+
+func workloads(s series) *Workloads {
+	w := &Workloads{List: []Workload{}}
+	if v, ok := s.get("spark_workloads", "role", "training"); ok {
+		w.Training = int(v)
+	}
+	if v, ok := s.get("spark_workloads", "role", "inference"); ok {
+		w.Inference = int(v)
+	}
+	if v, ok := s.get("spark_workload_unreadable_processes"); ok {
+		w.Unreadable = int(v)
+	}
+	for _, m := range s["spark_workload_info"] {
+		pid, err := strconv.Atoi(label(m, "pid"))
+		if err != nil {
+			continue
+		}
+		wl := Workload{PID: pid, Kind: label(m, "kind"), Role: label(m, "role")}
+		if v, ok := s.get("spark_workload_resident_bytes", "pid", label(m, "pid")); ok {
+			b := int64(v)
+			wl.ResidentBytes = &b
+		}
+		for _, c := range s["spark_workload_memory_cap_ratio"] {
+			if label(c, "pid") == label(m, "pid") {
+				wl.Cap = &Cap{Ratio: value(c), Source: label(c, "source")}
+			}
+		}
+		wl.Heavy = wl.Role == "inference" && (wl.Cap == nil || wl.Cap.Ratio > HeavyCap)
+		w.List = append(w.List, wl)
+	}
+	slices.SortFunc(w.List, func(a, b Workload) int {
+		return cmp.Or(cmp.Compare(a.Role, b.Role), cmp.Compare(a.PID, b.PID))
+	})
+	w.judge()
+	return w
+}
+
+// judge is the one-heavy-job rule: a training job and an inference server
+// with no cap, or a cap above HeavyCap, do not share the pool.
+func (w *Workloads) judge() {
+	var heavy []string
+	for _, wl := range w.List {
+		if wl.Heavy {
+			heavy = append(heavy, fmt.Sprintf("%s (pid %d, %s)", wl.Kind, wl.PID, capText(wl.Cap)))
+		}
+	}
+	switch {
+	case len(w.List) == 0:
+		w.State = "none"
+		w.Text = "No inference server or training job on the pool."
+	case w.Training > 0 && len(heavy) > 0:
+		w.State = "contention"
+		w.Text = fmt.Sprintf("Training beside an uncapped inference server: %s. Both draw on the one pool and will evict each other's pages without an OOM in the log. Cap the server at %.1f or less, or stop it before a long run.",
+			strings.Join(heavy, ", "), HeavyCap)
+	case w.Training > 0 && w.Inference > 0:
+		w.State = "ok"
+		w.Text = fmt.Sprintf("Training beside inference capped at %.1f or less: one heavy job at a time, fine.", HeavyCap)
+	case w.Training > 1:
+		w.State = "ok"
+		w.Text = fmt.Sprintf("%d training jobs share the pool: check that the sum of their needs fits.", w.Training)
+	default:
+		w.State = "ok"
+		w.Text = "One heavy job at a time: fine."
+	}
+}
+
+func capText(c *Cap) string {
+	switch {
+	case c == nil:
+		return "no memory cap"
+	case c.Source == "default":
+		return fmt.Sprintf("default cap %s", Percent(c.Ratio))
+	}
+	return fmt.Sprintf("cap %s", Percent(c.Ratio))
+}
+
+func plans(s series, p *Pool, training bool) *Plans {
+	out := &Plans{TrainingRunning: training, List: []Plan{}}
+	for _, m := range s["spark_plan_required_bytes"] {
+		pl := Plan{Name: label(m, "plan"), RequiredBytes: int64(value(m))}
+		switch {
+		case p == nil:
+			pl.Text = "The pool is not known."
+		case pl.RequiredBytes <= p.HeadroomBytes:
+			pl.State = "fits"
+			pl.Text = fmt.Sprintf("Fits now: needs %s at its peak, %s of headroom.", Bytes(pl.RequiredBytes), Bytes(p.HeadroomBytes))
+		case pl.RequiredBytes <= p.HeadroomAfterFlushBytes:
+			pl.State = "fits_after_flush"
+			pl.Text = fmt.Sprintf("Fits after a flush: needs %s at its peak, %s of headroom after a flush.", Bytes(pl.RequiredBytes), Bytes(p.HeadroomAfterFlushBytes))
+		default:
+			pl.State = "wont_fit"
+			pl.Text = fmt.Sprintf("Will not fit: needs %s at its peak, %s more than the headroom after a flush.", Bytes(pl.RequiredBytes), Bytes(pl.RequiredBytes-p.HeadroomAfterFlushBytes))
+		}
+		if training && pl.State != "fits" && pl.State != "" {
+			pl.Text += " A training job runs now; it may be this run."
+		}
+		out.List = append(out.List, pl)
+	}
+	slices.SortFunc(out.List, func(a, b Plan) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+func nvmlState(s series, success map[string]bool) NVML {
+	up, known := s.get("spark_gpu_nvml_up")
+	switch {
+	case !known:
+		if _, on := success["gpu"]; on {
+			return NVML{State: "failing", Text: "NVML did not answer: see the exporter's log."}
+		}
+		return NVML{State: "off", Text: "The gpu collector is disabled."}
+	case up != 1:
+		return NVML{State: "down", Text: "NVML is not loaded: no NVIDIA driver or library on this host. The exporter retries in the background."}
+	case !success["gpu"]:
+		return NVML{State: "failing", Text: "NVML is loaded but its reads fail (a wedged driver, or a GPU lost): see the exporter's log."}
+	}
+	return NVML{State: "up", Text: "NVML is up."}
+}
+
+func gpus(s series, th *ThermalInput, now time.Time) []GPU {
+	byIndex := map[int]*GPU{}
+	get := func(idx int) *GPU {
+		if byIndex[idx] == nil {
+			byIndex[idx] = &GPU{Index: idx, ClockEvents: []string{}}
+		}
+		return byIndex[idx]
+	}
+	for _, m := range s["spark_gpu_info"] {
+		idx, err := strconv.Atoi(label(m, "gpu"))
+		if err != nil {
+			continue
+		}
+		g := get(idx)
+		g.Name = label(m, "name")
+		gl := strconv.Itoa(idx)
+		g.TemperatureCelsius = s.ptr("spark_gpu_temperature_celsius", "gpu", gl)
+		g.PowerWatts = s.ptr("spark_gpu_power_watts", "gpu", gl)
+		g.SMClockHertz = s.ptr("spark_gpu_sm_clock_hertz", "gpu", gl)
+		g.SMClockMaxHertz = s.ptr("spark_gpu_sm_clock_max_hertz", "gpu", gl)
+		g.UtilizationRatio = s.ptr("spark_gpu_utilization_ratio", "gpu", gl)
+		for _, r := range s["spark_gpu_clocks_event_active"] {
+			if label(r, "gpu") == gl && value(r) == 1 {
+				g.ClockEvents = append(g.ClockEvents, label(r, "reason"))
+			}
+		}
+		slices.Sort(g.ClockEvents)
+	}
+	if th != nil {
+		for _, st := range th.Snapshot.GPUs {
+			get(st.Index).Thermal = thermalOf(st, th.Config, now)
+		}
+	}
+	out := make([]GPU, 0, len(byIndex))
+	for _, g := range byIndex {
+		out = append(out, *g)
+	}
+	slices.SortFunc(out, func(a, b GPU) int { return cmp.Compare(a.Index, b.Index) })
+	return out
+}
+
+func thermalOf(st thermal.GPUState, cfg thermal.Config, now time.Time) *Thermal {
+	v := st.Verdict
+	t := &Thermal{
+		State:            string(v.State),
+		Signature:        v.Signature,
+		Episodes:         st.Episodes,
+		ThrottledSeconds: st.Throttled.Seconds(),
+		Evidence:         evidence(v, cfg),
+		Window:           window(st.Window, cfg, now),
+	}
+	switch v.State {
+	case thermal.Collecting:
+		t.Text = fmt.Sprintf("Collecting: the samples cover %s of the %s window; the verdict waits for a whole one.",
+			Duration(v.Span), Duration(cfg.Window))
+	case thermal.Normal:
+		t.Text = "Normal: not throttling."
+	case thermal.Watching:
+		t.Text = "Watching: the temperature is rising while power is not flat below the rating, as in a warm-up. Not throttling yet."
+	case thermal.Throttled:
+		t.Text = "Throttling: the GPU is slowing itself down because of heat; expect slower steps."
+	}
+	return t
+}
+
+// evidence is the verdict's parts in words, with their figures against the
+// thresholds.
+func evidence(v thermal.Verdict, cfg thermal.Config) []string {
+	out := []string{}
+	if v.ThermalSlowdown {
+		out = append(out, fmt.Sprintf("NVML reports a thermal slowdown, for %s now.", Duration(v.SlowdownFor)))
+	}
+	st := v.Stats
+	if st == nil {
+		if len(out) == 0 {
+			out = append(out, "No recent sample.")
+		}
+		return out
+	}
+	if v.Signature {
+		out = append(out, "The window shows the throttle signature: busy, power flat below the rating, temperature climbing or holding hot.")
+	}
+	yesNo := func(ok bool, yes, no string) string {
+		if ok {
+			return yes
+		}
+		return no
+	}
+	out = append(out,
+		yesNo(v.Busy, "GPU busy.", "GPU not busy."),
+		fmt.Sprintf("Power %s: %s to %s over the window (flat within %s).",
+			yesNo(v.Flat, "flat", "not flat"), Watts(st.PowerMax-st.PowerSpread), Watts(st.PowerMax), Watts(cfg.FlatSpread)),
+		fmt.Sprintf("Power %s the rating: at most %s, against %s (%s of %s).",
+			yesNo(v.BelowNominal, "below", "near"), Watts(st.PowerMax), Watts(cfg.BelowNominalRatio*cfg.NominalPower),
+			Percent(cfg.BelowNominalRatio), Watts(cfg.NominalPower)))
+	if st.HasSlope {
+		out = append(out, fmt.Sprintf("Temperature %s: %+.1f °C a minute (climbing from %+.1f).",
+			yesNo(v.Climbing, "climbing", yesNo(v.Rising, "rising, levelling off", "not climbing")), st.Slope*60, cfg.ClimbingSlope*60))
+	}
+	out = append(out, fmt.Sprintf("Temperature %s: mean %s (hot from %s).",
+		yesNo(v.Hot, "holding hot", "not hot"), Celsius(st.TemperatureMean), Celsius(cfg.HotTemperature)))
+	return out
+}
+
+// window is the samples of the latest window, thinned to MaxPoints.
+func window(samples []thermal.Sample, cfg thermal.Config, now time.Time) Window {
+	w := Window{Seconds: cfg.Window.Seconds(), IntervalSeconds: cfg.Interval.Seconds(),
+		NominalWatts: cfg.NominalPower, PlateauWatts: PlateauWatts, Samples: []Point{}}
+	from := now.Add(-cfg.Window)
+	var in []thermal.Sample
+	for _, s := range samples {
+		if !s.Time.Before(from) && !s.Time.After(now) {
+			in = append(in, s)
+		}
+	}
+	step := max(1, (len(in)+MaxPoints-1)/MaxPoints)
+	for i := len(in) - 1; i >= 0; i -= step { // from the latest, which is always kept
+		s := in[i]
+		w.Samples = append(w.Samples, Point{SecondsAgo: round(now.Sub(s.Time).Seconds(), 1),
+			TemperatureCelsius: s.Temperature, PowerWatts: s.Power, SMClockHertz: s.SMClock})
+	}
+	slices.Reverse(w.Samples)
+	if len(w.Samples) == 0 {
+		return w
+	}
+	w.Temperature = rangeOf(w.Samples, func(p Point) (float64, bool) { return p.TemperatureCelsius, true })
+	w.Power = rangeOf(w.Samples, func(p Point) (float64, bool) { return p.PowerWatts, true })
+	clock := rangeOf(w.Samples, func(p Point) (float64, bool) {
+		if p.SMClockHertz == nil {
+			return 0, false
+		}
+		return *p.SMClockHertz, true
+	})
+	if !math.IsInf(clock.Min, 1) {
+		w.SMClock = &clock
+	}
+	return w
+}
+
+func rangeOf(points []Point, get func(Point) (float64, bool)) Range {
+	r := Range{Min: math.Inf(1), Max: math.Inf(-1)}
+	for _, p := range points {
+		if v, ok := get(p); ok {
+			r.Min, r.Max, r.Latest = min(r.Min, v), max(r.Max, v), v
+		}
+	}
+	return r
+}
+
+func round(x float64, digits int) float64 {
+	p := math.Pow(10, float64(digits))
+	return math.Round(x*p) / p
+}

@@ -1,0 +1,49 @@
+package status
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// The figures in words, as the page shows them. page.js formats the same
+// way when it refreshes the page; the browser test reads both.
+
+// Bytes is a size in GiB with one decimal, as free -g counts (negative
+// headroom keeps its sign).
+func Bytes(b int64) string {
+	return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
+}
+
+// Percent is a 0–1 ratio as a whole percentage.
+func Percent(r float64) string { return fmt.Sprintf("%.0f %%", r*100) }
+
+// Watts is a power with one decimal.
+func Watts(w float64) string { return fmt.Sprintf("%.1f W", w) }
+
+// Celsius is a temperature with one decimal.
+func Celsius(c float64) string { return fmt.Sprintf("%.1f °C", c) }
+
+// MHz is a clock in hertz as whole megahertz.
+func MHz(hz float64) string { return fmt.Sprintf("%.0f MHz", hz/1e6) }
+
+// Duration is a span in whole seconds, minutes and hours: 45s, 3m 20s,
+// 1h 5m.
+func Duration(d time.Duration) string {
+	s := int64(math.Round(d.Seconds()))
+	switch {
+	case s < 60:
+		return fmt.Sprintf("%ds", s)
+	case s < 3600:
+		if s%60 == 0 {
+			return fmt.Sprintf("%dm", s/60)
+		}
+		return fmt.Sprintf("%dm %ds", s/60, s%60)
+	}
+	if s%3600/60 == 0 {
+		return fmt.Sprintf("%dh", s/3600)
+	}
+	return fmt.Sprintf("%dh %dm", s/3600, s%3600/60)
+}
+
+func secondsDuration(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

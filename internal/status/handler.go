@@ -1,0 +1,138 @@
+package status
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/base64"
+	"html/template"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// APIPath is where the model is served as JSON.
+const APIPath = "/api/v1/status"
+
+// RefreshSeconds is how often the page asks for a new model.
+const RefreshSeconds = 5
+
+var (
+	//go:embed page.html
+	pageHTML string
+	//go:embed page.css
+	pageCSS string
+	//go:embed page.js
+	pageJS string
+
+	page = template.Must(template.New("page").Funcs(template.FuncMap{
+		"bytes":      Bytes,
+		"percent":    Percent,
+		"watts":      Watts,
+		"celsius":    Celsius,
+		"mhz":        MHz,
+		"seconds":    func(s float64) string { return Duration(secondsDuration(s)) },
+		"shape":      shape,
+		"chart":      newChart,
+		"barWidth":   barWidth,
+		"barX":       barX,
+		"deref":      func(p *float64) float64 { return *p },
+		"chartKinds": func() []string { return []string{"temperature", "power", "clock"} },
+	}).Parse(pageHTML))
+
+	// The page's only script and style are these; its Content Security
+	// Policy allows them by hash and nothing else.
+	csp = "default-src 'none'; script-src '" + hash(pageJS) + "'; style-src '" + hash(pageCSS) +
+		"'; connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+
+func hash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return "sha256-" + base64.StdEncoding.EncodeToString(sum[:])
+}
+
+// Handler serves the page and the JSON of a Source.
+type Handler struct {
+	source *Source
+	// metricsHref and apiHref are the links from the page, relative to
+	// it, so that the page works behind a proxy that serves it under a
+	// prefix; apiHref is "" when the JSON is not served, and the page is
+	// then not refreshed.
+	metricsHref, apiHref string
+}
+
+// NewHandler serves source's model; metricsPath is --web.telemetry-path,
+// apiServed whether APIPath is served beside the page.
+func NewHandler(source *Source, metricsPath string, apiServed bool) *Handler {
+	h := &Handler{source: source, metricsHref: "./" + strings.TrimPrefix(metricsPath, "/")}
+	if apiServed {
+		h.apiHref = "." + APIPath
+	}
+	return h
+}
+
+// timeout bounds how long a viewer waits for a gather: a scrape's own
+// collectors are bounded (--gpu.timeout and the /proc reads), so this is
+// only a backstop.
+const timeout = 30 * time.Second
+
+func (h *Handler) model(w http.ResponseWriter, r *http.Request) *Result {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "Method not allowed: GET or HEAD.", http.StatusMethodNotAllowed)
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	defer cancel()
+	res, err := h.source.Get(ctx)
+	if err != nil || len(res.JSON) == 0 {
+		http.Error(w, "The status could not be gathered; try again.", http.StatusServiceUnavailable)
+		return nil
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	return res
+}
+
+// API serves the model as JSON.
+func (h *Handler) API() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		res := h.model(w, r)
+		if res == nil {
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(append(res.JSON, '\n'))
+	})
+}
+
+// Page serves the status page, complete without JavaScript.
+func (h *Handler) Page() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		res := h.model(w, r)
+		if res == nil {
+			return
+		}
+		var buf bytes.Buffer
+		if err := h.render(&buf, res.Model); err != nil {
+			http.Error(w, "The status page could not be rendered.", http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Content-Security-Policy", csp)
+		w.Header().Set("Referrer-Policy", "no-referrer")
+		w.Write(buf.Bytes())
+	})
+}
+
+func (h *Handler) render(buf *bytes.Buffer, m Model) error {
+	return page.Execute(buf, struct {
+		M                    Model
+		MetricsHref, APIHref string
+		Refresh              int // ms
+		RefreshSeconds       int
+		CSS                  template.CSS
+		JS                   template.JS
+	}{m, h.metricsHref, h.apiHref, RefreshSeconds * 1000, RefreshSeconds, template.CSS(pageCSS), template.JS(pageJS)})
+}

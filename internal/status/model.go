@@ -1,0 +1,190 @@
+// Package status builds the status page of one Spark: the model that
+// /api/v1/status serves as JSON and `/` renders as HTML. The model is a
+// plain value made from one gather of the exporter's registry (the metrics
+// /metrics serves) and the thermal sampler's snapshot (the window of
+// samples behind the thermal verdict): it shows nothing /metrics would not,
+// and reading it costs no NVML read of its own.
+//
+// docs/status.md documents every field; docs/status.schema.json is its
+// JSON Schema, against which the tests check real answers. Fields are added,
+// never renamed or removed, within /api/v1.
+package status
+
+// APIVersion is the version of the model, the v1 of /api/v1/status.
+const APIVersion = "v1"
+
+// Model is the status of one Spark at one moment.
+type Model struct {
+	APIVersion  string `json:"api_version"`
+	GeneratedAt string `json:"generated_at"` // RFC 3339, UTC
+
+	Exporter Exporter `json:"exporter"`
+	// Pool is nil when the pool collector is off or failed this time.
+	Pool *Pool `json:"pool"`
+	NVML NVML  `json:"nvml"`
+	// GPUs has one entry per GPU NVML reports, by index.
+	GPUs []GPU `json:"gpus"`
+	// Workloads is nil when the workloads collector is off or failed.
+	Workloads *Workloads `json:"workloads"`
+	// Plans is nil without --plan.file.
+	Plans      *Plans      `json:"plans"`
+	Collectors []Collector `json:"collectors"`
+}
+
+// Exporter is what spark_exporter_build_info says of the running build.
+type Exporter struct {
+	Version   string `json:"version"`
+	Revision  string `json:"revision"`
+	GoVersion string `json:"go_version"`
+}
+
+// Pool is the unified memory pool as one bar. The bar's segments, in order,
+// add up to the total: used, page cache that would stay after a flush,
+// flushable page cache, headroom, and the part of free memory inside the
+// reserve.
+type Pool struct {
+	TotalBytes              int64 `json:"total_bytes"`
+	FreeBytes               int64 `json:"free_bytes"`
+	AvailableBytes          int64 `json:"available_bytes"`
+	UsedBytes               int64 `json:"used_bytes"` // total − free − page cache, free(1)'s used
+	PageCacheBytes          int64 `json:"page_cache_bytes"`
+	FlushableBytes          int64 `json:"flushable_bytes"`
+	ReserveBytes            int64 `json:"reserve_bytes"`
+	HeadroomBytes           int64 `json:"headroom_bytes"` // free − reserve; negative below the reserve
+	HeadroomAfterFlushBytes int64 `json:"headroom_after_flush_bytes"`
+
+	Bar []Segment `json:"bar"`
+	// State is ok, cache_holds_headroom or below_reserve; Text says it in
+	// words.
+	State string `json:"state"`
+	Text  string `json:"text"`
+	// OOMLadderStep is the first step of the OOM ladder when the page
+	// cache holds the headroom, else "".
+	OOMLadderStep string `json:"oom_ladder_step"`
+}
+
+// Segment is one part of the pool bar.
+type Segment struct {
+	Part  string `json:"part"` // used, cache, flushable, headroom, reserve
+	Label string `json:"label"`
+	Bytes int64  `json:"bytes"`
+}
+
+// NVML is whether the exporter reads the GPUs, and why not.
+type NVML struct {
+	// State is up, down (no driver or library), failing (loaded, reads
+	// fail) or off (the gpu collector is disabled).
+	State string `json:"state"`
+	Text  string `json:"text"`
+}
+
+// GPU is one GPU: its latest reading and its thermal window.
+type GPU struct {
+	Index              int      `json:"index"`
+	Name               string   `json:"name"`
+	TemperatureCelsius *float64 `json:"temperature_celsius"`
+	PowerWatts         *float64 `json:"power_watts"`
+	SMClockHertz       *float64 `json:"sm_clock_hertz"`
+	SMClockMaxHertz    *float64 `json:"sm_clock_max_hertz"`
+	UtilizationRatio   *float64 `json:"utilization_ratio"`
+	// ClockEvents lists the clock event reasons active now.
+	ClockEvents []string `json:"clock_events"`
+	// Thermal is nil when the thermal collector is off or has no sample
+	// of this GPU yet.
+	Thermal *Thermal `json:"thermal"`
+}
+
+// Thermal is a GPU's thermal verdict and the window behind it.
+type Thermal struct {
+	State            string   `json:"state"` // collecting, normal, watching, throttled
+	Text             string   `json:"text"`
+	Evidence         []string `json:"evidence"`
+	Signature        bool     `json:"signature"`
+	Episodes         int      `json:"episodes"`
+	ThrottledSeconds float64  `json:"throttled_seconds"`
+	Window           Window   `json:"window"`
+}
+
+// Window is the samples of the thermal window, for the charts.
+type Window struct {
+	Seconds         float64 `json:"seconds"`          // --thermal.window
+	IntervalSeconds float64 `json:"interval_seconds"` // --thermal.interval
+	NominalWatts    float64 `json:"nominal_watts"`    // --thermal.nominal-power
+	PlateauWatts    float64 `json:"plateau_watts"`    // the platform's sustained cap
+	// Samples are oldest first, at most MaxPoints of them (thinned
+	// evenly when the window holds more).
+	Samples     []Point `json:"samples"`
+	Temperature Range   `json:"temperature_celsius"`
+	Power       Range   `json:"power_watts"`
+	SMClock     *Range  `json:"sm_clock_hertz"` // nil when no sample has it
+}
+
+// Point is one sample of the window.
+type Point struct {
+	SecondsAgo         float64  `json:"seconds_ago"`
+	TemperatureCelsius float64  `json:"temperature_celsius"`
+	PowerWatts         float64  `json:"power_watts"`
+	SMClockHertz       *float64 `json:"sm_clock_hertz"`
+}
+
+// Range is the lowest, highest and latest value of a series.
+type Range struct {
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+	Latest float64 `json:"latest"`
+}
+
+// Workloads is who else is on the pool, and the one-heavy-job verdict.
+type Workloads struct {
+	Training   int        `json:"training"`
+	Inference  int        `json:"inference"`
+	Unreadable int        `json:"unreadable_processes"`
+	List       []Workload `json:"list"`
+	// State is none, ok or contention; Text says it in words.
+	State string `json:"state"`
+	Text  string `json:"text"`
+}
+
+// Workload is one program on the pool.
+type Workload struct {
+	PID           int    `json:"pid"`
+	Kind          string `json:"kind"`
+	Role          string `json:"role"`
+	ResidentBytes *int64 `json:"resident_bytes"`
+	// Cap is the memory share the program was started with; nil when
+	// it has none (uncapped).
+	Cap *Cap `json:"cap"`
+	// Heavy: an inference server with no cap or a cap above HeavyCap.
+	Heavy bool `json:"heavy"`
+}
+
+// Cap is a workload's memory cap.
+type Cap struct {
+	Ratio  float64 `json:"ratio"`
+	Source string  `json:"source"` // flag or default
+}
+
+// Plans is the planned runs of --plan.file against the headroom.
+type Plans struct {
+	// TrainingRunning: a training job is on the pool now, and may be one
+	// of the plans already holding its memory.
+	TrainingRunning bool   `json:"training_running"`
+	List            []Plan `json:"list"`
+}
+
+// Plan is one planned run.
+type Plan struct {
+	Name          string `json:"name"`
+	RequiredBytes int64  `json:"required_bytes"`
+	// State is fits (within today's headroom), fits_after_flush or
+	// wont_fit; "" when the pool is not known.
+	State string `json:"state"`
+	Text  string `json:"text"`
+}
+
+// Collector is one collector's result in the gather.
+type Collector struct {
+	Name            string  `json:"name"`
+	Success         bool    `json:"success"`
+	DurationSeconds float64 `json:"duration_seconds"`
+}

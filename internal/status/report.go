@@ -1,0 +1,84 @@
+package status
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Report writes the model as a short text report for a terminal: the
+// verdicts in words and the figures behind them, as the page shows them.
+func Report(w io.Writer, m Model) error {
+	var b strings.Builder
+	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	version := ""
+	if m.Exporter.Version != "" {
+		version = " (spark_exporter " + m.Exporter.Version + ")"
+	}
+	line("Spark status as of %s%s", m.GeneratedAt, version)
+	line("")
+	if p := m.Pool; p != nil {
+		line("Pool     %s", p.Text)
+		line("         total %s, used %s, page cache %s (%s flushable), free %s, reserve %s",
+			Bytes(p.TotalBytes), Bytes(p.UsedBytes), Bytes(p.PageCacheBytes), Bytes(p.FlushableBytes), Bytes(p.FreeBytes), Bytes(p.ReserveBytes))
+		line("         headroom %s now, %s after a flush", Bytes(p.HeadroomBytes), Bytes(p.HeadroomAfterFlushBytes))
+		if p.OOMLadderStep != "" {
+			line("         %s", p.OOMLadderStep)
+		}
+	} else {
+		line("Pool     not known: the pool collector is off or failed")
+	}
+	if len(m.GPUs) == 0 {
+		line("GPU      none reported: %s", m.NVML.Text)
+	}
+	for _, g := range m.GPUs {
+		var now []string
+		if g.TemperatureCelsius != nil {
+			now = append(now, Celsius(*g.TemperatureCelsius))
+		}
+		if g.PowerWatts != nil {
+			now = append(now, Watts(*g.PowerWatts))
+		}
+		if g.SMClockHertz != nil {
+			now = append(now, MHz(*g.SMClockHertz))
+		}
+		if g.UtilizationRatio != nil {
+			now = append(now, Percent(*g.UtilizationRatio)+" busy")
+		}
+		line("GPU %-4d %s: %s", g.Index, g.Name, strings.Join(now, ", "))
+		if t := g.Thermal; t != nil {
+			line("         %s", t.Text)
+			for _, e := range t.Evidence {
+				line("           - %s", e)
+			}
+		}
+	}
+	if wl := m.Workloads; wl != nil {
+		line("Jobs     %s", wl.Text)
+		for _, x := range wl.List {
+			res := "not read"
+			if x.ResidentBytes != nil {
+				res = Bytes(*x.ResidentBytes)
+			}
+			line("           %-10s pid %-7d %-9s %s resident, %s", x.Kind, x.PID, x.Role, res, capText(x.Cap))
+		}
+	}
+	if pl := m.Plans; pl != nil {
+		for _, p := range pl.List {
+			line("Plan     %s: %s", p.Name, p.Text)
+		}
+	}
+	var failing []string
+	for _, c := range m.Collectors {
+		if !c.Success {
+			failing = append(failing, c.Name)
+		}
+	}
+	health := "all collectors ok"
+	if len(failing) > 0 {
+		health = "failing collectors: " + strings.Join(failing, ", ")
+	}
+	line("Exporter %s; %s", strings.TrimSuffix(m.NVML.Text, "."), health)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
