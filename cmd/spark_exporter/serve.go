@@ -29,7 +29,7 @@ import (
 // serveCommand registers the serving flags on cmd and returns the command
 // that serves metrics until SIGINT or SIGTERM, and the collectors' flags,
 // whose --pool.reserve the plan command shares.
-func serveCommand(cmd *kingpin.Application, procfs, sysfs *string) (command, *collector.Selection) {
+func serveCommand(cmd *kingpin.Application, procfs, sysfs *string, readTimeout *time.Duration) (command, *collector.Selection) {
 	webFlags := kingpinflag.AddFlags(cmd, defaultPort)
 	metricsPath := cliflag.Value(cmd.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics"), parseURLPath)
 	disableExporterMetrics := cmd.Flag("web.disable-exporter-metrics",
@@ -65,7 +65,8 @@ func serveCommand(cmd *kingpin.Application, procfs, sysfs *string) (command, *co
 			}
 		}
 
-		exporter, closeCollectors, err := buildExporter(selection, gpuFlags.Settings(), *procfs, *sysfs, logger)
+		exporter, closeCollectors, err := buildExporter(selection, gpuFlags.Settings(), collector.Env{
+			ProcFS: *procfs, SysFS: *sysfs, ReadTimeout: *readTimeout, Logger: logger})
 		if err != nil {
 			level.Error(logger).Log("msg", "cannot start", "err", err)
 			return 1
@@ -125,8 +126,9 @@ func serveCommand(cmd *kingpin.Application, procfs, sysfs *string) (command, *co
 // opened here rather than by them because there can be only one per
 // process (gpu.Settings.Open) and it outlives each of them. The returned
 // function closes the collectors, then the client.
-func buildExporter(selection *collector.Selection, settings gpu.Settings, procfs, sysfs string, logger log.Logger) (*collector.Exporter, func(), error) {
-	env := collector.Env{ProcFS: procfs, SysFS: sysfs, Logger: logger, GPU: settings}
+func buildExporter(selection *collector.Selection, settings gpu.Settings, env collector.Env) (*collector.Exporter, func(), error) {
+	logger := env.Logger
+	env.GPU = settings
 	var client *gpu.Client
 	if selection.NeedsNVML() {
 		client = settings.Open(log.With(logger, "component", "nvml"))
