@@ -71,7 +71,14 @@ func serveCommand(cmd *kingpin.Application, procfs, sysfs *string, readTimeout *
 			level.Error(logger).Log("msg", "cannot start", "err", err)
 			return 1
 		}
-		defer closeCollectors()
+		// Closed within the shutdown grace: a collector stuck in a read
+		// or in NVML must not hold the exit (shutdown below).
+		shutDown := false
+		defer func() {
+			if !shutDown {
+				closeCollectors()
+			}
+		}()
 		for _, c := range exporter.Names() {
 			level.Info(logger).Log("msg", "collector enabled", "collector", c)
 		}
@@ -108,16 +115,44 @@ func serveCommand(cmd *kingpin.Application, procfs, sysfs *string, readTimeout *
 		case sig := <-stop:
 			level.Info(logger).Log("msg", "shutting down", "signal", sig.String())
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := server.Shutdown(ctx); err != nil {
-			level.Warn(logger).Log("msg", "scrapes still running at shutdown", "err", err)
-		}
-		if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-			level.Error(logger).Log("msg", "server stopped", "err", err)
-		}
+		shutDown = true
+		shutdown(server, served, closeCollectors, logger)
 		return 0
 	}, selection
+}
+
+// shutdownGrace is how long the exporter waits, after SIGTERM, for the
+// scrapes in flight to end and the collectors to close. A read under
+// --path.procfs that blocks fails at its deadline, NVML's shutdown is
+// given up after its own: whatever is still stuck then is left behind by
+// the exit, with status 0.
+const shutdownGrace = 5 * time.Second
+
+// shutdown stops the server, then closes the collectors, both within
+// shutdownGrace.
+func shutdown(server *http.Server, served <-chan error, closeCollectors func(), logger log.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := server.Shutdown(ctx); err != nil {
+		level.Warn(logger).Log("msg", "scrapes still running at shutdown", "err", err)
+	}
+	select {
+	case err := <-served:
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			level.Error(logger).Log("msg", "server stopped", "err", err)
+		}
+	case <-ctx.Done():
+	}
+	closed := make(chan struct{})
+	go func() {
+		closeCollectors()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-ctx.Done():
+		level.Warn(logger).Log("msg", "collectors still closing at exit: a read or NVML call is stuck", "grace", shutdownGrace)
+	}
 }
 
 // buildExporter builds the enabled collectors, opening the process's NVML
