@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"errors"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -206,4 +209,148 @@ func TestEndlessAndLinkedFilesAreRefused(t *testing.T) {
 		t.Errorf("a 2 MiB meminfo: pool success %v", success(m, "pool"))
 	}
 	p.WaitLog(t, "larger than 1 MiB")
+}
+
+// Issue 18, item 6: a query that is not exactly collect[] and exclude[]
+// with known names is a 400, never a full scrape: url.Values would drop
+// what it cannot parse without a word.
+func TestMalformedFiltersAreRefused(t *testing.T) {
+	p := testexporter.Start(t, nil, "--path.procfs="+fixtureDir(t, "spark"), noGPU, "--no-collector.thermal")
+	client := &http.Client{Timeout: 30 * time.Second}
+	// Go's own parser refuses more than 10,000 parameters.
+	many := strings.Repeat("collect[]=pool&", 10000) + "collect[]=pool"
+	some := strings.Repeat("collect[]=pool&", 32) + "exclude[]=pool"
+	for query, want := range map[string]string{
+		"collect[]=bogus;x":        "malformed query",
+		"exclude[]=workloads;x":    "malformed query",
+		"collect[]=%zz":            "malformed query",
+		"collect[]=pool&foo=1":     `unknown query parameter "foo"`,
+		"collect":                  `unknown query parameter "collect"`,
+		many:                       "malformed query",
+		some:                       "33 collect[] and exclude[] parameters, more than 32",
+		"collect[]=pool;exclude[]": "malformed query",
+	} {
+		code, _, body := fetch(t, client, p.URL+"/metrics?"+query, nil)
+		if code != http.StatusBadRequest || !strings.Contains(body, want) || strings.Contains(body, "spark_") {
+			t.Errorf("?%.40s: %d %q, want a 400 saying %q", query, code, body, want)
+		}
+	}
+	if code, _, body := fetch(t, client, p.URL+"/metrics?collect[]=pool&exclude[]=workloads", nil); code != http.StatusOK || success(body, "pool") != 1 {
+		t.Errorf("a good filter: %d", code)
+	}
+}
+
+// Issue 18, item 9: only GET and HEAD are served, on every endpoint; any
+// other method is a 405 naming them, and starts no scrape.
+func TestOnlyGetAndHeadAreServed(t *testing.T) {
+	p := testexporter.Start(t, nil, "--path.procfs="+fixtureDir(t, "spark"), noGPU, "--no-collector.thermal", "--log.level=debug")
+	client := &http.Client{Timeout: 30 * time.Second}
+	for _, path := range []string{"/metrics", "/", "/nosuch"} {
+		for _, method := range []string{http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch, http.MethodTrace, http.MethodOptions} {
+			req, _ := http.NewRequest(method, p.URL+path, strings.NewReader("x"))
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "GET, HEAD" {
+				t.Errorf("%s %s: %s, Allow %q; want 405 with Allow: GET, HEAD", method, path, resp.Status, resp.Header.Get("Allow"))
+			}
+		}
+	}
+	resp, err := client.Head(p.URL + "/metrics")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("HEAD /metrics: %v %v", resp, err)
+	}
+	if strings.Contains(p.Logs(), "collector failed") {
+		t.Errorf("a refused method ran a scrape that failed:\n%s", p.Logs())
+	}
+}
+
+// closedByServer tells whether the server closed conn: a read ends without data
+// within the bound.
+func closedByServer(t *testing.T, conn net.Conn) bool {
+	t.Helper()
+	conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	buf := make([]byte, 4096)
+	for {
+		_, err := conn.Read(buf)
+		if err != nil {
+			var ne net.Error
+			return !(errors.As(err, &ne) && ne.Timeout())
+		}
+	}
+}
+
+// Issue 18, item 7: an idle keep-alive connection is closed after
+// --web.idle-timeout, a client that never finishes its request after
+// --web.read-timeout, and no more than --web.max-connections are open at
+// once: the others wait to be accepted, and are once a slot frees.
+func TestConnectionsAreBounded(t *testing.T) {
+	p := testexporter.Start(t, nil, "--path.procfs="+fixtureDir(t, "spark"), noGPU, "--no-collector.thermal",
+		"--web.idle-timeout=300ms", "--web.read-timeout=300ms", "--web.max-connections=4")
+	addr := strings.TrimPrefix(p.URL, "http://")
+	dial := func() net.Conn {
+		t.Helper()
+		conn, err := net.DialTimeout("tcp", addr, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		return conn
+	}
+	request := "GET /metrics?collect[]=pool HTTP/1.1\r\nHost: test\r\n\r\n"
+
+	idle := dial()
+	if _, err := idle.Write([]byte(request)); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(idle), nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("first request: %v %v", resp, err)
+	}
+	if !closedByServer(t, idle) {
+		t.Error("an idle keep-alive connection was not closed")
+	}
+
+	slow := dial()
+	if _, err := slow.Write([]byte("GET /metrics HTTP/1.1\r\nHost: te")); err != nil {
+		t.Fatal(err)
+	}
+	if !closedByServer(t, slow) {
+		t.Error("a client that never finished its request was not disconnected")
+	}
+
+	// Four connections that never send a request fill the slots; a
+	// fifth's request is answered once they are closed.
+	fds := func() int {
+		entries, err := os.ReadDir("/proc/" + strconv.Itoa(p.PID()) + "/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(entries)
+	}
+	before := fds()
+	held := make([]net.Conn, 4)
+	for i := range held {
+		held[i] = dial()
+	}
+	waiting := make([]net.Conn, 40)
+	for i := range waiting {
+		waiting[i] = dial()
+		waiting[i].Write([]byte(request))
+	}
+	for range 20 {
+		if n := fds(); n > before+4+2 {
+			t.Fatalf("%d descriptors open with 44 connections, %d before: more than 4 connections accepted", n, before)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a bounded number of times
+	}
+	for _, c := range held {
+		c.Close()
+	}
+	waiting[0].SetReadDeadline(time.Now().Add(20 * time.Second))
+	if resp, err := http.ReadResponse(bufio.NewReader(waiting[0]), nil); err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("a waiting connection once the slots freed: %v %v", resp, err)
+	}
 }

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -18,6 +21,7 @@ import (
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
+	"golang.org/x/net/netutil"
 
 	"github.com/spark-exporter/spark_exporter/collector"
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
@@ -41,6 +45,13 @@ func serveCommand(cmd *kingpin.Application, procfs, sysfs *string, readTimeout *
 	// shorten but hand from thread to thread at a cost (docs/performance.md).
 	maxProcs := cliflag.Int(cmd.Flag("runtime.gomaxprocs",
 		"The number of CPUs Go code runs on at once (GOMAXPROCS).").Envar("GOMAXPROCS").Default("1"), 1, 1<<16)
+	maxConnections := cliflag.Int(cmd.Flag("web.max-connections",
+		"Maximum number of open client connections; more wait to be accepted. Each holds a file descriptor, "+
+			"which the collectors need too.").Default("64"), 1, 1<<20)
+	webReadTimeout := cliflag.Duration(cmd.Flag("web.read-timeout",
+		"Deadline for reading a whole request, headers included; a client slower than this is disconnected.").Default("10s"))
+	idleTimeout := cliflag.Duration(cmd.Flag("web.idle-timeout",
+		"How long a keep-alive connection may wait for its next request; above the scrape interval, so that Prometheus reuses its connection.").Default("2m"))
 	logConfig := logging.AddFlags(cmd)
 	gpuFlags := gpu.AddFlags(cmd)
 	selection := collector.AddFlags(cmd)
@@ -99,10 +110,19 @@ func serveCommand(cmd *kingpin.Application, procfs, sysfs *string, readTimeout *
 			mux.Handle("/", landing)
 		}
 
-		server := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		server := &http.Server{
+			// Only GET and HEAD, on every endpoint: a scrape reads.
+			Handler:           readOnly(mux),
+			ReadHeaderTimeout: *webReadTimeout,
+			ReadTimeout:       *webReadTimeout,
+			// A response not taken within a minute is given up: a
+			// scrape answers within its read deadlines.
+			WriteTimeout: time.Minute,
+			IdleTimeout:  *idleTimeout,
+		}
 		served := make(chan error, 1)
 		go func() {
-			served <- web.ListenAndServe(server, webFlags, withWebConfigRedacted(slogger, *webFlags.WebConfigFile))
+			served <- serveBounded(server, webFlags, *maxConnections, withWebConfigRedacted(slogger, *webFlags.WebConfigFile))
 		}()
 
 		stop := make(chan os.Signal, 1)
@@ -119,6 +139,48 @@ func serveCommand(cmd *kingpin.Application, procfs, sysfs *string, readTimeout *
 		shutdown(server, served, closeCollectors, logger)
 		return 0
 	}, selection
+}
+
+// serveBounded serves on the --web.listen-address listeners, each accepting
+// at most maxConnections at once (netutil.LimitListener): connections held
+// open, idle or slow, never take the descriptors the collectors need.
+// exporter-toolkit's ListenAndServe makes its own listeners; its Serve
+// takes ours. Systemd socket activation and vsock addresses keep the
+// toolkit's listeners, without the bound.
+func serveBounded(server *http.Server, flags *web.FlagConfig, maxConnections int, logger *slog.Logger) error {
+	addresses := *flags.WebListenAddresses
+	if (flags.WebSystemdSocket != nil && *flags.WebSystemdSocket) || len(addresses) == 0 ||
+		slices.ContainsFunc(addresses, func(a string) bool { return strings.HasPrefix(a, "vsock://") }) {
+		return web.ListenAndServe(server, flags, logger)
+	}
+	listeners := make([]net.Listener, 0, len(addresses))
+	for _, address := range addresses {
+		l, err := net.Listen("tcp", address)
+		if err != nil {
+			for _, opened := range listeners {
+				opened.Close()
+			}
+			return err
+		}
+		defer l.Close()
+		listeners = append(listeners, netutil.LimitListener(l, maxConnections))
+	}
+	return web.ServeMultiple(listeners, server, flags, logger)
+}
+
+// readOnly answers 405 to any method but GET and HEAD, with the Allow
+// header, before next: every endpoint is read-only, and a scrape costs
+// work that a POST or TRACE has no business starting. serve.go wraps the
+// whole mux in it, so an endpoint added to the mux is covered.
+func readOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "Method not allowed: only GET and HEAD.", http.StatusMethodNotAllowed)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // shutdownGrace is how long the exporter waits, after SIGTERM, for the
