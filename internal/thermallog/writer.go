@@ -2,6 +2,7 @@ package thermallog
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -66,7 +67,7 @@ func (w *Writer) open() (string, error) {
 		// A named pipe without a reader.
 		return "", errNotRegular
 	case err != nil:
-		return "", &os.PathError{Op: "open", Err: err}
+		return "", fmt.Errorf("open: %w", err)
 	}
 	f := os.NewFile(uintptr(fd), w.path)
 	info, err := f.Stat()
