@@ -60,7 +60,7 @@ type workers struct {
 
 // maxIdle bounds the idle workers kept: as many as reads run at once,
 // which concurrent scrapes make a handful.
-const maxIdle = 8
+const maxIdle = 4
 
 func newWorkers() *workers { return &workers{blocked: map[string]struct{}{}} }
 
