@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/testing/cputime"
 	"github.com/spark-exporter/spark_exporter/internal/testing/fakeproc"
 	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
@@ -56,7 +57,7 @@ func poolTrees(b *testing.B) map[string]string {
 func BenchmarkPool(b *testing.B) {
 	for name, tree := range poolTrees(b) {
 		b.Run("proc="+name, func(b *testing.B) {
-			c, err := newPoolCollector(tree, 4*gib, nopLogger())
+			c, err := newPoolCollector(hostfs.New(tree), 4*gib, nopLogger())
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -114,7 +115,7 @@ func rawParse(data []byte) uint64 {
 func BenchmarkWorkloads(b *testing.B) {
 	for _, n := range []int{100, 1000} {
 		b.Run("procs="+strconv.Itoa(n), func(b *testing.B) {
-			c := newWorkloadsCollector(fakeproc.WriteTree(b, fakeproc.Busy(n)...), nil, nopLogger())
+			c := newWorkloadsCollector(hostfs.New(fakeproc.WriteTree(b, fakeproc.Busy(n)...)), nil, nopLogger())
 			drain(b, c)
 		})
 	}
@@ -137,7 +138,7 @@ func BenchmarkGPU(b *testing.B) {
 		{"nvml=recent", time.Hour},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			c, err := newGPUCollector(client, time.Second, bc.maxAge, fixtures, nopLogger())
+			c, err := newGPUCollector(client, time.Second, bc.maxAge, hostfs.New(fixtures), nopLogger())
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -165,7 +166,7 @@ func BenchmarkThermal(b *testing.B) {
 func BenchmarkPlatform(b *testing.B) {
 	for name, tree := range map[string]string{"fixture": sysFixture("spark"), "host": "/sys"} {
 		b.Run("sys="+name, func(b *testing.B) {
-			c := newPlatformCollector(tree, nopLogger())
+			c := newPlatformCollector(tree, 0, nopLogger())
 			defer c.Close()
 			drain(b, c)
 		})

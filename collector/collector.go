@@ -46,6 +46,10 @@ type Env struct {
 	// SysFS is the sysfs mount point (--path.sysfs). Every /sys read goes
 	// through it, for the same reason.
 	SysFS string
+	// ReadTimeout is --path.read-timeout: the deadline of each read under
+	// ProcFS and SysFS (hostfs.DefaultTimeout when 0). A read that blocks
+	// past it fails its collector, naming the file.
+	ReadTimeout time.Duration
 	// PoolReserve is --pool.reserve: the memory kept back for the OS and
 	// driver. Build sets it from the flag AddFlags registers.
 	PoolReserve uint64

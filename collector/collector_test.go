@@ -13,6 +13,7 @@ import (
 	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
 
@@ -172,7 +173,7 @@ func TestFailureLogNamesNoProcfsPath(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "vmstat")); err != nil {
 		t.Fatal(err)
 	}
-	c, err := newPoolCollector(dir, 4*gib, nopLogger())
+	c, err := newPoolCollector(hostfs.New(dir), 4*gib, nopLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,11 @@ func init() {
 			if env.NVML == nil {
 				return nil, errNoNVML
 			}
-			return newGPUCollector(env.NVML, env.GPU.Timeout, env.GPU.MaxAge, env.ProcFS, env.Logger)
+			timeout := env.GPU.Timeout
+			if env.ReadTimeout > 0 {
+				timeout = min(timeout, env.ReadTimeout)
+			}
+			return newGPUCollector(env.NVML, env.GPU.Timeout, env.GPU.MaxAge, hostfs.New(env.ProcFS).WithTimeout(timeout), env.Logger)
 		}
 	})
 }
@@ -99,8 +103,7 @@ type gpuCollector struct {
 	built     []prometheus.Metric
 }
 
-func newGPUCollector(nvml snapshotter, timeout, maxAge time.Duration, procPath string, logger log.Logger) (*gpuCollector, error) {
-	fs := hostfs.New(procPath)
+func newGPUCollector(nvml snapshotter, timeout, maxAge time.Duration, fs hostfs.FS, logger log.Logger) (*gpuCollector, error) {
 	if err := fs.CheckRoot(); err != nil {
 		return nil, err
 	}
@@ -124,12 +127,14 @@ func (c *gpuCollector) Update(ch chan<- prometheus.Metric) error {
 	for _, m := range c.metrics(snap, err) {
 		ch <- m
 	}
+	var blocked error
 	for _, r := range snap.Devices {
-		c.processes(ch, r)
+		c.processes(ch, r, &blocked)
 	}
 	// Devices and fields that failed (GPU lost, unknown error) fail the
-	// collector; what did answer has been sent.
-	return err
+	// collector; what did answer has been sent. So does a comm whose read
+	// blocked.
+	return errors.Join(err, blocked)
 }
 
 // metrics returns the metrics of every device but the per-process ones:
@@ -198,15 +203,16 @@ func device(ms []prometheus.Metric, snap gpu.Snapshot, r gpu.Reading) []promethe
 }
 
 // processes sends the memory of each process on a device, with its comm as
-// it is now.
-func (c *gpuCollector) processes(ch chan<- prometheus.Metric, r gpu.Reading) {
+// it is now. Once a comm read has blocked (*blocked set), the others of the
+// scrape are not read: their comm is "".
+func (c *gpuCollector) processes(ch chan<- prometheus.Metric, r gpu.Reading, blocked *error) {
 	if len(r.Processes) == 0 {
 		return
 	}
 	idx := strconv.Itoa(r.Index)
 	for _, p := range r.Processes {
 		ch <- prometheus.MustNewConstMetric(gpuProcMemoryDesc, prometheus.GaugeValue, float64(p.UsedBytes),
-			idx, strconv.FormatUint(uint64(p.PID), 10), c.comm(p.PID))
+			idx, strconv.FormatUint(uint64(p.PID), 10), c.comm(p.PID, blocked))
 	}
 }
 
@@ -219,9 +225,19 @@ func (c *gpuCollector) processes(ch chan<- prometheus.Metric, r gpu.Reading) {
 // It is read afresh at every scrape, into a buffer the size of a command
 // name (the kernel keeps 16 bytes of it): nothing is kept for it, since a
 // GPU holds a few processes and the whole-scrape benchmark shows no cache
-// here paying 2% of a scrape (docs/performance.md).
-func (c *gpuCollector) comm(pid uint32) string {
+// here paying 2% of a scrape (docs/performance.md). The read is under
+// --gpu.timeout (or --path.read-timeout, if shorter), as NVML's are; one
+// that blocks sets *blocked, failing the collector. A comm that is a
+// symbolic link is not followed (hostfs refuses links): the label is only
+// ever the process's own name.
+func (c *gpuCollector) comm(pid uint32, blocked *error) string {
+	if *blocked != nil {
+		return ""
+	}
 	comm, err := c.procfs.ReadFile(strconv.FormatUint(uint64(pid), 10)+"/comm", make([]byte, 0, 64))
+	if errors.Is(err, hostfs.ErrBlocked) {
+		*blocked = fmt.Errorf("reading a process's comm: %w", err)
+	}
 	if err != nil {
 		return ""
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/testing/gputest"
 	"github.com/spark-exporter/spark_exporter/internal/thermal"
 )
@@ -21,7 +22,7 @@ func newMockGPUCollector(t *testing.T, lib nvml.Interface, timeout time.Duration
 	t.Helper()
 	client := gpu.New(gpu.Options{NVML: lib, RetryMin: time.Hour})
 	t.Cleanup(func() { client.Close() })
-	c, err := newGPUCollector(client, timeout, 0, fixtures, nopLogger())
+	c, err := newGPUCollector(client, timeout, 0, hostfs.New(fixtures), nopLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +189,7 @@ func TestGPUServesTheThermalSamplersReading(t *testing.T) {
 		t.Fatalf("%d power reads after one sample", reads())
 	}
 
-	cached, err := newGPUCollector(client, time.Second, time.Hour, fixtures, nopLogger())
+	cached, err := newGPUCollector(client, time.Second, time.Hour, hostfs.New(fixtures), nopLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +206,7 @@ func TestGPUServesTheThermalSamplersReading(t *testing.T) {
 		t.Errorf("%d power reads after a sample and three scrapes, want 1", reads())
 	}
 
-	uncached, err := newGPUCollector(client, time.Second, 0, fixtures, nopLogger())
+	uncached, err := newGPUCollector(client, time.Second, 0, hostfs.New(fixtures), nopLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

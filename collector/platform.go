@@ -3,10 +3,7 @@ package collector
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -14,6 +11,7 @@ import (
 	"github.com/go-kit/log/level"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/platform"
 )
 
@@ -27,7 +25,7 @@ import (
 func init() {
 	registerCollector("platform", defaultEnabled, func(fg FlagGroup) Factory {
 		return func(env Env) (Collector, error) {
-			return newPlatformCollector(env.SysFS, env.Logger), nil
+			return newPlatformCollector(env.SysFS, env.ReadTimeout, env.Logger), nil
 		}
 	})
 }
@@ -78,8 +76,8 @@ type platformCollector struct {
 	discovered time.Time
 }
 
-func newPlatformCollector(root string, logger log.Logger) *platformCollector {
-	sys := &sysfs{root: root}
+func newPlatformCollector(root string, timeout time.Duration, logger log.Logger) *platformCollector {
+	sys := newSysfs(root, timeout)
 	return &platformCollector{fsys: sys, values: sys.readValue, forget: sys.closeKept, now: time.Now, logger: logger}
 }
 
@@ -100,7 +98,7 @@ func (c *platformCollector) read() platform.Snapshot {
 		c.layout, c.discovered = platform.Discover(c.fsys), now
 	}
 	s := c.layout.Read(c.values)
-	if s.Stale {
+	if s.Stale || s.Blocked != nil {
 		// A file of the layout went (a driver unloaded): this scrape
 		// reports what is left; the next one discovers afresh.
 		c.layout = nil
@@ -110,6 +108,11 @@ func (c *platformCollector) read() platform.Snapshot {
 
 func (c *platformCollector) Update(ch chan<- prometheus.Metric) error {
 	s := c.read()
+	if s.Blocked != nil {
+		// The next file may block as long: nothing more was read, and
+		// the collector fails naming the file.
+		return fmt.Errorf("reading sysfs: %w", s.Blocked)
+	}
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
@@ -153,32 +156,46 @@ func (c *platformCollector) Update(ch chan<- prometheus.Metric) error {
 	return nil
 }
 
-// maxSysFile bounds a sysfs read: an attribute is at most a page (4 KiB);
-// anything larger is not one.
-const maxSysFile = 64 << 10
-
 // sysfs is the sysfs mount point as a platform.FS: names are relative to
-// it, and errors name the file relative to it, never the mount point. It
-// also keeps the value files a scrape reads open, and reads them again
-// with one pread each: sysfs regenerates an attribute on every read at
-// offset 0.
+// it, and errors name the file relative to it, never the mount point.
+// Reads go through hostfs, under its deadline and with every file bounded
+// by the size of a sysfs attribute (hostfs.MaxSysAttribute). It also keeps
+// the value files a scrape reads open, and reads them again with one pread
+// each: sysfs regenerates an attribute on every read at offset 0.
 type sysfs struct {
-	root string
-	kept map[string]*os.File
+	fs   hostfs.FS
+	kept *hostfs.KeptFiles
 	buf  []byte
 }
 
-func (d *sysfs) ReadFile(name string) ([]byte, error) { return readSysFile(d.root, name) }
+func newSysfs(root string, timeout time.Duration) *sysfs {
+	fsys := hostfs.New(root).WithTimeout(timeout).WithMaxSize(hostfs.MaxSysAttribute)
+	return &sysfs{fs: fsys, kept: fsys.KeptFiles()}
+}
+
+func (d *sysfs) ReadFile(name string) ([]byte, error) {
+	if !fs.ValidPath(name) {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
+	}
+	data, err := d.fs.ReadFile(name, nil)
+	return data, relative(name, err)
+}
 
 func (d *sysfs) ReadDir(name string) ([]fs.DirEntry, error) {
 	if !fs.ValidPath(name) {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
 	}
-	entries, err := os.ReadDir(filepath.Join(d.root, name))
+	entries, err := d.fs.ReadDir(name)
+	return entries, relative(name, err)
+}
+
+// relative makes the path of an *fs.PathError name, relative to the mount
+// point.
+func relative(name string, err error) error {
 	if pe, ok := errors.AsType[*fs.PathError](err); ok {
-		pe.Path = name
+		return &fs.PathError{Op: pe.Op, Path: name, Err: pe.Err}
 	}
-	return entries, err
+	return err
 }
 
 // maxValue bounds a value file (a decimal number): 64 bytes and more is
@@ -188,67 +205,20 @@ const maxValue = 64
 // readValue reads a value file through the file kept open for it, opening
 // it on first use. The bytes returned are valid until the next call.
 func (d *sysfs) readValue(name string) ([]byte, error) {
-	f := d.kept[name]
-	if f == nil {
-		if !fs.ValidPath(name) {
-			return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
-		}
-		var err error
-		if f, err = os.Open(filepath.Join(d.root, name)); err != nil {
-			return nil, &fs.PathError{Op: "open", Path: name, Err: unwrapPath(err)}
-		}
-		if d.kept == nil {
-			d.kept = map[string]*os.File{}
-		}
-		d.kept[name] = f
-	}
-	if d.buf == nil {
-		d.buf = make([]byte, maxValue)
-	}
-	n, err := f.ReadAt(d.buf, 0)
-	switch {
-	case err != nil && !errors.Is(err, io.EOF):
-		// Opened afresh next time: the file may have been replaced.
-		f.Close()
-		delete(d.kept, name)
-		return nil, &fs.PathError{Op: "read", Path: name, Err: unwrapPath(err)}
-	case n == len(d.buf):
-		return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("%d bytes or more, not a value", maxValue)}
-	}
-	return d.buf[:n], nil
-}
-
-func (d *sysfs) closeKept() {
-	for name, f := range d.kept {
-		f.Close()
-		delete(d.kept, name)
-	}
-}
-
-// readSysFile reads the file rel under the sysfs mount point root, at most
-// maxSysFile bytes. It is the one place the exporter reads /sys files.
-func readSysFile(root, rel string) ([]byte, error) {
-	if !fs.ValidPath(rel) {
-		return nil, &fs.PathError{Op: "open", Path: rel, Err: fs.ErrInvalid}
-	}
-	f, err := os.Open(filepath.Join(root, rel))
+	data, err := d.kept.Read(name, d.buf)
+	// A read that blocked still writes into the buffer it was given; one
+	// grown for a file that is no value is not kept either.
+	d.buf = nil
 	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: rel, Err: unwrapPath(err)}
+		return nil, err
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxSysFile+1))
-	switch {
-	case err != nil:
-		return nil, &fs.PathError{Op: "read", Path: rel, Err: unwrapPath(err)}
-	case len(data) > maxSysFile:
-		return nil, &fs.PathError{Op: "read", Path: rel, Err: fmt.Errorf("larger than %d KiB, not a sysfs attribute", maxSysFile>>10)}
+	if cap(data) <= 2*maxValue {
+		d.buf = data[:0]
+	}
+	if len(data) >= maxValue {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("%d bytes or more, not a value", maxValue)}
 	}
 	return data, nil
 }
 
-func unwrapPath(err error) error {
-	if pe, ok := errors.AsType[*fs.PathError](err); ok {
-		return pe.Err
-	}
-	return err
-}
+func (d *sysfs) closeKept() { d.kept.Close() }

@@ -13,6 +13,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/go-kit/log"
 
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/platform"
 	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
@@ -28,7 +29,7 @@ func onFS(fsys platform.FS, logger log.Logger) *platformCollector {
 
 func platformOn(t *testing.T, root string) map[string]float64 {
 	t.Helper()
-	c := newPlatformCollector(root, nopLogger())
+	c := newPlatformCollector(root, 0, nopLogger())
 	defer c.Close()
 	got, err := collect(t, c)
 	if err != nil {
@@ -138,7 +139,7 @@ func (d deniedFS) ReadFile(name string) ([]byte, error) {
 // still succeeds.
 func TestPlatformCountsWhatItMayNotRead(t *testing.T) {
 	var buf bytes.Buffer
-	c := onFS(deniedFS{&sysfs{root: sysFixture("spark")}, map[string]bool{
+	c := onFS(deniedFS{newSysfs(sysFixture("spark"), 0), map[string]bool{
 		"class/hwmon/hwmon1/power11_cap":     true,
 		"class/thermal/thermal_zone3/temp":   true,
 		"class/dmi/id/bios_version":          true,
@@ -171,18 +172,20 @@ func TestPlatformCountsWhatItMayNotRead(t *testing.T) {
 // mount point, never the mount point.
 func TestReadSysFile(t *testing.T) {
 	root := t.TempDir()
-	if err := os.WriteFile(filepath.Join(root, "huge"), bytes.Repeat([]byte("9"), maxSysFile+1), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(root, "huge"), bytes.Repeat([]byte("9"), hostfs.MaxSysAttribute+1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(root, "fits"), bytes.Repeat([]byte("9"), maxSysFile), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(root, "fits"), bytes.Repeat([]byte("9"), hostfs.MaxSysAttribute), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if data, err := readSysFile(root, "fits"); err != nil || len(data) != maxSysFile {
+	sys := newSysfs(root, 0)
+	if data, err := sys.ReadFile("fits"); err != nil || len(data) != hostfs.MaxSysAttribute {
 		t.Errorf("a file of the bound: %d bytes, %v", len(data), err)
 	}
+	var tooLarge *hostfs.TooLargeError
 	for name, want := range map[string]error{"huge": nil, "missing": fs.ErrNotExist, "../etc/passwd": fs.ErrInvalid, "/etc/passwd": fs.ErrInvalid} {
-		_, err := readSysFile(root, name)
-		if err == nil || (want != nil && !errors.Is(err, want)) {
+		_, err := sys.ReadFile(name)
+		if err == nil || (want != nil && !errors.Is(err, want)) || (want == nil && !errors.As(err, &tooLarge)) {
 			t.Errorf("%s: %v, want %v", name, err, want)
 			continue
 		}
@@ -190,7 +193,7 @@ func TestReadSysFile(t *testing.T) {
 			t.Errorf("%s: error names the mount point: %v", name, err)
 		}
 	}
-	_, err := (&sysfs{root: root}).ReadDir("nowhere")
+	_, err := sys.ReadDir("nowhere")
 	if !errors.Is(err, fs.ErrNotExist) || strings.Contains(err.Error(), root) {
 		t.Errorf("ReadDir of a missing directory: %v", err)
 	}
@@ -247,7 +250,7 @@ func TestBuildPassesSysFS(t *testing.T) {
 // next scrape discover at once.
 func TestPlatformKeepsTheLayoutAndRereadsValues(t *testing.T) {
 	dir := testexporter.CopyTree(t, sysFixture("spark"))
-	c := newPlatformCollector(dir, nopLogger())
+	c := newPlatformCollector(dir, 0, nopLogger())
 	defer c.Close()
 	now := time.Unix(1e9, 0)
 	c.now = func() time.Time { return now }

@@ -22,7 +22,7 @@ import (
 func init() {
 	registerCollector("pool", defaultEnabled, func(FlagGroup) Factory {
 		return func(env Env) (Collector, error) {
-			return newPoolCollector(env.ProcFS, env.PoolReserve, env.Logger)
+			return newPoolCollector(hostfs.New(env.ProcFS).WithTimeout(env.ReadTimeout), env.PoolReserve, env.Logger)
 		}
 	})
 }
@@ -63,9 +63,9 @@ type poolCollector struct {
 	logger  log.Logger
 }
 
-func newPoolCollector(procPath string, reserve uint64, logger log.Logger) (*poolCollector, error) {
+func newPoolCollector(proc hostfs.FS, reserve uint64, logger log.Logger) (*poolCollector, error) {
 	return &poolCollector{
-		proc:    hostfs.New(procPath),
+		proc:    proc,
 		reserve: reserve, logger: logger,
 	}, nil
 }

@@ -7,13 +7,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
 
 const gib = 1 << 30
 
 func TestPoolOnSparkFixture(t *testing.T) {
-	c, err := newPoolCollector(fixtures, 4*gib, nopLogger())
+	c, err := newPoolCollector(hostfs.New(fixtures), 4*gib, nopLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +73,7 @@ func TestPoolOnSparkFixture(t *testing.T) {
 }
 
 func TestPoolOnOldKernel(t *testing.T) {
-	c, err := newPoolCollector("../testdata/proc/oldkernel", 4*gib, nopLogger())
+	c, err := newPoolCollector(hostfs.New("../testdata/proc/oldkernel"), 4*gib, nopLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +205,7 @@ func TestPoolBadInput(t *testing.T) {
 			if err := tc.damage(dir); err != nil {
 				t.Fatal(err)
 			}
-			c, err := newPoolCollector(dir, 4*gib, nopLogger())
+			c, err := newPoolCollector(hostfs.New(dir), 4*gib, nopLogger())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -301,7 +302,7 @@ func FuzzPoolCollector(f *testing.F) {
 				t.Fatal(err)
 			}
 		}
-		c, err := newPoolCollector(dir, 4*gib, nopLogger())
+		c, err := newPoolCollector(hostfs.New(dir), 4*gib, nopLogger())
 		if err != nil {
 			t.Fatal(err)
 		}

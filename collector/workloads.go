@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/workload"
 )
 
@@ -23,7 +24,7 @@ func init() {
 				`Example: training:finetune:python3 .*/finetune\.py`),
 			workload.ParsePattern)
 		return func(env Env) (Collector, error) {
-			return newWorkloadsCollector(env.ProcFS, *patterns, env.Logger), nil
+			return newWorkloadsCollector(hostfs.New(env.ProcFS).WithTimeout(env.ReadTimeout), *patterns, env.Logger), nil
 		}
 	})
 }
@@ -47,8 +48,8 @@ type workloadsCollector struct {
 	logger  log.Logger
 }
 
-func newWorkloadsCollector(procPath string, patterns []workload.Pattern, logger log.Logger) *workloadsCollector {
-	return &workloadsCollector{scanner: workload.NewScanner(procPath, patterns), logger: logger}
+func newWorkloadsCollector(proc hostfs.FS, patterns []workload.Pattern, logger log.Logger) *workloadsCollector {
+	return &workloadsCollector{scanner: workload.NewScannerOn(proc, patterns), logger: logger}
 }
 
 // Close closes the /proc files the scanner keeps open between scrapes.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-kit/log"
 
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/workload"
 )
 
@@ -24,7 +25,7 @@ func workloadsOn(t *testing.T, tree string, patterns ...string) map[string]float
 		}
 		ps = append(ps, p)
 	}
-	got, err := collect(t, newWorkloadsCollector(tree, ps, nopLogger()))
+	got, err := collect(t, newWorkloadsCollector(hostfs.New(tree), ps, nopLogger()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +160,7 @@ func TestWorkloadsUserPattern(t *testing.T) {
 }
 
 func TestWorkloadsListingFails(t *testing.T) {
-	c := newWorkloadsCollector(filepath.Join(t.TempDir(), "gone"), nil, nopLogger())
+	c := newWorkloadsCollector(hostfs.New(filepath.Join(t.TempDir(), "gone")), nil, nopLogger())
 	got, err := collect(t, c)
 	if err == nil || !strings.Contains(err.Error(), "listing processes") {
 		t.Fatalf("error %v, want a listing failure", err)
@@ -188,7 +189,7 @@ func TestWorkloadsBadCapLoggedOnceWithoutTheValue(t *testing.T) {
 		}
 	}
 	var logs bytes.Buffer
-	c := newWorkloadsCollector(tree, nil, log.NewLogfmtLogger(&logs))
+	c := newWorkloadsCollector(hostfs.New(tree), nil, log.NewLogfmtLogger(&logs))
 	for range 2 {
 		got, err := collect(t, c)
 		if err != nil {

@@ -65,7 +65,7 @@ func benchExporter(b *testing.B, procfs string, args ...string) (*collector.Expo
 		b.Fatal(err)
 	}
 	logger, _ := logging.New(io.Discard, logConfig)
-	exporter, closeCollectors, err := buildExporter(selection, gpuFlags.Settings(), procfs, sysFixture(b, "spark"), logger)
+	exporter, closeCollectors, err := buildExporter(selection, gpuFlags.Settings(), collector.Env{ProcFS: procfs, SysFS: sysFixture(b, "spark"), Logger: logger})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
@@ -58,8 +59,47 @@ func newMetricsHandler(exporter *collector.Exporter, exporterMetrics bool, maxRe
 	return h
 }
 
+// maxFilters bounds the collect[] and exclude[] parameters of a scrape:
+// there are a handful of collectors, and each name costs a lookup.
+const maxFilters = 32
+
+// parseFilters reads a scrape's query: nothing but collect[] and
+// exclude[], at most maxFilters of them. Anything else is refused rather
+// than ignored, which would serve a different scrape than the one asked
+// for: url.Values drops what it cannot parse (collect[]=bogus;x, %zz)
+// without a word.
+func parseFilters(rawQuery string) (include, exclude []string, err error) {
+	if rawQuery == "" {
+		return nil, nil, nil
+	}
+	q, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return nil, nil, fmt.Errorf("malformed query: %w", err)
+	}
+	n := 0
+	for key, values := range q {
+		switch key {
+		case "collect[]":
+			include = values
+		case "exclude[]":
+			exclude = values
+		default:
+			return nil, nil, fmt.Errorf("unknown query parameter %q: only collect[] and exclude[] are taken", key)
+		}
+		n += len(values)
+	}
+	if n > maxFilters {
+		return nil, nil, fmt.Errorf("%d collect[] and exclude[] parameters, more than %d", n, maxFilters)
+	}
+	return include, exclude, nil
+}
+
 func (h *metricsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	include, exclude := r.URL.Query()["collect[]"], r.URL.Query()["exclude[]"]
+	include, exclude, err := parseFilters(r.URL.RawQuery)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("Couldn't apply collect[]/exclude[]: %s", err), http.StatusBadRequest)
+		return
+	}
 	if len(include) == 0 && len(exclude) == 0 {
 		h.all.ServeHTTP(w, r)
 		return

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/common/version"
 
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 )
 
 const name = "spark_exporter"
@@ -66,12 +67,16 @@ func newApp() (*kingpin.Application, map[string]command) {
 
 	procfs := app.Flag("path.procfs", "procfs mount point; every /proc read goes through it.").Default("/proc").String()
 	sysfs := app.Flag("path.sysfs", "sysfs mount point; every /sys read goes through it.").Default("/sys").String()
+	readTimeout := cliflag.Duration(app.Flag("path.read-timeout",
+		"Deadline of each read under --path.procfs and --path.sysfs: a file that does not answer in time "+
+			"(a process stuck in the kernel holds its /proc files) fails its collector, not the scrape.").
+		Default(hostfs.DefaultTimeout.String()))
 
 	// Serving flags belong to the application, not to the serve command, so
 	// that `spark_exporter --help` lists them and existing command lines
 	// (spark_exporter --web.listen-address=…) read as for any exporter.
 	serve := app.Command("serve", "Serve metrics (the default command).").Default().FullCommand()
-	serveRun, collectors := serveCommand(app, procfs, sysfs)
+	serveRun, collectors := serveCommand(app, procfs, sysfs, readTimeout)
 	commands := map[string]command{
 		serve:    serveRun,
 		"plan":   planCommand(app, procfs, collectors.PoolReserve()),

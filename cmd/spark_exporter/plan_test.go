@@ -221,7 +221,7 @@ func TestServeRefusesBadPlanFile(t *testing.T) {
 		t.Fatalf("exit %v (%v), want 1:\n%s", cmd.ProcessState, err, out)
 	}
 	log := string(out)
-	if !strings.Contains(log, "line 4: unknown field api-key") {
+	if !strings.Contains(log, "line 4, column 3: unknown field") || strings.Contains(log, "api-key") {
 		t.Errorf("log does not say what is wrong:\n%s", log)
 	}
 	if strings.Contains(log, "sk-live-123") || strings.Contains(log, "private") {

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -18,6 +21,7 @@ import (
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
+	"golang.org/x/net/netutil"
 
 	"github.com/spark-exporter/spark_exporter/collector"
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
@@ -30,7 +34,7 @@ import (
 // serveCommand registers the serving flags on cmd and returns the command
 // that serves metrics until SIGINT or SIGTERM, and the collectors' flags,
 // whose --pool.reserve the plan command shares.
-func serveCommand(cmd *kingpin.Application, procfs, sysfs *string) (command, *collector.Selection) {
+func serveCommand(cmd *kingpin.Application, procfs, sysfs *string, readTimeout *time.Duration) (command, *collector.Selection) {
 	webFlags := kingpinflag.AddFlags(cmd, defaultPort)
 	metricsPath := cliflag.Value(cmd.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics"), parseURLPath)
 	disableExporterMetrics := cmd.Flag("web.disable-exporter-metrics",
@@ -42,6 +46,13 @@ func serveCommand(cmd *kingpin.Application, procfs, sysfs *string) (command, *co
 	// shorten but hand from thread to thread at a cost (docs/performance.md).
 	maxProcs := cliflag.Int(cmd.Flag("runtime.gomaxprocs",
 		"The number of CPUs Go code runs on at once (GOMAXPROCS).").Envar("GOMAXPROCS").Default("1"), 1, 1<<16)
+	maxConnections := cliflag.Int(cmd.Flag("web.max-connections",
+		"Maximum number of open client connections; more wait to be accepted. Each holds a file descriptor, "+
+			"which the collectors need too.").Default("64"), 1, 1<<20)
+	webReadTimeout := cliflag.Duration(cmd.Flag("web.read-timeout",
+		"Deadline for reading a whole request, headers included; a client slower than this is disconnected.").Default("10s"))
+	idleTimeout := cliflag.Duration(cmd.Flag("web.idle-timeout",
+		"How long a keep-alive connection may wait for its next request; above the scrape interval, so that Prometheus reuses its connection.").Default("2m"))
 	logConfig := logging.AddFlags(cmd)
 	gpuFlags := gpu.AddFlags(cmd)
 	selection := collector.AddFlags(cmd)
@@ -66,12 +77,20 @@ func serveCommand(cmd *kingpin.Application, procfs, sysfs *string) (command, *co
 			}
 		}
 
-		exporter, closeCollectors, err := buildExporter(selection, gpuFlags.Settings(), *procfs, *sysfs, logger)
+		exporter, closeCollectors, err := buildExporter(selection, gpuFlags.Settings(), collector.Env{
+			ProcFS: *procfs, SysFS: *sysfs, ReadTimeout: *readTimeout, Logger: logger})
 		if err != nil {
 			level.Error(logger).Log("msg", "cannot start", "err", err)
 			return 1
 		}
-		defer closeCollectors()
+		// Closed within the shutdown grace: a collector stuck in a read
+		// or in NVML must not hold the exit (shutdown below).
+		shutDown := false
+		defer func() {
+			if !shutDown {
+				closeCollectors()
+			}
+		}()
 		for _, c := range exporter.Names() {
 			level.Info(logger).Log("msg", "collector enabled", "collector", c)
 		}
@@ -83,10 +102,19 @@ func serveCommand(cmd *kingpin.Application, procfs, sysfs *string) (command, *co
 			mux.Handle(pattern, metrics.limit(h))
 		}
 
-		server := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		server := &http.Server{
+			// Only GET and HEAD, on every endpoint: a scrape reads.
+			Handler:           readOnly(mux),
+			ReadHeaderTimeout: *webReadTimeout,
+			ReadTimeout:       *webReadTimeout,
+			// A response not taken within a minute is given up: a
+			// scrape answers within its read deadlines.
+			WriteTimeout: time.Minute,
+			IdleTimeout:  *idleTimeout,
+		}
 		served := make(chan error, 1)
 		go func() {
-			served <- web.ListenAndServe(server, webFlags, withWebConfigRedacted(slogger, *webFlags.WebConfigFile))
+			served <- serveBounded(server, webFlags, *maxConnections, withWebConfigRedacted(slogger, *webFlags.WebConfigFile))
 		}()
 
 		stop := make(chan os.Signal, 1)
@@ -99,16 +127,86 @@ func serveCommand(cmd *kingpin.Application, procfs, sysfs *string) (command, *co
 		case sig := <-stop:
 			level.Info(logger).Log("msg", "shutting down", "signal", sig.String())
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := server.Shutdown(ctx); err != nil {
-			level.Warn(logger).Log("msg", "scrapes still running at shutdown", "err", err)
-		}
-		if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-			level.Error(logger).Log("msg", "server stopped", "err", err)
-		}
+		shutDown = true
+		shutdown(server, served, closeCollectors, logger)
 		return 0
 	}, selection
+}
+
+// serveBounded serves on the --web.listen-address listeners, each accepting
+// at most maxConnections at once (netutil.LimitListener): connections held
+// open, idle or slow, never take the descriptors the collectors need.
+// exporter-toolkit's ListenAndServe makes its own listeners; its Serve
+// takes ours. Systemd socket activation and vsock addresses keep the
+// toolkit's listeners, without the bound.
+func serveBounded(server *http.Server, flags *web.FlagConfig, maxConnections int, logger *slog.Logger) error {
+	addresses := *flags.WebListenAddresses
+	if (flags.WebSystemdSocket != nil && *flags.WebSystemdSocket) || len(addresses) == 0 ||
+		slices.ContainsFunc(addresses, func(a string) bool { return strings.HasPrefix(a, "vsock://") }) {
+		return web.ListenAndServe(server, flags, logger)
+	}
+	listeners := make([]net.Listener, 0, len(addresses))
+	for _, address := range addresses {
+		l, err := net.Listen("tcp", address)
+		if err != nil {
+			for _, opened := range listeners {
+				opened.Close()
+			}
+			return err
+		}
+		defer l.Close()
+		listeners = append(listeners, netutil.LimitListener(l, maxConnections))
+	}
+	return web.ServeMultiple(listeners, server, flags, logger)
+}
+
+// readOnly answers 405 to any method but GET and HEAD, with the Allow
+// header, before next: every endpoint is read-only, and a scrape costs
+// work that a POST or TRACE has no business starting. serve.go wraps the
+// whole mux in it, so an endpoint added to the mux is covered.
+func readOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "Method not allowed: only GET and HEAD.", http.StatusMethodNotAllowed)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// shutdownGrace is how long the exporter waits, after SIGTERM, for the
+// scrapes in flight to end and the collectors to close. A read under
+// --path.procfs that blocks fails at its deadline, NVML's shutdown is
+// given up after its own: whatever is still stuck then is left behind by
+// the exit, with status 0.
+const shutdownGrace = 5 * time.Second
+
+// shutdown stops the server, then closes the collectors, both within
+// shutdownGrace.
+func shutdown(server *http.Server, served <-chan error, closeCollectors func(), logger log.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := server.Shutdown(ctx); err != nil {
+		level.Warn(logger).Log("msg", "scrapes still running at shutdown", "err", err)
+	}
+	select {
+	case err := <-served:
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			level.Error(logger).Log("msg", "server stopped", "err", err)
+		}
+	case <-ctx.Done():
+	}
+	closed := make(chan struct{})
+	go func() {
+		closeCollectors()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-ctx.Done():
+		level.Warn(logger).Log("msg", "collectors still closing at exit: a read or NVML call is stuck", "grace", shutdownGrace)
+	}
 }
 
 // buildExporter builds the enabled collectors, opening the process's NVML
@@ -117,8 +215,9 @@ func serveCommand(cmd *kingpin.Application, procfs, sysfs *string) (command, *co
 // opened here rather than by them because there can be only one per
 // process (gpu.Settings.Open) and it outlives each of them. The returned
 // function closes the collectors, then the client.
-func buildExporter(selection *collector.Selection, settings gpu.Settings, procfs, sysfs string, logger log.Logger) (*collector.Exporter, func(), error) {
-	env := collector.Env{ProcFS: procfs, SysFS: sysfs, Logger: logger, GPU: settings}
+func buildExporter(selection *collector.Selection, settings gpu.Settings, env collector.Env) (*collector.Exporter, func(), error) {
+	logger := env.Logger
+	env.GPU = settings
 	var client *gpu.Client
 	if selection.NeedsNVML() {
 		client = settings.Open(log.With(logger, "component", "nvml"))

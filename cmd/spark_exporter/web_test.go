@@ -297,6 +297,10 @@ func (h *heldProc) unhold(t *testing.T) {
 	}
 }
 
+// heldReadTimeout gives a held read a deadline far beyond the test's
+// steps: the exporter gives up on a read after --path.read-timeout.
+const heldReadTimeout = "--path.read-timeout=2m"
+
 // poolOnly runs the pool collector alone, the only one that reads meminfo.
 var poolOnly = []string{"--no-collector.gpu", "--no-collector.thermal", "--no-collector.workloads"}
 
@@ -305,7 +309,7 @@ var poolOnly = []string{"--no-collector.gpu", "--no-collector.thermal", "--no-co
 // free again once the scrape in flight ends.
 func TestMaxRequestsRefusesTheScrapeTooMany(t *testing.T) {
 	h := newHeldProc(t)
-	p := testexporter.Start(t, nil, append([]string{"--path.procfs=" + h.dir, "--web.max-requests=1"}, poolOnly...)...)
+	p := testexporter.Start(t, nil, append([]string{"--path.procfs=" + h.dir, "--web.max-requests=1", heldReadTimeout}, poolOnly...)...)
 	client := &http.Client{Timeout: 30 * time.Second}
 	for _, tc := range []struct{ held, extra string }{
 		{"/metrics", "/metrics"},
@@ -354,7 +358,7 @@ func TestMaxRequestsRefusesTheScrapeTooMany(t *testing.T) {
 // next scrapes are answered in full.
 func TestClientLeavingMidScrape(t *testing.T) {
 	h := newHeldProc(t)
-	p := testexporter.Start(t, nil, append([]string{"--path.procfs=" + h.dir, "--web.max-requests=1"}, poolOnly...)...)
+	p := testexporter.Start(t, nil, append([]string{"--path.procfs=" + h.dir, "--web.max-requests=1", heldReadTimeout}, poolOnly...)...)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	gone := make(chan error, 1)

@@ -2,6 +2,7 @@ package hostfs
 
 import (
 	"encoding/binary"
+	"io/fs"
 	"os"
 	"strconv"
 	"syscall"
@@ -32,8 +33,8 @@ type Process struct {
 //
 // Errors name no path. A Processes is for one goroutine at a time.
 type Processes struct {
-	path string
-	fd   int // the tree's directory, open from one List to the next; -1 before
+	fs FS
+	fd int // the tree's directory, open from one List to the next; -1 before
 
 	kept map[keptKey]keptFile
 	// maxKept bounds the files kept open: each holds a descriptor and,
@@ -62,7 +63,7 @@ type keptFile struct {
 // Processes returns a reader of the process directories under the mount
 // point. Close it to release the files it keeps open.
 func (f FS) Processes() *Processes {
-	return &Processes{path: f.root, fd: -1, kept: map[keptKey]keptFile{}, maxKept: maxKeptFiles()}
+	return &Processes{fs: f, fd: -1, kept: map[keptKey]keptFile{}, maxKept: maxKeptFiles()}
 }
 
 // keptMemory is the kernel memory the kept files may hold: procfs keeps a
@@ -97,37 +98,71 @@ func (d *Processes) List(ps []Process) ([]Process, error) {
 		}
 	}
 	d.listing++
-	fd, err := retry(func() (int, error) {
-		return syscall.Open(d.path, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
-	})
-	if err != nil {
-		return ps, err
-	}
-	d.fd = fd
+	var (
+		fd  int
+		err error
+	)
 	// A buffer for each listing: one kept from listing to listing paid
 	// nothing measurable in the whole-scrape benchmark.
 	buf := make([]byte, 16<<10)
-	for {
-		n, err := retry(func() (int, error) { return syscall.ReadDirent(fd, buf) })
+	if blocked := d.fs.workers.run(".", d.fs.timeout, func() {
+		fd, err = retry(func() (int, error) {
+			return syscall.Open(d.fs.root, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+		})
 		if err != nil {
-			return ps, err
+			return
 		}
-		if n <= 0 {
-			return ps, nil
+		for {
+			n, readErr := retry(func() (int, error) { return syscall.ReadDirent(fd, buf) })
+			if readErr != nil {
+				err = readErr
+				return
+			}
+			if n <= 0 {
+				return
+			}
+			ps = appendPids(ps, buf[:n])
 		}
-		ps = appendPids(ps, buf[:n])
+	}, func() {
+		if err == nil {
+			syscall.Close(fd)
+		}
+	}); blocked != nil {
+		return nil, blocked
 	}
+	if err != nil {
+		if fd >= 0 {
+			syscall.Close(fd)
+		}
+		return ps, err
+	}
+	d.fd = fd
+	return ps, nil
 }
 
 // Read reads the file name of process pid into buf[:0], grown as needed,
-// and returns what was read.
+// and returns what was read. A read that blocks past the deadline fails
+// with an *fs.PathError naming the file relative to the mount point
+// ("1234/cmdline") whose Err is a *BlockedError, and returns nil: the
+// buffer is still being written to.
 func (d *Processes) Read(pid int, name string, buf []byte) ([]byte, error) {
-	fd, err := d.open(pid, name)
-	if err != nil {
-		return buf[:0], err
+	rel := strconv.Itoa(pid) + "/" + name
+	var (
+		data []byte
+		err  error
+	)
+	if blocked := d.fs.workers.run(rel, d.fs.timeout, func() {
+		var fd int
+		if fd, err = d.open(rel); err != nil {
+			data = buf[:0]
+			return
+		}
+		data, err = readAll(fd, buf, taskFile, d.fs.limitFor(name))
+		syscall.Close(fd)
+	}, nil); blocked != nil {
+		return nil, &fs.PathError{Op: "read", Path: rel, Err: blocked}
 	}
-	defer syscall.Close(fd)
-	return readAll(fd, buf, taskFile)
+	return data, err
 }
 
 // Reread is Read for a file read again at every scan (a known process's
@@ -135,9 +170,20 @@ func (d *Processes) Read(pid int, name string, buf []byte) ([]byte, error) {
 // bound on the files kept.
 func (d *Processes) Reread(p Process, name string, buf []byte) ([]byte, error) {
 	key := keptKey{p.PID, name}
+	rel := strconv.Itoa(p.PID) + "/" + name
+	limit := d.fs.limitFor(name)
 	if f, ok := d.kept[key]; ok {
+		delete(d.kept, key)
 		if f.ino == p.Ino {
-			data, err := readAll(f.fd, buf, taskFile)
+			var (
+				data []byte
+				err  error
+			)
+			if blocked := d.fs.workers.run(rel, d.fs.timeout, func() {
+				data, err = readAll(f.fd, buf, taskFile, limit)
+			}, func() { syscall.Close(f.fd) }); blocked != nil {
+				return nil, &fs.PathError{Op: "read", Path: rel, Err: blocked}
+			}
 			if err == nil {
 				f.listing = d.listing
 				d.kept[key] = f
@@ -147,19 +193,34 @@ func (d *Processes) Reread(p Process, name string, buf []byte) ([]byte, error) {
 			// name another, which opening the path again finds.
 		}
 		syscall.Close(f.fd)
-		delete(d.kept, key)
 	}
-	fd, err := d.open(p.PID, name)
-	if err != nil {
-		return buf[:0], err
+	var (
+		fd   = -1
+		data []byte
+		err  error
+	)
+	if blocked := d.fs.workers.run(rel, d.fs.timeout, func() {
+		if fd, err = d.open(rel); err != nil {
+			data = buf[:0]
+			return
+		}
+		data, err = readAll(fd, buf, taskFile, limit)
+	}, func() {
+		if fd >= 0 {
+			syscall.Close(fd)
+		}
+	}); blocked != nil {
+		return nil, &fs.PathError{Op: "read", Path: rel, Err: blocked}
 	}
-	buf, err = readAll(fd, buf, taskFile)
+	if fd < 0 {
+		return data, err
+	}
 	if err != nil || p.Ino == 0 || len(d.kept) >= d.maxKept {
 		syscall.Close(fd)
-		return buf, err
+		return data, err
 	}
 	d.kept[key] = keptFile{fd: fd, ino: p.Ino, listing: d.listing}
-	return buf, nil
+	return data, nil
 }
 
 // Close closes the tree's directory and the files kept open.
@@ -175,13 +236,16 @@ func (d *Processes) Close() error {
 	return nil
 }
 
-func (d *Processes) open(pid int, name string) (int, error) {
+// open opens rel, "PID/NAME", relative to the tree's directory.
+func (d *Processes) open(rel string) (int, error) {
 	if d.fd < 0 {
 		return -1, syscall.EBADF
 	}
-	return retry(func() (int, error) {
-		return syscall.Openat(d.fd, strconv.Itoa(pid)+"/"+name, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	})
+	fd, err := retry(func() (int, error) { return syscall.Openat(d.fd, rel, openFlags, 0) })
+	if err != nil {
+		return -1, err
+	}
+	return fd, nil
 }
 
 // appendPids appends the processes among the directory entries in buf,

@@ -10,9 +10,10 @@ package plan
 //	  gradient-checkpointing: true
 //	  pack: 2048
 //
-// Errors say what is wrong and where (entry, line, field) but never repeat
-// the file's path or its values: a misplaced line of a config file can hold
-// a secret, and errors end up in logs.
+// Errors say what is wrong and where (entry, line and column, or a field of
+// Fields) but never repeat the file's path, its values or a key it gives:
+// a misplaced line of a config file can hold a secret, and errors end up
+// in logs.
 //
 // Reading is in two steps: the YAML is turned into entries (one per plan:
 // its line and its keys' text, each with its line), then each entry into a
@@ -85,6 +86,15 @@ var fieldsByName = func() map[string]Field {
 	return m
 }()
 
+// knownFields lists the keys a plan may have besides its name, for errors.
+var knownFields = func() string {
+	names := make([]string, len(Fields))
+	for i, f := range Fields {
+		names[i] = f.Name
+	}
+	return strings.Join(names, ", ")
+}()
+
 // ParseFile checks a plan file's contents and returns its plans in file
 // order.
 func ParseFile(data []byte) ([]Named, error) {
@@ -153,7 +163,7 @@ func readEntries(data []byte) ([]entry, error) {
 		entries[i].line = item.Line
 		for j := 1; j < len(item.Content); j += 2 {
 			if v := item.Content[j]; v.Kind != yaml.ScalarNode {
-				return nil, fmt.Errorf("plan %d (line %d): %s: expected a single value", i+1, v.Line, item.Content[j-1].Value)
+				return nil, fmt.Errorf("plan %d (line %d, column %d): expected a single value", i+1, v.Line, v.Column)
 			}
 		}
 	}
@@ -165,10 +175,12 @@ func readEntries(data []byte) ([]entry, error) {
 		for j := 0; j+1 < len(item.Content); j += 2 {
 			k := item.Content[j]
 			if k.Kind != yaml.ScalarNode || k.ShortTag() == "!!null" {
-				return nil, fmt.Errorf("line %d: expected a field name", k.Line)
+				return nil, fmt.Errorf("line %d, column %d: expected a field name", k.Line, k.Column)
 			}
+			// The key is not repeated: a misplaced line may hold a
+			// secret where a key should be.
 			if at, ok := first[k.Value]; ok {
-				return nil, fmt.Errorf("line %d: mapping key %q already defined at line %d", k.Line, k.Value, at)
+				return nil, fmt.Errorf("line %d, column %d: a field given twice (first at line %d)", k.Line, k.Column, at)
 			}
 			first[k.Value] = k.Line
 		}
@@ -179,7 +191,7 @@ func readEntries(data []byte) ([]entry, error) {
 			// An unknown key is a typo, refused rather than silently
 			// left at its default.
 			if _, known := fieldsByName[k.Value]; k.Value != "name" && !known {
-				return nil, fmt.Errorf("line %d: unknown field %s", k.Line, k.Value)
+				return nil, fmt.Errorf("line %d, column %d: unknown field (known: name, %s)", k.Line, k.Column, knownFields)
 			}
 			// Decoding the scalar as a string takes YAML's spellings
 			// (quotes, block scalars, ~ for nothing) as the decoder does.

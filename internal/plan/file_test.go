@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -47,10 +48,10 @@ func TestBadFiles(t *testing.T) {
 		{"empty list", "[]\n", "no plans: the list is empty"},
 		{"a mapping, not a list", "name: x\nmodel-size: " + secret + "\n", "line 1: expected a list of plans"},
 		{"a list of strings", "- " + secret + "\n", "plan 1 (line 1): expected fields"},
-		{"a nested value", "- name: a\n  model-size: [" + secret + "]\n  method: lora\n", "plan 1 (line 2): model-size: expected a single value"},
-		{"an alias", "- name: &n a\n  model-size: 7B\n  method: lora\n- name: b\n  model-size: *n\n  method: lora\n", "plan 2 (line 5): model-size: expected a single value"},
-		{"unknown field", "- name: a\n  model-size: 7B\n  method: lora\n  modle-size: " + secret + "\n", "line 4: unknown field modle-size"},
-		{"duplicate key", "- name: a\n  model-size: 7B\n  model-size: 8B\n  method: lora\n", `line 3: mapping key "model-size" already defined at line 2`},
+		{"a nested value", "- name: a\n  model-size: [" + secret + "]\n  method: lora\n", "plan 1 (line 2, column 15): expected a single value"},
+		{"an alias", "- name: &n a\n  model-size: 7B\n  method: lora\n- name: b\n  model-size: *n\n  method: lora\n", "plan 2 (line 5, column 15): expected a single value"},
+		{"unknown field", "- name: a\n  model-size: 7B\n  method: lora\n  modle-size: " + secret + "\n", "line 4, column 3: unknown field (known: name, "},
+		{"duplicate key", "- name: a\n  model-size: 7B\n  model-size: 8B\n  method: lora\n", "line 3, column 3: a field given twice (first at line 2)"},
 		{"syntax error", "- name: 'a\n", "line 2: found unexpected end of stream"},
 		{"two documents", "- name: a\n  model-size: 7B\n  method: lora\n---\n- name: b\n", "more than one YAML document"},
 		{"no name", "- model-size: 7B\n  method: lora\n", "plan 1 (line 1): name missing"},
@@ -75,6 +76,11 @@ func TestBadFiles(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %q, want it to contain %q", err, tc.want)
+			}
+			// A key the file gives is not repeated either (a misplaced
+			// HF_TOKEN=… line is a key to YAML).
+			if strings.Contains(err.Error(), "modle-size") {
+				t.Errorf("error %q repeats a key of the file", err)
 			}
 			if strings.Contains(err.Error(), secret) || goTypeName.MatchString(err.Error()) {
 				t.Errorf("error %q repeats the file's contents or Go type names", err)
@@ -128,4 +134,33 @@ func FuzzParseFile(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Issue 18, item 5: a file that repeats one key thousands of times, or
+// holds tens of thousands of unknown keys, is refused at the first with
+// an error of one short line that names neither key; a file over 1 MiB is
+// refused before it is parsed.
+func TestHostileFilesAreRefusedShortly(t *testing.T) {
+	var unknown strings.Builder
+	unknown.WriteString("- name: a\n")
+	for i := range 80000 {
+		fmt.Fprintf(&unknown, "  HF_TOKEN_%d: hf_x\n", i)
+	}
+	for name, data := range map[string]string{
+		"one key 4,000 times":   "- name: a\n" + strings.Repeat("  HF_TOKEN: hf_x\n", 4000),
+		"80,000 unknown keys":   unknown.String(),
+		"a flow map of repeats": "- {name: a, " + strings.Repeat("HF_TOKEN: hf_x, ", 4000) + "}\n",
+	} {
+		_, err := ParseFile([]byte(data))
+		if err == nil || len(err.Error()) > 200 || strings.Contains(err.Error(), "HF_TOKEN") || strings.Contains(err.Error(), "hf_x") {
+			t.Errorf("%s: %.300v", name, err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "plans.yml")
+	if err := os.WriteFile(path, []byte(strings.Repeat("# x\n", maxFileBytes/4+1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadFile(path); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("a file over 1 MiB: %v", err)
+	}
 }

@@ -118,6 +118,11 @@ type Snapshot struct {
 	// Stale says a file the Layout named has gone (ENOENT, or ENODEV
 	// from a driver unbound under an open file): discover again.
 	Stale bool
+	// Blocked is the read that did not answer within its deadline
+	// (hostfs.ErrBlocked), after which nothing more was read: unlike a
+	// file that refuses a read, it fails the read as a whole, since the
+	// next file may block as long.
+	Blocked *Problem
 }
 
 // Read discovers the layout under fsys and reads it once: Discover(fsys)
@@ -136,6 +141,7 @@ type Layout struct {
 	zones    []zoneFile
 	spbm     *spbmFiles
 	problems []Problem // found while discovering, reported with every read
+	blocked  *Problem  // a discovery read that blocked
 }
 
 // zoneFile is a thermal zone's temperature file and its labels.
@@ -167,12 +173,16 @@ func Discover(fsys FS) *Layout {
 	l.zones = r.zones()
 	l.spbm = r.spbm()
 	l.problems = r.problems
+	l.blocked = r.blocked
 	return l
 }
 
 // Read reads the values of the layout through read (an fs.ReadFileFS's
 // ReadFile, or a reader that keeps the files open).
 func (l *Layout) Read(read func(name string) ([]byte, error)) Snapshot {
+	if l.blocked != nil {
+		return Snapshot{Identity: l.identity, Problems: slices.Clone(l.problems), Blocked: l.blocked, Stale: true}
+	}
 	v := valueReader{read: read}
 	s := Snapshot{Identity: l.identity}
 	for _, z := range l.zones {
@@ -210,6 +220,7 @@ func (l *Layout) Read(read func(name string) ([]byte, error)) Snapshot {
 	}
 	s.Problems = append(slices.Clone(l.problems), v.problems...)
 	s.Stale = v.stale
+	s.Blocked = v.blocked
 	return s
 }
 
@@ -218,6 +229,7 @@ type valueReader struct {
 	read     func(string) ([]byte, error)
 	problems []Problem
 	stale    bool
+	blocked  *Problem
 }
 
 func (v *valueReader) problem(file string, err error) {
@@ -225,8 +237,14 @@ func (v *valueReader) problem(file string, err error) {
 }
 
 func (v *valueReader) file(name string) ([]byte, bool) {
+	if v.blocked != nil {
+		return nil, false
+	}
 	data, err := v.read(name)
 	switch {
+	case errors.Is(err, hostfs.ErrBlocked):
+		v.blocked = &Problem{File: name, Err: hostfs.WithoutPath(err)}
+		return nil, false
 	case errors.Is(err, fs.ErrNotExist):
 		v.stale = true
 		return nil, false
@@ -276,6 +294,7 @@ func (v *valueReader) readings(files []valueFile) []Reading {
 type reader struct {
 	fsys     FS
 	problems []Problem
+	blocked  *Problem
 }
 
 func (r *reader) problem(file string, err error) {
@@ -285,8 +304,14 @@ func (r *reader) problem(file string, err error) {
 // file reads name; ok is false when it is absent (not a problem) or could
 // not be read (a problem, noted).
 func (r *reader) file(name string) (data []byte, ok bool) {
+	if r.blocked != nil {
+		return nil, false
+	}
 	data, err := r.fsys.ReadFile(name)
 	switch {
+	case errors.Is(err, hostfs.ErrBlocked):
+		r.blocked = &Problem{File: name, Err: hostfs.WithoutPath(err)}
+		return nil, false
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, false
 	case err != nil:
@@ -298,7 +323,14 @@ func (r *reader) file(name string) (data []byte, ok bool) {
 
 // dir lists name; absent is no entries and no problem.
 func (r *reader) dir(name string) []fs.DirEntry {
+	if r.blocked != nil {
+		return nil
+	}
 	entries, err := r.fsys.ReadDir(name)
+	if errors.Is(err, hostfs.ErrBlocked) {
+		r.blocked = &Problem{File: name, Err: hostfs.WithoutPath(err)}
+		return nil
+	}
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		r.problem(name, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -279,4 +280,44 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A symbolic link is not followed: its target (a copy of /etc/passwd, say)
+// is left as it was.
+func TestWriterRefusesASymlink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "passwd")
+	if err := os.WriteFile(target, []byte("root:x:0:0:root:/root:/bin/sh"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "samples.csv")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := NewWriter(link).Append(Row{Time: at}); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("a symlink: %v, want a refusal", err)
+	}
+	if data, _ := os.ReadFile(target); string(data) != "root:x:0:0:root:/root:/bin/sh" {
+		t.Errorf("the link's target was written: %q", data)
+	}
+}
+
+// A named pipe is refused at once, with or without a reader: the sampler
+// never waits on it.
+func TestWriterRefusesANamedPipe(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "samples.csv")
+	if err := syscall.Mkfifo(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := NewWriter(path).Append(Row{Time: at}); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("a pipe without a reader: %v, want a refusal", err)
+	}
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	if err := NewWriter(path).Append(Row{Time: at}); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("a pipe with a reader: %v, want a refusal", err)
+	}
 }

@@ -2,9 +2,11 @@ package thermallog
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strings"
+	"syscall"
 
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 )
@@ -15,6 +17,12 @@ import (
 // was new. A failed write closes the file; the next call opens it again,
 // so a log on a disk that came back or in a directory that was created
 // resumes by itself. Errors never name the file's path.
+//
+// Only a regular file is written: a symbolic link is not followed
+// (O_NOFOLLOW: a link to /etc/passwd would have lines appended to it), and
+// a named pipe or device is refused without blocking (O_NONBLOCK: opening
+// a pipe for writing otherwise waits for a reader, and the sampler with
+// it).
 type Writer struct {
 	path string
 	f    *os.File
@@ -50,10 +58,18 @@ func (w *Writer) Append(rows ...Row) error {
 // first row: the header for a new (empty) file, a line end for a file whose
 // last line was cut short (a crash or a full disk mid-write).
 func (w *Writer) open() (string, error) {
-	f, err := os.OpenFile(w.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return "", hostfs.OpWithoutPath(err)
+	fd, err := syscall.Open(w.path, syscall.O_WRONLY|syscall.O_APPEND|syscall.O_CREAT|
+		syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o644)
+	switch {
+	case errors.Is(err, syscall.ELOOP):
+		return "", errors.New("open: a symbolic link, not followed")
+	case errors.Is(err, syscall.ENXIO):
+		// A named pipe without a reader.
+		return "", errNotRegular
+	case err != nil:
+		return "", fmt.Errorf("open: %w", err)
 	}
+	f := os.NewFile(uintptr(fd), w.path)
 	info, err := f.Stat()
 	if err != nil {
 		f.Close()
@@ -61,7 +77,7 @@ func (w *Writer) open() (string, error) {
 	}
 	if !info.Mode().IsRegular() {
 		f.Close()
-		return "", errors.New("open: not a regular file")
+		return "", errNotRegular
 	}
 	w.f = f
 	if info.Size() == 0 {
@@ -77,10 +93,12 @@ func (w *Writer) open() (string, error) {
 // file that cannot be read back (write-only permissions) is taken as
 // complete.
 func endsWithNewline(path string, size int64) bool {
-	f, err := os.Open(path)
+	// Opened as the log was: the path may have been replaced since.
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return true
 	}
+	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
 	last := make([]byte, 1)
 	if _, err := f.ReadAt(last, size-1); err != nil {
@@ -88,6 +106,8 @@ func endsWithNewline(path string, size int64) bool {
 	}
 	return last[0] == '\n'
 }
+
+var errNotRegular = errors.New("open: not a regular file")
 
 // Close closes the file, if open.
 func (w *Writer) Close() error {

@@ -101,7 +101,12 @@ type known struct {
 
 // NewScanner scans the /proc tree at procPath (--path.procfs).
 func NewScanner(procPath string, patterns []Pattern) *Scanner {
-	return newScanner(hostfs.New(procPath).Processes(), patterns)
+	return NewScannerOn(hostfs.New(procPath), patterns)
+}
+
+// NewScannerOn scans the /proc tree proc, read under its deadline.
+func NewScannerOn(proc hostfs.FS, patterns []Pattern) *Scanner {
+	return newScanner(proc.Processes(), patterns)
 }
 
 func newScanner(proc procFiles, patterns []Pattern) *Scanner {
@@ -119,6 +124,8 @@ func (s *Scanner) Scan() (Result, error) {
 	var err error
 	s.entries, err = s.proc.List(s.entries[:0])
 	if err != nil {
+		// A listing that blocked is still filling the slice given.
+		s.entries = nil
 		return Result{}, fmt.Errorf("listing processes: %w", hostfs.WithoutPath(err))
 	}
 	var res Result
@@ -128,6 +135,13 @@ func (s *Scanner) Scan() (Result, error) {
 	var blind map[int]bool
 	for _, e := range s.entries {
 		n, present, err := s.process(e)
+		if errors.Is(err, hostfs.ErrBlocked) {
+			// A process stuck in the kernel holds its files: the scan
+			// fails at once, naming the file, rather than waiting on
+			// each of its files in turn.
+			s.buf = nil
+			return Result{}, err
+		}
 		if err != nil {
 			res.Unreadable++
 			if blind == nil {
@@ -145,7 +159,10 @@ func (s *Scanner) Scan() (Result, error) {
 			delete(s.known, pid)
 		}
 	}
-	s.group(nodes, blind, &res)
+	if err := s.group(nodes, blind, &res); err != nil {
+		s.buf = nil
+		return Result{}, err
+	}
 	// The read buffer serves one scan's reads and is not kept for the
 	// next: keeping it paid nothing measurable in the whole-scrape
 	// benchmark (docs/performance.md), and a command line of megabytes
@@ -156,7 +173,7 @@ func (s *Scanner) Scan() (Result, error) {
 
 // group makes one workload of each matched process that has no matched
 // ancestor, and sums the memory of its tree.
-func (s *Scanner) group(nodes []Node, blind map[int]bool, res *Result) {
+func (s *Scanner) group(nodes []Node, blind map[int]bool, res *Result) error {
 	owners := Owners(nodes)
 	for i, n := range nodes {
 		if owners[i] != n.PID {
@@ -182,6 +199,9 @@ func (s *Scanner) group(nodes []Node, blind map[int]bool, res *Result) {
 			continue
 		}
 		rss, err := s.residentBytes(n.PID)
+		if errors.Is(err, hostfs.ErrBlocked) {
+			return err
+		}
 		if err != nil || rss > math.MaxUint64-w.ResidentBytes {
 			// A sum beyond 64 bits is no memory this machine has: the
 			// figures are corrupt, and are left out like unreadable ones.
@@ -191,6 +211,7 @@ func (s *Scanner) group(nodes []Node, blind map[int]bool, res *Result) {
 		w.ResidentBytes += rss
 	}
 	slices.SortFunc(res.Workloads, func(a, b Workload) int { return a.PID - b.PID })
+	return nil
 }
 
 // process reads one process's stat, and its command line if it is new.

@@ -1,0 +1,232 @@
+package hostfs
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// fifo makes a named pipe at dir/name: opening it blocks until a writer
+// comes, as a read of a stuck process's file does.
+func fifo(t *testing.T, dir, name string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// unblock opens the pipe for writing and closes it, which ends the open
+// that blocked: the read then sees an empty file.
+func unblock(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+}
+
+// waitUnblocked polls until a read of name no longer answers "still
+// blocked": the worker that blocked has returned.
+func waitUnblocked(t *testing.T, read func() error) error {
+	t.Helper()
+	for range 500 {
+		err := read()
+		var b *BlockedError
+		if !errors.As(err, &b) || !b.Still {
+			return err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("the blocked read never returned")
+	return nil
+}
+
+// A read that blocks fails after the deadline naming the file; a second
+// read of it fails at once without starting another; once the first
+// returns, the file is read again.
+func TestBlockedReadFailsAtTheDeadline(t *testing.T) {
+	dir := t.TempDir()
+	path := fifo(t, dir, "meminfo")
+	f := New(dir).WithTimeout(50 * time.Millisecond)
+
+	data, err := f.ReadFile("meminfo", make([]byte, 0, 16))
+	var blocked *BlockedError
+	if !errors.As(err, &blocked) || blocked.Still || !errors.Is(err, ErrBlocked) || data != nil {
+		t.Fatalf("a read of a pipe without a writer: %q, %v; want a *BlockedError and no buffer", data, err)
+	}
+	if !strings.Contains(err.Error(), "meminfo: blocked: no answer within 50ms") {
+		t.Errorf("error %q does not name the file and the deadline", err)
+	}
+	// Still: refused before a worker was started for it.
+	_, err = f.ReadFile("meminfo", nil)
+	if !errors.As(err, &blocked) || !blocked.Still {
+		t.Fatalf("a second read while the first is blocked: %v, want still blocked", err)
+	}
+	// Other files are read meanwhile.
+	if err := os.WriteFile(filepath.Join(dir, "vmstat"), []byte("x 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := f.ReadFile("vmstat", nil); err != nil || string(data) != "x 1\n" {
+		t.Errorf("another file beside the blocked one: %q, %v", data, err)
+	}
+
+	unblock(t, path)
+	os.Remove(path)
+	if err := os.WriteFile(path, []byte("MemTotal: 1 kB\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitUnblocked(t, func() error { _, err := f.ReadFile("meminfo", nil); return err }); err != nil {
+		t.Errorf("the file once the blocked read returned: %v", err)
+	}
+}
+
+// The per-process files block the same way (a stuck process's cmdline,
+// stat, status), through Read and through Reread's kept files.
+func TestProcessesBlockedRead(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"stat", "status"} {
+		if err := os.MkdirAll(filepath.Join(dir, "7"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "7", name), []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := fifo(t, dir, "7/cmdline")
+	ps := New(dir).WithTimeout(50 * time.Millisecond).Processes()
+	defer ps.Close()
+	list, err := ps.List(nil)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("List: %v, %v", list, err)
+	}
+	_, err = ps.Read(7, "cmdline", nil)
+	var pe *fs.PathError
+	if !errors.Is(err, ErrBlocked) || !errors.As(err, &pe) || pe.Path != "7/cmdline" {
+		t.Fatalf("Read of a blocked cmdline: %v, want blocked naming 7/cmdline", err)
+	}
+	if _, err := ps.Reread(list[0], "status", nil); err != nil {
+		t.Errorf("another file of the process: %v", err)
+	}
+	if _, err := ps.Read(7, "cmdline", nil); !errors.Is(err, ErrBlocked) {
+		t.Errorf("a second read: %v, want still blocked", err)
+	}
+	unblock(t, path)
+	os.Remove(path)
+	if err := os.WriteFile(path, []byte("vllm\x00serve\x00"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitUnblocked(t, func() error { _, err := ps.Read(7, "cmdline", nil); return err }); err != nil {
+		t.Errorf("after the writer came: %v", err)
+	}
+}
+
+// Every file has a bound by its kind: beyond it, an error, and the buffer
+// grown for it is not handed back.
+func TestReadsAreBoundedBySize(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, size int) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), bytes.Repeat([]byte("x"), size), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := New(dir)
+	for _, tc := range []struct {
+		name  string
+		limit int
+	}{{"meminfo", maxSeqFile}, {"pressure/memory", maxSeqFile}, {"1/stat", maxTaskFile}, {"1/status", maxTaskFile}, {"1/comm", maxTaskFile}, {"1/cmdline", maxCmdline}} {
+		write(tc.name, tc.limit)
+		given := make([]byte, 0, 10)
+		if data, err := f.ReadFile(tc.name, given); err != nil || len(data) != tc.limit {
+			t.Errorf("%s at its bound: %d bytes, %v", tc.name, len(data), err)
+		}
+		write(tc.name, tc.limit+1)
+		data, err := f.ReadFile(tc.name, given)
+		var tooLarge *TooLargeError
+		if !errors.As(err, &tooLarge) || tooLarge.Limit != tc.limit || cap(data) != cap(given) {
+			t.Errorf("%s beyond its bound: %d bytes of a buffer of %d, %v; want a TooLargeError and the buffer given", tc.name, len(data), cap(data), err)
+		}
+	}
+	if _, err := New(dir).WithMaxSize(MaxSysAttribute).ReadFile("1/cmdline", nil); !errors.As(err, new(*TooLargeError)) {
+		t.Errorf("WithMaxSize: %v", err)
+	}
+}
+
+// A link to /dev/zero (endless) or to another file is refused: procfs and
+// sysfs files are never links, and a link's target could reach a label.
+func TestLinksAreRefused(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "5"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"meminfo", "5/cmdline", "5/stat", "5/status", "5/comm"} {
+		if err := os.Symlink("/dev/zero", filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := New(dir)
+	for _, name := range []string{"meminfo", "5/comm", "5/cmdline"} {
+		if _, err := f.ReadFile(name, nil); !errors.Is(err, syscall.ELOOP) {
+			t.Errorf("%s -> /dev/zero: %v, want ELOOP", name, err)
+		}
+	}
+	ps := f.Processes()
+	defer ps.Close()
+	list, err := ps.List(nil)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("List: %v %v", list, err)
+	}
+	for _, name := range []string{"stat", "status", "cmdline"} {
+		if _, err := ps.Read(5, name, nil); !errors.Is(err, syscall.ELOOP) {
+			t.Errorf("Read %s -> /dev/zero: %v, want ELOOP", name, err)
+		}
+		if _, err := ps.Reread(list[0], name, nil); !errors.Is(err, syscall.ELOOP) {
+			t.Errorf("Reread %s -> /dev/zero: %v, want ELOOP", name, err)
+		}
+	}
+	// A character device itself (not a link) is bounded by size.
+	if _, err := New("/dev").ReadFile("zero", nil); !errors.As(err, new(*TooLargeError)) {
+		t.Errorf("/dev/zero read directly: %v, want too large", err)
+	}
+}
+
+// The kept files of sysfs values block and are bounded like the others.
+func TestKeptFilesBlockAndAreBounded(t *testing.T) {
+	dir := t.TempDir()
+	path := fifo(t, dir, "temp")
+	if err := os.WriteFile(filepath.Join(dir, "value"), []byte("42\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	k := New(dir).WithTimeout(50 * time.Millisecond).WithMaxSize(8).KeptFiles()
+	defer k.Close()
+	if _, err := k.Read("temp", nil); !errors.Is(err, ErrBlocked) || !strings.HasPrefix(err.Error(), "read temp: blocked") {
+		t.Errorf("a blocked value: %v", err)
+	}
+	for range 2 {
+		if data, err := k.Read("value", nil); err != nil || string(data) != "42\n" {
+			t.Errorf("a value: %q %v", data, err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "value"), []byte("123456789\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Read("value", nil); !errors.As(err, new(*TooLargeError)) {
+		t.Errorf("a value beyond the bound: %v", err)
+	}
+	unblock(t, path)
+}
