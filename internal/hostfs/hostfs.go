@@ -148,31 +148,19 @@ var errNotDir = errors.New("not a directory")
 // closes: for the pool collector's three files 23 µs instead of 43 µs with
 // os.ReadFile on a Linux host.
 func (f FS) ReadFile(name string, buf []byte) ([]byte, error) {
-	path := f.Path(name)
+	// Not the results: the job writes these, and goes on writing after a
+	// deadline passed.
 	var (
 		data []byte
-		op   string
 		err  error
 	)
-	limit := f.limitFor(name)
-	blocked := f.workers.run(name, f.timeout, func() {
-		op = "open"
-		fd, openErr := retry(func() (int, error) { return syscall.Open(path, openFlags, 0) })
-		if openErr != nil {
-			data, err = buf[:0], openErr
-			return
-		}
-		op = "read"
-		data, err = readAll(fd, buf, seqFile, limit)
-		syscall.Close(fd)
-	}, nil)
-	if blocked != nil {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: blocked}
+	if blocked := f.Batch(func(r *Reader) error {
+		data, err = r.ReadFile(name, buf)
+		return nil
+	}); blocked != nil {
+		return nil, blocked
 	}
-	if err != nil {
-		return data, &fs.PathError{Op: op, Path: path, Err: err}
-	}
-	return data, nil
+	return data, err
 }
 
 // ReadDir lists the directory name, as os.ReadDir does, under the
@@ -182,10 +170,11 @@ func (f FS) ReadDir(name string) ([]fs.DirEntry, error) {
 		entries []fs.DirEntry
 		err     error
 	)
-	if blocked := f.workers.run(name+"/", f.timeout, func() {
-		entries, err = os.ReadDir(f.Path(name))
-	}, nil); blocked != nil {
-		return nil, &fs.PathError{Op: "open", Path: f.Path(name), Err: blocked}
+	if blocked := f.Batch(func(r *Reader) error {
+		entries, err = r.ReadDir(name)
+		return nil
+	}); blocked != nil {
+		return nil, blocked
 	}
 	return entries, err
 }

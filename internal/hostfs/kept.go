@@ -1,6 +1,7 @@
 package hostfs
 
 import (
+	"errors"
 	"io/fs"
 	"syscall"
 )
@@ -37,24 +38,31 @@ func (k *KeptFiles) Read(name string, buf []byte) ([]byte, error) {
 		op   = "read"
 		err  error
 	)
-	path := k.fs.Path(name)
 	limit := k.fs.limitFor(name)
-	if blocked := k.fs.workers.run(name, k.fs.timeout, func() {
+	if blocked := k.fs.workers.run(k.fs, func(r *Reader) error {
 		if fd < 0 {
 			op = "open"
-			if fd, err = retry(func() (int, error) { return syscall.Open(path, openFlags, 0) }); err != nil {
+			if fd, err = r.openAt(-1, name, name); err != nil {
 				fd, data = -1, buf[:0]
-				return
+				return nil
 			}
 			op = "read"
 		}
-		data, err = readAll(fd, buf, taskFile, limit)
+		data, err = r.readFd(fd, name, name, buf, taskFile, limit)
+		return nil
 	}, func() {
 		if fd >= 0 {
 			syscall.Close(fd)
 		}
 	}); blocked != nil {
-		return nil, &fs.PathError{Op: "read", Path: name, Err: blocked}
+		return nil, blocked
+	}
+	if errors.Is(err, ErrBlocked) {
+		// Still blocked: an earlier read of the file has not returned.
+		if fd >= 0 {
+			syscall.Close(fd)
+		}
+		return nil, err
 	}
 	if err != nil {
 		if fd >= 0 {

@@ -2,7 +2,7 @@ package hostfs
 
 import (
 	"encoding/binary"
-	"io/fs"
+	"errors"
 	"os"
 	"strconv"
 	"syscall"
@@ -44,6 +44,10 @@ type Processes struct {
 	// read (its process exited, or no longer needs the file) is closed at
 	// the next List.
 	listing uint64
+
+	// Kept for the next batch of RereadAll, unless a batch blocked.
+	items []reread
+	arena []byte
 }
 
 type keptKey struct {
@@ -105,21 +109,26 @@ func (d *Processes) List(ps []Process) ([]Process, error) {
 	// A buffer for each listing: one kept from listing to listing paid
 	// nothing measurable in the whole-scrape benchmark.
 	buf := make([]byte, 16<<10)
-	if blocked := d.fs.workers.run(".", d.fs.timeout, func() {
+	if blocked := d.fs.workers.run(d.fs, func(r *Reader) error {
+		if err = r.begin(".", "."); err != nil {
+			fd = -1
+			return nil
+		}
+		defer r.end()
 		fd, err = retry(func() (int, error) {
 			return syscall.Open(d.fs.root, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 		})
 		if err != nil {
-			return
+			return nil
 		}
 		for {
 			n, readErr := retry(func() (int, error) { return syscall.ReadDirent(fd, buf) })
 			if readErr != nil {
 				err = readErr
-				return
+				return nil
 			}
 			if n <= 0 {
-				return
+				return nil
 			}
 			ps = appendPids(ps, buf[:n])
 		}
@@ -147,20 +156,25 @@ func (d *Processes) List(ps []Process) ([]Process, error) {
 // buffer is still being written to.
 func (d *Processes) Read(pid int, name string, buf []byte) ([]byte, error) {
 	rel := strconv.Itoa(pid) + "/" + name
+	dir := d.fd
 	var (
 		data []byte
 		err  error
 	)
-	if blocked := d.fs.workers.run(rel, d.fs.timeout, func() {
+	if blocked := d.fs.workers.run(d.fs, func(r *Reader) error {
 		var fd int
-		if fd, err = d.open(rel); err != nil {
+		if fd, err = d.openIn(r, dir, rel); err != nil {
 			data = buf[:0]
-			return
+			return nil
 		}
-		data, err = readAll(fd, buf, taskFile, d.fs.limitFor(name))
+		data, err = r.readFd(fd, rel, rel, buf, taskFile, d.fs.limitFor(name))
 		syscall.Close(fd)
+		return nil
 	}, nil); blocked != nil {
-		return nil, &fs.PathError{Op: "read", Path: rel, Err: blocked}
+		return nil, blocked
+	}
+	if errors.Is(err, ErrBlocked) {
+		return nil, err
 	}
 	return data, err
 }
@@ -169,58 +183,149 @@ func (d *Processes) Read(pid int, name string, buf []byte) ([]byte, error) {
 // stat, a workload's status): it is kept open from scan to scan, up to a
 // bound on the files kept.
 func (d *Processes) Reread(p Process, name string, buf []byte) ([]byte, error) {
-	key := keptKey{p.PID, name}
-	rel := strconv.Itoa(p.PID) + "/" + name
-	limit := d.fs.limitFor(name)
-	if f, ok := d.kept[key]; ok {
-		delete(d.kept, key)
-		if f.ino == p.Ino {
-			var (
-				data []byte
-				err  error
-			)
-			if blocked := d.fs.workers.run(rel, d.fs.timeout, func() {
-				data, err = readAll(f.fd, buf, taskFile, limit)
-			}, func() { syscall.Close(f.fd) }); blocked != nil {
-				return nil, &fs.PathError{Op: "read", Path: rel, Err: blocked}
-			}
-			if err == nil {
-				f.listing = d.listing
-				d.kept[key] = f
-				return data, nil
-			}
-			// ESRCH: the process exited, and its pid may already
-			// name another, which opening the path again finds.
-		}
-		syscall.Close(f.fd)
+	data, err := buf[:0], error(nil)
+	if blocked := d.RereadAll([]Process{p}, name, func(_ int, b []byte, e error) error {
+		data, err = append(data, b...), e
+		return nil
+	}); blocked != nil {
+		return nil, blocked
 	}
-	var (
-		fd   = -1
-		data []byte
-		err  error
-	)
-	if blocked := d.fs.workers.run(rel, d.fs.timeout, func() {
-		if fd, err = d.open(rel); err != nil {
-			data = buf[:0]
-			return
+	if err != nil {
+		return buf[:0], err
+	}
+	return data, nil
+}
+
+// reread is one file of a batch of RereadAll.
+type reread struct {
+	p   Process
+	rel string
+	fd  int // kept open, or opened by the batch; -1 when not open
+	// What was read: arena[start:end], or err.
+	start, end int
+	err        error
+}
+
+// maxArena bounds the buffer a Processes keeps for its batches: the stat
+// files of a thousand processes are about 300 KiB.
+const maxArena = 1 << 20
+
+// RereadAll is Reread of the file name of each of ps, in one batch: one
+// hand-off to a worker and one deadline for the lot, since the hand-off
+// costs more than the pread. Once all are read, each is called in turn,
+// in the caller's goroutine, with what was read of ps[i] (valid until it
+// returns) or why not; an error it returns ends the calls and is
+// RereadAll's. When a read blocks past the deadline, or a file's earlier
+// read is still blocked, RereadAll fails with an *fs.PathError naming the
+// file, whose Err is a *BlockedError, and each is not called: the files
+// after it were not read.
+func (d *Processes) RereadAll(ps []Process, name string, each func(i int, data []byte, err error) error) error {
+	items := d.items[:0]
+	arena := d.arena[:0]
+	// The batch's until it has returned.
+	d.items, d.arena = nil, nil
+	for _, p := range ps {
+		it := reread{p: p, rel: strconv.Itoa(p.PID) + "/" + name, fd: -1}
+		key := keptKey{p.PID, name}
+		if f, ok := d.kept[key]; ok {
+			delete(d.kept, key)
+			if f.ino == p.Ino {
+				it.fd = f.fd
+			} else {
+				syscall.Close(f.fd)
+			}
 		}
-		data, err = readAll(fd, buf, taskFile, limit)
+		items = append(items, it)
+	}
+	dir, limit := d.fd, d.fs.limitFor(name)
+	// stopped: a file of the batch is still blocked from an earlier one.
+	var stopped error
+	if blocked := d.fs.workers.run(d.fs, func(r *Reader) error {
+		var scratch []byte
+		for i := range items {
+			it := &items[i]
+			if it.fd >= 0 {
+				data, err := r.readFd(it.fd, it.rel, it.rel, scratch, taskFile, limit)
+				if errors.Is(err, ErrBlocked) {
+					stopped = err
+					return nil
+				}
+				if err == nil {
+					scratch = data
+					it.start, arena = len(arena), append(arena, data...)
+					it.end = len(arena)
+					continue
+				}
+				// ESRCH: the process exited, and its pid may already
+				// name another, which opening the path again finds.
+				syscall.Close(it.fd)
+				it.fd = -1
+			}
+			fd, err := d.openIn(r, dir, it.rel)
+			if errors.Is(err, ErrBlocked) {
+				stopped = err
+				return nil
+			}
+			if err != nil {
+				it.err = err
+				continue
+			}
+			it.fd = fd
+			data, err := r.readFd(fd, it.rel, it.rel, scratch, taskFile, limit)
+			if errors.Is(err, ErrBlocked) {
+				stopped = err
+				return nil
+			}
+			if err != nil {
+				it.err = err
+				continue
+			}
+			scratch = data
+			it.start, arena = len(arena), append(arena, data...)
+			it.end = len(arena)
+		}
+		return nil
 	}, func() {
-		if fd >= 0 {
-			syscall.Close(fd)
+		for _, it := range items {
+			if it.fd >= 0 {
+				syscall.Close(it.fd)
+			}
 		}
 	}); blocked != nil {
-		return nil, &fs.PathError{Op: "read", Path: rel, Err: blocked}
+		// The worker has the descriptors and the buffer.
+		return blocked
 	}
-	if fd < 0 {
-		return data, err
+	err := stopped
+	for i := range items {
+		it := &items[i]
+		if err == nil {
+			if it.err != nil {
+				err = each(i, arena[:0], it.err)
+			} else {
+				err = each(i, arena[it.start:it.end], nil)
+			}
+		}
+		// The files not reached, after one still blocked or an error
+		// of each, are kept as they were.
+		d.keep(it, name)
 	}
-	if err != nil || p.Ino == 0 || len(d.kept) >= d.maxKept {
-		syscall.Close(fd)
-		return data, err
+	if cap(arena) <= maxArena {
+		d.arena = arena
 	}
-	d.kept[key] = keptFile{fd: fd, ino: p.Ino, listing: d.listing}
-	return data, nil
+	d.items = items[:0]
+	return err
+}
+
+// keep keeps the file of it open for the next scan, or closes it.
+func (d *Processes) keep(it *reread, name string) {
+	if it.fd < 0 {
+		return
+	}
+	if it.err != nil || it.p.Ino == 0 || len(d.kept) >= d.maxKept {
+		syscall.Close(it.fd)
+		return
+	}
+	d.kept[keptKey{it.p.PID, name}] = keptFile{fd: it.fd, ino: it.p.Ino, listing: d.listing}
 }
 
 // Close closes the tree's directory and the files kept open.
@@ -236,16 +341,16 @@ func (d *Processes) Close() error {
 	return nil
 }
 
-// open opens rel, "PID/NAME", relative to the tree's directory.
-func (d *Processes) open(rel string) (int, error) {
-	if d.fd < 0 {
+// openIn opens rel, "PID/NAME", relative to the tree's directory dir.
+func (d *Processes) openIn(r *Reader, dir int, rel string) (int, error) {
+	if dir < 0 {
 		return -1, syscall.EBADF
 	}
-	fd, err := retry(func() (int, error) { return syscall.Openat(d.fd, rel, openFlags, 0) })
-	if err != nil {
+	if err := r.begin(rel, rel); err != nil {
 		return -1, err
 	}
-	return fd, nil
+	defer r.end()
+	return retry(func() (int, error) { return syscall.Openat(dir, rel, openFlags, 0) })
 }
 
 // appendPids appends the processes among the directory entries in buf,

@@ -87,4 +87,14 @@ func (f fsFiles) Reread(p hostfs.Process, name string, buf []byte) ([]byte, erro
 	return f.Read(p.PID, name, buf)
 }
 
+func (f fsFiles) RereadAll(ps []hostfs.Process, name string, each func(i int, data []byte, err error) error) error {
+	for i, p := range ps {
+		data, err := f.Reread(p, name, nil)
+		if err := each(i, data, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (fsFiles) Close() error { return nil }

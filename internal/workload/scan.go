@@ -56,6 +56,12 @@ type procFiles interface {
 	// process's stat, a workload's status): the reader may keep it open
 	// from scan to scan.
 	Reread(p hostfs.Process, name string, buf []byte) ([]byte, error)
+	// RereadAll is Reread of the file name of each of ps, at once (one
+	// deadline for the lot, hostfs.Processes.RereadAll): each is then
+	// called with what was read of ps[i], valid until it returns; an
+	// error it returns ends the calls and is RereadAll's. A read that
+	// blocks fails RereadAll, and each is not called.
+	RereadAll(ps []hostfs.Process, name string, each func(i int, data []byte, err error) error) error
 	// Close releases what the reader keeps open.
 	Close() error
 }
@@ -76,6 +82,11 @@ type Scanner struct {
 	nodes   []Node
 	// buf is what the scan under way reads each file into.
 	buf []byte
+	// The processes whose stat, and the workloads' processes whose
+	// status, the scan rereads in one batch; owners[i] is the workload
+	// of members[i].
+	rereads, members []hostfs.Process
+	owners           []*Workload
 }
 
 // known is what is remembered of a process: never its command line.
@@ -133,25 +144,47 @@ func (s *Scanner) Scan() (Result, error) {
 	// blind: processes already counted unreadable, whose memory is not
 	// read either.
 	var blind map[int]bool
-	for _, e := range s.entries {
-		n, present, err := s.process(e)
+	// A process seen before is read at every scan of its life, its stat
+	// kept open and reread with the others' at once; one new now may be
+	// gone by the next.
+	rereads := s.rereads[:0]
+	counted := func(pid int, n Node, present bool, err error) error {
 		if errors.Is(err, hostfs.ErrBlocked) {
 			// A process stuck in the kernel holds its files: the scan
 			// fails at once, naming the file, rather than waiting on
 			// each of its files in turn.
-			s.buf = nil
-			return Result{}, err
+			return err
 		}
 		if err != nil {
 			res.Unreadable++
 			if blind == nil {
 				blind = map[int]bool{}
 			}
-			blind[e.PID] = true
+			blind[pid] = true
 		}
 		if present {
 			nodes = append(nodes, n)
 		}
+		return nil
+	}
+	for _, e := range s.entries {
+		if k, seen := s.known[e.PID]; seen && !(k.kernel && e.Ino != 0 && e.Ino == k.ino) {
+			rereads = append(rereads, e)
+			continue
+		}
+		n, present, err := s.process(e)
+		if err := counted(e.PID, n, present, err); err != nil {
+			s.buf = nil
+			return Result{}, err
+		}
+	}
+	s.rereads = rereads
+	if err := s.proc.RereadAll(rereads, "stat", func(i int, stat []byte, err error) error {
+		n, present, err := s.classify(rereads[i], stat, err)
+		return counted(rereads[i].PID, n, present, err)
+	}); err != nil {
+		s.buf = nil
+		return Result{}, err
 	}
 	s.nodes = nodes
 	for pid, k := range s.known {
@@ -193,22 +226,39 @@ func (s *Scanner) group(nodes []Node, blind map[int]bool, res *Result) error {
 	for i := range res.Workloads {
 		byPID[res.Workloads[i].PID] = &res.Workloads[i]
 	}
+	members, ws := s.members[:0], s.owners[:0]
 	for i, n := range nodes {
 		w := byPID[owners[i]]
 		if w == nil || blind[n.PID] {
 			continue
 		}
-		rss, err := s.residentBytes(n.PID)
-		if errors.Is(err, hostfs.ErrBlocked) {
-			return err
+		members = append(members, hostfs.Process{PID: n.PID, Ino: s.known[n.PID].ino})
+		ws = append(ws, w)
+	}
+	// residentBytes, reread of every member at once.
+	err := s.proc.RereadAll(members, "status", func(i int, status []byte, err error) error {
+		if gone(err) {
+			// A process that has gone counts for nothing.
+			return nil
 		}
+		var rss uint64
+		if err == nil {
+			rss, _, err = parseVmRSS(status)
+		}
+		w := ws[i]
 		if err != nil || rss > math.MaxUint64-w.ResidentBytes {
 			// A sum beyond 64 bits is no memory this machine has: the
 			// figures are corrupt, and are left out like unreadable ones.
 			res.Unreadable++
-			continue
+			return nil
 		}
 		w.ResidentBytes += rss
+		return nil
+	})
+	clear(ws) // no pointer into this scan's result is kept
+	s.members, s.owners = members, ws[:0]
+	if err != nil {
+		return err
 	}
 	slices.SortFunc(res.Workloads, func(a, b Workload) int { return a.PID - b.PID })
 	return nil
@@ -218,7 +268,7 @@ func (s *Scanner) group(nodes []Node, blind map[int]bool, res *Result) error {
 // present is false when the process has gone, or when its stat could not be
 // read (err then says why). A process whose command line could not be read
 // is present, unclassified, and read again next scan.
-func (s *Scanner) process(e hostfs.Process) (n Node, present bool, err error) {
+func (s *Scanner) process(e hostfs.Process) (Node, bool, error) {
 	pid := e.PID
 	k, seen := s.known[pid]
 	if seen && k.kernel && e.Ino != 0 && e.Ino == k.ino {
@@ -227,20 +277,23 @@ func (s *Scanner) process(e hostfs.Process) (n Node, present bool, err error) {
 		return Node{PID: pid, PPID: k.ppid}, true, nil
 	}
 
-	// A process seen before is read at every scan of its life: its stat
-	// may be kept open. One new now may be gone by the next.
-	if seen {
-		s.buf, err = s.proc.Reread(e, "stat", s.buf)
-	} else {
-		s.buf, err = s.proc.Read(pid, "stat", s.buf)
-	}
-	if gone(err) || (err == nil && len(s.buf) == 0) {
+	var err error
+	s.buf, err = s.proc.Read(pid, "stat", s.buf)
+	return s.classify(e, s.buf, err)
+}
+
+// classify goes on from a process's stat, as read (or why not): it reads
+// the command line of a process new or changed, and remembers the process.
+func (s *Scanner) classify(e hostfs.Process, stat []byte, err error) (n Node, present bool, _ error) {
+	pid := e.PID
+	k, seen := s.known[pid]
+	if gone(err) || (err == nil && len(stat) == 0) {
 		return Node{}, false, nil
 	}
 	if err != nil {
 		return Node{}, false, err
 	}
-	st, err := parseStat(s.buf)
+	st, err := parseStat(stat)
 	if err != nil {
 		return Node{}, false, err
 	}
@@ -271,21 +324,6 @@ func (s *Scanner) process(e hostfs.Process) (n Node, present bool, err error) {
 	// holds no memory and is no workload of its own.
 	n.Matched = k.identity != nil && st.State != 'Z' && st.State != 'X'
 	return n, true, nil
-}
-
-// residentBytes reads VmRSS; a process that has gone, or has no VmRSS
-// (zombie), counts for nothing.
-func (s *Scanner) residentBytes(pid int) (uint64, error) {
-	var err error
-	s.buf, err = s.proc.Reread(hostfs.Process{PID: pid, Ino: s.known[pid].ino}, "status", s.buf)
-	if gone(err) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	rss, _, err := parseVmRSS(s.buf)
-	return rss, err
 }
 
 // Close releases the files the scanner keeps open between scans.
