@@ -199,7 +199,8 @@ func (c *thermalCollector) sample(ctx context.Context, now time.Time) {
 		}
 		if row.Temperature != nil && row.Power != nil {
 			samples[r.Index] = &thermal.Sample{Time: now, Temperature: *row.Temperature, Power: *row.Power,
-				SMClock: nonNegative(r.SMClockHertz), Utilization: ratio(r.Utilization), Reasons: r.ClockEventReasons}
+				SMClock: nonNegative(r.SMClockHertz), Utilization: ratio(r.Utilization), Reasons: r.ClockEventReasons,
+				ThermalSlowdownSeconds: thermalSlowdownSeconds(r.ClockEventSeconds), PowerCapSeconds: counter(r.ClockEventSeconds, "sw_power_cap")}
 		}
 	}
 	var csvErr error
@@ -223,6 +224,30 @@ func (c *thermalCollector) sample(ctx context.Context, now time.Time) {
 		c.logTransition(idx, m.Verdict(), tr)
 	}
 	c.built = nil
+}
+
+// thermalSlowdownSeconds adds up NVML's SW and HW thermal slowdown
+// counters; nil when the reading has neither.
+func thermalSlowdownSeconds(secs map[string]float64) *float64 {
+	sw, hw := counter(secs, "sw_thermal_slowdown"), counter(secs, "hw_thermal_slowdown")
+	switch {
+	case sw == nil:
+		return hw
+	case hw == nil:
+		return sw
+	}
+	sum := *sw + *hw
+	return &sum
+}
+
+// counter is one clock event counter of a reading, nil when absent or not
+// a count of seconds.
+func counter(secs map[string]float64, reason string) *float64 {
+	v, ok := secs[reason]
+	if !ok {
+		return nil
+	}
+	return nonNegative(&v)
 }
 
 // logRow keeps the reading's temperature and power for the CSV log and the
@@ -293,7 +318,7 @@ func (c *thermalCollector) logTransition(idx int, v thermal.Verdict, tr thermal.
 	}
 	switch {
 	case tr.Entered:
-		kv := []any{"msg", "GPU thermal throttling: expect slower steps", "gpu", idx, "evidence", evidence(v)}
+		kv := []any{"msg", "GPU thermal throttling: expect slower steps", "gpu", idx, "evidence", v.Evidence()}
 		kv = append(kv, latestFields(v)...)
 		if v.Stats != nil && v.Stats.HasSlope {
 			kv = append(kv, "slope_celsius_per_minute", round2(v.Stats.Slope*60))
@@ -304,23 +329,29 @@ func (c *thermalCollector) logTransition(idx int, v thermal.Verdict, tr thermal.
 		if v.ThermalSlowdown {
 			kv = append(kv, "nvml_slowdown_seconds", math.Round(v.SlowdownFor.Seconds()))
 		}
+		kv = append(kv, counterFields(v)...)
 		level.Warn(c.logger).Log(kv...)
 	case tr.Left:
 		kv := []any{"msg", "GPU thermal throttling ended", "gpu", idx,
 			"episode_seconds", math.Round(tr.Episode.Seconds()), "state", string(v.State)}
 		kv = append(kv, latestFields(v)...)
+		kv = append(kv, counterFields(v)...)
 		level.Info(c.logger).Log(kv...)
 	}
 }
 
-func evidence(v thermal.Verdict) string {
-	switch {
-	case v.Signature && v.ThermalSlowdown:
-		return "signature+nvml_thermal_slowdown"
-	case v.ThermalSlowdown:
-		return "nvml_thermal_slowdown"
+// counterFields are the seconds NVML's counters grew over the window:
+// thermal slowdown (evidence) and SW power cap (the platform cap, never
+// throttling), where the driver reports them.
+func counterFields(v thermal.Verdict) []any {
+	var kv []any
+	if v.HasCounters {
+		kv = append(kv, "window_thermal_slowdown_seconds", round2(v.SlowdownSeconds))
 	}
-	return "signature"
+	if v.HasPowerCap {
+		kv = append(kv, "window_power_cap_seconds", round2(v.PowerCapSeconds))
+	}
+	return kv
 }
 
 func latestFields(v thermal.Verdict) []any {
