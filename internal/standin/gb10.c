@@ -438,8 +438,8 @@ nvmlReturn_t nvmlDeviceGetSupportedClocksEventReasons(nvmlDevice_t device, unsig
 nvmlReturn_t nvmlDeviceGetSupportedClocksThrottleReasons(nvmlDevice_t device, unsigned long long *r) { return event_reasons(device, r, 1); }
 
 /* nvmlDeviceGetFieldValues answers the clock event counters (the time the
- * driver held the clocks down per reason, in ns), each value with its own
- * return; every other field id is NOT_SUPPORTED. */
+ * driver held the clocks down per reason, in ns, on the real clock), each
+ * value with its own return; every other field id is NOT_SUPPORTED. */
 nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount, nvmlFieldValue_t *values)
 {
 	QUERY(device, values, -1, i, t, st);
@@ -458,7 +458,10 @@ nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount, nvml
 			continue;
 		}
 		v->valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
-		v->value.ullVal = (unsigned long long)llround(sc_event_seconds(&sc, i, bit, t) * 1e9);
+		/* Seconds of the library's own clock: a scenario played
+		 * faster (speed) holds the clocks for share x real time, so
+		 * that rate() over real time still reads the share. */
+		v->value.ullVal = (unsigned long long)llround(sc_event_seconds(&sc, i, bit, t) / sc.speed * 1e9);
 		v->nvmlReturn = NVML_SUCCESS;
 	}
 	return leave(NVML_SUCCESS);
