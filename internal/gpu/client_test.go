@@ -538,3 +538,35 @@ func TestCloseWhileWedged(t *testing.T) {
 		t.Error("Close reported success though NVML could not be shut down")
 	}
 }
+
+// A driver older than nvmlDeviceGetMarginTemperature and
+// nvmlDeviceGetFieldValues: neither is called (go-nvml would kill the
+// process on a missing symbol), and both fields read unsupported.
+func TestOlderDriverWithoutMarginOrFieldValues(t *testing.T) {
+	d := gb10(0)
+	d.GetMarginTemperatureFunc = nil // a call would panic the mock
+	d.GetFieldValuesFunc = nil
+	lib := fakeNVML(d)
+	lib.ExtensionsFunc = func() nvml.ExtendedInterface {
+		return &mock.ExtendedInterface{LookupSymbolFunc: func(s string) error {
+			switch s {
+			case "nvmlDeviceGetTemperatureV", "nvmlDeviceGetMarginTemperature", "nvmlDeviceGetFieldValues":
+				return errors.New("undefined symbol")
+			}
+			return nil
+		}}
+	}
+	snap, err := snapshot(t, newTestClient(t, lib, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := snap.Devices[0]
+	for _, f := range []Field{FieldTemperatureMargin, FieldClocksEventCounters} {
+		if supported, asked := r.Supported[f]; !asked || supported {
+			t.Errorf("%s: supported %v (reported %v), want reported unsupported", f, supported, asked)
+		}
+	}
+	if r.TemperatureMarginCelsius != nil || r.ClockEventSeconds != nil {
+		t.Errorf("values without the entry points: margin %v, counters %v", deref(r.TemperatureMarginCelsius), r.ClockEventSeconds)
+	}
+}
