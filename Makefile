@@ -115,7 +115,10 @@ nvml-standin:
 
 ## demo: the exporter on the stand-in, playing a two-hour fine-tune that ends
 ## up throttling (testdata/nvml/scenarios/gb10-throttle.scenario) 30 times
-## faster than real time: about 4.5 minutes. Metrics on :10240.
+## faster than real time: about 4.5 minutes. Metrics on :10240. As on a real
+## GB10 the clock event flags stay clear while the driver's counters move:
+## watch spark_gpu_clocks_event_seconds_total (sw_power_cap from minute 20,
+## sw_thermal_slowdown from 35) and spark_thermal_state.
 DEMO_SCENARIO ?= testdata/nvml/scenarios/gb10-throttle.scenario
 DEMO_SPEED    ?= 30
 DEMO_ARGS     ?=

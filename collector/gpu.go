@@ -19,7 +19,8 @@ import (
 
 // The gpu collector is NVML's view of each GPU, as `nvidia-smi` shows it:
 // what a GB10 reports (temperature, power, energy, SM clock, utilisation,
-// clock event reasons, per-process memory) and, by spark_gpu_field_supported,
+// clock event reasons and their counters, thermal margin, P-state,
+// per-process memory) and, by spark_gpu_field_supported,
 // what it cannot (memory info, power limit: `[N/A]`). A host without NVML
 // reports spark_gpu_nvml_up 0 and succeeds; a wedged driver fails this
 // collector after --gpu.timeout, never the scrape. A scrape is served the
@@ -60,6 +61,10 @@ var (
 	gpuMemTotalDesc   = newDesc("spark_gpu_memory_total_bytes", "NVML's total memory, the nvidia-smi view; absent on GB10, whose memory is the unified pool (see spark_pool_*).", "gpu")
 	gpuMemUsedDesc    = newDesc("spark_gpu_memory_used_bytes", "NVML's used memory, the nvidia-smi view; absent on GB10 (see spark_pool_*).", "gpu")
 	gpuReasonDesc     = newDesc("spark_gpu_clocks_event_active", "1 while NVML reports the reason as holding the clocks down, else 0.", "gpu", "reason")
+	gpuEventSecsDesc  = newDesc("spark_gpu_clocks_event_seconds_total",
+		"Time the driver has held the clocks down for the reason since it loaded (NVML clock event counters). On GB10 the flags of spark_gpu_clocks_event_active stay 0 while these grow.", "gpu", "reason")
+	gpuMarginDesc     = newDesc("spark_gpu_temperature_margin_celsius", "Degrees left before the GPU's slowdown temperature (nvidia-smi's GPU T.Limit Temp).", "gpu")
+	gpuPStateDesc     = newDesc("spark_gpu_performance_state", "Performance state number: 0 is P0 (full speed), 8 is P8 (idle).", "gpu")
 	gpuProcMemoryDesc = newDesc("spark_gpu_process_memory_bytes", "GPU memory held by a compute process, per NVML; comm is empty when /proc/<pid>/comm cannot be read.", "gpu", "pid", "comm")
 	// The nine reasons of docs/metrics.md, by NVML bit. The hardware bits only
 	// have NVML's older "throttle" names.
@@ -198,6 +203,15 @@ func device(ms []prometheus.Metric, snap gpu.Snapshot, r gpu.Reading) []promethe
 			active := *r.ClockEventReasons&reason.bit != 0
 			ms = append(ms, prometheus.MustNewConstMetric(gpuReasonDesc, prometheus.GaugeValue, supported(active), idx, reason.name))
 		}
+	}
+	for _, e := range gpu.ClockEvents {
+		if secs, ok := r.ClockEventSeconds[e.Name]; ok {
+			ms = append(ms, prometheus.MustNewConstMetric(gpuEventSecsDesc, prometheus.CounterValue, secs, idx, e.Name))
+		}
+	}
+	gauge(gpuMarginDesc, r.TemperatureMarginCelsius)
+	if r.PerformanceState != nil {
+		ms = append(ms, prometheus.MustNewConstMetric(gpuPStateDesc, prometheus.GaugeValue, float64(*r.PerformanceState), idx))
 	}
 	return ms
 }

@@ -71,6 +71,13 @@ func TestGPUOnGB10(t *testing.T) {
 		}
 		want[`spark_gpu_clocks_event_active{gpu="0",reason="`+reason+`"}`] = active
 	}
+	// The counters, ns as seconds (gputest.ClockEventNanoseconds).
+	for reason, secs := range map[string]float64{"sw_power_cap": 10800.240649, "sync_boost": 0,
+		"sw_thermal_slowdown": 0.903158, "hw_thermal_slowdown": 1.195386, "hw_power_brake_slowdown": 0} {
+		want[`spark_gpu_clocks_event_seconds_total{gpu="0",reason="`+reason+`"}`] = secs
+	}
+	want[`spark_gpu_temperature_margin_celsius{gpu="0"}`] = 13
+	want[`spark_gpu_performance_state{gpu="0"}`] = 0
 	compare(t, got, want)
 }
 
@@ -329,5 +336,38 @@ func TestNeedsNVML(t *testing.T) {
 	}
 	if _, ok := NewExporter(nil, nopLogger()).ThermalSnapshot(); ok {
 		t.Error("a thermal snapshot without the thermal collector")
+	}
+}
+
+// A driver without the clock event counters, the thermal margin and the
+// P-state: their series are absent and spark_gpu_field_supported says so.
+func TestGPUWithoutCountersMarginAndPState(t *testing.T) {
+	d := gputest.GB10(0)
+	d.GetFieldValuesFunc = func(values []nvml.FieldValue) nvml.Return {
+		for i := range values {
+			values[i].NvmlReturn = uint32(nvml.ERROR_NOT_SUPPORTED)
+		}
+		return nvml.SUCCESS
+	}
+	d.GetMarginTemperatureFunc = func() (nvml.MarginTemperature, nvml.Return) {
+		return nvml.MarginTemperature{}, nvml.ERROR_NOT_SUPPORTED
+	}
+	d.GetPerformanceStateFunc = func() (nvml.Pstates, nvml.Return) { return nvml.PSTATE_UNKNOWN, nvml.ERROR_NOT_SUPPORTED }
+	c := newMockGPUCollector(t, gputest.Library(d), time.Second)
+	got, err := collect(t, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for series := range got {
+		for _, absent := range []string{"spark_gpu_clocks_event_seconds_total", "spark_gpu_temperature_margin_celsius", "spark_gpu_performance_state"} {
+			if strings.HasPrefix(series, absent+"{") {
+				t.Errorf("%s exported though NVML said NOT_SUPPORTED", series)
+			}
+		}
+	}
+	for _, field := range []string{"clocks_event_counters", "temperature_margin", "performance_state"} {
+		if v, ok := got[`spark_gpu_field_supported{field="`+field+`",gpu="0"}`]; !ok || v != 0 {
+			t.Errorf("field_supported{field=%q} = %v (present %v), want 0", field, v, ok)
+		}
 	}
 }

@@ -407,3 +407,43 @@ func TestThermalMetricNames(t *testing.T) {
 		}
 	}
 }
+
+// GB10 throttling as real units show it: every flag clear while the thermal
+// slowdown counters grow. That is evidence at once, and the episode log
+// names it and the seconds of slowdown and of power capping in the window.
+func TestThermalCounterSlowdown(t *testing.T) {
+	src := &fakeSource{}
+	c, logs := newTestThermal(t, src, "")
+	ctx := context.Background()
+	clear := uint64(0)
+	at := func(slowdown, powerCap float64) gpu.Reading {
+		r := reading(0, 81, 100, 0.97)
+		r.ClockEventReasons = &clear
+		r.ClockEventSeconds = map[string]float64{"sw_power_cap": powerCap, "sw_thermal_slowdown": slowdown, "hw_thermal_slowdown": 1}
+		return r
+	}
+	// Only the power cap grows: the platform cap, not throttling.
+	for i, capped := range []float64{100, 110} {
+		src.set([]gpu.Reading{at(0.9, capped)}, nil)
+		c.sampler.Sample(ctx, tick(i))
+	}
+	if got, _ := collect(t, c); got[`spark_thermal_state{gpu="0",state="throttled"}`] != 0 {
+		t.Fatalf("throttled on the power cap counter alone: %v", got)
+	}
+	// The SW thermal slowdown counter grows 3.5 s in one interval.
+	src.set([]gpu.Reading{at(4.4, 120)}, nil)
+	c.sampler.Sample(ctx, tick(2))
+	got, _ := collect(t, c)
+	if got[`spark_thermal_state{gpu="0",state="throttled"}`] != 1 || got[`spark_thermal_throttle_signature{gpu="0"}`] != 0 {
+		t.Errorf("want throttled by the counters, without the signature: %v", got)
+	}
+	l := logLines(logs)
+	if len(l) != 1 {
+		t.Fatalf("log: %q", l)
+	}
+	for _, w := range []string{"evidence=thermal_slowdown_counters", "window_thermal_slowdown_seconds=3.5", "window_power_cap_seconds=20"} {
+		if !strings.Contains(l[0], w) {
+			t.Errorf("entering line lacks %q: %s", w, l[0])
+		}
+	}
+}

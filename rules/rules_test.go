@@ -42,6 +42,8 @@ var contractAlerts = map[string]string{
 	"SparkExporterCollectorFailing": "warning",
 	"SparkGPUNvmlDown":              "warning",
 	"SparkPlannedRunWontFit":        "warning",
+	"SparkHostSilent":               "critical",
+	"SparkPoolExhaustionImminent":   "warning",
 	"SparkSoCProchot":               "warning",
 	"SparkSystemPowerLimited":       "info",
 }

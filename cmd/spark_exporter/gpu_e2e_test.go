@@ -167,7 +167,7 @@ func TestGPUInitRecoversWithoutRestart(t *testing.T) {
 	os.Remove(noDriver)
 	poll(t, p, "nvml_up 1 after the driver loaded", func(m string) bool {
 		v, _ := value(m, "spark_gpu_nvml_up")
-		_, info := value(m, `spark_gpu_info{compute_capability="12.1",cuda_driver_version="13.0",driver_version="580.95.05",gpu="0",name="NVIDIA GB10",uuid="GPU-5b0e7c3a-1f4d-4e2a-9c61-0b1000000000"}`)
+		_, info := value(m, `spark_gpu_info{compute_capability="12.1",cuda_driver_version="13.0",driver_version="580.126.09",gpu="0",name="NVIDIA GB10",uuid="GPU-5b0e7c3a-1f4d-4e2a-9c61-0b1000000000"}`)
 		return v == 1 && info
 	})
 	if !strings.Contains(p.Logs(), "NVML initialised") {

@@ -39,12 +39,12 @@ func startOnScenario(t *testing.T, scenario string, args ...string) *testexporte
 // reported unsupported, no value is made up, and neither the gpu nor the
 // thermal collector fails.
 func TestGPUSupportingNothing(t *testing.T) {
-	p := startOnScenario(t, scenarioWith(t, "unsupported temperature power energy sm_clock utilization clocks_event_reasons processes"))
+	p := startOnScenario(t, scenarioWith(t, "unsupported temperature power energy sm_clock utilization clocks_event_reasons processes clocks_event_counters temperature_margin performance_state"))
 	m := poll(t, p, "the GPU identified", func(m string) bool {
 		v, _ := value(m, "spark_gpu_nvml_up")
 		return v == 1 && strings.Contains(m, `spark_gpu_info{`)
 	})
-	for _, field := range []string{"memory_info", "power_limit", "energy", "temperature", "power", "sm_clock", "utilization", "clocks_event_reasons", "processes"} {
+	for _, field := range []string{"memory_info", "power_limit", "energy", "temperature", "power", "sm_clock", "utilization", "clocks_event_reasons", "processes", "clocks_event_counters", "temperature_margin", "performance_state"} {
 		if v, ok := value(m, `spark_gpu_field_supported{field="`+field+`",gpu="0"}`); !ok || v != 0 {
 			t.Errorf("field %s supported = %v (present %v), want 0", field, v, ok)
 		}

@@ -295,7 +295,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 				if s.ThermalState != "throttled" {
 					t.Errorf("thermal state %q, want throttled", s.ThermalState)
 				}
-				want(t, "evidence", strings.Join(s.Evidence, "\n"), "NVML reports a thermal slowdown")
+				want(t, "evidence", strings.Join(s.Evidence, "\n"), "throttle signature")
 				want(t, "evidence", strings.Join(s.Evidence, "\n"), "Power below the rating")
 				want(t, "workloads verdict", s.Workloads, "Training beside inference capped at 0.5 or less")
 				if len(s.Plans) != 3 {

@@ -83,12 +83,74 @@ func TestReadsWhatGB10Answers(t *testing.T) {
 	wantSupport := map[Field]bool{
 		FieldMemoryInfo: false, FieldPowerLimit: false, FieldEnergy: true, FieldTemperature: true,
 		FieldPower: true, FieldSMClock: true, FieldUtilization: true, FieldClocksEventReasons: true, FieldProcesses: true,
+		FieldClocksEventCounters: true, FieldTemperatureMargin: true, FieldPerformanceState: true,
 	}
 	if fmt.Sprint(r.Supported) != fmt.Sprint(wantSupport) {
 		t.Errorf("supported = %v, want %v", r.Supported, wantSupport)
 	}
 	if fmt.Sprint(r.Processes) != fmt.Sprint([]Process{{4101, 41 * gib}, {4102, 30 * gib}}) {
 		t.Errorf("processes = %v", r.Processes)
+	}
+	// nanoseconds as seconds, every reason of ClockEvents.
+	wantSeconds := map[string]float64{"sw_power_cap": 10800.240649, "sync_boost": 0,
+		"sw_thermal_slowdown": 0.903158, "hw_thermal_slowdown": 1.195386, "hw_power_brake_slowdown": 0}
+	if fmt.Sprint(r.ClockEventSeconds) != fmt.Sprint(wantSeconds) {
+		t.Errorf("clock event seconds = %v, want %v", r.ClockEventSeconds, wantSeconds)
+	}
+	if r.TemperatureMarginCelsius == nil || *r.TemperatureMarginCelsius != 13 {
+		t.Errorf("margin = %v, want 13", deref(r.TemperatureMarginCelsius))
+	}
+	if r.PerformanceState == nil || *r.PerformanceState != 0 {
+		t.Errorf("P-state = %v, want 0", r.PerformanceState)
+	}
+}
+
+// Each clock event counter has its own answer: one an older driver does
+// not know is left out, the others kept; none answered is "not
+// supported", a counter failing otherwise fails the read.
+func TestClockEventCountersOneByOne(t *testing.T) {
+	answer := func(rets map[uint32]nvml.Return) func([]nvml.FieldValue) nvml.Return {
+		return func(values []nvml.FieldValue) nvml.Return {
+			for i := range values {
+				values[i].NvmlReturn = uint32(rets[values[i].FieldId])
+				values[i].ValueType = uint32(nvml.VALUE_TYPE_UNSIGNED_LONG_LONG)
+				values[i].Value = [8]byte{0, 0x94, 0x35, 0x77} // 2e9 ns, little-endian
+			}
+			return nvml.SUCCESS
+		}
+	}
+	old := map[uint32]nvml.Return{74: nvml.SUCCESS, 76: nvml.SUCCESS,
+		269: nvml.ERROR_INVALID_ARGUMENT, 270: nvml.ERROR_NOT_SUPPORTED, 271: nvml.ERROR_NOT_SUPPORTED}
+	d := gb10(0)
+	d.GetFieldValuesFunc = answer(old)
+	snap, err := snapshot(t, newTestClient(t, fakeNVML(d), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := snap.Devices[0]
+	if fmt.Sprint(r.ClockEventSeconds) != fmt.Sprint(map[string]float64{"sw_power_cap": 2, "sync_boost": 2}) || !r.Supported[FieldClocksEventCounters] {
+		t.Errorf("older driver: seconds %v, supported %v", r.ClockEventSeconds, r.Supported[FieldClocksEventCounters])
+	}
+
+	none := map[uint32]nvml.Return{}
+	for _, e := range ClockEvents {
+		none[e.FieldID] = nvml.ERROR_NOT_SUPPORTED
+	}
+	d = gb10(0)
+	d.GetFieldValuesFunc = answer(none)
+	snap, err = snapshot(t, newTestClient(t, fakeNVML(d), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := snap.Devices[0]; r.ClockEventSeconds != nil || r.Supported[FieldClocksEventCounters] {
+		t.Errorf("no counter answered: seconds %v, supported %v", r.ClockEventSeconds, r.Supported[FieldClocksEventCounters])
+	}
+
+	lost := map[uint32]nvml.Return{74: nvml.SUCCESS, 76: nvml.SUCCESS, 269: nvml.ERROR_UNKNOWN}
+	d = gb10(0)
+	d.GetFieldValuesFunc = answer(lost)
+	if _, err := snapshot(t, newTestClient(t, fakeNVML(d), nil)); err == nil || !strings.Contains(err.Error(), "nvmlDeviceGetFieldValues(269)") {
+		t.Errorf("a counter failing with UNKNOWN: error %v, want one naming field 269", err)
 	}
 }
 
@@ -168,6 +230,11 @@ func TestPartialSupport(t *testing.T) {
 	d.GetUtilizationRatesFunc = func() (nvml.Utilization, nvml.Return) { return nvml.Utilization{}, nvml.ERROR_NOT_SUPPORTED }
 	d.GetCurrentClocksEventReasonsFunc = func() (uint64, nvml.Return) { return 0, nvml.ERROR_NOT_SUPPORTED }
 	d.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) { return nil, nvml.ERROR_NOT_SUPPORTED }
+	d.GetFieldValuesFunc = func([]nvml.FieldValue) nvml.Return { return nvml.ERROR_NOT_SUPPORTED }
+	d.GetMarginTemperatureFunc = func() (nvml.MarginTemperature, nvml.Return) {
+		return nvml.MarginTemperature{}, nvml.ERROR_NOT_SUPPORTED
+	}
+	d.GetPerformanceStateFunc = func() (nvml.Pstates, nvml.Return) { return nvml.PSTATE_UNKNOWN, nvml.ERROR_NOT_SUPPORTED }
 	c := newTestClient(t, fakeNVML(d), nil)
 	snap, err := snapshot(t, c)
 	if err != nil {
@@ -178,7 +245,8 @@ func TestPartialSupport(t *testing.T) {
 		t.Fatal("temperature missing")
 	}
 	if r.PowerWatts != nil || r.EnergyJoules != nil || r.SMClockHertz != nil || r.SMClockMaxHertz != nil ||
-		r.Utilization != nil || r.ClockEventReasons != nil || r.Processes != nil {
+		r.Utilization != nil || r.ClockEventReasons != nil || r.Processes != nil ||
+		r.ClockEventSeconds != nil || r.TemperatureMarginCelsius != nil || r.PerformanceState != nil {
 		t.Errorf("unsupported fields have values: %+v", r)
 	}
 	for _, f := range Fields {
@@ -468,5 +536,37 @@ func TestCloseWhileWedged(t *testing.T) {
 	}
 	if err := c.Close(); err == nil {
 		t.Error("Close reported success though NVML could not be shut down")
+	}
+}
+
+// A driver older than nvmlDeviceGetMarginTemperature and
+// nvmlDeviceGetFieldValues: neither is called (go-nvml would kill the
+// process on a missing symbol), and both fields read unsupported.
+func TestOlderDriverWithoutMarginOrFieldValues(t *testing.T) {
+	d := gb10(0)
+	d.GetMarginTemperatureFunc = nil // a call would panic the mock
+	d.GetFieldValuesFunc = nil
+	lib := fakeNVML(d)
+	lib.ExtensionsFunc = func() nvml.ExtendedInterface {
+		return &mock.ExtendedInterface{LookupSymbolFunc: func(s string) error {
+			switch s {
+			case "nvmlDeviceGetTemperatureV", "nvmlDeviceGetMarginTemperature", "nvmlDeviceGetFieldValues":
+				return errors.New("undefined symbol")
+			}
+			return nil
+		}}
+	}
+	snap, err := snapshot(t, newTestClient(t, lib, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := snap.Devices[0]
+	for _, f := range []Field{FieldTemperatureMargin, FieldClocksEventCounters} {
+		if supported, asked := r.Supported[f]; !asked || supported {
+			t.Errorf("%s: supported %v (reported %v), want reported unsupported", f, supported, asked)
+		}
+	}
+	if r.TemperatureMarginCelsius != nil || r.ClockEventSeconds != nil {
+		t.Errorf("values without the entry points: margin %v, counters %v", deref(r.TemperatureMarginCelsius), r.ClockEventSeconds)
 	}
 }

@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -47,9 +48,11 @@ const (
 	symEventReasons  = "nvmlDeviceGetCurrentClocksEventReasons" // R535; else ...ThrottleReasons
 	symMemoryInfoV2  = "nvmlDeviceGetMemoryInfo_v2"             // R510; else nvmlDeviceGetMemoryInfo
 	symCUDAVersionV2 = "nvmlSystemGetCudaDriverVersion_v2"      // else nvmlSystemGetCudaDriverVersion
+	symMarginTemp    = "nvmlDeviceGetMarginTemperature"         // R555; else no margin (NOT_SUPPORTED)
+	symFieldValues   = "nvmlDeviceGetFieldValues"               // R410; else no clock event counters
 )
 
-var optionalSymbols = []string{symTemperatureV, symEventReasons, symMemoryInfoV2, symCUDAVersionV2}
+var optionalSymbols = []string{symTemperatureV, symEventReasons, symMemoryInfoV2, symCUDAVersionV2, symMarginTemp, symFieldValues}
 
 // device is an enumerated GPU and what does not change while the driver is
 // loaded.
@@ -191,9 +194,80 @@ func read(d *device, has map[string]bool, now time.Time) (Reading, error) {
 		r.ClockEventReasons = ptr(reasons)
 	}
 
+	dr.clockEventCounters(h, has[symFieldValues])
+	dr.margin(h, has[symMarginTemp])
+	if p, ret := h.GetPerformanceState(); dr.answered(FieldPerformanceState, "nvmlDeviceGetPerformanceState", ret) {
+		// NVML_PSTATE_UNKNOWN (32) is an answer without a value.
+		if p >= nvml.PSTATE_0 && p <= nvml.PSTATE_15 {
+			r.PerformanceState = ptr(int(p))
+		}
+	}
+
 	dr.memory(h, has[symMemoryInfoV2])
 	dr.processes(h)
 	return dr.r, errors.Join(dr.errs...)
+}
+
+// clockEventCounters reads the clock event counters in one
+// nvmlDeviceGetFieldValues call. Each value carries its own return: one a
+// driver does not know (NOT_SUPPORTED, or INVALID_ARGUMENT from a driver
+// older than the field id) is left out; the field is supported when any
+// answered.
+func (dr *deviceReader) clockEventCounters(h nvml.Device, has bool) {
+	if !has {
+		dr.r.Supported[FieldClocksEventCounters] = false
+		return
+	}
+	values := make([]nvml.FieldValue, len(ClockEvents))
+	for i, e := range ClockEvents {
+		values[i].FieldId = e.FieldID
+	}
+	if !dr.answered(FieldClocksEventCounters, "nvmlDeviceGetFieldValues", h.GetFieldValues(values)) {
+		return
+	}
+	seconds := map[string]float64{}
+	for i, v := range values {
+		switch ret := nvml.Return(v.NvmlReturn); ret {
+		case nvml.SUCCESS:
+			if ns, ok := unsignedValue(v); ok {
+				seconds[ClockEvents[i].Name] = float64(ns) / 1e9
+			}
+		case nvml.ERROR_NOT_SUPPORTED, nvml.ERROR_INVALID_ARGUMENT:
+		default:
+			dr.errs = append(dr.errs, nvmlError(fmt.Sprintf("nvmlDeviceGetFieldValues(%d)", ClockEvents[i].FieldID), ret))
+		}
+	}
+	if len(seconds) == 0 {
+		dr.r.Supported[FieldClocksEventCounters] = false
+		return
+	}
+	dr.r.ClockEventSeconds = seconds
+}
+
+// unsignedValue reads a field value NVML typed as an unsigned integer (the
+// counters are unsigned long long); any other type is not a duration.
+func unsignedValue(v nvml.FieldValue) (uint64, bool) {
+	// The value is a C union, in the host's byte order.
+	u64 := binary.NativeEndian.Uint64(v.Value[:])
+	switch nvml.ValueType(v.ValueType) {
+	case nvml.VALUE_TYPE_UNSIGNED_LONG_LONG, nvml.VALUE_TYPE_UNSIGNED_LONG:
+		return u64, true
+	case nvml.VALUE_TYPE_UNSIGNED_INT:
+		return uint64(binary.NativeEndian.Uint32(v.Value[:4])), true
+	}
+	return 0, false
+}
+
+// margin reads how far the GPU is below its slowdown temperature.
+func (dr *deviceReader) margin(h nvml.Device, has bool) {
+	if !has {
+		dr.r.Supported[FieldTemperatureMargin] = false
+		return
+	}
+	m, ret := h.GetMarginTemperature()
+	if dr.answered(FieldTemperatureMargin, "nvmlDeviceGetMarginTemperature", ret) {
+		dr.r.TemperatureMarginCelsius = ptr(float64(m.MarginTemperature))
+	}
 }
 
 func (dr *deviceReader) memory(h nvml.Device, v2 bool) {

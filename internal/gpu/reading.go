@@ -27,6 +27,18 @@ type Reading struct {
 	// ClockEventReasons is NVML's bit mask of why clocks are held down
 	// (nvml.ClocksEventReason* constants: thermal slowdowns, power cap, …).
 	ClockEventReasons *uint64
+	// ClockEventSeconds is, per reason of ClockEvents (by name), the time
+	// the driver has held the clocks down for it since it loaded: NVML's
+	// field values, nanoseconds read as seconds. A reason NVML did not
+	// answer is missing. On GB10 the flags above stay clear while these
+	// grow, so these are the evidence (docs/design.md).
+	ClockEventSeconds map[string]float64
+	// TemperatureMarginCelsius is how far the GPU is below its slowdown
+	// limit (nvidia-smi's "GPU T.Limit Temp").
+	TemperatureMarginCelsius *float64
+	// PerformanceState is the P-state number: 0 (P0, full speed) to 15;
+	// nil when NVML does not know it.
+	PerformanceState *int
 
 	EnergyJoules    *float64 // energy used since the driver loaded
 	PowerLimitWatts *float64 // enforced power limit; N/A on GB10
@@ -66,12 +78,36 @@ const (
 	FieldUtilization        Field = "utilization"
 	FieldClocksEventReasons Field = "clocks_event_reasons"
 	FieldProcesses          Field = "processes"
+	// FieldClocksEventCounters is supported when NVML answers at least one
+	// of the clock event counters; a driver older than the counter it is
+	// asked for (269-271 are R535's) leaves that one out.
+	FieldClocksEventCounters Field = "clocks_event_counters"
+	FieldTemperatureMargin   Field = "temperature_margin"
+	FieldPerformanceState    Field = "performance_state"
 )
 
 // Fields lists every field, in docs/metrics.md's order.
 var Fields = []Field{
 	FieldMemoryInfo, FieldPowerLimit, FieldEnergy, FieldTemperature, FieldPower,
 	FieldSMClock, FieldUtilization, FieldClocksEventReasons, FieldProcesses,
+	FieldClocksEventCounters, FieldTemperatureMargin, FieldPerformanceState,
+}
+
+// ClockEvent is a clock event counter: the reason's name, as
+// spark_gpu_clocks_event_seconds_total labels it, and NVML's field id
+// (nvml.h: NVML_FI_DEV_CLOCKS_EVENT_REASON_*, values in nanoseconds).
+type ClockEvent struct {
+	Name    string
+	FieldID uint32
+}
+
+// ClockEvents are the counters read, in docs/metrics.md's order.
+var ClockEvents = []ClockEvent{
+	{"sw_power_cap", 74},
+	{"sync_boost", 76},
+	{"sw_thermal_slowdown", 269},
+	{"hw_thermal_slowdown", 270},
+	{"hw_power_brake_slowdown", 271},
 }
 
 // Source reads every device. Read returns within the context's deadline;

@@ -66,6 +66,24 @@ func TestStandInAnswersItsScenario(t *testing.T) {
 	if r.ClockEventReasons == nil || *r.ClockEventReasons != want.Reasons {
 		t.Errorf("reasons = %v, want %b", r.ClockEventReasons, want.Reasons)
 	}
+	// The counters, through nvmlDeviceGetFieldValues: nanoseconds, read
+	// as seconds.
+	for _, e := range ClockEvents {
+		got, ok := r.ClockEventSeconds[e.Name]
+		if w := math.Round(want.EventSeconds[e.FieldID]*1e9) / 1e9; !ok || math.Abs(got-w) > 1e-9 {
+			t.Errorf("%s counter = %v (present %v), want %v s", e.Name, got, ok, w)
+		}
+	}
+	if r.ClockEventSeconds["sw_thermal_slowdown"] <= 0 || *r.ClockEventReasons&(1<<5) != 0 {
+		t.Errorf("at 45m the driver slows for heat with its flag clear: counter %v, flags %#x",
+			r.ClockEventSeconds["sw_thermal_slowdown"], *r.ClockEventReasons)
+	}
+	if m := r.TemperatureMarginCelsius; m == nil || *m != math.Round(want.MarginCelsius) {
+		t.Errorf("margin = %v, want %v", deref(m), math.Round(want.MarginCelsius))
+	}
+	if p := r.PerformanceState; p == nil || *p != want.PState {
+		t.Errorf("P-state = %v, want %d", p, want.PState)
+	}
 	// Three processes: go-nvml's first call offers room for one, so the
 	// library's INSUFFICIENT_SIZE protocol is exercised too.
 	if len(r.Processes) != 3 || len(want.Processes) != 3 {

@@ -101,6 +101,11 @@ func FromPrometheus(ctx context.Context, api v1.API, q Query, cfg thermal.Config
 	for i := range episodes {
 		if secs, ok := p.growthBetween(`spark_gpu_clocks_event_seconds_total{`+sel+`,reason=~"sw_thermal_slowdown|hw_thermal_slowdown"}`, episodes[i].Start, episodes[i].End); ok {
 			episodes[i].ThermalSlowdownSeconds = ptr(secs)
+			if secs > 0 && !strings.Contains(episodes[i].Evidence, "thermal_slowdown_counters") {
+				// The driver's counters grew over the episode: the
+				// evidence the live collector names so.
+				episodes[i].Evidence = strings.TrimPrefix(episodes[i].Evidence+"+thermal_slowdown_counters", "+")
+			}
 		}
 	}
 

@@ -397,6 +397,14 @@ func evidence(v thermal.Verdict, cfg thermal.Config) []string {
 	if v.ThermalSlowdown {
 		out = append(out, fmt.Sprintf("NVML reports a thermal slowdown, for %s now.", Duration(v.SlowdownFor)))
 	}
+	if v.CounterSlowdown {
+		out = append(out, fmt.Sprintf("The driver's thermal slowdown counters are growing (%s of slowdown over the window), whatever its flags say.",
+			Duration(time.Duration(v.SlowdownSeconds*float64(time.Second)))))
+	}
+	if v.HasPowerCap && v.PowerCapSeconds > 0 {
+		out = append(out, fmt.Sprintf("The SW power cap held the clocks for %s over the window: the platform's ~100 W cap, not throttling.",
+			Duration(time.Duration(v.PowerCapSeconds*float64(time.Second)))))
+	}
 	st := v.Stats
 	if st == nil {
 		if len(out) == 0 {

@@ -312,3 +312,20 @@ func TestHandler(t *testing.T) {
 		t.Error("the script is not the one the Content Security Policy allows")
 	}
 }
+
+// GB10 throttling as real units show it: the flags clear, the thermal
+// slowdown counters growing. The evidence says so, and tells the power
+// cap's counter (the platform cap) apart from throttling.
+func TestEvidenceOfTheCounters(t *testing.T) {
+	v := thermal.Verdict{State: thermal.Throttled, CounterSlowdown: true, HasCounters: true, SlowdownSeconds: 12,
+		HasPowerCap: true, PowerCapSeconds: 300}
+	got := strings.Join(evidence(v, thermal.DefaultConfig()), "\n")
+	for _, want := range []string{"thermal slowdown counters are growing (12s of slowdown", "SW power cap held the clocks for 5m", "not throttling"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("evidence lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "NVML reports a thermal slowdown") {
+		t.Errorf("evidence claims the flags, which are clear:\n%s", got)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -20,7 +21,7 @@ const (
 	// rating (a warm-up near peak power): not yet throttling, keep watching.
 	Watching State = "watching"
 	// Throttled: the throttle signature, or NVML reporting a thermal
-	// slowdown.
+	// slowdown (its flags, or its thermal slowdown counters growing).
 	Throttled State = "throttled"
 )
 
@@ -31,6 +32,13 @@ var States = []State{Collecting, Normal, Watching, Throttled}
 // before the window is taken as broken: a few missed reads are tolerated,
 // a longer silence is not read as a flat stretch.
 const GapIntervals = 3
+
+// CounterLookback is how many sampling intervals back the thermal slowdown
+// counters are compared: a driver that slows the clocks in bursts shorter
+// than an interval shows growth in some intervals and not in others, and
+// this keeps one episode instead of a string of them. It is the tolerated
+// gap: what was seen within it still counts as now.
+const CounterLookback = GapIntervals
 
 // Config holds the sampling cadence and every threshold of the verdict.
 type Config struct {
@@ -127,6 +135,20 @@ type Verdict struct {
 	// reasons; SlowdownFor is how long they have been set without a break.
 	ThermalSlowdown bool
 	SlowdownFor     time.Duration
+	// CounterSlowdown: NVML's thermal slowdown counters grew over the
+	// latest CounterLookback sampling intervals. The driver held the
+	// clocks down for heat, whatever its flags say (on GB10 they stay
+	// clear while the counters grow).
+	CounterSlowdown bool
+	// HasCounters: the analysed samples carry the thermal slowdown
+	// counters. SlowdownSeconds is then their growth over those samples
+	// (the window): seconds of thermal slowdown.
+	HasCounters     bool
+	SlowdownSeconds float64
+	// HasPowerCap and PowerCapSeconds are the same for the SW power cap
+	// counter: the platform cap at work, never throttling.
+	HasPowerCap     bool
+	PowerCapSeconds float64
 
 	Covered bool          // the samples cover the whole window without a gap
 	Span    time.Duration // from the first analysed sample to now
@@ -181,6 +203,11 @@ func Analyze(samples []Sample, now time.Time, prev State, cfg Config) Verdict {
 	if v.ThermalSlowdown {
 		v.SlowdownFor = now.Sub(slowdownStart(run))
 	}
+	thermalCounter := func(s Sample) *float64 { return s.ThermalSlowdownSeconds }
+	v.SlowdownSeconds, v.HasCounters = growth(run, thermalCounter)
+	recent, _ := growth(run[max(0, len(run)-1-CounterLookback):], thermalCounter)
+	v.CounterSlowdown = recent > 0
+	v.PowerCapSeconds, v.HasPowerCap = growth(run, func(s Sample) *float64 { return s.PowerCapSeconds })
 
 	climbing, hot, flat := cfg.ClimbingSlope, cfg.HotTemperature, cfg.FlatSpread
 	if prev == Throttled {
@@ -197,7 +224,7 @@ func Analyze(samples []Sample, now time.Time, prev State, cfg Config) Verdict {
 	v.Signature = v.Covered && v.Busy && v.Flat && v.BelowNominal && (v.Climbing || v.Hot)
 
 	switch {
-	case v.Signature || v.ThermalSlowdown:
+	case v.Signature || v.ThermalSlowdown || v.CounterSlowdown:
 		// NVML's own word needs no full window.
 		v.State = Throttled
 	case !v.Covered:
@@ -320,4 +347,46 @@ func slowdownStart(run []Sample) time.Time {
 		i--
 	}
 	return run[i].Time
+}
+
+// growth adds up how much a counter of the samples went up, skipping
+// samples without it. A counter that went down was reset (the driver
+// reloaded) and counts from zero again, as Prometheus's increase() reads
+// it. ok is false when no two samples carry the counter.
+func growth(run []Sample, counter func(Sample) *float64) (total float64, ok bool) {
+	var prev *float64
+	for _, s := range run {
+		c := counter(s)
+		if c == nil {
+			continue
+		}
+		if prev != nil {
+			ok = true
+			if d := *c - *prev; d >= 0 {
+				total += d
+			} else {
+				total += *c
+			}
+		}
+		prev = c
+	}
+	return total, ok
+}
+
+// Evidence names what made the verdict Throttled, joined by "+":
+// signature (the window's shape), nvml_thermal_slowdown (NVML's flags),
+// thermal_slowdown_counters (NVML's counters growing). It is empty for a
+// verdict with none.
+func (v Verdict) Evidence() string {
+	var parts []string
+	if v.Signature {
+		parts = append(parts, "signature")
+	}
+	if v.ThermalSlowdown {
+		parts = append(parts, "nvml_thermal_slowdown")
+	}
+	if v.CounterSlowdown {
+		parts = append(parts, "thermal_slowdown_counters")
+	}
+	return strings.Join(parts, "+")
 }

@@ -225,3 +225,94 @@ func BenchmarkAnalyzeDefaultWindow(b *testing.B) {
 		Analyze(samples, now, Normal, cfg)
 	}
 }
+
+// withCounters sets each sample's thermal slowdown and power cap counters
+// (nil entries: not reported).
+func withCounters(samples []Sample, slowdown, powerCap []*float64) []Sample {
+	for i := range samples {
+		samples[i].ThermalSlowdownSeconds = slowdown[i]
+		samples[i].PowerCapSeconds = powerCap[i]
+	}
+	return samples
+}
+
+func counters(vs ...float64) []*float64 {
+	out := make([]*float64, len(vs))
+	for i := range vs {
+		out[i] = ptr(vs[i])
+	}
+	return out
+}
+
+// GB10's default: every flag clear, the thermal slowdown counters growing.
+// That growth is direct evidence, window or not; the SW power cap counter
+// growing alone (the ~100 W platform cap) never is.
+func TestCounterEvidence(t *testing.T) {
+	cfg := smallConfig()
+	cool := flat(60, 8) // no signature: temperature flat and cool
+	busy := ptr(0.97)
+	for _, tc := range []struct {
+		name            string
+		slowdown, cap   []*float64
+		want            State
+		counterSlowdown bool
+		slowdownSeconds float64
+		powerCapSeconds float64
+	}{
+		{"thermal counters grow, flags clear", counters(0, 0, 0, 0, 0, 2, 4.5, 7), counters(0, 10, 20, 30, 40, 50, 60, 70),
+			Throttled, true, 7, 60},
+		// The window is the latest minute: the first sample has left it.
+		{"only the power cap counter grows", counters(1, 1, 1, 1, 1, 1, 1, 1), counters(0, 10, 20, 30, 40, 50, 60, 70),
+			Normal, false, 0, 60},
+		// Growth within three intervals of now still counts; four back
+		// no longer.
+		{"growth within the lookback", counters(0, 0, 0, 0, 0, 3, 3, 3), counters(0, 0, 0, 0, 0, 0, 0, 0),
+			Throttled, true, 3, 0},
+		{"growth before the lookback", counters(0, 0, 0, 0, 3, 3, 3, 3), counters(0, 0, 0, 0, 0, 0, 0, 0),
+			Normal, false, 3, 0},
+		// A driver reload resets the counter: it counts from zero again.
+		{"counter reset", counters(50, 50, 50, 50, 50, 50, 0, 1), counters(0, 0, 0, 0, 0, 0, 0, 0),
+			Throttled, true, 1, 0},
+		{"no counters", make([]*float64, 8), make([]*float64, 8), Normal, false, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			samples := withCounters(series(cool, []float64{100}, busy), tc.slowdown, tc.cap)
+			v := Analyze(samples, samples[len(samples)-1].Time, Normal, cfg)
+			if v.State != tc.want || v.CounterSlowdown != tc.counterSlowdown || v.Signature || v.ThermalSlowdown {
+				t.Errorf("state %s, counter slowdown %v (signature %v, flags %v); want %s, %v",
+					v.State, v.CounterSlowdown, v.Signature, v.ThermalSlowdown, tc.want, tc.counterSlowdown)
+			}
+			if math.Abs(v.SlowdownSeconds-tc.slowdownSeconds) > 1e-9 || math.Abs(v.PowerCapSeconds-tc.powerCapSeconds) > 1e-9 {
+				t.Errorf("window seconds: slowdown %v, power cap %v; want %v, %v",
+					v.SlowdownSeconds, v.PowerCapSeconds, tc.slowdownSeconds, tc.powerCapSeconds)
+			}
+			if has := tc.slowdown[0] != nil; v.HasCounters != has || v.HasPowerCap != has {
+				t.Errorf("has counters %v, has power cap %v; want %v", v.HasCounters, v.HasPowerCap, has)
+			}
+			wantEvidence := ""
+			if tc.counterSlowdown {
+				wantEvidence = "thermal_slowdown_counters"
+			}
+			if v.Evidence() != wantEvidence {
+				t.Errorf("evidence %q, want %q", v.Evidence(), wantEvidence)
+			}
+		})
+	}
+}
+
+// Counter growth needs no full window, as the flags do not: two samples
+// are enough.
+func TestCounterEvidenceBeforeTheWindowIsFull(t *testing.T) {
+	samples := withCounters(series(flat(50, 2), []float64{30}, ptr(0.4)), counters(10, 10.5), counters(0, 0))
+	v := Analyze(samples, samples[1].Time, Collecting, smallConfig())
+	if v.Covered || v.State != Throttled || !v.CounterSlowdown {
+		t.Errorf("covered %v, state %s, counter slowdown %v; want throttled before the window is covered", v.Covered, v.State, v.CounterSlowdown)
+	}
+}
+
+func TestEvidenceNamesEveryPart(t *testing.T) {
+	v := Verdict{Signature: true, ThermalSlowdown: true, CounterSlowdown: true}
+	if got := v.Evidence(); got != "signature+nvml_thermal_slowdown+thermal_slowdown_counters" {
+		t.Errorf("evidence %q", got)
+	}
+}

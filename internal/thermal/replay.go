@@ -13,7 +13,8 @@ func SampleOf(r thermallog.Row) *Sample {
 		return nil
 	}
 	return &Sample{Time: r.Time, Temperature: *r.Temperature, Power: *r.Power,
-		SMClock: r.SMClock, Utilization: r.Utilization, Reasons: r.Reasons}
+		SMClock: r.SMClock, Utilization: r.Utilization, Reasons: r.Reasons,
+		ThermalSlowdownSeconds: ThermalSlowdownSeconds(r.EventSeconds), PowerCapSeconds: counter(r.EventSeconds, "sw_power_cap")}
 }
 
 // Step is one Step of a Monitor in a replay.
@@ -30,12 +31,14 @@ type Episode struct {
 	Start, End time.Time
 	Open       bool
 	// What put or held the GPU in Throttled at some Step of the episode.
-	Signature, NVMLSlowdown bool
+	Signature, NVMLSlowdown, CounterSlowdown bool
 }
 
 // Evidence names what the episode rests on, in the words of the sampler's
 // log line.
-func (e Episode) Evidence() string { return evidenceName(e.Signature, e.NVMLSlowdown) }
+func (e Episode) Evidence() string {
+	return Verdict{Signature: e.Signature, ThermalSlowdown: e.NVMLSlowdown, CounterSlowdown: e.CounterSlowdown}.Evidence()
+}
 
 // Replayed is what a Monitor made of a run of samples.
 type Replayed struct {
@@ -68,6 +71,7 @@ func Replay(samples []Sample, cfg Config) Replayed {
 		if v.State == Throttled {
 			open.Signature = open.Signature || v.Signature
 			open.NVMLSlowdown = open.NVMLSlowdown || v.ThermalSlowdown
+			open.CounterSlowdown = open.CounterSlowdown || v.CounterSlowdown
 		}
 		open.End = now
 		if tr.Left {

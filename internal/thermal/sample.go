@@ -25,6 +25,14 @@ type Sample struct {
 	Utilization *float64 // busy ratio, 0–1
 	// Reasons is NVML's clock event reasons bit mask.
 	Reasons *uint64
+	// ThermalSlowdownSeconds is NVML's SW and HW thermal slowdown
+	// counters added up: seconds the driver has held the clocks down for
+	// heat since it loaded. nil where neither counter is reported.
+	ThermalSlowdownSeconds *float64
+	// PowerCapSeconds is NVML's SW power cap counter. GB10's ~100 W
+	// platform cap makes it grow under any sustained load: it is never
+	// evidence of throttling, only reported beside it.
+	PowerCapSeconds *float64
 }
 
 // NVML's clock event reasons that say the GPU slowed itself because of

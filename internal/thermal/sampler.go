@@ -145,7 +145,8 @@ func (s *Sampler) Sample(ctx context.Context, now time.Time) {
 		}
 		if row.Temperature != nil && row.Power != nil {
 			samples[r.Index] = &Sample{Time: now, Temperature: *row.Temperature, Power: *row.Power,
-				SMClock: nonNegative(r.SMClockHertz), Utilization: ratio(r.Utilization), Reasons: r.ClockEventReasons}
+				SMClock: nonNegative(r.SMClockHertz), Utilization: ratio(r.Utilization), Reasons: r.ClockEventReasons,
+				ThermalSlowdownSeconds: ThermalSlowdownSeconds(r.ClockEventSeconds), PowerCapSeconds: counter(r.ClockEventSeconds, "sw_power_cap")}
 		}
 	}
 	s.noteRead(err)
@@ -245,7 +246,7 @@ func (s *Sampler) logTransition(idx int, v Verdict, tr Transition) {
 	}
 	switch {
 	case tr.Entered:
-		kv := []any{"msg", "GPU thermal throttling: expect slower steps", "gpu", idx, "evidence", evidence(v)}
+		kv := []any{"msg", "GPU thermal throttling: expect slower steps", "gpu", idx, "evidence", v.Evidence()}
 		kv = append(kv, latestFields(v)...)
 		if v.Stats != nil && v.Stats.HasSlope {
 			kv = append(kv, "slope_celsius_per_minute", round2(v.Stats.Slope*60))
@@ -256,27 +257,53 @@ func (s *Sampler) logTransition(idx int, v Verdict, tr Transition) {
 		if v.ThermalSlowdown {
 			kv = append(kv, "nvml_slowdown_seconds", math.Round(v.SlowdownFor.Seconds()))
 		}
+		kv = append(kv, counterFields(v)...)
 		level.Warn(s.logger).Log(kv...)
 	case tr.Left:
 		kv := []any{"msg", "GPU thermal throttling ended", "gpu", idx,
 			"episode_seconds", math.Round(tr.Episode.Seconds()), "state", string(v.State)}
 		kv = append(kv, latestFields(v)...)
+		kv = append(kv, counterFields(v)...)
 		level.Info(s.logger).Log(kv...)
 	}
 }
 
-func evidence(v Verdict) string { return evidenceName(v.Signature, v.ThermalSlowdown) }
-
-// evidenceName names what a throttled verdict or episode rests on: the
-// signature of the window, NVML's thermal slowdown reasons, or both.
-func evidenceName(signature, nvmlSlowdown bool) string {
-	switch {
-	case signature && nvmlSlowdown:
-		return "signature+nvml_thermal_slowdown"
-	case nvmlSlowdown:
-		return "nvml_thermal_slowdown"
+// counterFields are the seconds NVML's counters grew over the window:
+// thermal slowdown (evidence) and SW power cap (the platform cap, never
+// throttling), where the driver reports them.
+func counterFields(v Verdict) []any {
+	var kv []any
+	if v.HasCounters {
+		kv = append(kv, "window_thermal_slowdown_seconds", round2(v.SlowdownSeconds))
 	}
-	return "signature"
+	if v.HasPowerCap {
+		kv = append(kv, "window_power_cap_seconds", round2(v.PowerCapSeconds))
+	}
+	return kv
+}
+
+// ThermalSlowdownSeconds adds up NVML's SW and HW thermal slowdown
+// counters (seconds by reason); nil when there is neither.
+func ThermalSlowdownSeconds(secs map[string]float64) *float64 {
+	sw, hw := counter(secs, "sw_thermal_slowdown"), counter(secs, "hw_thermal_slowdown")
+	switch {
+	case sw == nil:
+		return hw
+	case hw == nil:
+		return sw
+	}
+	sum := *sw + *hw
+	return &sum
+}
+
+// counter is one clock event counter, nil when absent or not a count of
+// seconds.
+func counter(secs map[string]float64, reason string) *float64 {
+	v, ok := secs[reason]
+	if !ok {
+		return nil
+	}
+	return nonNegative(&v)
 }
 
 func latestFields(v Verdict) []any {

@@ -33,6 +33,7 @@ func TestEndToEnd(t *testing.T) {
 	oom := testexporter.CopyTree(t, spark)
 	eviction := testexporter.CopyTree(t, spark)
 	idle := idleTree(t, root)
+	leak := idleTree(t, root)
 
 	// Every Spark has a GB10, at rest but on the throttling Spark, which
 	// plays a two-hour fine-tune that ends up throttling.
@@ -44,6 +45,18 @@ func TestEndToEnd(t *testing.T) {
 			args: []string{"--plan.file=" + filepath.Join(root, "testdata", "plans", "spark.yml")}},
 		{instance: "eviction", procfs: eviction, nvml: "gb10-idle"},
 		{instance: "idle", procfs: idle, nvml: "gb10-idle"},
+		// GPUs as real units' captures show them (the scenarios name
+		// their sources): a healthy sustained load on the power cap, a
+		// decode bound by memory bandwidth, the USB-PD fault.
+		{instance: "sustained", procfs: idleTree(t, root), nvml: "gb10-sustained-load"},
+		{instance: "decode", procfs: idleTree(t, root), nvml: "gb10-memory-bound-decode"},
+		{instance: "usbpd", procfs: idleTree(t, root), nvml: "gb10-usb-pd-stuck"},
+		// A Spark whose exporter the test stops: a wedged host, as
+		// Prometheus sees it.
+		{instance: "wedged", procfs: idleTree(t, root), nvml: "gb10-idle"},
+		// A Spark whose free memory the test drives: a model load, then a
+		// steady leak.
+		{instance: "leak", procfs: leak, nvml: "gb10-idle"},
 	}
 	s := startStack(t, targets)
 	deadline := s.ready.Add(runBudget)
@@ -64,6 +77,18 @@ func TestEndToEnd(t *testing.T) {
 		"Prometheus to hold the OOM Spark's counter for %v", window)
 	bumpCounter(t, filepath.Join(oom, "vmstat"), "oom_kill")
 
+	// The wedged Spark's stimulus: its exporter stops answering, as the
+	// exporter of a frozen host does.
+	s.waitFor(t, deadline, `count_over_time(spark_exporter_build_info{instance="wedged"}[1h]) >= 3`,
+		"Prometheus to have scraped the wedged Spark a few times")
+	stopped := time.Now()
+	s.exporters["wedged"].Stop(t)
+
+	// The leaking Spark's: free memory falls as in a model load, levels
+	// off, then falls steadily. The test holds the schedule, so it knows
+	// the free memory at any moment.
+	pool := startPoolSchedule(t, filepath.Join(leak, "meminfo"))
+
 	runbooks := s.runbooks(t, deadline, root)
 
 	paged := false
@@ -76,6 +101,18 @@ func TestEndToEnd(t *testing.T) {
 		// The fixture's MemFree, 21474836 kB, humanised.
 		matches(t, a.Annotations["description"],
 			`^The kernel OOM killer ended a process in the last 10 minutes \(\d+ since boot\); free memory is now 20\.48GiB\. `)
+	})
+
+	t.Run("HostSilent", func(t *testing.T) {
+		a := s.waitPage(t, deadline, map[string]string{
+			"alertname": "SparkHostSilent", "instance": "wedged", "job": "spark", "severity": "critical",
+		})
+		t.Logf("page seen %v after the exporter stopped (a 2-minute `for:` here %v)", time.Since(stopped).Round(100*time.Millisecond), 2*time.Minute/speedup)
+		runbooks.check(t, a, "sparkhostsilent")
+		matches(t, a.Annotations["description"], `^The exporter on wedged answered until recently`)
+		if got := s.hooks.find("page", "firing", map[string]string{"alertname": "SparkHostSilent", "instance": "idle"}); len(got) > 0 {
+			t.Errorf("a Spark that answers is reported silent: %v", got)
+		}
 	})
 
 	t.Run("GPUThrottling", func(t *testing.T) {
@@ -105,6 +142,83 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("GPUThrottlingFromCounters", func(t *testing.T) {
+		// From scenario minute 35 the driver slows the clocks for heat a
+		// quarter of the time, then half, with every clock event flag
+		// clear (the stand-in's GB10 default): the counters are the only
+		// word from NVML. The thermal collector reads them as throttling,
+		// and so do the rules.
+		s.waitFor(t, deadline, `max_over_time(spark_thermal_state{instance="throttle",state="throttled"}[1h]) == 1`,
+			"spark_thermal_state{instance=throttle} to reach throttled")
+		if flags, err := s.query(`max_over_time(spark_gpu_clocks_event_active{instance="throttle",reason=~"sw_thermal_slowdown|hw_thermal_slowdown"}[1h]) > 0`); err != nil {
+			t.Fatal(err)
+		} else if len(flags) > 0 {
+			t.Errorf("a thermal slowdown flag was set; the scenario keeps them clear: %v", flags)
+		}
+		a := s.waitPage(t, deadline, map[string]string{
+			"alertname": "SparkGPUThrottling", "instance": "throttle", "job": "spark", "severity": "warning",
+			"gpu": "0", "signal": "thermal_slowdown_counters",
+		})
+		runbooks.check(t, a, "sparkgputhrottling")
+		m := matches(t, a.Annotations["description"],
+			`^The driver held GPU 0's clocks down for heat ([0-9.]+)% of the last 5 minutes .*, now at (\d+) °C, (\d+) °C below its limit\.`)
+		if m == nil {
+			return
+		}
+		// SW thermal slowdown 25% of the time from minute 35, 50% with
+		// HW 10% from minute 60: between 5% (the threshold) and 60%.
+		if pct, _ := strconv.ParseFloat(m[1], 64); pct < 5 || pct > 60 {
+			t.Errorf("description says %s%% of the time; the scenario holds 25 to 60%%", m[1])
+		}
+		// The margin is 94 °C less the temperature.
+		c, _ := strconv.Atoi(m[2])
+		if margin, _ := strconv.Atoi(m[3]); c+margin != 94 {
+			t.Errorf("description says %d °C with %d °C of margin; the scenario's limit is 94 °C", c, margin)
+		}
+	})
+
+	t.Run("GPUPowerStuckLow", func(t *testing.T) {
+		// The USB-PD capture: 96% busy at 5.8-19.5 W and 481-858 MHz.
+		a := s.waitPage(t, deadline, map[string]string{
+			"alertname": "SparkGPUPowerStuckLow", "instance": "usbpd", "job": "spark", "severity": "warning", "gpu": "0",
+		})
+		runbooks.check(t, a, "sparkgpupowerstucklow")
+		matches(t, a.Annotations["description"], `^GPU 0 is busy but draws only (\d|1\d) W, with its SM clock at \d+(\.\d+)?% of its maximum\.`)
+	})
+
+	t.Run("PoolExhaustion", func(t *testing.T) {
+		// The model load: free drops 70 GiB in two (scenario) minutes,
+		// then levels off for 25 minutes, longer than the alert's `for:`
+		// and short window together. Until the leak starts, the alert
+		// must never have fired.
+		if settle := pool.loadFor + 2*s.forOf(t, "SparkPoolExhaustionImminent"); pool.leakStart.Sub(pool.loadStart) <= settle {
+			t.Fatalf("the pause after the load (%v) is not longer than the load and twice the alert's `for:` (%v)", pool.leakStart.Sub(pool.loadStart), settle)
+		}
+		testexporter.Eventually(t, remaining(deadline), func() bool { return time.Now().After(pool.leakStart.Add(2 * scrapeInterval)) },
+			"the model load and its pause to pass")
+		during := fmt.Sprintf(`max_over_time(ALERTS{alertname="SparkPoolExhaustionImminent",instance="leak",alertstate="firing"}[%ds] @ %d)`,
+			int(pool.leakStart.Sub(pool.start).Seconds())+2, pool.leakStart.Unix())
+		if fired, err := s.query(during); err != nil {
+			t.Fatal(err)
+		} else if len(fired) > 0 {
+			t.Errorf("the model load fired SparkPoolExhaustionImminent: %v", fired)
+		}
+		// The leak: half a GiB a (scenario) minute. The page must come
+		// while free memory is still above the reserve.
+		a := s.waitPage(t, deadline, map[string]string{
+			"alertname": "SparkPoolExhaustionImminent", "instance": "leak", "job": "spark", "severity": "warning",
+		})
+		free := pool.freeAt(time.Now())
+		t.Logf("paged with %.1f GiB free against the 4 GiB reserve", float64(free)/(1<<30))
+		if free <= reserveBytes {
+			t.Errorf("paged with %d bytes free, not before free memory fell below the %d-byte reserve", free, reserveBytes)
+		}
+		runbooks.check(t, a, "sparkpoolexhaustionimminent")
+		if m := matches(t, a.Annotations["description"], `^Free memory has been falling steadily: (-?)[0-9.]+\S*B is left above the 4GiB reserve`); m != nil && m[1] == "-" {
+			t.Errorf("the page came after free memory fell below the reserve: %s", a.Annotations["description"])
+		}
+	})
+
 	t.Run("MemoryEviction", func(t *testing.T) {
 		a := s.waitPage(t, deadline, map[string]string{
 			"alertname": "SparkMemoryEviction", "instance": "eviction", "job": "spark", "severity": "warning",
@@ -122,31 +236,55 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 
-	t.Run("IdlePagesNobody", func(t *testing.T) {
-		// Every paging alert fires within its `for:` and a window no
-		// longer than it (the rules' windows: 2 to 15 minutes, `for:` 5
-		// to 15): Prometheus must have watched the idle Spark that long.
-		settle := 2*s.maxFor() + 5*scrapeInterval
-		s.waitFor(t, deadline, fmt.Sprintf(`count_over_time(up{instance="idle"}[1h]) >= %d`, int(settle/scrapeInterval)),
-			"Prometheus to have watched the idle Spark for %v", settle)
+	// A Spark at rest, a healthy sustained load on the power cap and a
+	// memory-bound decode page nobody.
+	for _, quiet := range []string{"idle", "sustained", "decode"} {
+		t.Run("PagesNobody/"+quiet, func(t *testing.T) {
+			// Every paging alert fires within its `for:` and a window no
+			// longer than it (the rules' windows: 2 to 30 minutes, `for:`
+			// 2 to 15): Prometheus must have watched the Spark that long.
+			settle := 2*s.maxFor() + 5*scrapeInterval
+			s.waitFor(t, deadline, fmt.Sprintf(`count_over_time(up{instance=%q}[1h]) >= %d`, quiet, int(settle/scrapeInterval)),
+				"Prometheus to have watched the %s Spark for %v", quiet, settle)
 
-		if pending, err := s.query(`ALERTS{instance="idle", severity=~"warning|critical"}`); err != nil {
-			t.Fatal(err)
-		} else if len(pending) > 0 {
-			t.Errorf("the idle Spark has paging alerts pending or firing: %v", pending)
-		}
-		for _, a := range s.alerts(t) {
-			if a.Labels["instance"] != "idle" {
-				continue
+			if pending, err := s.query(fmt.Sprintf(`ALERTS{instance=%q, severity=~"warning|critical"}`, quiet)); err != nil {
+				t.Fatal(err)
+			} else if len(pending) > 0 {
+				t.Errorf("the %s Spark has paging alerts pending or firing: %v", quiet, pending)
 			}
-			if slices.Contains(a.receiverNames(), "page") {
-				t.Errorf("the idle Spark's %s is routed to the page receiver", a.Labels["alertname"])
-			} else {
-				t.Logf("idle Spark: %s (%s) goes to %v", a.Labels["alertname"], a.Labels["severity"], a.receiverNames())
+			for _, a := range s.alerts(t) {
+				if a.Labels["instance"] != quiet {
+					continue
+				}
+				if slices.Contains(a.receiverNames(), "page") {
+					t.Errorf("the %s Spark's %s is routed to the page receiver", quiet, a.Labels["alertname"])
+				} else {
+					t.Logf("%s Spark: %s (%s) goes to %v", quiet, a.Labels["alertname"], a.Labels["severity"], a.receiverNames())
+				}
 			}
-		}
-		if got := s.hooks.find("page", "firing", map[string]string{"instance": "idle"}); len(got) > 0 {
-			t.Errorf("the idle Spark paged: %v", got)
+			if got := s.hooks.find("page", "firing", map[string]string{"instance": quiet}); len(got) > 0 {
+				t.Errorf("the %s Spark paged: %v", quiet, got)
+			}
+		})
+	}
+
+	t.Run("SustainedLoadIsThePlateauNote", func(t *testing.T) {
+		// Only sw_power_cap grows: the plateau note, from the counter,
+		// shown (nothing inhibits it) and routed to the quiet receiver.
+		var plateau alertState
+		testexporter.Eventually(t, remaining(deadline), func() bool {
+			for _, a := range s.alerts(t) {
+				if a.Labels["alertname"] == "SparkGPUPowerPlateau" && a.Labels["instance"] == "sustained" {
+					plateau = a
+					return true
+				}
+			}
+			return false
+		}, "SparkGPUPowerPlateau{instance=sustained} in Alertmanager")
+		if plateau.Labels["signal"] != "sw_power_cap_counter" || plateau.Status.State != "active" ||
+			!slices.Equal(plateau.receiverNames(), []string{"quiet"}) {
+			t.Errorf("the plateau note: signal %q, state %s, receivers %v; want sw_power_cap_counter, active, [quiet]",
+				plateau.Labels["signal"], plateau.Status.State, plateau.receiverNames())
 		}
 	})
 
@@ -217,7 +355,7 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	t.Run("DashboardQueries", func(t *testing.T) {
-		checkDashboard(t, s, root, []string{"eviction", "idle", "oom", "throttle"})
+		checkDashboard(t, s, root, []string{"decode", "eviction", "idle", "leak", "oom", "sustained", "throttle", "usbpd", "wedged"})
 	})
 }
 
@@ -435,4 +573,77 @@ func matches(t *testing.T, text, expr string) []string {
 		t.Errorf("%q does not match %s", text, expr)
 	}
 	return m
+}
+
+// reserveBytes is the exporter's default --pool.reserve, 4GiB.
+const reserveBytes = 4 << 30
+
+// poolSchedule drives a meminfo file's MemFree as a Spark's pool moves:
+// a model load (70 GiB in two scenario minutes, then level), a pause, then
+// a steady leak of half a GiB a scenario minute, down to 1 GiB free. Free
+// memory follows the clock, not the writes.
+type poolSchedule struct {
+	start, loadStart, leakStart time.Time
+	loadFor                     time.Duration
+	before, after               int64 // bytes free before and after the load
+}
+
+const perScenarioMinute = time.Minute / speedup
+
+func (p *poolSchedule) freeAt(now time.Time) int64 {
+	const gib = 1 << 30
+	switch {
+	case now.Before(p.loadStart):
+		return p.before
+	case now.Before(p.loadStart.Add(p.loadFor)):
+		f := float64(now.Sub(p.loadStart)) / float64(p.loadFor)
+		return p.before - int64(f*float64(p.before-p.after))
+	case now.Before(p.leakStart):
+		return p.after
+	}
+	leaked := int64(float64(now.Sub(p.leakStart)) / float64(perScenarioMinute) * gib / 2)
+	return max(gib, p.after-leaked)
+}
+
+var memFree = regexp.MustCompile(`(?m)^MemFree:\s+(\d+) kB$`)
+
+// startPoolSchedule plays the schedule on path, a meminfo file, until the
+// test ends. The pause after the load lasts 25 scenario minutes: longer
+// than SparkPoolExhaustionImminent's `for:` and short window together.
+func startPoolSchedule(t *testing.T, path string) *poolSchedule {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := memFree.FindSubmatch(data)
+	if m == nil {
+		t.Fatalf("%s: no MemFree line", path)
+	}
+	kb, _ := strconv.ParseInt(string(m[1]), 10, 64)
+	now := time.Now()
+	p := &poolSchedule{start: now, loadStart: now, loadFor: 2 * perScenarioMinute,
+		before: kb << 10, after: kb<<10 - 70<<30}
+	p.leakStart = p.loadStart.Add(p.loadFor + 25*perScenarioMinute)
+	write := func() {
+		free := p.freeAt(time.Now())
+		writeAtomic(t, path, memFree.ReplaceAll(data, fmt.Appendf(nil, "MemFree:        %d kB", free>>10)))
+	}
+	write()
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				write()
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-done })
+	return p
 }

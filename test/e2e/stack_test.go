@@ -229,6 +229,22 @@ func (s *stack) maxFor() time.Duration {
 	return longest
 }
 
+// forOf is an alert's shortened `for:` (the longest, if it has several
+// rules).
+func (s *stack) forOf(t *testing.T, alert string) time.Duration {
+	t.Helper()
+	var longest time.Duration
+	for _, c := range s.rules {
+		if c.Rule == alert && c.Field == "for" {
+			longest = max(longest, c.Parsed())
+		}
+	}
+	if longest == 0 {
+		t.Fatalf("%s has no `for:`", alert)
+	}
+	return longest
+}
+
 // window is the (only) range of an alert's shortened expression.
 func (s *stack) window(t *testing.T, alert string) time.Duration {
 	t.Helper()

@@ -3,6 +3,7 @@
 package gputest
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -16,8 +17,44 @@ const GiB = 1 << 30
 // GB10 is a mock device answering as a GB10 does mid-run: temperature 87 °C,
 // 100.25 W, 123456.789 J, SM clock 1980 of 3003 MHz, 98% busy, SW power cap
 // and SW thermal slowdown active, processes 4101 (41 GiB) and 4102
-// (30 GiB). Memory info and the power limit answer NOT_SUPPORTED.
+// (30 GiB). Memory info and the power limit answer NOT_SUPPORTED. Its
+// clock event counters are ClockEventNanoseconds (the figures of a real
+// unit's nvidia-smi -q), its thermal margin 13 °C, its P-state P0.
 func GB10(index int) *mock.Device {
+	d := gb10(index)
+	d.GetFieldValuesFunc = func(values []nvml.FieldValue) nvml.Return {
+		for i := range values {
+			ns, ok := ClockEventNanoseconds[values[i].FieldId]
+			if !ok {
+				values[i].NvmlReturn = uint32(nvml.ERROR_NOT_SUPPORTED)
+				continue
+			}
+			values[i].NvmlReturn = uint32(nvml.SUCCESS)
+			values[i].ValueType = uint32(nvml.VALUE_TYPE_UNSIGNED_LONG_LONG)
+			binary.NativeEndian.PutUint64(values[i].Value[:], ns)
+		}
+		return nvml.SUCCESS
+	}
+	d.GetMarginTemperatureFunc = func() (nvml.MarginTemperature, nvml.Return) {
+		return nvml.MarginTemperature{MarginTemperature: 13}, nvml.SUCCESS
+	}
+	d.GetPerformanceStateFunc = func() (nvml.Pstates, nvml.Return) { return nvml.PSTATE_0, nvml.SUCCESS }
+	return d
+}
+
+// ClockEventNanoseconds are GB10's clock event counters by NVML field id:
+// SW power capping 10,800,240,649 µs and HW thermal slowdown 1,195,386 µs
+// (a unit on driver 580.173.02), SW thermal slowdown 903,158 µs
+// (ollama/ollama#13552), the others 0.
+var ClockEventNanoseconds = map[uint32]uint64{
+	74:  10_800_240_649_000,
+	76:  0,
+	269: 903_158_000,
+	270: 1_195_386_000,
+	271: 0,
+}
+
+func gb10(index int) *mock.Device {
 	return &mock.Device{
 		GetUUIDFunc:                  func() (string, nvml.Return) { return fmt.Sprintf("GPU-test-%d", index), nvml.SUCCESS },
 		GetNameFunc:                  func() (string, nvml.Return) { return "NVIDIA GB10", nvml.SUCCESS },

@@ -4,8 +4,9 @@
  * GPU answers, driven over time by a scenario (docs/standin-nvml.md).
  *
  * What a GB10 answers (docs/design.md#how-gb10-looks-to-nvml): temperature, power draw, total
- * energy, SM clock and its maximum, utilisation, clock event reasons and
- * per-process memory. What it does not: memory info (v1 and v2; there is no
+ * energy, SM clock and its maximum, utilisation, clock event reasons (their
+ * slowdown flags clear, as on real units) and counters, the thermal margin,
+ * the P-state and per-process memory. What it does not: memory info (v1 and v2; there is no
  * VRAM, only the unified pool), power limits, BAR1, fans -- those fall to
  * the generated stubs and answer NVML_ERROR_NOT_SUPPORTED, unless the
  * scenario says a patched driver answers memory info.
@@ -427,7 +428,7 @@ static nvmlReturn_t event_reasons(nvmlDevice_t device, unsigned long long *out, 
 {
 	QUERY(device, out, SC_REASONS, i, t, st);
 	(void)i; (void)t;
-	*out = supported ? (1ULL << sc_nreason_names) - 1 : st.reasons;
+	*out = supported ? (1ULL << sc_nreason_names) - 1 : sc_flags(&sc, &st);
 	return leave(NVML_SUCCESS);
 }
 
@@ -435,6 +436,56 @@ nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t device, unsigne
 nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t device, unsigned long long *r) { return event_reasons(device, r, 0); }
 nvmlReturn_t nvmlDeviceGetSupportedClocksEventReasons(nvmlDevice_t device, unsigned long long *r) { return event_reasons(device, r, 1); }
 nvmlReturn_t nvmlDeviceGetSupportedClocksThrottleReasons(nvmlDevice_t device, unsigned long long *r) { return event_reasons(device, r, 1); }
+
+/* nvmlDeviceGetFieldValues answers the clock event counters (the time the
+ * driver held the clocks down per reason, in ns, on the real clock), each
+ * value with its own return; every other field id is NOT_SUPPORTED. */
+nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount, nvmlFieldValue_t *values)
+{
+	QUERY(device, values, -1, i, t, st);
+	(void)st;
+	if (valuesCount <= 0)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	for (int k = 0; k < valuesCount; k++) {
+		nvmlFieldValue_t *v = &values[k];
+		int bit = sc_counter_bit(v->fieldId);
+		v->timestamp = (long long)now.tv_sec * 1000000 + now.tv_nsec / 1000;
+		v->latencyUsec = 0;
+		if (bit < 0 || sc.unsupported[SC_COUNTERS]) {
+			v->nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+			continue;
+		}
+		v->valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
+		/* Seconds of the library's own clock: a scenario played
+		 * faster (speed) holds the clocks for share x real time, so
+		 * that rate() over real time still reads the share. */
+		v->value.ullVal = (unsigned long long)llround(sc_event_seconds(&sc, i, bit, t) / sc.speed * 1e9);
+		v->nvmlReturn = NVML_SUCCESS;
+	}
+	return leave(NVML_SUCCESS);
+}
+
+/* The margin is the scenario's temperature_limit less the temperature, as
+ * nvidia-smi's GPU T.Limit Temp (13 C at 81 C on a real unit). */
+nvmlReturn_t nvmlDeviceGetMarginTemperature(nvmlDevice_t device, nvmlMarginTemperature_t *margin)
+{
+	QUERY(device, margin, SC_MARGIN, i, t, st);
+	(void)i; (void)t;
+	if (margin->version != nvmlMarginTemperature_v1)
+		return leave(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+	margin->marginTemperature = (int)lround(sc.temp_limit - st.temp);
+	return leave(NVML_SUCCESS);
+}
+
+nvmlReturn_t nvmlDeviceGetPerformanceState(nvmlDevice_t device, nvmlPstates_t *pstate)
+{
+	QUERY(device, pstate, SC_PSTATE, i, t, st);
+	(void)i; (void)t;
+	*pstate = (nvmlPstates_t)st.pstate;
+	return leave(NVML_SUCCESS);
+}
 
 /* used_memory is what the scenario's processes on device i hold at t: the
  * CUDA allocator's view that a patched driver's memory info reports. */

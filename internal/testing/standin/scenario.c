@@ -33,12 +33,31 @@ static const char *const field_names[SC_NFIELDS] = {
 	[SC_UTILIZATION] = "utilization",
 	[SC_REASONS] = "clocks_event_reasons",
 	[SC_PROCESSES] = "processes",
+	[SC_COUNTERS] = "clocks_event_counters",
+	[SC_MARGIN] = "temperature_margin",
+	[SC_PSTATE] = "performance_state",
 };
+
+/* The reason bits with an NVML counter, by field id (nvml.h). */
+static const struct { unsigned int field; int bit; } counters[] = {
+	{74, 2},  /* sw_power_cap */
+	{76, 4},  /* sync_boost */
+	{269, 5}, /* sw_thermal_slowdown */
+	{270, 6}, /* hw_thermal_slowdown */
+	{271, 7}, /* hw_power_brake_slowdown */
+};
+
+/* Bits a GB10 reports in its flags: gpu_idle, applications_clocks_setting,
+ * display_clock_setting. Its slowdown flags read Not Active while the
+ * driver slows the clocks (nvidia-smi -q at 81 C, driver 580.95.05:
+ * ollama/ollama#13552). */
+#define GB10_REPORTED_FLAGS ((1ULL << 0) | (1ULL << 1) | (1ULL << 8))
 
 /* Values a device shows before its timeline says otherwise: a GB10 at
  * rest, as `nvidia-smi` prints it (36-42 C, a few watts, P8). */
 static const struct sc_point idle = {
 	.gpu = -1, .t = 0, .temp = 40, .power = 4.5, .sm = 208, .util = 0, .reasons = 1 /* gpu_idle */,
+	.share = {1}, .pstate = 8,
 };
 
 /* Bounds that keep every value a real device could report and keep the
@@ -58,6 +77,8 @@ void sc_defaults(struct scenario *sc)
 	sc->sm_max = 3003;
 	sc->speed = 1;
 	sc->hang_for = -1;
+	/* 81 C with 13 C of margin (GPU T.Limit Temp): ollama/ollama#13552. */
+	sc->temp_limit = 94;
 }
 
 /* ---- parsing ---------------------------------------------------------- */
@@ -169,9 +190,13 @@ static int bytes(const char *s, unsigned long long *out)
 	return -1;
 }
 
-static int reasons(const char *s, unsigned long long *out)
+/* reasons reads a comma list of reasons, each with an optional :SHARE of
+ * the time it holds the clocks (0-1, default 1), or none. */
+static int reasons(const char *s, unsigned long long *out, double share[SC_NREASONS])
 {
 	unsigned long long mask = 0;
+	for (int i = 0; i < SC_NREASONS; i++)
+		share[i] = 0;
 	if (strcmp(s, "none") == 0) {
 		*out = 0;
 		return 0;
@@ -179,13 +204,27 @@ static int reasons(const char *s, unsigned long long *out)
 	while (*s) {
 		const char *comma = strchr(s, ',');
 		size_t n = comma ? (size_t)(comma - s) : strlen(s);
+		const char *colon = memchr(s, ':', n);
+		size_t name = colon ? (size_t)(colon - s) : n;
+		double x = 1;
+		if (colon) {
+			char num[32];
+			size_t k = n - name - 1;
+			if (k == 0 || k >= sizeof num)
+				return -1;
+			memcpy(num, colon + 1, k);
+			num[k] = '\0';
+			if (number(num, &x) < 0 || !(x > 0 && x <= 1))
+				return -1;
+		}
 		int found = -1;
 		for (int i = 0; i < sc_nreason_names; i++)
-			if (strlen(sc_reason_names[i]) == n && strncmp(s, sc_reason_names[i], n) == 0)
+			if (strlen(sc_reason_names[i]) == name && strncmp(s, sc_reason_names[i], name) == 0)
 				found = i;
 		if (found < 0)
 			return -1;
 		mask |= 1ULL << found;
+		share[found] = x;
 		s += n;
 		if (comma) {
 			s++;
@@ -245,8 +284,15 @@ static int parse_at(struct parser *p, struct scenario *sc, char **tok, int ntok)
 			return fail(p, "expected key=value, got %s", tok[i]);
 		double x;
 		if (strcmp(tok[i], "reasons") == 0) {
-			if (reasons(v, &pt.reasons) < 0)
-				return fail(p, "bad reasons %s (a comma list of NVML clock event reasons, or none)", v);
+			if (reasons(v, &pt.reasons, pt.share) < 0)
+				return fail(p, "bad reasons %s (a comma list of NVML clock event reasons, each with an optional :SHARE in (0, 1], or none)", v);
+			continue;
+		}
+		if (strcmp(tok[i], "pstate") == 0) {
+			long n;
+			if (whole(v, 0, 15, &n) < 0)
+				return fail(p, "pstate %s out of 0..15", v);
+			pt.pstate = (int)n;
 			continue;
 		}
 		if (number(v, &x) < 0)
@@ -268,7 +314,7 @@ static int parse_at(struct parser *p, struct scenario *sc, char **tok, int ntok)
 				return fail(p, "util %s out of 0..100", v);
 			pt.util = x;
 		} else {
-			return fail(p, "unknown key %s (temp, power, sm, util, reasons)", tok[i]);
+			return fail(p, "unknown key %s (temp, power, sm, util, reasons, pstate)", tok[i]);
 		}
 	}
 	sc->points[sc->npoints++] = pt;
@@ -461,6 +507,17 @@ static int parse_line(struct parser *p, struct scenario *sc, char *line)
 		if (number(v, &x) < 0 || !(x > 0 && x <= 10000))
 			return fail(p, "power_limit %s out of (0, 10000] W", v);
 		sc->power_limit = x;
+	} else if (strcmp(d, "temperature_limit") == 0) {
+		if (number(v, &x) < 0 || !(x > 0 && x <= 200))
+			return fail(p, "temperature_limit %s out of (0, 200] C", v);
+		sc->temp_limit = x;
+	} else if (strcmp(d, "clocks_event_flags") == 0) {
+		if (strcmp(v, "clear") == 0)
+			sc->flags_reported = 0;
+		else if (strcmp(v, "reported") == 0)
+			sc->flags_reported = 1;
+		else
+			return fail(p, "clocks_event_flags takes clear (GB10) or reported");
 	} else if (strcmp(d, "speed") == 0) {
 		if (number(v, &x) < 0 || !(x > 0 && x <= 1e6))
 			return fail(p, "speed %s out of (0, 1e6]", v);
@@ -591,4 +648,45 @@ int sc_procs(const struct scenario *sc, int gpu, double t, struct sc_proc *out, 
 		n++;
 	}
 	return n;
+}
+
+unsigned long long sc_flags(const struct scenario *sc, const struct sc_point *st)
+{
+	return sc->flags_reported ? st->reasons : st->reasons & GB10_REPORTED_FLAGS;
+}
+
+int sc_counter_bit(unsigned int field_id)
+{
+	for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++)
+		if (counters[i].field == field_id)
+			return counters[i].bit;
+	return -1;
+}
+
+double sc_event_seconds(const struct scenario *sc, int gpu, int bit, double t)
+{
+	/* Shares hold from their point to the next (the first also before
+	 * it), so the integral is a sum over the segments. */
+	if (bit < 0 || bit >= SC_NREASONS || !(t > 0))
+		return 0;
+	int owner = timeline(sc, gpu);
+	const struct sc_point *held = NULL;
+	double secs = 0, from = 0;
+	for (int i = 0; i < sc->npoints; i++) {
+		const struct sc_point *pt = &sc->points[i];
+		if (pt->gpu != owner)
+			continue;
+		if (held && pt->t >= t)
+			break;
+		if (held && pt->t > from) {
+			secs += held->share[bit] * (pt->t - from);
+			from = pt->t;
+		}
+		held = pt;
+	}
+	if (!held)
+		held = &idle;
+	if (t > from)
+		secs += held->share[bit] * (t - from);
+	return secs;
 }

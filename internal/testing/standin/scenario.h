@@ -12,6 +12,7 @@
 #define SC_PATH_MAX 512
 #define SC_TEXT_MAX 96
 #define SC_FILE_MAX (1 << 20)
+#define SC_NREASONS 9 /* NVML clock event reason bits the scenario names */
 
 /* Fields a scenario can declare unsupported (NVML_ERROR_NOT_SUPPORTED). */
 enum sc_field {
@@ -22,11 +23,15 @@ enum sc_field {
 	SC_UTILIZATION,
 	SC_REASONS,
 	SC_PROCESSES,
+	SC_COUNTERS,     /* clock event counters (nvmlDeviceGetFieldValues) */
+	SC_MARGIN,       /* nvmlDeviceGetMarginTemperature */
+	SC_PSTATE,       /* nvmlDeviceGetPerformanceState */
 	SC_NFIELDS
 };
 
 /* One point of a device's timeline. Numbers are interpolated linearly
- * between points; reasons hold from their point to the next. */
+ * between points; reasons, their shares and the P-state hold from their
+ * point to the next. */
 struct sc_point {
 	int gpu;                    /* -1: devices without a timeline of their own */
 	double t;                   /* scenario seconds */
@@ -34,7 +39,9 @@ struct sc_point {
 	double power;               /* watts */
 	double sm;                  /* SM clock, MHz */
 	double util;                /* GPU utilisation, percent */
-	unsigned long long reasons; /* NVML clocks event reason bits */
+	unsigned long long reasons; /* reasons the driver holds the clocks down for (NVML bits) */
+	double share[SC_NREASONS];  /* per reason bit: share of the time held, 0-1 (its counter's rate) */
+	int pstate;                 /* P-state number, 0-15 */
 };
 
 /* A process holding GPU memory on one device during [from, to). */
@@ -54,6 +61,8 @@ struct scenario {
 	unsigned int sm_max;             /* maximum SM clock, MHz */
 	unsigned long long memory_total; /* 0: memory info NOT_SUPPORTED (GB10) */
 	double power_limit;              /* watts; 0: NOT_SUPPORTED (GB10) */
+	double temp_limit;               /* slowdown temperature, C: margin = temp_limit - temp */
+	int flags_reported;              /* 0 (GB10): slowdown flags read clear whatever the reasons */
 	int unsupported[SC_NFIELDS];
 
 	double speed;  /* scenario seconds per real second */
@@ -89,6 +98,19 @@ double sc_energy(const struct scenario *sc, int gpu, double t);
 /* sc_procs copies up to max processes alive on device gpu at time t into
  * out (which may be NULL when max is 0) and returns how many are alive. */
 int sc_procs(const struct scenario *sc, int gpu, double t, struct sc_proc *out, int max);
+
+/* sc_flags is the clock event reasons mask NVML reports for a state: on a
+ * GB10 (flags_reported 0) the slowdown bits read clear while the driver
+ * slows the clocks; only gpu_idle and the clock-setting bits show. */
+unsigned long long sc_flags(const struct scenario *sc, const struct sc_point *st);
+
+/* sc_counter_bit is the reason bit of an NVML clock event counter field id
+ * (NVML_FI_DEV_CLOCKS_EVENT_REASON_*: 74, 76, 269, 270, 271), or -1. */
+int sc_counter_bit(unsigned int field_id);
+
+/* sc_event_seconds is the time device gpu's clocks were held down for
+ * reason bit from scenario time 0 to t: its counter, in seconds. */
+double sc_event_seconds(const struct scenario *sc, int gpu, int bit, double t);
 
 /* sc_parse_duration reads 90, 90s, 15m, 1h30m or 2.5h as seconds. */
 int sc_parse_duration(const char *s, double *seconds);

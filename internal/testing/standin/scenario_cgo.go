@@ -51,9 +51,15 @@ type State struct {
 	Power        float64 // W
 	SMClock      float64 // MHz
 	Utilization  float64 // percent
-	Reasons      uint64  // NVML clock event reason bits
+	Reasons      uint64  // NVML clock event reason bits as the library reports them (slowdown bits clear on a GB10)
+	Holding      uint64  // the reasons the driver holds the clocks down for, whatever the flags say
 	EnergyJoules float64 // since scenario time 0
-	Processes    []Process
+	// EventSeconds are the clock event counters by NVML field id
+	// (74, 76, 269, 270, 271), in seconds since scenario time 0.
+	EventSeconds  map[uint32]float64
+	MarginCelsius float64 // temperature_limit − temperature, before rounding
+	PState        int
+	Processes     []Process
 }
 
 // Process is a process holding memory on the device.
@@ -76,13 +82,20 @@ func Evaluate(text []byte, gpu int, t float64) (State, error) {
 	var pt C.struct_sc_point
 	C.sc_state(sc, C.int(gpu), C.double(t), &pt)
 	s := State{
-		Devices:      int(sc.devices),
-		Temperature:  float64(pt.temp),
-		Power:        float64(pt.power),
-		SMClock:      float64(pt.sm),
-		Utilization:  float64(pt.util),
-		Reasons:      uint64(pt.reasons),
-		EnergyJoules: float64(C.sc_energy(sc, C.int(gpu), C.double(t))),
+		Devices:       int(sc.devices),
+		Temperature:   float64(pt.temp),
+		Power:         float64(pt.power),
+		SMClock:       float64(pt.sm),
+		Utilization:   float64(pt.util),
+		Reasons:       uint64(C.sc_flags(sc, &pt)),
+		Holding:       uint64(pt.reasons),
+		EnergyJoules:  float64(C.sc_energy(sc, C.int(gpu), C.double(t))),
+		EventSeconds:  map[uint32]float64{},
+		MarginCelsius: float64(sc.temp_limit) - float64(pt.temp),
+		PState:        int(pt.pstate),
+	}
+	for _, id := range []uint32{74, 76, 269, 270, 271} {
+		s.EventSeconds[id] = float64(C.sc_event_seconds(sc, C.int(gpu), C.sc_counter_bit(C.uint(id)), C.double(t)))
 	}
 	var procs [C.SC_MAX_PROCS]C.struct_sc_proc
 	n := C.sc_procs(sc, C.int(gpu), C.double(t), &procs[0], C.SC_MAX_PROCS)

@@ -4,11 +4,15 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
 
 const scenarios = "../../../testdata/nvml/scenarios"
+
+// githubSource is a public thread named as owner/repo.
+var githubSource = regexp.MustCompile(`\b[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9][A-Za-z0-9_.-]*[A-Za-z0-9]\b`)
 
 func TestShippedScenariosParse(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(scenarios, "*.scenario"))
@@ -29,6 +33,30 @@ func TestShippedScenariosParse(t *testing.T) {
 	for _, want := range []string{"gb10-idle", "gb10-throttle", "gb10-patched-meminfo", "multi-gpu", "hang", "init-fails"} {
 		if !names[want] {
 			t.Errorf("scenario %s missing from %s", want, scenarios)
+		}
+	}
+}
+
+// The scenarios built from real units' captures name where the figures
+// come from, in the comment that opens the file: a public GitHub thread
+// (owner/repo) and the section of docs/design.md that collects it.
+func TestCaptureScenariosNameTheirSource(t *testing.T) {
+	for _, name := range []string{"gb10-idle", "gb10-sustained-load", "gb10-throttle", "gb10-usb-pd-stuck", "gb10-memory-bound-decode"} {
+		text, err := os.ReadFile(filepath.Join(scenarios, name+".scenario"))
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		var header strings.Builder
+		for _, line := range strings.Split(string(text), "\n") {
+			if !strings.HasPrefix(line, "#") {
+				break
+			}
+			header.WriteString(line + "\n")
+		}
+		h := strings.Join(strings.Fields(strings.ReplaceAll(header.String(), "#", " ")), " ")
+		if !strings.Contains(h, `docs/design.md`) || !githubSource.MatchString(strings.ReplaceAll(h, "docs/design.md", "")) {
+			t.Errorf("%s: the opening comment does not name the capture it reproduces (a public owner/repo thread and docs/design.md):\n%s", name, header.String())
 		}
 	}
 }
@@ -95,15 +123,17 @@ process pid=4103 used=2GiB
 		procs []Process
 	}{
 		// Halfway between points: numbers interpolate, reasons hold.
-		{0, 50, State{Temperature: 50, Power: 60, SMClock: 1200, Utilization: 45, Reasons: 1,
+		{0, 50, State{Temperature: 50, Power: 60, SMClock: 1200, Utilization: 45, Reasons: 1, Holding: 1,
 			EnergyJoules: (10 + 60) / 2.0 * 50}, []Process{{4101, gib}, {4102, 512 << 20}}},
-		{0, 100, State{Temperature: 60, Power: 110, SMClock: 2200, Utilization: 90, Reasons: 4 | 32,
+		// GB10: the driver holds the clocks for the power cap and heat,
+		// its flags read clear.
+		{0, 100, State{Temperature: 60, Power: 110, SMClock: 2200, Utilization: 90, Reasons: 0, Holding: 4 | 32,
 			EnergyJoules: (10 + 110) / 2.0 * 100}, []Process{{4101, gib}, {4102, 512 << 20}}},
 		// Carried forward, then held after the last point.
-		{0, 300, State{Temperature: 80, Power: 110, SMClock: 2200, Utilization: 90, Reasons: 4 | 32,
+		{0, 300, State{Temperature: 80, Power: 110, SMClock: 2200, Utilization: 90, Reasons: 0, Holding: 4 | 32,
 			EnergyJoules: 6000 + 110*200}, []Process{{4102, 512 << 20}}},
 		// A device with its own timeline: missing keys start from idle.
-		{1, 60, State{Temperature: 30, Power: 50, SMClock: 208, Utilization: 0, Reasons: 1,
+		{1, 60, State{Temperature: 30, Power: 50, SMClock: 208, Utilization: 0, Reasons: 1, Holding: 1,
 			EnergyJoules: 50 * 60}, []Process{{4103, 2 * gib}}},
 	} {
 		got, err := Evaluate([]byte(text), tc.gpu, tc.t)
@@ -121,6 +151,57 @@ process pid=4103 used=2GiB
 	}
 }
 
+// The clock event counters integrate each reason's share of the time, the
+// margin is temperature_limit less the temperature, the P-state holds;
+// with clocks_event_flags reported the flags show what the driver does.
+func TestScenarioCountersMarginPState(t *testing.T) {
+	const text = `
+temperature_limit 94
+at 0    temp=40 pstate=8 reasons=gpu_idle
+at 100  temp=81 pstate=0 reasons=sw_power_cap,sw_thermal_slowdown:0.25
+at 200  reasons=sw_power_cap:0.5,hw_thermal_slowdown:0.1
+at 300  reasons=none
+`
+	for _, tc := range []struct {
+		t      float64
+		want   map[uint32]float64
+		margin float64
+		pstate int
+	}{
+		{50, map[uint32]float64{74: 0, 76: 0, 269: 0, 270: 0, 271: 0}, 94 - 60.5, 8},
+		{150, map[uint32]float64{74: 50, 76: 0, 269: 12.5, 270: 0, 271: 0}, 13, 0},
+		{400, map[uint32]float64{74: 150, 76: 0, 269: 25, 270: 10, 271: 0}, 13, 0},
+	} {
+		got, err := Evaluate([]byte(text), 0, tc.t)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for id, want := range tc.want {
+			if math.Abs(got.EventSeconds[id]-want) > 1e-9 {
+				t.Errorf("at %gs: counter %d = %g s, want %g", tc.t, id, got.EventSeconds[id], want)
+			}
+		}
+		if math.Abs(got.MarginCelsius-tc.margin) > 1e-9 || got.PState != tc.pstate {
+			t.Errorf("at %gs: margin %g, P%d; want %g, P%d", tc.t, got.MarginCelsius, got.PState, tc.margin, tc.pstate)
+		}
+		if got.Reasons&^1 != 0 {
+			t.Errorf("at %gs: GB10 flags %#x, want the slowdown bits clear", tc.t, got.Reasons)
+		}
+	}
+	got, err := Evaluate([]byte("clocks_event_flags reported\n"+text), 0, 150)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Reasons != 4|32 {
+		t.Errorf("reported flags = %#x, want sw_power_cap|sw_thermal_slowdown", got.Reasons)
+	}
+	for _, bad := range []string{"at 0 reasons=sw_power_cap:0", "at 0 reasons=sw_power_cap:1.5", "at 0 reasons=sw_power_cap:", "at 0 pstate=16", "clocks_event_flags sometimes", "temperature_limit 0"} {
+		if err := CheckScenario([]byte(bad)); err == nil {
+			t.Errorf("%q parses", bad)
+		}
+	}
+}
+
 // Without a scenario the library is an idle GB10.
 func TestDefaultIsIdleGB10(t *testing.T) {
 	got, err := Evaluate(nil, 0, 1234)
@@ -134,7 +215,7 @@ func TestDefaultIsIdleGB10(t *testing.T) {
 
 func sameState(a, b State) bool {
 	near := func(x, y float64) bool { return math.Abs(x-y) < 1e-9*math.Max(1, math.Abs(y)) }
-	if a.Devices != b.Devices || a.Reasons != b.Reasons || len(a.Processes) != len(b.Processes) {
+	if a.Devices != b.Devices || a.Reasons != b.Reasons || a.Holding != b.Holding || len(a.Processes) != len(b.Processes) {
 		return false
 	}
 	for i := range a.Processes {
@@ -177,7 +258,12 @@ func FuzzScenario(f *testing.F) {
 				t.Fatalf("%s = %g at %gs", name, v, at)
 			}
 		}
-		if s.Temperature > 200 || s.Utilization > 100 || s.Reasons >= 1<<9 || len(s.Processes) > 64 {
+		for id, secs := range s.EventSeconds {
+			if math.IsNaN(secs) || secs < 0 || secs > at+1e-6 {
+				t.Fatalf("counter %d = %g s at %gs: more than the time elapsed", id, secs, at)
+			}
+		}
+		if s.Temperature > 200 || s.Utilization > 100 || s.Reasons >= 1<<9 || s.PState < 0 || s.PState > 15 || len(s.Processes) > 64 {
 			t.Fatalf("state out of range: %+v", s)
 		}
 	})
