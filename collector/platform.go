@@ -61,9 +61,9 @@ var (
 
 type platformCollector struct {
 	fsys platform.FS // discovery reads
-	// values reads a value file of the layout; forget drops what it
+	// values reads the value files of a layout; forget drops what it
 	// keeps (open files) when the layout is discovered again.
-	values func(name string) ([]byte, error)
+	values func(*platform.Layout) platform.Snapshot
 	forget func()
 	now    func() time.Time
 	logger log.Logger
@@ -78,7 +78,7 @@ type platformCollector struct {
 
 func newPlatformCollector(root string, timeout time.Duration, logger log.Logger) *platformCollector {
 	sys := newSysfs(root, timeout)
-	return &platformCollector{fsys: sys, values: sys.readValue, forget: sys.closeKept, now: time.Now, logger: logger}
+	return &platformCollector{fsys: sys, values: sys.readValues, forget: sys.closeKept, now: time.Now, logger: logger}
 }
 
 // Close closes the value files kept open.
@@ -97,7 +97,7 @@ func (c *platformCollector) read() platform.Snapshot {
 		c.forget()
 		c.layout, c.discovered = platform.Discover(c.fsys), now
 	}
-	s := c.layout.Read(c.values)
+	s := c.values(c.layout)
 	if s.Stale || s.Blocked != nil {
 		// A file of the layout went (a driver unloaded): this scrape
 		// reports what is left; the next one discovers afresh.
@@ -161,11 +161,16 @@ func (c *platformCollector) Update(ch chan<- prometheus.Metric) error {
 // Reads go through hostfs, under its deadline and with every file bounded
 // by the size of a sysfs attribute (hostfs.MaxSysAttribute). It also keeps
 // the value files a scrape reads open, and reads them again with one pread
-// each: sysfs regenerates an attribute on every read at offset 0.
+// each, all in one batch: sysfs regenerates an attribute on every read at
+// offset 0.
 type sysfs struct {
 	fs   hostfs.FS
 	kept *hostfs.KeptFiles
-	buf  []byte
+	// What the last batch read: value i is arena[ends[i-1]:ends[i]], or
+	// errs[i]. Kept from scrape to scrape.
+	arena []byte
+	ends  []int
+	errs  []error
 }
 
 func newSysfs(root string, timeout time.Duration) *sysfs {
@@ -202,23 +207,38 @@ func relative(name string, err error) error {
 // not one.
 const maxValue = 64
 
-// readValue reads a value file through the file kept open for it, opening
-// it on first use. The bytes returned are valid until the next call.
-func (d *sysfs) readValue(name string) ([]byte, error) {
-	data, err := d.kept.Read(name, d.buf)
-	// A read that blocked still writes into the buffer it was given; one
-	// grown for a file that is no value is not kept either.
-	d.buf = nil
+// readValues reads the value files of the layout in one batch (one
+// hand-off to a worker rather than one per file, which cost the collector
+// about as much as the rest of a scrape), then builds the snapshot from
+// what was read, here, in the collector's goroutine.
+func (d *sysfs) readValues(l *platform.Layout) platform.Snapshot {
+	names := l.ValueFiles()
+	d.arena, d.ends, d.errs = d.arena[:0], d.ends[:0], d.errs[:0]
+	err := d.kept.ReadAll(names, func(i int, data []byte, err error) error {
+		if err == nil && len(data) >= maxValue {
+			err = &fs.PathError{Op: "read", Path: names[i], Err: fmt.Errorf("%d bytes or more, not a value", maxValue)}
+		}
+		if err == nil {
+			d.arena = append(d.arena, data...)
+		}
+		d.ends, d.errs = append(d.ends, len(d.arena)), append(d.errs, err)
+		return nil
+	})
 	if err != nil {
-		return nil, err
+		// The next file may block as long: nothing of the batch is
+		// used.
+		return l.BlockedAt(err)
 	}
-	if cap(data) <= 2*maxValue {
-		d.buf = data[:0]
-	}
-	if len(data) >= maxValue {
-		return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("%d bytes or more, not a value", maxValue)}
-	}
-	return data, nil
+	return l.Snapshot(func(i int) ([]byte, error) {
+		if d.errs[i] != nil {
+			return nil, d.errs[i]
+		}
+		start := 0
+		if i > 0 {
+			start = d.ends[i-1]
+		}
+		return d.arena[start:d.ends[i]], nil
+	})
 }
 
 func (d *sysfs) closeKept() { d.kept.Close() }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -24,7 +25,8 @@ func sysFixture(tree string) string { return filepath.Join("..", "testdata", "sy
 
 // onFS is a platform collector reading through fsys alone, nothing kept.
 func onFS(fsys platform.FS, logger log.Logger) *platformCollector {
-	return &platformCollector{fsys: fsys, values: fsys.ReadFile, forget: func() {}, now: time.Now, logger: logger}
+	values := func(l *platform.Layout) platform.Snapshot { return l.Read(fsys.ReadFile) }
+	return &platformCollector{fsys: fsys, values: values, forget: func() {}, now: time.Now, logger: logger}
 }
 
 func platformOn(t *testing.T, root string) map[string]float64 {
@@ -312,5 +314,51 @@ func TestPlatformRefusesALongValue(t *testing.T) {
 	}
 	if got[`spark_platform_power_watts{rail="gpu"}`] != 5.1 {
 		t.Errorf("gpu rail lost beside a bad one")
+	}
+}
+
+// A value file whose read blocks (a driver stuck in its firmware call)
+// fails the collector at the deadline naming the file relative to
+// --path.sysfs; the next scrape discovers the layout again and fails at
+// once while the read is still blocked; once it returns, the values read.
+func TestPlatformBlockedValueFile(t *testing.T) {
+	dir := testexporter.CopyTree(t, sysFixture("spark"))
+	const rail = "class/hwmon/hwmon1/power3_input"
+	path := filepath.Join(dir, rail)
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := newPlatformCollector(dir, 50*time.Millisecond, nopLogger())
+	defer c.Close()
+	_, err := collect(t, c)
+	if err == nil || !strings.Contains(err.Error(), rail+": blocked: no answer within 50ms") || strings.Contains(err.Error(), dir) {
+		t.Fatalf("a blocked value file: %v", err)
+	}
+	if c.layout != nil {
+		t.Error("the layout is kept after a blocked read")
+	}
+	if _, err = collect(t, c); err == nil || !strings.Contains(err.Error(), rail+": still blocked") {
+		t.Fatalf("the next scrape while the read is blocked: %v, want still blocked naming the file", err)
+	}
+
+	w, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	os.Remove(path)
+	if err := os.WriteFile(path, []byte("4200000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]float64
+	testexporter.Eventually(t, 10*time.Second, func() bool {
+		got, err = collect(t, c)
+		return err == nil
+	}, "a scrape once the blocked read returned")
+	if len(got) == 0 || got["spark_platform_unreadable_files"] != 0 {
+		t.Errorf("after the read returned: %v", got)
 	}
 }

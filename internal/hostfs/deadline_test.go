@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -229,4 +231,146 @@ func TestKeptFilesBlockAndAreBounded(t *testing.T) {
 		t.Errorf("a value beyond the bound: %v", err)
 	}
 	unblock(t, path)
+}
+
+// A batch of kept files that blocks in its middle fails naming the file,
+// calls nothing back and reads no file after it; a later batch fails at
+// once on it while it is still blocked; once it returns, the batch reads
+// every file.
+func TestKeptFilesReadAllBlockedInTheMiddle(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, data string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("first", "1\n")
+	blockedPath := fifo(t, dir, "blocked")
+	// A pipe too: opening it for writing without blocking succeeds only
+	// while a reader has it open, which tells whether the batch got to it.
+	afterPath := fifo(t, dir, "after")
+	k := New(dir).WithTimeout(50 * time.Millisecond).KeptFiles()
+	defer k.Close()
+	names := []string{"first", "blocked", "after"}
+	called := 0
+	each := func(int, []byte, error) error { called++; return nil }
+
+	err := k.ReadAll(names, each)
+	var pe *fs.PathError
+	var b *BlockedError
+	if !errors.As(err, &pe) || pe.Path != "blocked" || !errors.As(err, &b) || b.Still {
+		t.Fatalf("a batch blocked in its middle: %v, want blocked naming the file", err)
+	}
+	if called != 0 {
+		t.Errorf("each called %d times after the batch blocked", called)
+	}
+	err = k.ReadAll(names, each)
+	if !errors.As(err, &pe) || pe.Path != "blocked" || !errors.As(err, &b) || !b.Still || called != 0 {
+		t.Fatalf("the next batch while the file is blocked: %v (each called %d times), want still blocked naming the file", err, called)
+	}
+	if fd, err := syscall.Open(afterPath, syscall.O_WRONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0); err == nil {
+		syscall.Close(fd)
+		t.Error("the file after the blocked one was opened")
+	} else if !errors.Is(err, syscall.ENXIO) {
+		t.Fatal(err)
+	}
+
+	unblock(t, blockedPath)
+	for _, path := range []string{blockedPath, afterPath} {
+		os.Remove(path)
+	}
+	write("blocked", "2\n")
+	write("after", "3\n")
+	var got []string
+	err = waitUnblocked(t, func() error {
+		got = got[:0]
+		return k.ReadAll(names, func(i int, data []byte, err error) error {
+			if err != nil {
+				return err
+			}
+			got = append(got, names[i]+"="+strings.TrimSpace(string(data)))
+			return nil
+		})
+	})
+	if err != nil || strings.Join(got, " ") != "first=1 blocked=2 after=3" {
+		t.Errorf("once the blocked read returned: %v, %v", got, err)
+	}
+}
+
+// ReadAll keeps the files it reads open and reads them again through the
+// same descriptors: the process's open files stay as many from batch to
+// batch. A file that fails is reported to each with its name, and the
+// others are still read.
+func TestKeptFilesReadAllReusesDescriptors(t *testing.T) {
+	dir := t.TempDir()
+	names := []string{"a", "missing", "b", "c"}
+	for i, name := range []string{"a", "b", "c"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(strconv.Itoa(i)+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	openFiles := func() int {
+		t.Helper()
+		entries, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Skip("no /proc/self/fd:", err)
+		}
+		return len(entries)
+	}
+	k := New(dir).KeptFiles()
+	defer k.Close()
+	batch := func() string {
+		t.Helper()
+		var got []string
+		if err := k.ReadAll(names, func(i int, data []byte, err error) error {
+			if err != nil {
+				var pe *fs.PathError
+				if !errors.As(err, &pe) || pe.Path != names[i] || !errors.Is(err, fs.ErrNotExist) {
+					t.Errorf("%s: %v, want not found naming the file", names[i], err)
+				}
+				got = append(got, names[i]+"!")
+				return nil
+			}
+			got = append(got, names[i]+"="+strings.TrimSpace(string(data)))
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(got, " ")
+	}
+	if got := batch(); got != "a=0 missing! b=1 c=2" {
+		t.Errorf("first batch: %s", got)
+	}
+	kept := maps.Clone(k.kept)
+	before := openFiles()
+	if err := os.WriteFile(filepath.Join(dir, "b"), []byte("7\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		if got := batch(); got != "a=0 missing! b=7 c=2" {
+			t.Fatalf("a later batch: %s", got)
+		}
+	}
+	if n := openFiles(); n != before {
+		t.Errorf("%d files open after 20 batches, %d after the first", n, before)
+	}
+	if !maps.Equal(k.kept, kept) || len(kept) != 3 {
+		t.Errorf("descriptors kept %v, first batch's %v", k.kept, kept)
+	}
+
+	// An error from each ends the calls and is ReadAll's; the files
+	// stay open.
+	stop := errors.New("stop")
+	calls := 0
+	if err := k.ReadAll(names, func(int, []byte, error) error { calls++; return stop }); err != stop || calls != 1 {
+		t.Errorf("each failing: %v after %d calls, want stop after 1", err, calls)
+	}
+	if n := openFiles(); n != before || !maps.Equal(k.kept, kept) {
+		t.Errorf("after each failed: %d files open, want %d; kept %v", n, before, k.kept)
+	}
+	k.Close()
+	if n := openFiles(); n != before-3 {
+		t.Errorf("%d files open after Close, want %d", n, before-3)
+	}
 }

@@ -9,69 +9,146 @@ import (
 // KeptFiles reads files that are read again and again (the sysfs values a
 // scrape reads) through descriptors kept open: one pread at offset 0 each,
 // which makes sysfs and procfs write the file afresh, instead of an open,
-// a read and a close. Reads are under the FS's deadline and bounds.
-// A KeptFiles is for one goroutine at a time.
+// a read and a close. Reads are under the FS's deadline and bounds, in
+// batches (ReadAll): one hand-off to a worker for all the files a scrape
+// reads. A KeptFiles is for one goroutine at a time.
 type KeptFiles struct {
 	fs   FS
 	kept map[string]int
+
+	// Kept for the next batch of ReadAll, unless a batch blocked.
+	items []keptRead
+	arena []byte
+}
+
+// keptRead is one file of a batch of ReadAll.
+type keptRead struct {
+	name string
+	fd   int // kept open, or opened by the batch; -1 when not open
+	// What was read: arena[start:end], or err.
+	start, end int
+	err        error
 }
 
 // KeptFiles returns a reader that keeps the files it reads open. Close it
 // to release them.
 func (f FS) KeptFiles() *KeptFiles { return &KeptFiles{fs: f, kept: map[string]int{}} }
 
-// Read reads the file name into buf[:0], grown as needed, opening it on
-// first use. Errors are *fs.PathError naming the file relative to the mount
-// point; a file that failed is opened afresh next time (it may have been
-// replaced). A read that blocks past the deadline returns nil.
+// Read reads the file name into buf[:0], grown as needed: ReadAll of one
+// file. A read that blocks past the deadline returns nil.
 func (k *KeptFiles) Read(name string, buf []byte) ([]byte, error) {
-	if !fs.ValidPath(name) {
-		return buf[:0], &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
-	}
-	fd, kept := k.kept[name]
-	delete(k.kept, name)
-	if !kept {
-		fd = -1
-	}
-	var (
-		data []byte
-		op   = "read"
-		err  error
-	)
-	limit := k.fs.limitFor(name)
-	if blocked := k.fs.workers.run(k.fs, func(r *Reader) error {
-		if fd < 0 {
-			op = "open"
-			if fd, err = r.openAt(-1, name, name); err != nil {
-				fd, data = -1, buf[:0]
-				return nil
-			}
-			op = "read"
-		}
-		data, err = r.readFd(fd, name, name, buf, taskFile, limit)
+	data, err := buf[:0], error(nil)
+	if blocked := k.ReadAll([]string{name}, func(_ int, b []byte, e error) error {
+		data, err = append(data, b...), e
 		return nil
-	}, func() {
-		if fd >= 0 {
-			syscall.Close(fd)
-		}
 	}); blocked != nil {
 		return nil, blocked
 	}
-	if errors.Is(err, ErrBlocked) {
-		// Still blocked: an earlier read of the file has not returned.
-		if fd >= 0 {
-			syscall.Close(fd)
+	return data, err
+}
+
+// ReadAll reads each of the files names in one batch: one hand-off to a
+// worker and one deadline for the lot, since the hand-off costs more than
+// the preads. A file is opened on first use and kept open; one that failed
+// is opened afresh next time (it may have been replaced). Once all are
+// read, each is called in turn, in the caller's goroutine, with what was
+// read of names[i] (valid until it returns) or why not, an *fs.PathError
+// naming the file relative to the mount point; an error it returns ends
+// the calls and is ReadAll's. When a read blocks past the deadline, or a
+// file's earlier read is still blocked, ReadAll fails with an
+// *fs.PathError naming the file, whose Err is a *BlockedError, and each is
+// not called: the files after it were not read.
+func (k *KeptFiles) ReadAll(names []string, each func(i int, data []byte, err error) error) error {
+	items := k.items[:0]
+	arena := k.arena[:0]
+	// The batch's until it has returned.
+	k.items, k.arena = nil, nil
+	for _, name := range names {
+		it := keptRead{name: name, fd: -1}
+		if !fs.ValidPath(name) {
+			it.err = &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
+		} else if fd, ok := k.kept[name]; ok {
+			delete(k.kept, name)
+			it.fd = fd
 		}
-		return nil, err
+		items = append(items, it)
 	}
-	if err != nil {
-		if fd >= 0 {
-			syscall.Close(fd)
+	// stopped: a file of the batch is still blocked from an earlier one.
+	var stopped error
+	if blocked := k.fs.workers.run(k.fs, func(r *Reader) error {
+		var scratch []byte
+		for i := range items {
+			it := &items[i]
+			if it.err != nil {
+				continue
+			}
+			if it.fd < 0 {
+				fd, err := r.openAt(-1, it.name, it.name)
+				if errors.Is(err, ErrBlocked) {
+					stopped = err
+					return nil
+				}
+				if err != nil {
+					it.err = &fs.PathError{Op: "open", Path: it.name, Err: err}
+					continue
+				}
+				it.fd = fd
+			}
+			data, err := r.readFd(it.fd, it.name, it.name, scratch, taskFile, k.fs.limitFor(it.name))
+			if errors.Is(err, ErrBlocked) {
+				stopped = err
+				return nil
+			}
+			if err != nil {
+				it.err = &fs.PathError{Op: "read", Path: it.name, Err: err}
+				continue
+			}
+			scratch = data
+			it.start, arena = len(arena), append(arena, data...)
+			it.end = len(arena)
 		}
-		return data, &fs.PathError{Op: op, Path: name, Err: err}
+		return nil
+	}, func() {
+		for _, it := range items {
+			if it.fd >= 0 {
+				syscall.Close(it.fd)
+			}
+		}
+	}); blocked != nil {
+		// The worker has the descriptors and the buffer.
+		return blocked
 	}
-	k.kept[name] = fd
-	return data, nil
+	err := stopped
+	for i := range items {
+		it := &items[i]
+		if err == nil {
+			if it.err != nil {
+				err = each(i, arena[:0], it.err)
+			} else {
+				err = each(i, arena[it.start:it.end], nil)
+			}
+		}
+		// The files not reached, after one still blocked or an error
+		// of each, are kept as they were.
+		k.keep(it)
+	}
+	if cap(arena) <= maxArena {
+		k.arena = arena
+	}
+	k.items = items[:0]
+	return err
+}
+
+// keep keeps the file of it open for the next batch, or closes it.
+func (k *KeptFiles) keep(it *keptRead) {
+	if it.fd < 0 {
+		return
+	}
+	if _, dup := k.kept[it.name]; dup || it.err != nil {
+		syscall.Close(it.fd)
+		return
+	}
+	k.kept[it.name] = it.fd
 }
 
 // Close closes the files kept open.

@@ -142,6 +142,7 @@ type Layout struct {
 	spbm     *spbmFiles
 	problems []Problem // found while discovering, reported with every read
 	blocked  *Problem  // a discovery read that blocked
+	files    []string  // the value files, in the order Snapshot reads them
 }
 
 // zoneFile is a thermal zone's temperature file and its labels.
@@ -174,16 +175,53 @@ func Discover(fsys FS) *Layout {
 	l.spbm = r.spbm()
 	l.problems = r.problems
 	l.blocked = r.blocked
+	l.files = l.valueFiles()
 	return l
 }
 
+// ValueFiles are the files a read of the layout's values reads, in the
+// order Snapshot takes their contents: what a caller that reads them all in
+// one batch reads. The slice is the layout's, not to be modified.
+func (l *Layout) ValueFiles() []string { return l.files }
+
+// valueFiles lists the layout's value files in the order Snapshot reads
+// them.
+func (l *Layout) valueFiles() []string {
+	var files []string
+	for _, z := range l.zones {
+		files = append(files, z.file)
+	}
+	if f := l.spbm; f != nil {
+		for _, group := range [][]valueFile{f.power, f.limits, f.energy, f.temps} {
+			for _, v := range group {
+				files = append(files, v.file)
+			}
+		}
+		for _, name := range []string{f.prochot, f.plLevel} {
+			if name != "" {
+				files = append(files, name)
+			}
+		}
+	}
+	return files
+}
+
 // Read reads the values of the layout through read (an fs.ReadFileFS's
-// ReadFile, or a reader that keeps the files open).
+// ReadFile, or a reader that keeps the files open), one file after the
+// other: after a read that blocks, nothing more is read.
 func (l *Layout) Read(read func(name string) ([]byte, error)) Snapshot {
+	return l.Snapshot(func(i int) ([]byte, error) { return read(l.files[i]) })
+}
+
+// Snapshot builds the snapshot of the layout's values from the contents of
+// ValueFiles: value(i) is what a read of ValueFiles()[i] gave, called once
+// for each i in order, and no more after one whose error is
+// hostfs.ErrBlocked.
+func (l *Layout) Snapshot(value func(i int) ([]byte, error)) Snapshot {
 	if l.blocked != nil {
 		return Snapshot{Identity: l.identity, Problems: slices.Clone(l.problems), Blocked: l.blocked, Stale: true}
 	}
-	v := valueReader{read: read}
+	v := valueReader{value: value}
 	s := Snapshot{Identity: l.identity}
 	for _, z := range l.zones {
 		data, ok := v.file(z.file)
@@ -224,9 +262,22 @@ func (l *Layout) Read(read func(name string) ([]byte, error)) Snapshot {
 	return s
 }
 
+// BlockedAt is the snapshot of a read of the layout's values that blocked
+// (err is a hostfs.ErrBlocked, an *fs.PathError naming the file, as a
+// batch of reads fails): like the read that blocks in Read, it fails the
+// read as a whole, and the layout is to be discovered again.
+func (l *Layout) BlockedAt(err error) Snapshot {
+	blocked := &Problem{Err: hostfs.WithoutPath(err)}
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
+		blocked.File = pe.Path
+	}
+	return Snapshot{Identity: l.identity, Problems: slices.Clone(l.problems), Blocked: blocked, Stale: true}
+}
+
 // valueReader reads a layout's value files, noting problems.
 type valueReader struct {
-	read     func(string) ([]byte, error)
+	value    func(i int) ([]byte, error)
+	next     int // the index in ValueFiles of the next file read
 	problems []Problem
 	stale    bool
 	blocked  *Problem
@@ -240,7 +291,8 @@ func (v *valueReader) file(name string) ([]byte, bool) {
 	if v.blocked != nil {
 		return nil, false
 	}
-	data, err := v.read(name)
+	data, err := v.value(v.next)
+	v.next++
 	switch {
 	case errors.Is(err, hostfs.ErrBlocked):
 		v.blocked = &Problem{File: name, Err: hostfs.WithoutPath(err)}

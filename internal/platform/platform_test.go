@@ -1,6 +1,7 @@
 package platform
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"reflect"
@@ -8,7 +9,10 @@ import (
 	"syscall"
 	"testing"
 	"testing/fstest"
+	"time"
 	"unicode/utf8"
+
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 )
 
 const fixtures = "../../testdata/sys/"
@@ -475,5 +479,31 @@ func TestLayoutReadAgainAndStale(t *testing.T) {
 	}
 	if s := l.Read(unbound); !s.Stale || s.SPBM == nil || len(s.SPBM.Power) != 0 || len(s.Zones) != 7 {
 		t.Errorf("driver unbound: stale %v, spbm %+v, %d zones", s.Stale, s.SPBM, len(s.Zones))
+	}
+}
+
+// ValueFiles are what Read reads, in its order, so that a batch of them
+// read at once builds the same snapshot; a batch that blocked fails the
+// snapshot naming the file.
+func TestLayoutValueFilesAndSnapshot(t *testing.T) {
+	m := mapOf(t, "spark")
+	l := Discover(m)
+	var read []string
+	want := l.Read(func(name string) ([]byte, error) {
+		read = append(read, name)
+		return m.ReadFile(name)
+	})
+	if !reflect.DeepEqual(read, l.ValueFiles()) || len(read) != 39 {
+		t.Errorf("Read read %d files %v, ValueFiles are %d: %v", len(read), read, len(l.ValueFiles()), l.ValueFiles())
+	}
+	got := l.Snapshot(func(i int) ([]byte, error) { return m.ReadFile(l.ValueFiles()[i]) })
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Snapshot %+v, Read %+v", got, want)
+	}
+
+	blocked := &fs.PathError{Op: "read", Path: "class/hwmon/hwmon1/power3_input", Err: &hostfs.BlockedError{Timeout: time.Second}}
+	s := l.BlockedAt(blocked)
+	if s.Blocked == nil || s.Blocked.File != blocked.Path || !errors.Is(s.Blocked.Err, hostfs.ErrBlocked) || strings.Contains(s.Blocked.Err.Error(), "hwmon") {
+		t.Errorf("a batch blocked: %+v", s.Blocked)
 	}
 }
