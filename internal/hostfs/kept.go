@@ -24,10 +24,7 @@ type KeptFiles struct {
 // keptRead is one file of a batch of ReadAll.
 type keptRead struct {
 	name string
-	fd   int // kept open, or opened by the batch; -1 when not open
-	// What was read: arena[start:end], or err.
-	start, end int
-	err        error
+	slot
 }
 
 // KeptFiles returns a reader that keeps the files it reads open. Close it
@@ -64,7 +61,7 @@ func (k *KeptFiles) ReadAll(names []string, each func(i int, data []byte, err er
 	// The batch's until it has returned.
 	k.items, k.arena = nil, nil
 	for _, name := range names {
-		it := keptRead{name: name, fd: -1}
+		it := keptRead{name: name, slot: slot{fd: -1}}
 		if !fs.ValidPath(name) {
 			it.err = &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
 		} else if fd, ok := k.kept[name]; ok {
@@ -104,34 +101,21 @@ func (k *KeptFiles) ReadAll(names []string, each func(i int, data []byte, err er
 				continue
 			}
 			scratch = data
-			it.start, arena = len(arena), append(arena, data...)
-			it.end = len(arena)
+			arena = it.store(arena, data)
 		}
 		return nil
 	}, func() {
-		for _, it := range items {
-			if it.fd >= 0 {
-				syscall.Close(it.fd)
-			}
+		for i := range items {
+			closeSlot(&items[i].slot)
 		}
 	}); blocked != nil {
 		// The worker has the descriptors and the buffer.
 		return blocked
 	}
-	err := stopped
-	for i := range items {
-		it := &items[i]
-		if err == nil {
-			if it.err != nil {
-				err = each(i, arena[:0], it.err)
-			} else {
-				err = each(i, arena[it.start:it.end], nil)
-			}
-		}
-		// The files not reached, after one still blocked or an error
-		// of each, are kept as they were.
-		k.keep(it)
-	}
+	// The files not reached, after one still blocked or an error of
+	// each, are kept as they were.
+	err := deliver(len(items), func(i int) *slot { return &items[i].slot }, arena, stopped, each,
+		func(i int) { k.keep(&items[i]) })
 	if cap(arena) <= maxArena {
 		k.arena = arena
 	}

@@ -200,10 +200,7 @@ func (d *Processes) Reread(p Process, name string, buf []byte) ([]byte, error) {
 type reread struct {
 	p   Process
 	rel string
-	fd  int // kept open, or opened by the batch; -1 when not open
-	// What was read: arena[start:end], or err.
-	start, end int
-	err        error
+	slot
 }
 
 // maxArena bounds the buffer a Processes keeps for its batches: the stat
@@ -225,7 +222,7 @@ func (d *Processes) RereadAll(ps []Process, name string, each func(i int, data [
 	// The batch's until it has returned.
 	d.items, d.arena = nil, nil
 	for _, p := range ps {
-		it := reread{p: p, rel: strconv.Itoa(p.PID) + "/" + name, fd: -1}
+		it := reread{p: p, rel: strconv.Itoa(p.PID) + "/" + name, slot: slot{fd: -1}}
 		key := keptKey{p.PID, name}
 		if f, ok := d.kept[key]; ok {
 			delete(d.kept, key)
@@ -252,8 +249,7 @@ func (d *Processes) RereadAll(ps []Process, name string, each func(i int, data [
 				}
 				if err == nil {
 					scratch = data
-					it.start, arena = len(arena), append(arena, data...)
-					it.end = len(arena)
+					arena = it.store(arena, data)
 					continue
 				}
 				// ESRCH: the process exited, and its pid may already
@@ -281,34 +277,21 @@ func (d *Processes) RereadAll(ps []Process, name string, each func(i int, data [
 				continue
 			}
 			scratch = data
-			it.start, arena = len(arena), append(arena, data...)
-			it.end = len(arena)
+			arena = it.store(arena, data)
 		}
 		return nil
 	}, func() {
-		for _, it := range items {
-			if it.fd >= 0 {
-				syscall.Close(it.fd)
-			}
+		for i := range items {
+			closeSlot(&items[i].slot)
 		}
 	}); blocked != nil {
 		// The worker has the descriptors and the buffer.
 		return blocked
 	}
-	err := stopped
-	for i := range items {
-		it := &items[i]
-		if err == nil {
-			if it.err != nil {
-				err = each(i, arena[:0], it.err)
-			} else {
-				err = each(i, arena[it.start:it.end], nil)
-			}
-		}
-		// The files not reached, after one still blocked or an error
-		// of each, are kept as they were.
-		d.keep(it, name)
-	}
+	// The files not reached, after one still blocked or an error of
+	// each, are kept as they were.
+	err := deliver(len(items), func(i int) *slot { return &items[i].slot }, arena, stopped, each,
+		func(i int) { d.keep(&items[i], name) })
 	if cap(arena) <= maxArena {
 		d.arena = arena
 	}
