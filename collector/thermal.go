@@ -12,14 +12,16 @@ import (
 
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
+	"github.com/spark-exporter/spark_exporter/internal/gpu/thermalsampler"
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/thermal"
 )
 
 // The thermal collector is the thermal watch of docs/design.md as software: a
-// sampler beside the run (thermal.Sampler) reads each GPU's temperature,
+// sampler beside the run (thermalsampler.Sampler) reads each GPU's temperature,
 // power, SM clock, utilisation and clock event reasons every
 // --thermal.interval, keeps --thermal.window of them, and judges the window
-// (internal/thermal): the throttle signature (busy, power flat below the
+// (internal/judge): the throttle signature (busy, power flat below the
 // rating, temperature climbing or holding hot) or NVML's own thermal
 // slowdown reasons. Entering and leaving a throttle episode is logged, once
 // each; with --thermal.csv-file every sample is also appended to the
@@ -43,7 +45,7 @@ func init() {
 			if env.NVML == nil {
 				return nil, errNoNVML
 			}
-			sampler := thermal.NewSampler(gpu.WithTimeout(env.NVML, env.GPU.Timeout), cfg, *flags.csvFile, env.Logger)
+			sampler := thermalsampler.NewSampler(gpu.WithTimeout(env.NVML, env.GPU.Timeout), cfg, *flags.csvFile, env.Logger)
 			c := newThermalCollector(sampler)
 			c.start()
 			return c, nil
@@ -52,7 +54,7 @@ func init() {
 }
 
 // thermalFlags are the collector's flags; docs/thermal.md justifies each
-// default, and thermal.DefaultConfig holds them.
+// default, and judge.DefaultThermalConfig holds them.
 type thermalFlags struct {
 	interval, window                              *time.Duration
 	nominal, belowRatio, flatSpread               *float64
@@ -61,7 +63,7 @@ type thermalFlags struct {
 }
 
 func addThermalFlags(fg FlagGroup) thermalFlags {
-	def := thermal.DefaultConfig()
+	def := judge.DefaultThermalConfig()
 	return thermalFlags{
 		interval: cliflag.Duration(fg.Flag("thermal.interval",
 			"Time between two samples of each GPU's temperature and power.").Default(durationText(def.Interval))),
@@ -102,8 +104,8 @@ func durationText(d time.Duration) string {
 // 0.5.
 func numberText(x float64) string { return strconv.FormatFloat(x, 'g', 12, 64) }
 
-func (f thermalFlags) config() thermal.Config {
-	return thermal.Config{
+func (f thermalFlags) config() judge.ThermalConfig {
+	return judge.ThermalConfig{
 		Interval:          *f.interval,
 		Window:            *f.window,
 		NominalPower:      *f.nominal,
@@ -132,7 +134,7 @@ var (
 // instructions a scrape, 1.2% of a whole one (scripts/bench-counts.sh,
 // BenchmarkThermal and BenchmarkScrape/default): too little to keep.
 type thermalCollector struct {
-	sampler *thermal.Sampler
+	sampler *thermalsampler.Sampler
 
 	cancel    context.CancelFunc
 	done      chan struct{}
@@ -142,7 +144,7 @@ type thermalCollector struct {
 
 // newThermalCollector renders sampler's snapshots without starting it:
 // tests step the sampler themselves.
-func newThermalCollector(sampler *thermal.Sampler) *thermalCollector {
+func newThermalCollector(sampler *thermalsampler.Sampler) *thermalCollector {
 	return &thermalCollector{sampler: sampler}
 }
 
@@ -184,10 +186,10 @@ func (e *Exporter) ThermalSnapshot() (thermal.Snapshot, bool) {
 // ThermalConfig is the thermal collector's configuration (its --thermal.*
 // flags), for the readers of ThermalSnapshot; false when the thermal
 // collector is not enabled.
-func (e *Exporter) ThermalConfig() (thermal.Config, bool) {
+func (e *Exporter) ThermalConfig() (judge.ThermalConfig, bool) {
 	c, ok := e.collectors["thermal"].(*thermalCollector)
 	if !ok {
-		return thermal.Config{}, false
+		return judge.ThermalConfig{}, false
 	}
 	return c.sampler.Config(), true
 }
@@ -215,7 +217,7 @@ func sendThermal(ch chan<- prometheus.Metric, snap thermal.Snapshot) {
 		gauge := func(d *prometheus.Desc, x float64, labels ...string) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, x, append([]string{label}, labels...)...)
 		}
-		for _, s := range thermal.States {
+		for _, s := range judge.ThermalStates {
 			gauge(thermalStateDesc, oneIf(v.State == s), string(s))
 		}
 		gauge(thermalSignatureDesc, oneIf(v.Signature))

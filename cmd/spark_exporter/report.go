@@ -17,8 +17,8 @@ import (
 	"github.com/prometheus/common/config"
 
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/report"
-	"github.com/spark-exporter/spark_exporter/internal/thermal"
 	"github.com/spark-exporter/spark_exporter/internal/thermallog"
 )
 
@@ -106,8 +106,8 @@ func reportCommand(app *kingpin.Application) command {
 
 // thermalConfig is the analysis's configuration as the --thermal.* flags
 // give it.
-func thermalConfig(app *kingpin.Application) (thermal.Config, error) {
-	cfg := thermal.DefaultConfig()
+func thermalConfig(app *kingpin.Application) (judge.ThermalConfig, error) {
+	cfg := judge.DefaultThermalConfig()
 	durations := map[string]*time.Duration{"thermal.interval": &cfg.Interval, "thermal.window": &cfg.Window}
 	for flag, dst := range durations {
 		if v, ok := cliflag.Lookup[time.Duration](app.GetFlag(flag)); ok {
@@ -137,7 +137,7 @@ func thermalConfig(app *kingpin.Application) (thermal.Config, error) {
 // reportLog reports on a thermal log. Malformed lines are listed on stderr
 // and skipped; a log with no usable line is bad input, named by its first
 // malformed line.
-func reportLog(path string, gpu *int, cfg thermal.Config, stderr io.Writer) (report.Report, error) {
+func reportLog(path string, gpu *int, cfg judge.ThermalConfig, stderr io.Writer) (report.Report, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return report.Report{}, usageError{fmt.Errorf("cannot read the log: %w", pathless(err))}
@@ -244,7 +244,7 @@ func (o httpOptions) client() (config.HTTPClientConfig, error) {
 	return cfg, nil
 }
 
-func reportPrometheus(address string, o httpOptions, q report.Query, cfg thermal.Config) (report.Report, error) {
+func reportPrometheus(address string, o httpOptions, q report.Query, cfg judge.ThermalConfig) (report.Report, error) {
 	httpCfg, err := o.client()
 	if err != nil {
 		return report.Report{}, err

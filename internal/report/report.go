@@ -15,7 +15,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/spark-exporter/spark_exporter/internal/thermal"
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 )
 
 // The ~100 W plateau: a busy GB10 draws about 100 W sustained, capped by
@@ -60,8 +60,8 @@ type Report struct {
 	Verdict string `json:"verdict"`
 
 	// For the picture: the samples and the thermal configuration.
-	samples []thermal.Sample
-	cfg     thermal.Config
+	samples []judge.ThermalSample
+	cfg     judge.ThermalConfig
 }
 
 // SkippedLine is a malformed line of a log, skipped.
@@ -144,7 +144,7 @@ type Alert struct {
 // build fills the figures that come from the samples alone; the episodes
 // are given. energy is the counter's figure in joules, nil to integrate
 // power.
-func build(samples []thermal.Sample, episodes []Episode, throttled time.Duration, energy *float64, cfg thermal.Config) Report {
+func build(samples []judge.ThermalSample, episodes []Episode, throttled time.Duration, energy *float64, cfg judge.ThermalConfig) Report {
 	r := Report{samples: samples, cfg: cfg, SkippedLines: []SkippedLine{}, BusyBy: "power",
 		Throttle: Throttle{Episodes: episodes}}
 	if r.Throttle.Episodes == nil {
@@ -211,10 +211,10 @@ func build(samples []thermal.Sample, episodes []Episode, throttled time.Duration
 	return r
 }
 
-// busy is the analysis's test of a busy GPU (thermal.Config's
+// busy is the analysis's test of a busy GPU (judge.ThermalConfig's
 // BusyUtilization, or BusyPower where utilisation is not reported),
 // applied to one sample.
-func busy(s thermal.Sample, cfg thermal.Config) bool {
+func busy(s judge.ThermalSample, cfg judge.ThermalConfig) bool {
 	if s.Utilization != nil {
 		return *s.Utilization >= cfg.BusyUtilization
 	}
@@ -224,7 +224,7 @@ func busy(s thermal.Sample, cfg thermal.Config) bool {
 // describe fills an episode's figures from the samples: peak temperature,
 // mean power and median SM clock during it, and the median SM clock of the
 // busy samples of the window before it.
-func describe(e *Episode, samples []thermal.Sample, cfg thermal.Config) {
+func describe(e *Episode, samples []judge.ThermalSample, cfg judge.ThermalConfig) {
 	e.DurationSeconds = e.End.Sub(e.Start).Seconds()
 	var during, before []float64
 	peak, sum, n := math.Inf(-1), 0.0, 0

@@ -11,6 +11,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/thermal"
 )
 
@@ -36,7 +37,7 @@ const MaxPoints = 240
 // ThermalInput is what the status takes from the thermal sampler.
 type ThermalInput struct {
 	Snapshot thermal.Snapshot
-	Config   thermal.Config
+	Config   judge.ThermalConfig
 }
 
 // Build makes the model from one gather of the exporter's registry and,
@@ -366,7 +367,7 @@ func gpus(s series, th *ThermalInput, now time.Time) []GPU {
 	return out
 }
 
-func thermalOf(st thermal.GPUState, cfg thermal.Config, now time.Time) *Thermal {
+func thermalOf(st thermal.GPUState, cfg judge.ThermalConfig, now time.Time) *Thermal {
 	v := st.Verdict
 	t := &Thermal{
 		State:            string(v.State),
@@ -377,14 +378,14 @@ func thermalOf(st thermal.GPUState, cfg thermal.Config, now time.Time) *Thermal 
 		Window:           window(st.Window, cfg, now),
 	}
 	switch v.State {
-	case thermal.Collecting:
+	case judge.Collecting:
 		t.Text = fmt.Sprintf("Collecting: the samples cover %s of the %s window; the verdict waits for a whole one.",
 			Duration(v.Span), Duration(cfg.Window))
-	case thermal.Normal:
+	case judge.Normal:
 		t.Text = "Normal: not throttling."
-	case thermal.Watching:
+	case judge.Watching:
 		t.Text = "Watching: the temperature is rising while power is not flat below the rating, as in a warm-up. Not throttling yet."
-	case thermal.Throttled:
+	case judge.Throttled:
 		t.Text = "Throttling: the GPU is slowing itself down because of heat; expect slower steps."
 	}
 	return t
@@ -392,7 +393,7 @@ func thermalOf(st thermal.GPUState, cfg thermal.Config, now time.Time) *Thermal 
 
 // evidence is the verdict's parts in words, with their figures against the
 // thresholds.
-func evidence(v thermal.Verdict, cfg thermal.Config) []string {
+func evidence(v judge.ThermalVerdict, cfg judge.ThermalConfig) []string {
 	out := []string{}
 	if v.ThermalSlowdown {
 		out = append(out, fmt.Sprintf("NVML reports a thermal slowdown, for %s now.", Duration(v.SlowdownFor)))
@@ -438,11 +439,11 @@ func evidence(v thermal.Verdict, cfg thermal.Config) []string {
 }
 
 // window is the samples of the latest window, thinned to MaxPoints.
-func window(samples []thermal.Sample, cfg thermal.Config, now time.Time) Window {
+func window(samples []judge.ThermalSample, cfg judge.ThermalConfig, now time.Time) Window {
 	w := Window{Seconds: cfg.Window.Seconds(), IntervalSeconds: cfg.Interval.Seconds(),
 		NominalWatts: cfg.NominalPower, PlateauWatts: PlateauWatts, Samples: []Point{}}
 	from := now.Add(-cfg.Window)
-	var in []thermal.Sample
+	var in []judge.ThermalSample
 	for _, s := range samples {
 		if !s.Time.Before(from) && !s.Time.After(now) {
 			in = append(in, s)
