@@ -60,7 +60,7 @@ func DefaultThermalConfig() ThermalConfig {
 	return ThermalConfig{
 		Interval:          5 * time.Second,
 		Window:            10 * time.Minute,
-		NominalPower:      240,
+		NominalPower:      RatingWatts,
 		BelowNominalRatio: 0.9,
 		FlatSpread:        20,
 		BusyUtilization:   0.5,

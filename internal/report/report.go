@@ -18,16 +18,6 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/judge"
 )
 
-// The ~100 W plateau: a busy GB10 draws about 100 W sustained, capped by
-// the platform well under its 240 W brick (docs/design.md). The band is
-// the one SparkGPUPowerPlateau (rules/spark.yml) calls the plateau, 80 to
-// 120 W, so that the report and the alert agree on what "at the plateau"
-// means.
-const (
-	PlateauLowWatts  = 80.0
-	PlateauHighWatts = 120.0
-)
-
 // Report is one run's summary. Its JSON is stable: docs/report.md
 // documents each field. Absent figures are null, never 0.
 type Report struct {
@@ -187,7 +177,7 @@ func build(samples []judge.ThermalSample, episodes []Episode, throttled time.Dur
 		joules += (s.Power + samples[i+1].Power) / 2 * w
 		if busy(s, cfg) {
 			r.BusySeconds += w
-			if s.Power >= PlateauLowWatts && s.Power <= PlateauHighWatts {
+			if judge.AtPlateau(s.Power) { // the band the rules and the page use
 				r.PlateauSeconds += w
 			}
 		}

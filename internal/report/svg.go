@@ -119,9 +119,9 @@ func (r Report) panels() []panel {
 			value: func(s judge.ThermalSample) (float64, bool) { return s.Power, true },
 			marks: func(b *strings.Builder, y func(float64) float64) {
 				fmt.Fprintf(b, `<rect x="%d" y="%.1f" width="%d" height="%.1f" fill="#2e9e5b" fill-opacity="0.14"/>`+"\n",
-					svgLeft, y(PlateauHighWatts), svgWidth-svgLeft-svgRight, y(PlateauLowWatts)-y(PlateauHighWatts))
+					svgLeft, y(judge.PlateauHighWatts), svgWidth-svgLeft-svgRight, y(judge.PlateauLowWatts)-y(judge.PlateauHighWatts))
 				fmt.Fprintf(b, `<text x="%d" y="%.1f" text-anchor="end" fill="#2e7d4f">~100 W plateau (%.0f–%.0f W)</text>`+"\n",
-					svgWidth-svgRight-6, y(PlateauHighWatts)-3, PlateauLowWatts, PlateauHighWatts)
+					svgWidth-svgRight-6, y(judge.PlateauHighWatts)-3, judge.PlateauLowWatts, judge.PlateauHighWatts)
 				if nominal > 0 {
 					fmt.Fprintf(b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#555" stroke-dasharray="6 4"/><text x="%d" y="%.1f" text-anchor="end" fill="#555">%.0f W rating</text>`+"\n",
 						svgLeft, svgWidth-svgRight, y(nominal), y(nominal), svgWidth-svgRight-6, y(nominal)-3, nominal)

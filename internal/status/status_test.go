@@ -129,6 +129,17 @@ func TestVerdicts(t *testing.T) {
 			}
 			return ""
 		}},
+		// A need beyond int64 (issue: 6.3e20 bytes wrapped to MinInt64 and
+		// read "Fits now") is judged as the float the exposition gives.
+		{"impossible plan", []string{
+			`spark_plan_required_bytes{plan="gemma-2-27b-lora"} 1.08e+11`, `spark_plan_required_bytes{plan="gemma-2-27b-lora"} 6.3e+20`}, func(m Model) string {
+			for _, pl := range m.Plans.List {
+				if pl.Name == "gemma-2-27b-lora" && (pl.State != "wont_fit" || pl.RequiredBytes <= 0 || !strings.Contains(pl.Text, "Will not fit")) {
+					return pl.State + ": " + pl.Text
+				}
+			}
+			return ""
+		}},
 		{"pool collector failing", []string{`spark_scrape_collector_success{collector="pool"} 1`, `spark_scrape_collector_success{collector="pool"} 0`}, func(m Model) string {
 			if m.Pool != nil {
 				return "a pool from a failed collector"
