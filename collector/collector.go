@@ -24,6 +24,7 @@ import (
 
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 )
 
 // Collector is one source of metrics, read afresh on every scrape.
@@ -53,7 +54,11 @@ type Env struct {
 	// PoolReserve is --pool.reserve: the memory kept back for the OS and
 	// driver. Build sets it from the flag AddFlags registers.
 	PoolReserve uint64
-	Logger      log.Logger
+	// Thermal is the --thermal.* configuration, validated, and ThermalCSV
+	// --thermal.csv-file. Build sets them when the thermal collector runs.
+	Thermal    judge.ThermalConfig
+	ThermalCSV string
+	Logger     log.Logger
 	// NVML is the process's one NVML client (gpu.Settings.Open says why
 	// one), shared by the collectors that read NVML. Whoever builds the
 	// collectors opens it when Selection.NeedsNVML and closes it after
@@ -141,8 +146,10 @@ type Selection struct {
 	configured map[string]*bool // the collector's onWith flag given
 	factories  map[string]Factory
 	nvml       map[string]bool // the collector reads NVML
-	// poolReserve is shared by the pool collector and the plan command.
+	// The settings serve's collectors, plan and report judge with: one
+	// set of flags, read through PoolReserve and ThermalConfig.
 	poolReserve *uint64
+	thermal     thermalFlags
 }
 
 // AddFlags registers --collector.NAME for every known collector and each
@@ -150,7 +157,7 @@ type Selection struct {
 func AddFlags(fg FlagGroup) *Selection {
 	s := &Selection{enabled: map[string]*bool{}, explicit: map[string]*bool{},
 		configured: map[string]*bool{}, factories: map[string]Factory{}, nvml: map[string]bool{},
-		poolReserve: addPoolReserveFlag(fg)}
+		poolReserve: addPoolReserveFlag(fg), thermal: addThermalFlags(fg)}
 	for _, r := range registrations {
 		def := "disabled"
 		switch {
@@ -191,10 +198,22 @@ func (w watchFlag) Flag(name, help string) *kingpin.FlagClause {
 	return fc
 }
 
-// PoolReserve is the parsed --pool.reserve, for the plan command: it
-// judges a plan against the headroom the pool collector exports, the same
-// reserve kept back. It is set once the flags are parsed.
-func (s *Selection) PoolReserve() *uint64 { return s.poolReserve }
+// PoolReserve is the parsed --pool.reserve: the pool collector's headroom
+// and the plan command's budget keep the same reserve back. Read it once
+// the flags are parsed.
+func (s *Selection) PoolReserve() uint64 { return *s.poolReserve }
+
+// ThermalConfig is the thermal verdict's configuration as the --thermal.*
+// flags give it, validated: the thermal collector and `report` (which
+// replays a log as the collector would have judged it) both take it here.
+// Read it once the flags are parsed.
+func (s *Selection) ThermalConfig() (judge.ThermalConfig, error) {
+	cfg := s.thermal.config()
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("--thermal.* flags: %w", err)
+	}
+	return cfg, nil
+}
 
 // Enabled lists the enabled collectors, sorted.
 func (s *Selection) Enabled() []string {
@@ -219,10 +238,17 @@ func (s *Selection) NeedsNVML() bool {
 // built (bad flag combination, unreadable file it was pointed at) stops the
 // exporter at start, which is when its operator is watching.
 func (s *Selection) Build(env Env) (*Exporter, error) {
+	env.PoolReserve = *s.poolReserve
+	if slices.Contains(s.Enabled(), "thermal") {
+		cfg, err := s.ThermalConfig()
+		if err != nil {
+			return nil, fmt.Errorf("collector thermal: %w", err)
+		}
+		env.Thermal, env.ThermalCSV = cfg, *s.thermal.csvFile
+	}
 	cs := map[string]Collector{}
 	for _, name := range s.Enabled() {
 		cenv := env
-		cenv.PoolReserve = *s.poolReserve
 		cenv.Logger = log.With(env.Logger, "collector", name)
 		c, err := s.factories[name](cenv)
 		if err != nil {

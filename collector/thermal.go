@@ -35,17 +35,15 @@ import (
 // Exporter.ThermalSnapshot. NVML is Env.NVML, the process's client, whose
 // reads are bounded by --gpu.timeout.
 func init() {
-	registerNVMLCollector("thermal", defaultEnabled, func(fg FlagGroup) Factory {
-		flags := addThermalFlags(fg)
+	registerNVMLCollector("thermal", defaultEnabled, func(FlagGroup) Factory {
 		return func(env Env) (Collector, error) {
-			cfg := flags.config()
-			if err := cfg.Validate(); err != nil {
-				return nil, fmt.Errorf("--thermal.* flags: %w", err)
-			}
 			if env.NVML == nil {
 				return nil, errNoNVML
 			}
-			sampler := thermalsampler.NewSampler(gpu.WithTimeout(env.NVML, env.GPU.Timeout), cfg, *flags.csvFile, env.Logger)
+			if err := env.Thermal.Validate(); err != nil {
+				return nil, fmt.Errorf("--thermal.* flags: %w", err)
+			}
+			sampler := thermalsampler.NewSampler(gpu.WithTimeout(env.NVML, env.GPU.Timeout), env.Thermal, env.ThermalCSV, env.Logger)
 			c := newThermalCollector(sampler)
 			c.start()
 			return c, nil
@@ -53,8 +51,10 @@ func init() {
 	})
 }
 
-// thermalFlags are the collector's flags; docs/thermal.md justifies each
-// default, and judge.DefaultThermalConfig holds them.
+// thermalFlags are the --thermal.* flags. AddFlags registers them once for
+// every command (Selection.ThermalConfig): serve's thermal collector and
+// report judge alike. docs/thermal.md justifies each default, and
+// judge.DefaultThermalConfig holds them.
 type thermalFlags struct {
 	interval, window                              *time.Duration
 	nominal, belowRatio, flatSpread               *float64

@@ -79,8 +79,8 @@ func newApp() (*kingpin.Application, map[string]command) {
 	serveRun, collectors := serveCommand(app, procfs, sysfs, readTimeout)
 	commands := map[string]command{
 		serve:    serveRun,
-		"plan":   planCommand(app, procfs, collectors.PoolReserve()),
-		"report": reportCommand(app),
+		"plan":   planCommand(app, procfs, collectors),
+		"report": reportCommand(app, collectors),
 	}
 	commands["status"] = statusCommand(app)
 	return app, commands

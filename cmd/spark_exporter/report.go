@@ -16,6 +16,7 @@ import (
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/config"
 
+	"github.com/spark-exporter/spark_exporter/collector"
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
 	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/report"
@@ -35,10 +36,10 @@ const reportTimeout = 2 * time.Minute
 // usageError is bad input, named by its flag or line.
 type usageError struct{ error }
 
-// reportCommand registers `spark_exporter report`. It shares the
-// --thermal.* flags with the exporter, so that a replay judges as the live
-// collector does.
-func reportCommand(app *kingpin.Application) command {
+// reportCommand registers `spark_exporter report`. It judges with the
+// --thermal.* configuration serve's thermal collector takes
+// (shared.ThermalConfig), so that a replay judges as the live collector does.
+func reportCommand(app *kingpin.Application, shared *collector.Selection) command {
 	cmd := app.Command("report", "Summarise one run after the fact, from a thermal log (CSV) or from Prometheus: "+
 		"duration, energy, time busy and at the ~100 W plateau, throttle episodes, and from Prometheus the pool's headroom, "+
 		"OOM kills, memory stalls, contention and the alerts that fired; with a one-line verdict. "+
@@ -61,7 +62,10 @@ func reportCommand(app *kingpin.Application) command {
 	svgFile := cmd.Flag("svg", "Also draw temperature, power and SM clock over the run, throttle episodes shaded, to this SVG file.").PlaceHolder("FILE").String()
 
 	return func(stdout, stderr io.Writer) int {
-		cfg, err := thermalConfig(app)
+		cfg, err := shared.ThermalConfig()
+		if err != nil {
+			err = usageError{err}
+		}
 		var r report.Report
 		if err == nil {
 			switch {
@@ -102,36 +106,6 @@ func reportCommand(app *kingpin.Application) command {
 		}
 		return reportMade
 	}
-}
-
-// thermalConfig is the analysis's configuration as the --thermal.* flags
-// give it.
-func thermalConfig(app *kingpin.Application) (judge.ThermalConfig, error) {
-	cfg := judge.DefaultThermalConfig()
-	durations := map[string]*time.Duration{"thermal.interval": &cfg.Interval, "thermal.window": &cfg.Window}
-	for flag, dst := range durations {
-		if v, ok := cliflag.Lookup[time.Duration](app.GetFlag(flag)); ok {
-			*dst = v
-		}
-	}
-	floats := map[string]*float64{
-		"thermal.nominal-power": &cfg.NominalPower, "thermal.below-nominal-ratio": &cfg.BelowNominalRatio,
-		"thermal.flat-power-spread": &cfg.FlatSpread, "thermal.busy-utilization": &cfg.BusyUtilization,
-		"thermal.busy-power": &cfg.BusyPower, "thermal.climbing-slope": &cfg.ClimbingSlope,
-		"thermal.hot-temperature": &cfg.HotTemperature,
-	}
-	for flag, dst := range floats {
-		if v, ok := cliflag.Lookup[float64](app.GetFlag(flag)); ok {
-			*dst = v
-		}
-	}
-	if _, ok := cliflag.Lookup[float64](app.GetFlag("thermal.climbing-slope")); ok {
-		cfg.ClimbingSlope /= 60 // the flag is in °C per minute
-	}
-	if err := cfg.Validate(); err != nil {
-		return cfg, usageError{fmt.Errorf("--thermal.* flags: %w", err)}
-	}
-	return cfg, nil
 }
 
 // reportLog reports on a thermal log. Malformed lines are listed on stderr

@@ -79,22 +79,6 @@ func List[T any](fc *kingpin.FlagClause, parse func(string) (T, error)) *[]T {
 	return dst
 }
 
-// Lookup returns the parsed value of a flag that another part of the
-// program bound with Value (or Bytes, Int, …), for a command that shares the
-// flag rather than defining a second one with the same meaning. It reports
-// false when fc is nil or holds another type.
-func Lookup[T any](fc *kingpin.FlagClause) (T, bool) {
-	var zero T
-	if fc == nil {
-		return zero, false
-	}
-	v, ok := fc.Model().Value.(*parsed[T])
-	if !ok {
-		return zero, false
-	}
-	return *v.dst, true
-}
-
 // Bytes is a size with a unit, as in 4GiB or 512MiB.
 func Bytes(fc *kingpin.FlagClause) *uint64 { return Value(fc, ParseBytes) }
 

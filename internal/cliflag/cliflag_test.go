@@ -80,27 +80,6 @@ func TestListKeepsEveryValueAndNamesTheFlagOnABadOne(t *testing.T) {
 	}
 }
 
-func TestLookupSharesAFlag(t *testing.T) {
-	app := kingpin.New("t", "")
-	Bytes(app.Flag("pool.reserve", "").Default("4GiB"))
-	app.Flag("name", "").String()
-	if _, err := app.Parse([]string{"--pool.reserve=8GiB"}); err != nil {
-		t.Fatal(err)
-	}
-	if v, ok := Lookup[uint64](app.GetFlag("pool.reserve")); !ok || v != 8<<30 {
-		t.Errorf("Lookup = %d, %v; want 8GiB", v, ok)
-	}
-	if _, ok := Lookup[int](app.GetFlag("pool.reserve")); ok {
-		t.Error("a uint64 flag looked up as int")
-	}
-	if _, ok := Lookup[uint64](app.GetFlag("name")); ok {
-		t.Error("a kingpin string flag looked up as a cliflag value")
-	}
-	if _, ok := Lookup[uint64](app.GetFlag("missing")); ok {
-		t.Error("a missing flag found")
-	}
-}
-
 // Kingpin reads --switch=value as a switch and a stray argument, and says
 // only "unexpected value"; the value is refused naming the switch instead,
 // for the application's switches and its commands'.
