@@ -33,7 +33,7 @@ func init() {
 // through Env.
 func addPoolReserveFlag(fg FlagGroup) *uint64 {
 	return cliflag.Bytes(fg.Flag("pool.reserve",
-		"Memory kept back for the OS and driver; headroom is MemFree minus this. Examples: 4GiB, 512MiB.").
+		"Memory kept back for the OS and driver; headroom is MemFree minus this. GiB is 2^30 bytes, GB 10^9: 4GiB, 512MiB, 4GB.").
 		Default("4GiB"))
 }
 
