@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spark-exporter/spark_exporter/internal/judge"
+	"github.com/spark-exporter/spark_exporter/internal/units"
 )
 
 // verdict is the one line a person pastes into a run log.
@@ -223,7 +224,7 @@ func writeMemory(b *strings.Builder, line func(string, string, ...any), m *Memor
 	}
 }
 
-func gib(bytes float64) string { return fmt.Sprintf("%.1f GiB", bytes/(1<<30)) }
+func gib(bytes float64) string { return units.FormatGiB(bytes) }
 
 // stamp writes t as a time of day when it falls on ref's day.
 func stamp(t, ref time.Time) string {
