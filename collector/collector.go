@@ -146,18 +146,52 @@ type Selection struct {
 	configured map[string]*bool // the collector's onWith flag given
 	factories  map[string]Factory
 	nvml       map[string]bool // the collector reads NVML
-	// The settings serve's collectors, plan and report judge with: one
-	// set of flags, read through PoolReserve and ThermalConfig.
-	poolReserve *uint64
-	thermal     thermalFlags
+	// The settings serve's collectors share with plan (pool) and report
+	// (thermal): the same flags, registered by the same code.
+	pool    *PoolSettings
+	thermal *ThermalSettings
 }
+
+// PoolSettings are the pool's flags (--pool.reserve), for every command that
+// judges against the pool's headroom: serve's pool collector and plan.
+type PoolSettings struct{ reserve *uint64 }
+
+// AddPoolFlags registers the pool's flags on fg.
+func AddPoolFlags(fg FlagGroup) *PoolSettings { return &PoolSettings{reserve: addPoolReserveFlag(fg)} }
+
+// Reserve is the parsed --pool.reserve: the memory kept back for the OS and
+// driver. Read it once the flags are parsed.
+func (p *PoolSettings) Reserve() uint64 { return *p.reserve }
+
+// ThermalSettings are the thermal verdict's flags (--thermal.*), for every
+// command that judges a GPU's thermal window: serve's thermal collector
+// and report, which replays a log as the collector would have judged it.
+type ThermalSettings struct{ flags thermalFlags }
+
+// AddThermalFlags registers the thermal flags on fg.
+func AddThermalFlags(fg FlagGroup) *ThermalSettings {
+	return &ThermalSettings{flags: addThermalFlags(fg)}
+}
+
+// Config is the configuration the --thermal.* flags give, validated. Read
+// it once the flags are parsed.
+func (t *ThermalSettings) Config() (judge.ThermalConfig, error) {
+	cfg := t.flags.config()
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("--thermal.* flags: %w", err)
+	}
+	return cfg, nil
+}
+
+// CSVFile is --thermal.csv-file, "" when not given.
+func (t *ThermalSettings) CSVFile() string { return *t.flags.csvFile }
 
 // AddFlags registers --collector.NAME for every known collector and each
 // collector's own flags.
 func AddFlags(fg FlagGroup) *Selection {
 	s := &Selection{enabled: map[string]*bool{}, explicit: map[string]*bool{},
 		configured: map[string]*bool{}, factories: map[string]Factory{}, nvml: map[string]bool{},
-		poolReserve: addPoolReserveFlag(fg), thermal: addThermalFlags(fg)}
+		pool: AddPoolFlags(fg), thermal: AddThermalFlags(fg)}
 	for _, r := range registrations {
 		def := "disabled"
 		switch {
@@ -198,22 +232,12 @@ func (w watchFlag) Flag(name, help string) *kingpin.FlagClause {
 	return fc
 }
 
-// PoolReserve is the parsed --pool.reserve: the pool collector's headroom
-// and the plan command's budget keep the same reserve back. Read it once
-// the flags are parsed.
-func (s *Selection) PoolReserve() uint64 { return *s.poolReserve }
+// PoolReserve is the parsed --pool.reserve (PoolSettings.Reserve).
+func (s *Selection) PoolReserve() uint64 { return s.pool.Reserve() }
 
-// ThermalConfig is the thermal verdict's configuration as the --thermal.*
-// flags give it, validated: the thermal collector and `report` (which
-// replays a log as the collector would have judged it) both take it here.
-// Read it once the flags are parsed.
-func (s *Selection) ThermalConfig() (judge.ThermalConfig, error) {
-	cfg := s.thermal.config()
-	if err := cfg.Validate(); err != nil {
-		return cfg, fmt.Errorf("--thermal.* flags: %w", err)
-	}
-	return cfg, nil
-}
+// ThermalConfig is the --thermal.* configuration, validated
+// (ThermalSettings.Config).
+func (s *Selection) ThermalConfig() (judge.ThermalConfig, error) { return s.thermal.Config() }
 
 // Enabled lists the enabled collectors, sorted.
 func (s *Selection) Enabled() []string {
@@ -238,13 +262,13 @@ func (s *Selection) NeedsNVML() bool {
 // built (bad flag combination, unreadable file it was pointed at) stops the
 // exporter at start, which is when its operator is watching.
 func (s *Selection) Build(env Env) (*Exporter, error) {
-	env.PoolReserve = *s.poolReserve
+	env.PoolReserve = s.pool.Reserve()
 	if slices.Contains(s.Enabled(), "thermal") {
-		cfg, err := s.ThermalConfig()
+		cfg, err := s.thermal.Config()
 		if err != nil {
 			return nil, fmt.Errorf("collector thermal: %w", err)
 		}
-		env.Thermal, env.ThermalCSV = cfg, *s.thermal.csvFile
+		env.Thermal, env.ThermalCSV = cfg, s.thermal.CSVFile()
 	}
 	cs := map[string]Collector{}
 	for _, name := range s.Enabled() {

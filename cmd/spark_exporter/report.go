@@ -37,9 +37,9 @@ const reportTimeout = 2 * time.Minute
 type usageError struct{ error }
 
 // reportCommand registers `spark_exporter report`. It judges with the
-// --thermal.* configuration serve's thermal collector takes
-// (shared.ThermalConfig), so that a replay judges as the live collector does.
-func reportCommand(app *kingpin.Application, shared *collector.Selection) command {
+// --thermal.* flags serve's thermal collector takes
+// (collector.AddThermalFlags), so that a replay judges as the live collector does.
+func reportCommand(app *kingpin.Application) command {
 	cmd := app.Command("report", "Summarise one run after the fact, from a thermal log (CSV) or from Prometheus: "+
 		"duration, energy, time busy and at the ~100 W plateau, throttle episodes, and from Prometheus the pool's headroom, "+
 		"OOM kills, memory stalls, contention and the alerts that fired; with a one-line verdict. "+
@@ -59,10 +59,11 @@ func reportCommand(app *kingpin.Application, shared *collector.Selection) comman
 	last := cliflag.Duration(cmd.Flag("last", "The run is the last this long before --to (default 6h when --from is not given).").PlaceHolder("6h"))
 	step := cliflag.Duration(cmd.Flag("step", "Resolution of Prometheus queries (default: 1s, coarser past 10,000 points)."))
 	asJSON := cmd.Flag("json", "Print the report as JSON (docs/report.md).").Bool()
+	thermal := collector.AddThermalFlags(cmd)
 	svgFile := cmd.Flag("svg", "Also draw temperature, power and SM clock over the run, throttle episodes shaded, to this SVG file.").PlaceHolder("FILE").String()
 
 	return func(stdout, stderr io.Writer) int {
-		cfg, err := shared.ThermalConfig()
+		cfg, err := thermal.Config()
 		if err != nil {
 			err = usageError{err}
 		}
