@@ -112,8 +112,6 @@ var t0 = time.Date(2025, 11, 24, 14, 0, 0, 0, time.UTC)
 
 func ptr[T any](v T) *T { return &v }
 
-func at(i int) time.Time { return t0.Add(time.Duration(i) * 10 * time.Second) }
-
 // A small window keeps the tests short: one minute of 10 s samples.
 func smallConfig() judge.ThermalConfig {
 	cfg := judge.DefaultThermalConfig()
