@@ -141,12 +141,9 @@ func (c *poolCollector) Update(ch chan<- prometheus.Metric) error {
 
 // read reads and parses meminfo, vmstat and the memory pressure.
 func (c *poolCollector) read() (snap pool.Snapshot, vm vmstat.Counters, psi pool.Pressure, psiOK bool, err error) {
-	// The three files are read in one batch, under one deadline: a
-	// hand-off to a worker per file cost more than the reads. Each file is
-	// read into a buffer of its own: one kept from scrape to scrape saved
-	// 1.6-2.0% of a scrape's instructions in the whole-scrape benchmark
-	// and no system call, under the 2% a cache must pay
-	// (docs/performance.md).
+	// The three files are read in one batch, under one deadline, each into
+	// a buffer of its own: what a worker per file or a kept buffer would
+	// cost or pay is in docs/performance.md.
 	var (
 		meminfo, vmstatData, pressure []byte
 		meminfoErr, vmstatErr, psiErr error

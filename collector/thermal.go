@@ -129,10 +129,8 @@ var (
 	thermalCSVErrorsDesc = newDesc("spark_thermal_csv_write_errors_total", "Samples that could not be appended to --thermal.csv-file.")
 )
 
-// thermalCollector renders the snapshot afresh on every scrape. Keeping
-// the metrics built from a snapshot until the next sample saved 40 thousand
-// instructions a scrape, 1.2% of a whole one (scripts/bench-counts.sh,
-// BenchmarkThermal and BenchmarkScrape/default): too little to keep.
+// thermalCollector renders the sampler's latest snapshot afresh on every
+// scrape: nothing built from it is kept (docs/performance.md, "Caches kept").
 type thermalCollector struct {
 	sampler *thermalsampler.Sampler
 
