@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -133,6 +134,9 @@ var (
 // scrape: nothing built from it is kept (docs/performance.md, "Caches kept").
 type thermalCollector struct {
 	sampler *thermalsampler.Sampler
+	// rendered is the snapshot the latest scrape rendered: the status page
+	// shows it, so that its verdict and window are the exposition's.
+	rendered atomic.Pointer[thermal.Snapshot]
 
 	cancel    context.CancelFunc
 	done      chan struct{}
@@ -170,13 +174,17 @@ func (c *thermalCollector) Close() error {
 	return c.closeErr
 }
 
-// ThermalSnapshot is the thermal sampler's latest snapshot, for readers
-// beside the metrics (a status page); false when the thermal collector is
-// not enabled.
+// ThermalSnapshot is the snapshot the thermal collector rendered in the
+// latest scrape (the sampler's latest before any scrape), for readers
+// beside the metrics (a status page): what they show is what /metrics said.
+// false when the thermal collector is not enabled.
 func (e *Exporter) ThermalSnapshot() (thermal.Snapshot, bool) {
 	c, ok := e.collectors["thermal"].(*thermalCollector)
 	if !ok {
 		return thermal.Snapshot{}, false
+	}
+	if snap := c.rendered.Load(); snap != nil {
+		return *snap, true
 	}
 	return c.sampler.Snapshot(), true
 }
@@ -192,11 +200,9 @@ func (e *Exporter) ThermalConfig() (judge.ThermalConfig, bool) {
 	return c.sampler.Config(), true
 }
 
-// oneIf renders a condition as a 0/1 gauge value.
-func oneIf(cond bool) float64 { return supported(cond) }
-
 func (c *thermalCollector) Update(ch chan<- prometheus.Metric) error {
 	snap := c.sampler.Snapshot()
+	c.rendered.Store(&snap)
 	sendThermal(ch, snap)
 	if len(snap.GPUs) == 0 {
 		return ErrNoData
@@ -216,9 +222,9 @@ func sendThermal(ch chan<- prometheus.Metric, snap thermal.Snapshot) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, x, append([]string{label}, labels...)...)
 		}
 		for _, s := range judge.ThermalStates {
-			gauge(thermalStateDesc, oneIf(v.State == s), string(s))
+			gauge(thermalStateDesc, supported(v.State == s), string(s))
 		}
-		gauge(thermalSignatureDesc, oneIf(v.Signature))
+		gauge(thermalSignatureDesc, supported(v.Signature))
 		if st := v.Stats; st != nil {
 			gauge(thermalPowerMeanDesc, st.PowerMean)
 			gauge(thermalSpreadDesc, st.PowerSpread)

@@ -448,3 +448,29 @@ func TestThermalCounterSlowdown(t *testing.T) {
 		}
 	}
 }
+
+// The status page shows the snapshot the latest scrape rendered, not one the
+// sampler took after it: the page and /metrics say the same.
+func TestThermalSnapshotIsTheRenderedOne(t *testing.T) {
+	src := &fakeSource{}
+	c, _ := newTestThermal(t, src, "")
+	e := NewExporter(map[string]Collector{"thermal": c}, nopLogger())
+	ctx := context.Background()
+	src.set([]gpu.Reading{reading(0, 90, 100, 0.97)}, nil)
+	c.sampler.Sample(ctx, tick(0))
+	if snap, _ := e.ThermalSnapshot(); snap.Samples != 1 {
+		t.Fatalf("before any scrape: %d samples, want the sampler's 1", snap.Samples)
+	}
+	got, err := collect(t, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.sampler.Sample(ctx, tick(1)) // after the scrape
+	snap, ok := e.ThermalSnapshot()
+	if !ok || snap.Samples != 1 || len(snap.GPUs) != 1 || len(snap.GPUs[0].Window) != 1 {
+		t.Fatalf("snapshot of %d samples (%v), want the one the scrape rendered", snap.Samples, ok)
+	}
+	if state := string(snap.GPUs[0].Verdict.State); got[`spark_thermal_state{gpu="0",state="`+state+`"}`] != 1 {
+		t.Errorf("the snapshot's state %q is not the one /metrics rendered: %v", state, got)
+	}
+}
