@@ -25,6 +25,8 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/judge"
+
+	"github.com/spark-exporter/spark_exporter/internal/cliflag"
 )
 
 // Collector is one source of metrics, read afresh on every scrape.
@@ -81,18 +83,13 @@ type NVML interface {
 // errNoNVML refuses to build a collector that reads NVML without a client.
 var errNoNVML = errors.New("no NVML client: open one when Selection.NeedsNVML")
 
-// FlagGroup is a kingpin application or command.
-type FlagGroup interface {
-	Flag(name, help string) *kingpin.FlagClause
-}
-
 // Factory builds a collector once flags are parsed.
 type Factory func(env Env) (Collector, error)
 
 // Setup registers a collector's own flags on fg and returns the factory that
 // reads them. Binding flags in a closure keeps collectors free of package
 // state, so tests can build any number of them with any flags.
-type Setup func(fg FlagGroup) Factory
+type Setup func(fg cliflag.FlagGroup) Factory
 
 const (
 	defaultEnabled  = true
@@ -157,7 +154,9 @@ type Selection struct {
 type PoolSettings struct{ reserve *uint64 }
 
 // AddPoolFlags registers the pool's flags on fg.
-func AddPoolFlags(fg FlagGroup) *PoolSettings { return &PoolSettings{reserve: addPoolReserveFlag(fg)} }
+func AddPoolFlags(fg cliflag.FlagGroup) *PoolSettings {
+	return &PoolSettings{reserve: addPoolReserveFlag(fg)}
+}
 
 // Reserve is the parsed --pool.reserve: the memory kept back for the OS and
 // driver. Read it once the flags are parsed.
@@ -169,7 +168,7 @@ func (p *PoolSettings) Reserve() uint64 { return *p.reserve }
 type ThermalSettings struct{ flags thermalFlags }
 
 // AddThermalFlags registers the thermal flags on fg.
-func AddThermalFlags(fg FlagGroup) *ThermalSettings {
+func AddThermalFlags(fg cliflag.FlagGroup) *ThermalSettings {
 	return &ThermalSettings{flags: addThermalFlags(fg)}
 }
 
@@ -188,7 +187,7 @@ func (t *ThermalSettings) CSVFile() string { return *t.flags.csvFile }
 
 // AddFlags registers --collector.NAME for every known collector and each
 // collector's own flags.
-func AddFlags(fg FlagGroup) *Selection {
+func AddFlags(fg cliflag.FlagGroup) *Selection {
 	s := &Selection{enabled: map[string]*bool{}, explicit: map[string]*bool{},
 		configured: map[string]*bool{}, factories: map[string]Factory{}, nvml: map[string]bool{},
 		pool: AddPoolFlags(fg), thermal: AddThermalFlags(fg)}
@@ -219,7 +218,7 @@ func AddFlags(fg FlagGroup) *Selection {
 
 // watchFlag notes whether the user gives one named flag.
 type watchFlag struct {
-	FlagGroup
+	cliflag.FlagGroup
 	name  string
 	given *bool
 }

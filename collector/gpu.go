@@ -15,6 +15,8 @@ import (
 
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
+
+	"github.com/spark-exporter/spark_exporter/internal/cliflag"
 )
 
 // The gpu collector is NVML's view of each GPU, as `nvidia-smi` shows it:
@@ -31,7 +33,7 @@ import (
 // client (gpu.Settings.Open), handed in through Env.NVML and closed by
 // whoever opened it.
 func init() {
-	registerNVMLCollector("gpu", defaultEnabled, func(FlagGroup) Factory {
+	registerNVMLCollector("gpu", defaultEnabled, func(cliflag.FlagGroup) Factory {
 		return func(env Env) (Collector, error) {
 			if env.NVML == nil {
 				return nil, errNoNVML

@@ -20,7 +20,7 @@ import (
 // which nvidia-smi cannot show), the page cache that eats it unseen, and the
 // signs of eviction (stalls, refaults, reclaim, OOM kills).
 func init() {
-	registerCollector("pool", defaultEnabled, func(FlagGroup) Factory {
+	registerCollector("pool", defaultEnabled, func(cliflag.FlagGroup) Factory {
 		return func(env Env) (Collector, error) {
 			return newPoolCollector(hostfs.New(env.ProcFS).WithTimeout(env.ReadTimeout), env.PoolReserve, env.Logger)
 		}
@@ -31,7 +31,7 @@ func init() {
 // beside the collectors' own flags, because the plan command judges against
 // the same headroom (Selection.PoolReserve) and the pool collector gets it
 // through Env.
-func addPoolReserveFlag(fg FlagGroup) *uint64 {
+func addPoolReserveFlag(fg cliflag.FlagGroup) *uint64 {
 	return cliflag.Bytes(fg.Flag("pool.reserve",
 		"Memory kept back for the OS and driver; headroom is MemFree minus this. GiB is 2^30 bytes, GB 10^9: 4GiB, 512MiB, 4GB.").
 		Default("4GiB"))

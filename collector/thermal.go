@@ -36,7 +36,7 @@ import (
 // Exporter.ThermalSnapshot. NVML is Env.NVML, the process's client, whose
 // reads are bounded by --gpu.timeout.
 func init() {
-	registerNVMLCollector("thermal", defaultEnabled, func(FlagGroup) Factory {
+	registerNVMLCollector("thermal", defaultEnabled, func(cliflag.FlagGroup) Factory {
 		return func(env Env) (Collector, error) {
 			if env.NVML == nil {
 				return nil, errNoNVML
@@ -63,7 +63,7 @@ type thermalFlags struct {
 	csvFile                                       *string
 }
 
-func addThermalFlags(fg FlagGroup) thermalFlags {
+func addThermalFlags(fg cliflag.FlagGroup) thermalFlags {
 	def := judge.DefaultThermalConfig()
 	return thermalFlags{
 		interval: cliflag.Duration(fg.Flag("thermal.interval",

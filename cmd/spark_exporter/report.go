@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/url"
 	"os"
 	"strconv"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/spark-exporter/spark_exporter/collector"
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/report"
 	"github.com/spark-exporter/spark_exporter/internal/thermallog"
@@ -115,13 +115,13 @@ func reportCommand(app *kingpin.Application) command {
 func reportLog(path string, gpu *int, cfg judge.ThermalConfig, stderr io.Writer) (report.Report, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return report.Report{}, usageError{fmt.Errorf("cannot read the log: %w", pathless(err))}
+		return report.Report{}, usageError{fmt.Errorf("cannot read the log: %w", hostfs.OpWithoutPath(err))}
 	}
 	defer f.Close()
 	tr, err := thermallog.Parse(f)
 	var malformed thermallog.MalformedError
 	if err != nil && !errors.As(err, &malformed) {
-		return report.Report{}, usageError{fmt.Errorf("cannot read the log: %w", pathless(err))}
+		return report.Report{}, usageError{fmt.Errorf("cannot read the log: %w", hostfs.OpWithoutPath(err))}
 	}
 	for _, e := range malformed {
 		fmt.Fprintf(stderr, "%s: warning: %v; line skipped\n", name, e)
@@ -202,7 +202,7 @@ func (o httpOptions) client() (config.HTTPClientConfig, error) {
 		}
 		loaded, _, err := config.LoadHTTPConfigFile(o.configFile)
 		if err != nil {
-			return cfg, usageError{fmt.Errorf("invalid flag --http.config.file: %w", pathless(err))}
+			return cfg, usageError{fmt.Errorf("invalid flag --http.config.file: %w", hostfs.OpWithoutPath(err))}
 		}
 		return *loaded, nil
 	}
@@ -245,21 +245,11 @@ func reportPrometheus(address string, o httpOptions, q report.Query, cfg judge.T
 func writeSVG(path string, r report.Report) error {
 	f, err := os.Create(path)
 	if err != nil {
-		return fmt.Errorf("--svg: %w", pathless(err))
+		return fmt.Errorf("--svg: %w", hostfs.OpWithoutPath(err))
 	}
 	if err := r.WriteSVG(f); err != nil {
 		f.Close()
 		return fmt.Errorf("--svg: %w", err)
 	}
-	return pathless(f.Close())
-}
-
-// pathless keeps an error's operation and cause but drops the path an
-// *fs.PathError carries: paths stay out of messages.
-func pathless(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
-	}
-	return err
+	return hostfs.OpWithoutPath(f.Close())
 }

@@ -14,6 +14,12 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 )
 
+// FlagGroup is a kingpin application or command: where a feature
+// registers its flags (collector.AddFlags, gpu.AddFlags, logging.AddFlags).
+type FlagGroup interface {
+	Flag(name, help string) *kingpin.FlagClause
+}
+
 type parsed[T any] struct {
 	name  string
 	text  string
