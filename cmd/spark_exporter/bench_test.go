@@ -55,7 +55,7 @@ func benchHandler(b *testing.B, procfs string, exporterMetrics bool, args ...str
 }
 
 // benchExporter is the exporter's collectors as serve builds them.
-func benchExporter(b *testing.B, procfs string, args ...string) (*collector.Exporter, log.Logger) {
+func benchExporter(b testing.TB, procfs string, args ...string) (*collector.Exporter, log.Logger) {
 	b.Helper()
 	app := kingpin.New(name, "")
 	logConfig := logging.AddFlags(app)
