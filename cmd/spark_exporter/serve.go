@@ -28,6 +28,7 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/logging"
+	"github.com/spark-exporter/spark_exporter/internal/readonly"
 	"github.com/spark-exporter/spark_exporter/internal/status"
 )
 
@@ -103,8 +104,9 @@ func serveCommand(cmd *kingpin.CmdClause, procfs, sysfs *string, readTimeout *ti
 		}
 
 		server := &http.Server{
-			// Only GET and HEAD, on every endpoint: a scrape reads.
-			Handler:           readOnly(mux),
+			// Only GET and HEAD, on every endpoint, an endpoint added to
+			// the mux included: a scrape reads.
+			Handler:           readonly.Handler(mux),
 			ReadHeaderTimeout: *webReadTimeout,
 			ReadTimeout:       *webReadTimeout,
 			// A response not taken within a minute is given up: a
@@ -158,21 +160,6 @@ func serveBounded(server *http.Server, flags *web.FlagConfig, maxConnections int
 		listeners = append(listeners, netutil.LimitListener(l, maxConnections))
 	}
 	return web.ServeMultiple(listeners, server, flags, logger)
-}
-
-// readOnly answers 405 to any method but GET and HEAD, with the Allow
-// header, before next: every endpoint is read-only, and a scrape costs
-// work that a POST or TRACE has no business starting. serve.go wraps the
-// whole mux in it, so an endpoint added to the mux is covered.
-func readOnly(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			http.Error(w, "Method not allowed: only GET and HEAD.", http.StatusMethodNotAllowed)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 // shutdownGrace is how long the exporter waits, after SIGTERM, for the

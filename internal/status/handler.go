@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/spark-exporter/spark_exporter/internal/readonly"
 )
 
 // APIPath is where the model is served as JSON.
@@ -78,11 +80,6 @@ func NewHandler(source *Source, metricsPath string, apiServed bool) *Handler {
 const timeout = 30 * time.Second
 
 func (h *Handler) model(w http.ResponseWriter, r *http.Request) *Result {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "Method not allowed: GET or HEAD.", http.StatusMethodNotAllowed)
-		return nil
-	}
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
 	res, err := h.source.Get(ctx)
@@ -95,21 +92,22 @@ func (h *Handler) model(w http.ResponseWriter, r *http.Request) *Result {
 	return res
 }
 
-// API serves the model as JSON.
+// API serves the model as JSON, to GET and HEAD only.
 func (h *Handler) API() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return readonly.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		res := h.model(w, r)
 		if res == nil {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(append(res.JSON, '\n'))
-	})
+	}))
 }
 
-// Page serves the status page, complete without JavaScript.
+// Page serves the status page, complete without JavaScript, to GET and
+// HEAD only.
 func (h *Handler) Page() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return readonly.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		res := h.model(w, r)
 		if res == nil {
 			return
@@ -123,7 +121,7 @@ func (h *Handler) Page() http.Handler {
 		w.Header().Set("Content-Security-Policy", csp)
 		w.Header().Set("Referrer-Policy", "no-referrer")
 		w.Write(buf.Bytes())
-	})
+	}))
 }
 
 func (h *Handler) render(buf *bytes.Buffer, m Model) error {
