@@ -8,8 +8,8 @@ import (
 )
 
 // The drawing of the page: the pool bar and the thermal charts as inline
-// SVG. page.js draws the same from the JSON when it refreshes; the scales
-// and texts here and there must agree.
+// SVG, drawn here only: the page's first render and the View its script
+// refreshes it from both take them from these functions.
 
 // Chart sizes, in SVG user units.
 const (
@@ -138,9 +138,9 @@ func barX(p *Pool, i int) string {
 }
 
 // shape names what the page's structure depends on: which sections, GPUs,
-// workloads, plans and collectors there are. page.js computes the same
-// from the JSON and reloads the page's body when it changes; otherwise it
-// updates the figures in place.
+// workloads, plans and collectors there are. The View carries it; page.js
+// reloads the page's body when it changes, and otherwise updates the
+// figures in place.
 func shape(m Model) string {
 	var parts []string
 	if m.Pool != nil {

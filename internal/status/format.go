@@ -8,8 +8,8 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/units"
 )
 
-// The figures in words, as the page shows them. page.js formats the same
-// way when it refreshes the page; the browser test reads both.
+// The figures in words, as the page, its View and the text report show
+// them: page.js formats nothing.
 
 // Bytes is a size in GiB with one decimal, as free -g counts (negative
 // headroom keeps its sign).

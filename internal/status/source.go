@@ -43,11 +43,34 @@ type Source struct {
 	pending *refresh // the run going now, nil when none
 }
 
-// Result is one model and its JSON.
+// Result is one model and its JSON, and the page's View of it, rendered
+// once for every viewer when one asks.
 type Result struct {
 	Model Model
 	JSON  []byte
 	At    time.Time // the state's: when the collectors' run ended
+
+	once     sync.Once
+	viewed   View
+	viewBody []byte
+}
+
+func (r *Result) render() {
+	r.once.Do(func() {
+		r.viewed = NewView(r.Model)
+		// Texts and numbers as strings: Marshal cannot fail on them.
+		r.viewBody, _ = json.Marshal(r.viewed)
+	})
+}
+
+func (r *Result) view() View {
+	r.render()
+	return r.viewed
+}
+
+func (r *Result) viewJSON() []byte {
+	r.render()
+	return r.viewBody
 }
 
 type refresh struct {

@@ -311,17 +311,18 @@ func TestHandler(t *testing.T) {
 	close(c.release)
 	src := NewSource(c)
 	src.now = func() time.Time { return now }
-	h := NewHandler(src, "/metrics", true)
+	h := NewHandler(src, "/metrics", true, true)
 	mux := http.NewServeMux()
 	mux.Handle("/{$}", h.Page())
 	mux.Handle(APIPath, h.API())
+	mux.Handle(ViewPath, h.View())
 
 	do := func(method, path string) *httptest.ResponseRecorder {
 		rec := httptest.NewRecorder()
 		mux.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
 		return rec
 	}
-	for _, path := range []string{"/", APIPath} {
+	for _, path := range []string{"/", APIPath, ViewPath} {
 		for _, method := range []string{http.MethodPost, http.MethodPut, http.MethodDelete} {
 			rec := do(method, path)
 			if rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != "GET, HEAD" {
@@ -353,6 +354,22 @@ func TestHandler(t *testing.T) {
 		t.Errorf("model: %v %+v", err, m.GPUs)
 	}
 
+	// The page's script refreshes from the View: the texts of the page as
+	// served, rendered by the same code.
+	var view View
+	if err := json.Unmarshal(do(http.MethodGet, ViewPath).Body.Bytes(), &view); err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]string{"pool.headroom_bytes": "16.5 GiB", "gpus.0.thermal.state": m.GPUs[0].Thermal.Text,
+		"gpus.0.power_watts": "99.3 W", "gpus.0.clock_events": "sw_power_cap", "collectors.0.success": "ok"} {
+		if view.Text[k] != want {
+			t.Errorf("view %s: %q, want %q", k, view.Text[k], want)
+		}
+	}
+	if c := view.Charts["gpu0-power"]; c.Points == "" || len(c.Lines) != 2 || view.Shape == "" || len(view.Bar) != 5 {
+		t.Errorf("view: power chart %+v, shape %q, bar %v", c, view.Shape, view.Bar)
+	}
+
 	page := do(http.MethodGet, "/")
 	body := page.Body.String()
 	if ct := page.Header().Get("Content-Type"); ct != "text/html; charset=utf-8" {
@@ -360,7 +377,7 @@ func TestHandler(t *testing.T) {
 	}
 	// Complete without JavaScript: the figures and verdicts are in the
 	// HTML as served.
-	for _, want := range []string{"16.5 GiB", "37.5 GiB", "Throttling:", "NVML reports a thermal slowdown, for 1m now.",
+	for _, want := range []string{`data-k="pool.headroom_bytes" value="17695264768">16.5 GiB<`, "37.5 GiB", `data-shape="` + view.Shape + `"`, "Throttling:", "NVML reports a thermal slowdown, for 1m now.",
 		"Training beside inference capped at 0.5 or less", "llama-3.1-70b-qlora", `href="./metrics"`,
 		"Power over the last 10m: 99.0 W to 100.0 W, now 100.0 W", `<polyline class="line" points="`} {
 		if !strings.Contains(body, want) {
