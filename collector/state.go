@@ -1,6 +1,8 @@
 package collector
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spark-exporter/spark_exporter/internal/collected"
@@ -32,6 +34,14 @@ func (e *Exporter) State() collected.State {
 		}
 	}
 	return st
+}
+
+// At is when the latest run of every collector together ended (State's
+// At); zero before the first.
+func (e *Exporter) At() time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.at
 }
 
 // Refresh runs every collector as a scrape does, its metrics discarded: for

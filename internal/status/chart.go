@@ -60,7 +60,7 @@ func newChart(kind string, g GPU) chart {
 	y := func(v float64) float64 {
 		return math.Max(0, math.Min(chartHeight, chartHeight-(v-lo)/(hi-lo)*chartHeight))
 	}
-	var pts []string
+	var pts []byte
 	for _, p := range w.Samples {
 		var v float64
 		switch kind {
@@ -74,10 +74,14 @@ func newChart(kind string, g GPU) chart {
 			}
 			v = *p.SMClockHertz
 		}
-		x := chartWidth * (1 - p.SecondsAgo/w.Seconds)
-		pts = append(pts, num(x)+","+num(y(v)))
+		if len(pts) > 0 {
+			pts = append(pts, ' ')
+		}
+		pts = appendNum(pts, chartWidth*(1-p.SecondsAgo/w.Seconds))
+		pts = append(pts, ',')
+		pts = appendNum(pts, y(v))
 	}
-	c := chart{ID: fmt.Sprintf("gpu%d-%s", g.Index, kind), Points: strings.Join(pts, " ")}
+	c := chart{ID: fmt.Sprintf("gpu%d-%s", g.Index, kind), Points: string(pts)}
 	c.Desc = chartDesc(kind, g)
 	switch kind {
 	case "temperature":
@@ -116,7 +120,12 @@ func chartDesc(kind string, g GPU) string {
 	return "NVML reports no SM clock."
 }
 
-func num(x float64) string { return strconv.FormatFloat(math.Round(x*10)/10, 'f', -1, 64) }
+// num is a coordinate to a tenth of a unit: finer than a pixel.
+func num(x float64) string { return string(appendNum(nil, x)) }
+
+func appendNum(b []byte, x float64) []byte {
+	return strconv.AppendFloat(b, math.Round(x*10)/10, 'f', -1, 64)
+}
 
 // barWidth and barX place segment i of the pool bar.
 func barWidth(p *Pool, i int) string {

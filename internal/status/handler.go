@@ -85,7 +85,7 @@ func (h *Handler) model(w http.ResponseWriter, r *http.Request) *Result {
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
 	res, err := h.source.Get(ctx)
-	if err != nil || len(res.JSON) == 0 {
+	if err != nil {
 		http.Error(w, "The status could not be gathered; try again.", http.StatusServiceUnavailable)
 		return nil
 	}
@@ -101,8 +101,13 @@ func (h *Handler) API() http.Handler {
 		if res == nil {
 			return
 		}
+		body := res.JSON()
+		if len(body) == 0 {
+			http.Error(w, "The status could not be rendered.", http.StatusInternalServerError)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
-		w.Write(append(res.JSON, '\n'))
+		w.Write(append(body, '\n'))
 	}))
 }
 

@@ -17,6 +17,8 @@ import (
 type Collectors interface {
 	// State is each collector's latest result (collector.Exporter.State).
 	State() collected.State
+	// At is State's At, without the rest.
+	At() time.Time
 	// Refresh runs every collector now, as a scrape does.
 	Refresh()
 }
@@ -43,16 +45,32 @@ type Source struct {
 	pending *refresh // the run going now, nil when none
 }
 
-// Result is one model and its JSON, and the page's View of it, rendered
-// once for every viewer when one asks.
+// Result is one model, and its JSON and the page's View of it, each
+// rendered once for every viewer when one asks: a page's refresh needs
+// only the View, the API only the JSON.
 type Result struct {
 	Model Model
-	JSON  []byte
 	At    time.Time // the state's: when the collectors' run ended
+
+	jsonOnce sync.Once
+	body     []byte
 
 	once     sync.Once
 	viewed   View
 	viewBody []byte
+}
+
+// JSON is the model as JSON; nil if it could not be encoded. A model is
+// plain values; only a NaN or an infinity could refuse, and Build leaves
+// those out. Should one come, the API answers an error rather than a body
+// that breaks its schema.
+func (r *Result) JSON() []byte {
+	r.jsonOnce.Do(func() {
+		if body, err := json.Marshal(r.Model); err == nil {
+			r.body = body
+		}
+	})
+	return r.body
 }
 
 func (r *Result) render() {
@@ -96,7 +114,7 @@ func (s *Source) Get(ctx context.Context) (*Result, error) {
 	s.mu.Lock()
 	// The model made last is shown again while it is fresh and no scrape
 	// has rendered a newer state since.
-	if s.last != nil && s.fresh(s.last.At) && !s.collectors.State().At.After(s.last.At) {
+	if s.last != nil && s.fresh(s.last.At) && !s.collectors.At().After(s.last.At) {
 		r := s.last
 		s.mu.Unlock()
 		return r, nil
@@ -128,15 +146,7 @@ func (s *Source) run(g *refresh) {
 		s.collectors.Refresh()
 		st = s.collectors.State()
 	}
-	model := Build(s.exporter, st)
-	body, err := json.Marshal(model)
-	if err != nil {
-		// A model is plain values; only a NaN or an infinity could
-		// refuse, and Build leaves those out. Should one come, the API
-		// answers 500 rather than a body that breaks its schema.
-		body = nil
-	}
-	g.res = &Result{Model: model, JSON: body, At: st.At}
+	g.res = &Result{Model: Build(s.exporter, st), At: st.At}
 	s.mu.Lock()
 	s.last, s.pending = g.res, nil
 	s.mu.Unlock()

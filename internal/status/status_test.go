@@ -1,6 +1,7 @@
 package status
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -29,7 +30,7 @@ var now = time.Date(2025, 11, 24, 14, 0, 0, 0, time.UTC)
 // golden /metrics is scraped from): its meminfo, its processes, its plan
 // file, and the GB10 reading the stand-in NVML gives, each collector
 // successful, at now.
-func sparkState(t *testing.T) collected.State {
+func sparkState(t testing.TB) collected.State {
 	t.Helper()
 	root := filepath.Join("..", "..", "testdata")
 	proc := hostfs.New(filepath.Join(root, "proc", "spark"))
@@ -232,6 +233,8 @@ func (f *fakeCollectors) State() collected.State {
 	return f.state
 }
 
+func (f *fakeCollectors) At() time.Time { return f.State().At }
+
 func (f *fakeCollectors) Refresh() {
 	f.calls.Add(1)
 	<-f.release
@@ -407,4 +410,41 @@ func TestEvidenceOfTheCounters(t *testing.T) {
 	if strings.Contains(got, "NVML reports a thermal slowdown") {
 		t.Errorf("evidence claims the flags, which are clear:\n%s", got)
 	}
+}
+
+// BenchmarkRender is what the model costs to render, on the Spark fixture
+// with a full default thermal window (120 samples): as the JSON API, as the
+// page's View, and as the whole page.
+func BenchmarkRender(b *testing.B) {
+	st := sparkState(b)
+	cfg := judge.DefaultThermalConfig()
+	var window []judge.ThermalSample
+	for i := range 120 {
+		clock := 1.8e9 + float64(i)*1e6
+		window = append(window, judge.ThermalSample{Time: now.Add(-time.Duration(119-i) * cfg.Interval),
+			Temperature: 80 + float64(i%10), Power: 99 + float64(i%3), SMClock: &clock})
+	}
+	st.Thermal = &collected.Thermal{Config: cfg, Snapshot: thermal.Snapshot{GPUs: []thermal.GPUState{{Index: 0,
+		Verdict: judge.ThermalVerdict{State: judge.Normal}, Window: window}}}}
+	m := Build(Exporter{}, st)
+	h := NewHandler(nil, "/metrics", true, true)
+	b.Run("json", func(b *testing.B) {
+		for b.Loop() {
+			(&Result{Model: m}).JSON()
+		}
+	})
+	b.Run("view", func(b *testing.B) {
+		for b.Loop() {
+			(&Result{Model: m}).viewJSON()
+		}
+	})
+	b.Run("page", func(b *testing.B) {
+		var buf bytes.Buffer
+		for b.Loop() {
+			buf.Reset()
+			if err := h.render(&buf, m, NewView(m)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
