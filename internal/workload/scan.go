@@ -155,6 +155,12 @@ func (s *Scanner) Scan() (Result, error) {
 			// each of its files in turn.
 			return err
 		}
+		if hostfs.OutOfDescriptors(err) {
+			// The exporter, not the process, is short: the scan has
+			// not seen what is there, and fails rather than count the
+			// process unreadable (and the workloads it hides gone).
+			return fmt.Errorf("reading processes: %w", hostfs.WithoutPath(err))
+		}
 		if err != nil {
 			res.Unreadable++
 			if blind == nil {
@@ -240,6 +246,9 @@ func (s *Scanner) group(nodes []Node, blind map[int]bool, res *Result) error {
 		if gone(err) {
 			// A process that has gone counts for nothing.
 			return nil
+		}
+		if hostfs.OutOfDescriptors(err) {
+			return fmt.Errorf("reading processes: %w", hostfs.WithoutPath(err))
 		}
 		var rss uint64
 		if err == nil {

@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"errors"
 	"io/fs"
 	"math"
 	"os"
@@ -151,6 +152,31 @@ func TestScanCountsUnreadableEntries(t *testing.T) {
 	}
 	if len(res.Workloads) != 2 || res.Unreadable != 2 {
 		t.Errorf("got %+v, unreadable %d; want two servers, 2 unreadable", res.Workloads, res.Unreadable)
+	}
+}
+
+// Issue 28, item 1: the exporter out of descriptors (EMFILE, ENFILE) has
+// not seen the processes it could not open: the scan fails, whichever
+// file it was, rather than count them unreadable and the workloads they
+// are as gone.
+func TestScanOutOfDescriptorsFailsTheScan(t *testing.T) {
+	for _, file := range []string{"2101/stat", "2101/cmdline", "2140/status"} {
+		for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE} {
+			root := fakeproc.WriteTree(t, host(vllmServer, engineCore)...)
+			w := watch(root)
+			s := newScanner(fsFiles{w}, nil)
+			if file == "2140/status" {
+				scanOnce(t, s) // the engine core's status is read once it is a workload's
+			}
+			w.fail[file] = errno
+			res, err := s.Scan()
+			if !errors.Is(err, errno) {
+				t.Errorf("%s failing with %v: scan %+v, error %v; want the scan failed", file, errno, res, err)
+			}
+			if err != nil && strings.Contains(err.Error(), root) {
+				t.Errorf("the error names the tree: %v", err)
+			}
+		}
 	}
 }
 
