@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -52,6 +53,61 @@ func TestWorkloadsScanUnderADescriptorLimit(t *testing.T) {
 				scrape, success(m, "workloads"), inference, want, unreadable)
 		}
 	}
+	if strings.Contains(p.Logs(), "too many open files") {
+		t.Errorf("the exporter ran out of descriptors:\n%s", p.Logs())
+	}
+}
+
+// Issue 28, item 2: 5,000 thermal zones under a 1,024-descriptor limit.
+// The platform collector reports at most 256 values (the spbm driver's
+// first, then the zones by index), counts the rest in
+// spark_scrape_collector_entries_left_out and names the first at debug
+// level; the pool collector, which opens meminfo at every scrape, still
+// has its descriptors. Values no sensor reads are absent and counted;
+// a right-to-left override in the BIOS version reaches no label.
+func TestPlatformCapsItsEntries(t *testing.T) {
+	sys := testexporter.CopyTree(t, sysFixture(t, "spark"))
+	write := func(name, data string) {
+		t.Helper()
+		path := filepath.Join(sys, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const zones = 5000
+	for i := 7; i < zones; i++ {
+		dir := "class/thermal/thermal_zone" + strconv.Itoa(i) + "/"
+		write(dir+"type", "fake\n")
+		write(dir+"temp", "40000\n")
+	}
+	write("class/thermal/thermal_zone0/temp", "-273150\n")             // absolute zero: an error code
+	write("class/thermal/thermal_zone1/temp", "9223372036854775807\n") // 9.2e15 °C
+	write("class/hwmon/hwmon1/power7_input", "18446744073709551615\n") // 1.8e13 W
+	write("class/dmi/id/bios_version", "5.36\u202e810MUCA0_\n")        // reads backwards
+	p := startLimited(t, 1024, "--path.procfs="+fixtureDir(t, "spark"), "--path.sysfs="+sys, noGPU,
+		"--no-collector.thermal", "--log.level=debug")
+	for range 3 {
+		m := boundedGet(t, p, "/metrics")
+		temps := strings.Count(m, "\nspark_platform_temperature_celsius{")
+		left, _ := value(m, `spark_scrape_collector_entries_left_out{collector="platform"}`)
+		unreadable, _ := value(m, "spark_platform_unreadable_files")
+		if success(m, "platform") != 1 || success(m, "pool") != 1 || temps > 256 || int(left) != zones-(256-32) {
+			t.Errorf("platform success %v, pool %v, %d temperature series, %v left out (want %d)",
+				success(m, "platform"), success(m, "pool"), temps, left, zones-(256-32))
+		}
+		for _, absent := range []string{`sensor="TSOC"`, `sensor="TS0E"`, `rail="dc_input"`, "\u202e", "810MUCA0"} {
+			if strings.Contains(m, absent) {
+				t.Errorf("/metrics carries %q", absent)
+			}
+		}
+		if unreadable < 4 {
+			t.Errorf("%v files unreadable, want the two zones, the rail and the BIOS version", unreadable)
+		}
+	}
+	p.WaitLog(t, "first=class/thermal/thermal_zone224/temp")
 	if strings.Contains(p.Logs(), "too many open files") {
 		t.Errorf("the exporter ran out of descriptors:\n%s", p.Logs())
 	}
