@@ -1,12 +1,15 @@
 package main
 
 import (
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spark-exporter/spark_exporter/internal/testing/fakeproc"
 	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
@@ -111,4 +114,45 @@ func TestPlatformCapsItsEntries(t *testing.T) {
 	if strings.Contains(p.Logs(), "too many open files") {
 		t.Errorf("the exporter ran out of descriptors:\n%s", p.Logs())
 	}
+}
+
+// Issue 28, item 12: 200 connections that never finish their headers
+// (they used to hold every slot until --web.read-timeout, 10 s, so a new
+// scrape timed out) do not keep a new scrape out: it is answered within
+// 8 s, the stalled ones closed to make room, and the exporter never holds
+// more than --web.max-connections of them.
+func TestStalledConnectionsDoNotLockOutScrapes(t *testing.T) {
+	p := testexporter.Start(t, nil, "--path.procfs="+fixtureDir(t, "spark"), noGPU, "--no-collector.thermal")
+	addr := strings.TrimPrefix(p.URL, "http://")
+	before := openFiles(t, p.PID())
+	for range 200 {
+		c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.Write([]byte("GET /metrics HTTP/1.1\r\nHost: te"))
+	}
+	client := &http.Client{Timeout: 8 * time.Second}
+	resp, err := client.Get(p.URL + "/metrics?collect[]=pool")
+	if err != nil {
+		t.Fatalf("a scrape beside 200 stalled connections: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("a scrape beside 200 stalled connections: %s", resp.Status)
+	}
+	if n := openFiles(t, p.PID()); n > before+64+2 {
+		t.Errorf("%d descriptors open, %d before 200 stalled connections: more than --web.max-connections held", n, before)
+	}
+}
+
+// openFiles counts the descriptors the process pid has open.
+func openFiles(t *testing.T, pid int) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(entries)
 }
