@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -155,4 +156,23 @@ func openFiles(t *testing.T, pid int) int {
 		t.Fatal(err)
 	}
 	return len(entries)
+}
+
+// Issue 28, item 13: SIGHUP (a closed terminal, a reload habit) used to
+// kill the exporter silently, exit 129. It is logged, the exporter goes on
+// serving, and SIGTERM still ends it with status 0.
+func TestSIGHUPIsLoggedAndServingGoesOn(t *testing.T) {
+	p := testexporter.Start(t, nil, "--path.procfs="+fixtureDir(t, "spark"), noGPU, "--no-collector.thermal")
+	for range 2 {
+		if err := syscall.Kill(p.PID(), syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		p.WaitLog(t, "SIGHUP received")
+		if m := boundedGet(t, p, "/metrics?collect[]=pool"); success(m, "pool") != 1 {
+			t.Errorf("after SIGHUP: pool success %v", success(m, "pool"))
+		}
+	}
+	if code := p.Stop(t); code != 0 {
+		t.Errorf("SIGTERM after SIGHUP: exit %d, want 0", code)
+	}
 }

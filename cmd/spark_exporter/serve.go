@@ -116,20 +116,34 @@ func serveCommand(cmd *kingpin.Application, procfs, sysfs *string, readTimeout *
 			WriteTimeout: time.Minute,
 			IdleTimeout:  *idleTimeout,
 		}
+		// Caught before the listener is announced: a signal sent once
+		// "Listening on" shows is handled.
+		stop := make(chan os.Signal, 1)
+		signal.Notify(stop, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+		defer signal.Stop(stop)
 		served := make(chan error, 1)
 		go func() {
 			served <- serveBounded(server, webFlags, *maxConnections, withWebConfigRedacted(slogger, *webFlags.WebConfigFile))
 		}()
 
-		stop := make(chan os.Signal, 1)
-		signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
-		defer signal.Stop(stop)
-		select {
-		case err := <-served:
-			level.Error(logger).Log("msg", "cannot serve; check --web.listen-address", "err", err)
-			return 1
-		case sig := <-stop:
-			level.Info(logger).Log("msg", "shutting down", "signal", sig.String())
+		for {
+			select {
+			case err := <-served:
+				level.Error(logger).Log("msg", "cannot serve; check --web.listen-address", "err", err)
+				return 1
+			case sig := <-stop:
+				if sig == syscall.SIGHUP {
+					// SIGHUP's default is a silent exit (a closed terminal,
+					// a reload habit): there is nothing to reload, since
+					// the web config is read at every request and the flags
+					// only at start, so it is logged and the exporter
+					// carries on.
+					level.Info(logger).Log("msg", "SIGHUP received: nothing to reload (--web.config.file is read at every request; flags need a restart); carrying on")
+					continue
+				}
+				level.Info(logger).Log("msg", "shutting down", "signal", sig.String())
+			}
+			break
 		}
 		shutDown = true
 		shutdown(server, served, closeCollectors, logger)
