@@ -176,3 +176,30 @@ func TestSIGHUPIsLoggedAndServingGoesOn(t *testing.T) {
 		t.Errorf("SIGTERM after SIGHUP: exit %d, want 0", code)
 	}
 }
+
+// Issue 28, item 11: python3 launcher.py execs python3 -m vllm.entrypoints…: same
+// pid, start time and comm. The next scrape reports the inference server,
+// and the exec back drops it.
+func TestExecUnderTheSameNameIsSeen(t *testing.T) {
+	launcher := fakeproc.Process{PID: 2600, PPID: 1, Comm: "python3", Start: 4900000, RSSKB: 1 << 20,
+		Argv: []string{"/usr/bin/python3", "launcher.py"}}
+	root := fakeproc.WriteTree(t, fakeproc.Init, fakeproc.Kthreadd, launcher)
+	p := testexporter.Start(t, nil, "--path.procfs="+root, noGPU, "--no-collector.thermal")
+	inference := func() float64 {
+		v, _ := value(boundedGet(t, p, "/metrics?collect[]=workloads"), `spark_workloads{role="inference"}`)
+		return v
+	}
+	if n := inference(); n != 0 {
+		t.Fatalf("the launcher: %v inference servers", n)
+	}
+	server := launcher
+	server.Argv = []string{"/usr/bin/python3", "-m", "vllm.entrypoints.openai.api_server", "--model", "Qwen/Qwen3-8B"}
+	server.Write(t, root)
+	if n := inference(); n != 1 {
+		t.Errorf("after the exec into vllm serve: %v inference servers, want 1", n)
+	}
+	launcher.Write(t, root)
+	if n := inference(); n != 0 {
+		t.Errorf("after the exec back: %v inference servers, want 0", n)
+	}
+}

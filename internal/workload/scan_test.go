@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -57,6 +58,8 @@ func TestScanGroupsProgramsAndSumsTheirMemory(t *testing.T) {
 	}
 }
 
+// A command line is read once in a process's life, while its stat shows
+// where it lies (arg_start, arg_end: to root, as the tests run).
 func TestScanReadsACommandLineOnceInAProcessLife(t *testing.T) {
 	root := fakeproc.WriteTree(t, host(vllmServer, engineCore)...)
 	w := watch(root)
@@ -121,6 +124,44 @@ func TestScanReadsACommandLineOnceInAProcessLife(t *testing.T) {
 	scanOnce(t, s)
 	if len(s.known) != 5 {
 		t.Errorf("%d processes remembered after two exited, want 5 (four host processes and the server)", len(s.known))
+	}
+}
+
+// Issue 28, item 11: a process that execs a program of the same name
+// keeps its pid, start time and comm (python3 launcher.py →
+// execv(python3 -m vllm serve …)); the next scan sees the server, and the
+// reverse drops the classification, as a fresh scanner would.
+func TestScanExecUnderTheSameCommIsClassifiedAgain(t *testing.T) {
+	// hidden: stat hides arg_start and arg_end, as from a reader that is
+	// not root; the command line is then reread at every scan.
+	for _, hidden := range []bool{false, true} {
+		launcher := fakeproc.Process{PID: 2600, PPID: 1987, Comm: "python3", Start: 4900000, RSSKB: 1 << 20,
+			Argv: []string{"/usr/bin/python3", "launcher.py"}, HideMM: hidden}
+		root := fakeproc.WriteTree(t, host(launcher)...)
+		w := watch(root)
+		s := newScanner(fsFiles{w}, nil)
+		if res := scanOnce(t, s); len(res.Workloads) != 0 {
+			t.Fatalf("the launcher alone: %+v", res.Workloads)
+		}
+		w.readsOf("cmdline")
+		scanOnce(t, s)
+		if n, want := w.readsOf("cmdline"), map[bool]int{false: 0, true: 1}[hidden]; n != want {
+			t.Errorf("hidden %v: a scan with nothing changed read %d command lines, want %d", hidden, n, want)
+		}
+		server := launcher
+		server.Argv = []string{"/usr/bin/python3", "-m", "vllm.entrypoints.openai.api_server", "--model", "m"}
+		server.Write(t, root)
+		fresh := scanOnce(t, newScanner(fsFiles{watch(root)}, nil))
+		if len(fresh.Workloads) != 1 || fresh.Workloads[0].Kind != KindVLLM {
+			t.Fatalf("a fresh scanner after the exec: %+v, want the vLLM server", fresh.Workloads)
+		}
+		if res := scanOnce(t, s); !reflect.DeepEqual(res.Workloads, fresh.Workloads) {
+			t.Errorf("hidden %v: after the exec: %+v, want %+v as a fresh scanner sees", hidden, res.Workloads, fresh.Workloads)
+		}
+		launcher.Write(t, root)
+		if res := scanOnce(t, s); len(res.Workloads) != 0 {
+			t.Errorf("hidden %v: after the exec back to the launcher: %+v, want none", hidden, res.Workloads)
+		}
 	}
 }
 
