@@ -40,3 +40,34 @@ func Strip(s string) string {
 		return r
 	}, strings.ToValidUTF8(s, string(utf8.RuneError)))
 }
+
+// StripText is Strip for text of many lines: its newlines are kept.
+func StripText(s string) string {
+	if Index(s) < 0 && utf8.ValidString(s) {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if r != '\n' && Unsafe(r) {
+			return -1
+		}
+		return r
+	}, strings.ToValidUTF8(s, string(utf8.RuneError)))
+}
+
+// Args returns args with every string among them stripped (Strip), for a
+// format whose arguments come from elsewhere: a newline in one cannot
+// start a line that reads as the program's own.
+func Args(args []any) []any {
+	out, copied := args, false
+	for i, a := range args {
+		s, ok := a.(string)
+		if !ok || (Index(s) < 0 && utf8.ValidString(s)) {
+			continue
+		}
+		if !copied {
+			out, copied = append([]any(nil), args...), true
+		}
+		out[i] = Strip(s)
+	}
+	return out
+}

@@ -33,3 +33,23 @@ func FuzzStrip(f *testing.F) {
 		}
 	})
 }
+
+func TestStripTextKeepsLines(t *testing.T) {
+	if got := StripText("a\x1b[2J\nb\u202ec\n"); got != "a[2J\nbc\n" {
+		t.Errorf("StripText = %q", got)
+	}
+}
+
+func TestArgs(t *testing.T) {
+	args := []any{"GB10\x1b[2J", 3, "ok", "x\nverdict: fine"}
+	got := Args(args)
+	want := []any{"GB10[2J", 3, "ok", "xverdict: fine"}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("Args[%d] = %v, want %v", i, got[i], want[i])
+		}
+	}
+	if args[0] != "GB10\x1b[2J" {
+		t.Error("Args changed its argument")
+	}
+}
