@@ -35,15 +35,23 @@ type Listener struct {
 	grace time.Duration
 	now   func() time.Time
 
-	mu    sync.Mutex
-	open  map[*conn]struct{}
-	freed chan struct{} // a slot freed or a connection began waiting
+	mu     sync.Mutex
+	open   map[*conn]struct{}
+	freed  chan struct{} // a slot freed or a connection began waiting
+	closed chan struct{} // Close was called
+	once   sync.Once
 }
 
 // New bounds l to max connections open at once.
 func New(l net.Listener, max int) *Listener {
 	return &Listener{Listener: l, max: max, grace: DefaultGrace, now: time.Now,
-		open: map[*conn]struct{}{}, freed: make(chan struct{}, 1)}
+		open: map[*conn]struct{}{}, freed: make(chan struct{}, 1), closed: make(chan struct{})}
+}
+
+// Close closes the listener, and ends an Accept waiting for room.
+func (l *Listener) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return l.Listener.Close()
 }
 
 // conn is an accepted connection and what the listener knows of it.
@@ -87,6 +95,10 @@ func (l *Listener) Accept() (net.Conn, error) {
 		select {
 		case <-l.freed:
 		case <-timer.C:
+		case <-l.closed:
+			timer.Stop()
+			c.Close()
+			return nil, net.ErrClosed
 		}
 		timer.Stop()
 	}

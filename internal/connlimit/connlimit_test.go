@@ -108,3 +108,35 @@ func TestAnsweredConnectionsAreNotClosed(t *testing.T) {
 		t.Errorf("the third request once the answers ended: %v %v", resp, err)
 	}
 }
+
+// A server shut down while its Accept waits for room (every connection
+// being answered) stops serving: Close ends the wait.
+func TestCloseEndsAWaitingAccept(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := New(inner, 1)
+	entered, release := make(chan struct{}), make(chan struct{})
+	server := &http.Server{ConnState: Track, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(entered)
+		<-release
+	})}
+	served := make(chan error, 1)
+	go func() { served <- server.Serve(l) }()
+	held := dial(t, inner.Addr().String())
+	io.WriteString(held, "GET / HTTP/1.1\r\nHost: test\r\n\r\n")
+	<-entered
+	dial(t, inner.Addr().String()) // accepted, waiting for room
+	l.Close()
+	select {
+	case err := <-served:
+		if err == nil {
+			t.Error("Serve returned no error after Close")
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("Serve still waiting for room 30 s after Close")
+	}
+	close(release)
+	server.Close()
+}
