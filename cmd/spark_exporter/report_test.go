@@ -15,7 +15,7 @@ import (
 func TestReportCommandOnALog(t *testing.T) {
 	svg := filepath.Join(t.TempDir(), "run.svg")
 	var stdout, stderr bytes.Buffer
-	status := run([]string{"report", "../../testdata/report/guide-noheader-malformed.csv", "--json", "--svg", svg}, &stdout, &stderr)
+	status := run([]string{"report", "../../testdata/report/guide-noheader-malformed.csv", "--gpu.name=NVIDIA GB10", "--json", "--svg", svg}, &stdout, &stderr)
 	if status != 0 {
 		t.Fatalf("status %d, stderr %s", status, stderr.String())
 	}
@@ -49,7 +49,7 @@ func TestReportCommandRefusesBadInput(t *testing.T) {
 		names  string
 	}{
 		{[]string{"report"}, 2, "--prometheus.url"},
-		{[]string{"report", garbage}, 2, "line 2"},
+		{[]string{"report", garbage}, 2, "line 1: a header naming no column"},
 		{[]string{"report", "../../testdata/thermal/idle.csv", "--prometheus.url=http://127.0.0.1:1"}, 2, "not both"},
 		{[]string{"report", "--prometheus.url=ftp://x"}, 2, "--prometheus.url"},
 		{[]string{"report", "--prometheus.url=http://127.0.0.1:1", "--last=soon"}, 2, "--last"},
