@@ -370,6 +370,23 @@ func laterOccurrence(t time.Time, loc *time.Location) (time.Time, bool) {
 	return t, false
 }
 
+// earliestOccurrence is the first instant that shows the same wall clock
+// as t in loc (t itself but in the hour a fall-back repeats).
+func earliestOccurrence(t time.Time, loc *time.Location) time.Time {
+	_, off := t.Zone()
+	if _, before := t.Add(-2 * time.Hour).Zone(); before == off {
+		return t // no change of offset near t
+	}
+	const wall = "2006-01-02 15:04:05.999999999"
+	clock := t.Format(wall)
+	for _, d := range []time.Duration{2 * time.Hour, time.Hour, 30 * time.Minute} {
+		if c := t.Add(-d).In(loc); c.Format(wall) == clock {
+			return c
+		}
+	}
+	return t
+}
+
 // Timestamps with an offset, then without one (read in the log's zone).
 var (
 	offsetLayouts = []string{
@@ -399,6 +416,12 @@ func parseTimestamp(field string, loc *time.Location) (t time.Time, local bool, 
 			return time.Unix(sec, int64((v-float64(sec))*1e9)).Round(time.Microsecond).In(loc), false, nil
 		}
 	}
+	if len(field) > 4 && field[4] == '/' {
+		// nvidia-smi's own, the common case: tried first.
+		if t, err := time.ParseInLocation(localLayouts[0], field, loc); err == nil {
+			return earliestOccurrence(t, loc), true, nil
+		}
+	}
 	for _, layout := range offsetLayouts {
 		if t, err := time.Parse(layout, field); err == nil {
 			return t, false, nil
@@ -406,7 +429,10 @@ func parseTimestamp(field string, loc *time.Location) (t time.Time, local bool, 
 	}
 	for _, layout := range localLayouts {
 		if t, err := time.ParseInLocation(layout, field, loc); err == nil {
-			return t, true, nil
+			// Of the two instants a fall-back gives one wall clock, the
+			// earlier; place moves a row to the later where time would
+			// otherwise step back.
+			return earliestOccurrence(t, loc), true, nil
 		}
 	}
 	return time.Time{}, false, errors.New("not a timestamp like 2025/11/24 14:08:55.751, 2025-11-24T14:08:55+01:00 or Unix seconds")
