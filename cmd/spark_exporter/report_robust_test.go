@@ -301,7 +301,7 @@ func TestReportSmallRobustness(t *testing.T) {
 		t.Errorf("a missing log: status %d, %q; want %d naming missing.csv", status, stderr, reportFailed)
 	}
 	_, out, errs := reportBinary(t, 512, 60, "--help")
-	if help := out + errs;  !strings.Contains(help, "1: the source (the log file, Prometheus) could not be read") {
+	if help := out + errs; !strings.Contains(help, "1: the source (the log file, Prometheus) could not be read") {
 		t.Errorf("--help does not give the status of a log that cannot be read:\n%s", help)
 	}
 }

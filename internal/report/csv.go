@@ -3,8 +3,8 @@ package report
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/spark-exporter/spark_exporter/internal/thermal"
@@ -223,4 +223,3 @@ func cadence(samples []thermal.Sample) (time.Duration, bool) {
 	sort.Slice(gaps, func(i, j int) bool { return gaps[i] < gaps[j] })
 	return max(gaps[len(gaps)/2].Round(time.Millisecond), time.Millisecond), true
 }
-
