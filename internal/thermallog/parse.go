@@ -199,8 +199,12 @@ func (p *parser) line(n int, text string) error {
 // the whole log is refused.
 func (p *parser) keep(n int, row Row, err error, headerless bool) error {
 	var bad *implausible
-	if headerless && errors.As(err, &bad) {
+	var unit *wrongUnit
+	switch {
+	case headerless && errors.As(err, &bad):
 		return &FormatError{n, fmt.Sprintf("%v: the log has no header line, and this column is not the guide's %s; give the log nvidia-smi's header line (--format=csv)", err, bad.column)}
+	case headerless && errors.As(err, &unit):
+		return &FormatError{n, fmt.Sprintf("%v: the log has no header line, and this column is not the guide's %s; give the log nvidia-smi's header line (--format=csv)", err, unit.column)}
 	}
 	if err != nil {
 		p.tr.Skipped = append(p.tr.Skipped, LineError{n, err})
@@ -259,6 +263,11 @@ func (p *parser) csvRow(n int, fields []string) (Row, error) {
 	if len(fields) != len(names) {
 		return row, fmt.Errorf("%d fields, the header has %d", len(fields), len(names))
 	}
+	if p.names == nil {
+		if err := headerlessUnits(fields); err != nil {
+			return row, err
+		}
+	}
 	local := false
 	for i, f := range fields {
 		f = strings.TrimSpace(f)
@@ -299,6 +308,34 @@ type implausible struct {
 
 func (e *implausible) Error() string {
 	return fmt.Sprintf("%g %s is out of range [%g, %g]", e.value, e.unit, e.lo, e.hi)
+}
+
+// wrongUnit is a value whose unit is not its column's: a clock in MHz
+// where the guide's log has its temperature.
+type wrongUnit struct{ column, field string }
+
+func (e *wrongUnit) Error() string {
+	return fmt.Sprintf("%s reads %q, not a value in its unit", e.column, e.field)
+}
+
+// headerlessUnits checks the units nvidia-smi printed (without nounits)
+// in a log without a header: temperature.gpu has none, power.draw W.
+func headerlessUnits(fields []string) error {
+	// The units that may still be the column's (a malformed line at
+	// worst), by column.
+	own := []map[string]bool{nil, {"C": true, "°C": true}, {"W": true, "mW": true}}
+	for i := 1; i < len(headerless); i++ {
+		f := strings.TrimSpace(fields[i])
+		sp := strings.LastIndexByte(f, ' ')
+		if notReported(f) || sp < 0 || own[i][f[sp+1:]] {
+			continue
+		}
+		if _, err := strconv.ParseFloat(f[:sp], 64); err == nil {
+			// A number with another unit: another column.
+			return &wrongUnit{headerless[i], f}
+		}
+	}
+	return nil
 }
 
 func plausibleHeaderless(r Row) error {
