@@ -353,7 +353,7 @@ func (p *parser) timeRow(r *Row, local bool) error {
 		if r.GPU != nil {
 			index = *r.GPU
 		}
-		if index <= p.lastIndex || index < 0 {
+		if p.tick == 0 || index <= p.lastIndex || index < 0 {
 			p.tick++
 		}
 		p.lastIndex = index
