@@ -363,3 +363,41 @@ func FuzzParseOptions(f *testing.F) {
 		}
 	})
 }
+
+// A log without a header is the guide's three columns only when its values
+// can be: a clock of 890 where the temperature goes, a clock in MHz or a
+// share in % refuse the whole log, naming the column, never "peak 890 °C".
+func TestHeaderlessColumnsAreChecked(t *testing.T) {
+	for in, want := range map[string]string{
+		"2026/08/30 13:52:29.943, 890, 96\n":          "line 1: temperature.gpu: 890 °C is out of range",
+		"2026/08/30 13:52:29.943, 890 MHz, 96 %\n":    `line 1: temperature.gpu reads "890 MHz"`,
+		"2026/08/30 13:52:29.943, 45, 2400\n":         "line 1: power.draw: 2400 W is out of range",
+		"2026/08/30 13:52:29.943, 45, 40 %\n":         `line 1: power.draw reads "40 %"`,
+		"2026/08/30 13:52:29.943, 45, 2400, 1, 2\n":   "line 1: no header line, and 5 fields",
+		"gpu_id, clock_mhz, util\n0, 2400, 96\n":      "line 1: a header naming no column the report reads (found gpu_id, clock_mhz, util",
+		"# gpu pwr gtemp sm\n0 100 50 90\n":           "nvidia-smi dmon without -o DT prints no timestamps",
+		"index, temperature.gpu, power.draw\n0,1,2\n": "the header names no timestamp column",
+	} {
+		_, err := Parse(strings.NewReader(in))
+		var format *FormatError
+		if !errors.As(err, &format) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v; want a FormatError saying %q", in, err, want)
+		}
+	}
+}
+
+// ISO 8601 with its offset, Unix seconds, and nvidia-smi's local time in
+// the zone given; the offsets are kept.
+func TestParseTimestamps(t *testing.T) {
+	tokyo := time.FixedZone("JST", 9*3600)
+	in := "2025-11-24T14:08:55+01:00, 38, 12 W\n1764000000.5, 38, 12 W\n2025/11/24 14:08:55.751, 38, 12 W\n2025-11-24 14:08:56, 38, 12 W\n"
+	tr, err := ParseOptions(strings.NewReader(in), Options{Location: tokyo})
+	if err != nil || len(tr.Rows) != 4 {
+		t.Fatalf("%d rows, %v", len(tr.Rows), err)
+	}
+	for i, want := range []string{"2025-11-24T14:08:55+01:00", "2025-11-25T01:00:00.5+09:00", "2025-11-24T14:08:55.751+09:00", "2025-11-24T14:08:56+09:00"} {
+		if got := tr.Rows[i].Time.Format(time.RFC3339Nano); got != want {
+			t.Errorf("row %d at %s, want %s", i+1, got, want)
+		}
+	}
+}
