@@ -4,10 +4,11 @@
 // the pool's headroom, OOM kills, memory stalls, contention and the alerts
 // that fired, with a one-line verdict to paste into a run log.
 //
-// Throttle episodes from a log are the verdicts of thermal.Replay, which
-// steps the live collector's own Monitor; from Prometheus they are the
-// verdicts the live collector recorded (spark_thermal_state). The package
-// holds no second thermal analysis. docs/report.md documents the JSON.
+// Throttle episodes from a log are the verdicts of the live collector's
+// own analysis (thermal.Analyze), stepped as its Monitor steps it (replay);
+// from Prometheus they are the verdicts the live collector recorded
+// (spark_thermal_state). The package holds no second thermal analysis.
+// docs/report.md documents the JSON.
 package report
 
 import (
