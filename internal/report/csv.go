@@ -59,6 +59,9 @@ func FromLog(tr thermallog.Trace, cfg thermal.Config, opt LogOptions) (Report, e
 		}
 	}
 	rows, index, gpus := selectGPU(tr.Rows, opt.GPU)
+	if opt.GPU != nil && len(gpus) > 0 && len(rows) == 0 {
+		return Report{}, fmt.Errorf("the log has no GPU %d (it has %s): --gpu", *opt.GPU, joinInts(gpus))
+	}
 	gpu := identify(rows, opt, cfg)
 	cfg.NominalPower = gpu.rating
 
