@@ -186,7 +186,7 @@ func reportLog(path string, opt logOptions, cfg thermal.Config, stderr io.Writer
 			at := opt.from.Sub(tr.Rows[0].Time)
 			if opt.from.IsZero() {
 				if info, err := f.Stat(); err == nil {
-					at = info.ModTime().Sub(tr.Rows[n-1].Time)
+					at = info.ModTime().Truncate(time.Second).Sub(tr.Rows[n-1].Time)
 				}
 			}
 			tr.Shift(at)
