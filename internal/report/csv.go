@@ -91,7 +91,7 @@ func FromLog(tr thermallog.Trace, cfg thermal.Config, opt LogOptions) (Report, e
 		cfg.Interval = interval
 	}
 	if err := cfg.Validate(); err != nil {
-		return Report{}, fmt.Errorf("the log's samples come every %v: %w", cfg.Interval, err)
+		return Report{}, fmt.Errorf("the log's samples come every %v: %w (--thermal.window)", cfg.Interval, err)
 	}
 	judged, stepCfg := samples, cfg
 	if step := cfg.Window / MaxWindowSamples; cfg.Interval < step {

@@ -177,7 +177,8 @@ func (p *parser) line(n int, text string) error {
 		return p.keep(n, row, err, false)
 	}
 	fields := strings.Split(text, ",")
-	if names, ok := headerNames(fields); ok {
+	// A lone word ("Killed") is a malformed line, not a header.
+	if names, ok := headerNames(fields); ok && (len(names) > 1 || lookup(names[0]) != nil) {
 		return p.startCSV(n, names)
 	}
 	if p.names == nil && !p.data && len(fields) != len(headerless) {
