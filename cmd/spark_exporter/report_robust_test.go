@@ -175,9 +175,14 @@ func TestReportTimeThatStepsBack(t *testing.T) {
 }
 
 // fakePrometheus answers every query from values: per query, the points
-// of one series (time in Unix seconds, value as Prometheus writes it);
-// a query values does not know has no series.
+// of one series (time in Unix seconds, value as Prometheus writes it),
+// labelled instance="spark" and, for spark_gpu_info, name=gpuName; a
+// query values does not know has no series.
 func fakePrometheus(t *testing.T, values func(query string) [][2]any) string {
+	return fakePrometheusNamed(t, "", values)
+}
+
+func fakePrometheusNamed(t *testing.T, gpuName string, values func(query string) [][2]any) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -186,16 +191,20 @@ func fakePrometheus(t *testing.T, values func(query string) [][2]any) string {
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.FormValue("query")
 		points := values(q)
+		metric := map[string]string{"instance": "spark"}
+		if strings.Contains(q, "spark_gpu_info") && gpuName != "" {
+			metric["name"] = gpuName
+		}
 		var result any = []any{}
 		kind := "vector"
 		switch {
 		case strings.HasSuffix(r.URL.Path, "query_range") || strings.HasSuffix(q, "s]"):
 			kind = "matrix"
 			if len(points) > 0 {
-				result = []any{map[string]any{"metric": map[string]string{"instance": "spark"}, "values": points}}
+				result = []any{map[string]any{"metric": metric, "values": points}}
 			}
 		case len(points) > 0:
-			result = []any{map[string]any{"metric": map[string]string{"instance": "spark"}, "value": points[len(points)-1]}}
+			result = []any{map[string]any{"metric": metric, "value": points[len(points)-1]}}
 		}
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": map[string]any{"resultType": kind, "result": result}})

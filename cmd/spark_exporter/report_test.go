@@ -112,3 +112,45 @@ func TestReportChoosesTheGPU(t *testing.T) {
 		}
 	}
 }
+
+// From Prometheus too, the GPU is the one the exporter named
+// (spark_gpu_info) with its power limit: an H100's 700 W, not GB10's 240 W
+// nor its plateau; a GB10 keeps both.
+func TestReportPrometheusNamesTheGPU(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		limit   string
+		rating  float64
+		plateau bool
+	}{
+		{"NVIDIA H100 80GB HBM3", "700", 700, false},
+		{"NVIDIA GB10", "", 240, true},
+	} {
+		url := fakePrometheusNamed(t, tc.name, func(q string) [][2]any {
+			switch {
+			case strings.Contains(q, "spark_gpu_info"):
+				return [][2]any{{1700000000, "1"}}
+			case strings.Contains(q, "spark_gpu_power_limit_watts") && tc.limit != "":
+				return [][2]any{{1700000000, tc.limit}}
+			case strings.Contains(q, "temperature") || strings.Contains(q, "power_watts"):
+				return [][2]any{{1700000000, "60"}, {1700000001, "61"}}
+			}
+			return nil
+		})
+		var stdout, stderr bytes.Buffer
+		if status := run([]string{"report", "--prometheus.url=" + url, "--instance=spark", "--from=1699999000", "--to=1700001000", "--json"}, &stdout, &stderr); status != 0 {
+			t.Fatalf("%s: status %d: %s", tc.name, status, stderr.String())
+		}
+		var r struct {
+			GPUName *string  `json:"gpu_name"`
+			Rating  *float64 `json:"power_rating_watts"`
+			Plateau *float64 `json:"plateau_seconds"`
+		}
+		if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.GPUName == nil || *r.GPUName != tc.name || r.Rating == nil || *r.Rating != tc.rating || (r.Plateau != nil) != tc.plateau {
+			t.Errorf("%s: name %v, rating %v, plateau %v; want %s, %v W, plateau %v", tc.name, r.GPUName, r.Rating, r.Plateau, tc.name, tc.rating, tc.plateau)
+		}
+	}
+}

@@ -132,38 +132,45 @@ const unknownRating = 1e-9
 // GPU against its power limit where the log or --gpu.power-limit gives
 // one, else not at all.
 func identify(rows []thermallog.Row, opt LogOptions, cfg thermal.Config) gpuModel {
-	var g gpuModel
+	var name string
 	var limit float64
 	for _, r := range rows {
-		if g.name == "" && r.Name != "" {
-			g.name = r.Name
+		if name == "" && r.Name != "" {
+			name = r.Name
 		}
 		if r.PowerLimit != nil {
 			limit = max(limit, *r.PowerLimit)
 		}
 	}
-	if g.name == "" {
-		g.name = opt.GPUName
+	if name == "" {
+		name = opt.GPUName
 	}
+	return identifyGPU(name, limit, opt.PowerLimit, cfg)
+}
+
+// identifyGPU is identify's judgement on a name and a power limit (0:
+// none), given limit, a rating the user gave (0: none).
+func identifyGPU(name string, limit, given float64, cfg thermal.Config) gpuModel {
+	g := gpuModel{name: name}
 	g.gb10 = strings.Contains(strings.ToUpper(g.name), "GB10")
 	switch {
 	case g.gb10:
 		g.rating, g.known = cfg.NominalPower, true
-	case opt.PowerLimit > 0:
-		g.rating, g.known = opt.PowerLimit, true
+	case given > 0:
+		g.rating, g.known = given, true
 	case limit > 0:
 		g.rating, g.known = limit, true
 	default:
 		g.rating = unknownRating
 	}
 	if !g.gb10 {
-		what := "the log names no GPU (no name column, no --gpu.name)"
+		what := "the GPU is not named (no name column or spark_gpu_info, no --gpu.name)"
 		if g.name != "" {
 			what = "the GPU is not a GB10"
 		}
 		g.why = append(g.why, what+": GB10's ~100 W plateau is not assumed")
 		if !g.known {
-			g.why = append(g.why, "no power rating (no power.limit column, no --gpu.power-limit): the throttle signature, power flat below the rating, is not judged; only the driver's slowdown reasons and counters are")
+			g.why = append(g.why, "no power rating (no power.limit column or spark_gpu_power_limit_watts, no --gpu.power-limit): the throttle signature, power flat below the rating, is not judged; only the driver's slowdown reasons and counters are")
 		}
 	}
 	return g

@@ -55,15 +55,16 @@ func FromPrometheus(ctx context.Context, api v1.API, q Query, cfg thermal.Config
 
 	samples := p.samples(sel)
 	cfg.Interval = q.Step
+	gpu := p.gpu(sel, cfg)
+	cfg.NominalPower = gpu.rating
 	episodes, throttled, from := p.throttle(sel, samples, cfg)
 	var energy *float64
 	if j, ok := p.growth(`spark_gpu_energy_joules_total{` + sel + `}`); ok {
 		energy = &j
 	}
-	// The exporter is the GB10's: its rating and plateau apply.
-	r := build(samples, episodes, throttled, energy, cfg, true)
+	r := build(samples, episodes, throttled, energy, cfg, gpu.gb10)
 	r.Source, r.Instance, r.Throttle.From = "prometheus", p.q.Instance, from
-	r.PowerRatingWatts = ptr(cfg.NominalPower)
+	gpu.fill(&r)
 	if n, err := strconv.Atoi(q.GPU); err == nil {
 		r.GPU = n
 	}
@@ -79,6 +80,21 @@ func FromPrometheus(ctx context.Context, api v1.API, q Query, cfg thermal.Config
 	}
 	r.Verdict = verdict(r)
 	return r, nil
+}
+
+// gpu is what the exporter said of the GPU: its name (spark_gpu_info) and
+// power limit (spark_gpu_power_limit_watts, absent on a GB10).
+func (p *prom) gpu(sel string, cfg thermal.Config) gpuModel {
+	var name string
+	vec, _ := p.query(`max by (name) (last_over_time(spark_gpu_info{`+sel+`}`+p.span+`))`, p.q.To).(model.Vector)
+	if len(vec) > 0 {
+		name = string(vec[0].Metric["name"])
+	}
+	var limit float64
+	if w := p.scalar(`max_over_time(spark_gpu_power_limit_watts{` + sel + `}` + p.span + `)`); w != nil && *w > 0 {
+		limit = *w
+	}
+	return identifyGPU(name, limit, 0, cfg)
 }
 
 // samples are the GPU's scraped temperature and power (with utilisation
