@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spark-exporter/spark_exporter/internal/thermal"
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/thermallog"
 )
 
@@ -33,7 +33,7 @@ func BenchmarkFromLog(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					if _, err := FromLog(tr, thermal.DefaultConfig(), gb10); err != nil {
+					if _, err := FromLog(tr, judge.DefaultThermalConfig(), gb10); err != nil {
 						b.Fatal(err)
 					}
 				}

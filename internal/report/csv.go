@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/thermal"
 	"github.com/spark-exporter/spark_exporter/internal/thermallog"
 )
@@ -52,7 +53,7 @@ var ErrNoSample = errors.New("no row of the log has both temperature.gpu and pow
 // MaxWindowSamples samples, and a silence costs a few steps whatever its
 // length. Memory is the rows, the samples (one per row, about 100 bytes)
 // and one window.
-func FromLog(tr thermallog.Trace, cfg thermal.Config, opt LogOptions) (Report, error) {
+func FromLog(tr thermallog.Trace, cfg judge.ThermalConfig, opt LogOptions) (Report, error) {
 	for _, col := range []string{"temperature.gpu", "power.draw"} {
 		if !tr.Has(col) {
 			return Report{}, &ColumnError{col, tr.Format, tr.Columns}
@@ -67,7 +68,7 @@ func FromLog(tr thermallog.Trace, cfg thermal.Config, opt LogOptions) (Report, e
 
 	// The samples in time order: a sample not after the one before is
 	// left out, counted and named by its line.
-	var samples []thermal.Sample
+	var samples []judge.ThermalSample
 	var back Backward
 	back.RepeatedHour = tr.Repeated
 	for _, row := range rows {
@@ -131,7 +132,7 @@ const unknownRating = 1e-9
 // column, or --gpu.name) is judged against GB10's rating (cfg); another
 // GPU against its power limit where the log or --gpu.power-limit gives
 // one, else not at all.
-func identify(rows []thermallog.Row, opt LogOptions, cfg thermal.Config) gpuModel {
+func identify(rows []thermallog.Row, opt LogOptions, cfg judge.ThermalConfig) gpuModel {
 	var name string
 	var limit float64
 	for _, r := range rows {
@@ -150,7 +151,7 @@ func identify(rows []thermallog.Row, opt LogOptions, cfg thermal.Config) gpuMode
 
 // identifyGPU is identify's judgement on a name and a power limit (0:
 // none), given limit, a rating the user gave (0: none).
-func identifyGPU(name string, limit, given float64, cfg thermal.Config) gpuModel {
+func identifyGPU(name string, limit, given float64, cfg judge.ThermalConfig) gpuModel {
 	g := gpuModel{name: name}
 	g.gb10 = strings.Contains(strings.ToUpper(g.name), "GB10")
 	switch {
@@ -220,7 +221,7 @@ func selectGPU(rows []thermallog.Row, gpu *int) ([]thermallog.Row, int, []int) {
 // cadence is the median time between consecutive samples, to the
 // millisecond nvidia-smi prints: the log's sampling interval, which missed
 // samples do not move.
-func cadence(samples []thermal.Sample) (time.Duration, bool) {
+func cadence(samples []judge.ThermalSample) (time.Duration, bool) {
 	var gaps []time.Duration
 	for i := 1; i < len(samples); i++ {
 		if d := samples[i].Time.Sub(samples[i-1].Time); d > 0 {

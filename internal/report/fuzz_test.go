@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spark-exporter/spark_exporter/internal/thermal"
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/thermallog"
 )
 
@@ -27,7 +27,7 @@ func FuzzFromLog(f *testing.F) {
 			return
 		}
 		for _, opt := range []LogOptions{{}, gb10} {
-			r, err := FromLog(tr, thermal.DefaultConfig(), opt)
+			r, err := FromLog(tr, judge.DefaultThermalConfig(), opt)
 			if err != nil {
 				continue
 			}

@@ -13,6 +13,7 @@ import (
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/thermal"
 )
 
@@ -38,7 +39,7 @@ var ErrInstance = errors.New("instance")
 // series its exporter left in Prometheus. cfg is the exporter's thermal
 // configuration, used for the busy test and, where the thermal collector
 // was off (no spark_thermal_state), to replay the scraped samples.
-func FromPrometheus(ctx context.Context, api v1.API, q Query, cfg thermal.Config) (Report, error) {
+func FromPrometheus(ctx context.Context, api v1.API, q Query, cfg judge.ThermalConfig) (Report, error) {
 	if q.Step <= 0 {
 		q.Step = Resolution(q.To.Sub(q.From))
 	}
@@ -84,7 +85,7 @@ func FromPrometheus(ctx context.Context, api v1.API, q Query, cfg thermal.Config
 
 // gpu is what the exporter said of the GPU: its name (spark_gpu_info) and
 // power limit (spark_gpu_power_limit_watts, absent on a GB10).
-func (p *prom) gpu(sel string, cfg thermal.Config) gpuModel {
+func (p *prom) gpu(sel string, cfg judge.ThermalConfig) gpuModel {
 	var name string
 	vec, _ := p.query(`max by (name) (last_over_time(spark_gpu_info{`+sel+`}`+p.span+`))`, p.q.To).(model.Vector)
 	if len(vec) > 0 {
@@ -99,18 +100,18 @@ func (p *prom) gpu(sel string, cfg thermal.Config) gpuModel {
 
 // samples are the GPU's scraped temperature and power (with utilisation
 // and SM clock where scraped), at the query's steps.
-func (p *prom) samples(sel string) []thermal.Sample {
+func (p *prom) samples(sel string) []judge.ThermalSample {
 	temp := p.series(`spark_gpu_temperature_celsius{` + sel + `}`)
 	power := p.series(`spark_gpu_power_watts{` + sel + `}`)
 	util := p.series(`spark_gpu_utilization_ratio{` + sel + `}`)
 	clock := p.series(`spark_gpu_sm_clock_hertz{` + sel + `}`)
-	var samples []thermal.Sample
+	var samples []judge.ThermalSample
 	for _, t := range sortedTimes(temp) {
 		w, ok := power[t]
 		if !ok {
 			continue
 		}
-		s := thermal.Sample{Time: t, Temperature: temp[t], Power: w}
+		s := judge.ThermalSample{Time: t, Temperature: temp[t], Power: w}
 		if v, ok := util[t]; ok {
 			s.Utilization = ptr(v)
 		}
@@ -127,7 +128,7 @@ func (p *prom) samples(sel string) []thermal.Sample {
 // thermal collector was off, the scraped samples replayed ("replay").
 // Each episode's evidence gains the driver's thermal slowdown counters
 // where they grew over it.
-func (p *prom) throttle(sel string, samples []thermal.Sample, cfg thermal.Config) ([]Episode, time.Duration, string) {
+func (p *prom) throttle(sel string, samples []judge.ThermalSample, cfg judge.ThermalConfig) ([]Episode, time.Duration, string) {
 	var episodes []Episode
 	var throttled time.Duration
 	from := "recorded"

@@ -3,6 +3,7 @@ package report
 import (
 	"time"
 
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/thermal"
 )
 
@@ -21,7 +22,7 @@ type replayed struct {
 }
 
 // replay steps the live collector's analysis over the samples (time
-// order, each after the one before) as its sampler does: thermal.Analyze
+// order, each after the one before) as its sampler does: judge.AnalyzeThermal
 // at each sample's time with the window thermal.Monitor would hold, and at
 // each sampling time, cfg.Interval after the previous one, that brought no
 // sample. It is thermal.Replay without the record of every step, and
@@ -29,29 +30,29 @@ type replayed struct {
 // the verdict stays Collecting until the next one, so the steps in between
 // are skipped. Memory is one window; time is linear in the samples and in
 // the steps up to the gap.
-func replay(samples []thermal.Sample, cfg thermal.Config) replayed {
+func replay(samples []judge.ThermalSample, cfg judge.ThermalConfig) replayed {
 	var res replayed
 	st := newStepper(cfg)
 	var open *Episode
 	var ev thermal.Episode
-	step := func(now time.Time, s *thermal.Sample) {
+	step := func(now time.Time, s *judge.ThermalSample) {
 		was := st.verdict.State
 		st.step(now, s)
 		v := st.verdict
-		if v.State == thermal.Throttled && was != thermal.Throttled {
+		if v.State == judge.Throttled && was != judge.Throttled {
 			res.episodes = append(res.episodes, Episode{Start: now})
 			open, ev = &res.episodes[len(res.episodes)-1], thermal.Episode{}
 		}
 		if open == nil {
 			return
 		}
-		if v.State == thermal.Throttled {
+		if v.State == judge.Throttled {
 			ev.Signature = ev.Signature || v.Signature
 			ev.NVMLSlowdown = ev.NVMLSlowdown || v.ThermalSlowdown
 			ev.CounterSlowdown = ev.CounterSlowdown || v.CounterSlowdown
 		}
 		open.End, open.Evidence = now, ev.Evidence()
-		if v.State != thermal.Throttled {
+		if v.State != judge.Throttled {
 			open = nil
 		}
 	}
@@ -62,7 +63,7 @@ func replay(samples []thermal.Sample, cfg thermal.Config) replayed {
 			for tick := st.last.Add(cfg.Interval); tick.Before(limit); tick = tick.Add(cfg.Interval) {
 				step(tick, nil)
 				empty++
-				if st.verdict.Latest != nil || empty <= thermal.GapIntervals+1 {
+				if st.verdict.Latest != nil || empty <= judge.GapIntervals+1 {
 					continue
 				}
 				if jumped {
@@ -90,23 +91,23 @@ func replay(samples []thermal.Sample, cfg thermal.Config) replayed {
 // one reused buffer: a Monitor copies its window at every step for the
 // readers of its snapshots, which a replay does not have.
 type stepper struct {
-	cfg       thermal.Config
+	cfg       judge.ThermalConfig
 	capacity  int
-	back      []thermal.Sample // the buffer the window slides over
-	window    []thermal.Sample
-	verdict   thermal.Verdict
+	back      []judge.ThermalSample // the buffer the window slides over
+	window    []judge.ThermalSample
+	verdict   judge.ThermalVerdict
 	stepped   bool
 	last      time.Time
 	throttled time.Duration
 }
 
-func newStepper(cfg thermal.Config) *stepper {
+func newStepper(cfg judge.ThermalConfig) *stepper {
 	c := cfg.Capacity()
-	back := make([]thermal.Sample, 0, 2*c)
-	return &stepper{cfg: cfg, capacity: c, back: back, window: back, verdict: thermal.Verdict{State: thermal.Collecting}}
+	back := make([]judge.ThermalSample, 0, 2*c)
+	return &stepper{cfg: cfg, capacity: c, back: back, window: back, verdict: judge.ThermalVerdict{State: judge.Collecting}}
 }
 
-func (st *stepper) step(now time.Time, s *thermal.Sample) {
+func (st *stepper) step(now time.Time, s *judge.ThermalSample) {
 	if s != nil && (len(st.window) == 0 || s.Time.After(st.window[len(st.window)-1].Time)) {
 		if len(st.window) == st.capacity {
 			st.window = st.window[1:]
@@ -117,18 +118,18 @@ func (st *stepper) step(now time.Time, s *thermal.Sample) {
 		st.window = append(st.window, *s)
 	}
 	was := st.verdict.State
-	if st.stepped && was == thermal.Throttled {
+	if st.stepped && was == judge.Throttled {
 		st.throttled += min(now.Sub(st.last), st.cfg.MaxGap())
 	}
-	st.verdict = thermal.Analyze(st.window, now, was, st.cfg)
+	st.verdict = judge.AnalyzeThermal(st.window, now, was, st.cfg)
 	st.stepped, st.last = true, now
 }
 
 // average merges the samples (time order) into one per step of length
 // step: mean temperature, power, utilisation and SM clock, the reasons
 // of any, the latest counters, at the time of the step's last sample.
-func average(samples []thermal.Sample, step time.Duration) []thermal.Sample {
-	var out []thermal.Sample
+func average(samples []judge.ThermalSample, step time.Duration) []judge.ThermalSample {
+	var out []judge.ThermalSample
 	for i := 0; i < len(samples); {
 		end := samples[i].Time.Add(step)
 		j := i
@@ -141,9 +142,9 @@ func average(samples []thermal.Sample, step time.Duration) []thermal.Sample {
 	return out
 }
 
-func merge(group []thermal.Sample) thermal.Sample {
+func merge(group []judge.ThermalSample) judge.ThermalSample {
 	last := group[len(group)-1]
-	out := thermal.Sample{Time: last.Time, ThermalSlowdownSeconds: last.ThermalSlowdownSeconds, PowerCapSeconds: last.PowerCapSeconds}
+	out := judge.ThermalSample{Time: last.Time, ThermalSlowdownSeconds: last.ThermalSlowdownSeconds, PowerCapSeconds: last.PowerCapSeconds}
 	var util, clock acc
 	var reasons *uint64
 	for _, s := range group {

@@ -5,7 +5,7 @@
 // that fired, with a one-line verdict to paste into a run log.
 //
 // Throttle episodes from a log are the verdicts of the live collector's
-// own analysis (thermal.Analyze), stepped as its Monitor steps it (replay);
+// own analysis (judge.AnalyzeThermal), stepped as its Monitor steps it (replay);
 // from Prometheus they are the verdicts the live collector recorded
 // (spark_thermal_state). The package holds no second thermal analysis.
 // docs/report.md documents the JSON.
@@ -16,17 +16,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/spark-exporter/spark_exporter/internal/thermal"
-)
-
-// The ~100 W plateau: a busy GB10 draws about 100 W sustained, capped by
-// the platform well under its 240 W brick (docs/design.md). The band is
-// the one SparkGPUPowerPlateau (rules/spark.yml) calls the plateau, 80 to
-// 120 W, so that the report and the alert agree on what "at the plateau"
-// means.
-const (
-	PlateauLowWatts  = 80.0
-	PlateauHighWatts = 120.0
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 )
 
 // Report is one run's summary. Its JSON is stable: docs/report.md
@@ -80,8 +70,8 @@ type Report struct {
 	Verdict string `json:"verdict"`
 
 	// For the picture: the samples and the thermal configuration.
-	samples []thermal.Sample
-	cfg     thermal.Config
+	samples []judge.ThermalSample
+	cfg     judge.ThermalConfig
 }
 
 // Backward is what a log's clock did when it did not move forward.
@@ -181,7 +171,7 @@ type Alert struct {
 // each after the one before); the episodes are given. energy is the
 // counter's figure in joules, nil to integrate power. plateau says the GPU
 // is a GB10, whose time at the ~100 W plateau is counted.
-func build(samples []thermal.Sample, episodes []Episode, throttled time.Duration, energy *float64, cfg thermal.Config, plateau bool) Report {
+func build(samples []judge.ThermalSample, episodes []Episode, throttled time.Duration, energy *float64, cfg judge.ThermalConfig, plateau bool) Report {
 	r := Report{samples: samples, cfg: cfg, SkippedLines: []SkippedLine{}, Assumptions: []string{}, BusyBy: "power",
 		Throttle: Throttle{Episodes: episodes}}
 	if r.Throttle.Episodes == nil {
@@ -225,7 +215,7 @@ func build(samples []thermal.Sample, episodes []Episode, throttled time.Duration
 		joules += (s.Power + samples[i+1].Power) / 2 * w
 		if busy(s, cfg) {
 			busySeconds += w
-			if s.Power >= PlateauLowWatts && s.Power <= PlateauHighWatts {
+			if s.Power >= judge.PlateauLowWatts && s.Power <= judge.PlateauHighWatts {
 				plateauSeconds += w
 			}
 		}
@@ -253,10 +243,10 @@ func build(samples []thermal.Sample, episodes []Episode, throttled time.Duration
 	return r
 }
 
-// busy is the analysis's test of a busy GPU (thermal.Config's
+// busy is the analysis's test of a busy GPU (judge.ThermalConfig's
 // BusyUtilization, or BusyPower where utilisation is not reported),
 // applied to one sample.
-func busy(s thermal.Sample, cfg thermal.Config) bool {
+func busy(s judge.ThermalSample, cfg judge.ThermalConfig) bool {
 	if s.Utilization != nil {
 		return *s.Utilization >= cfg.BusyUtilization
 	}
@@ -267,7 +257,7 @@ func busy(s thermal.Sample, cfg thermal.Config) bool {
 // peak temperature, mean power and median SM clock during it, and the
 // median SM clock of the busy samples of the window before it. It reads
 // only the samples of the episode and of the window before it.
-func describe(e *Episode, samples []thermal.Sample, cfg thermal.Config) {
+func describe(e *Episode, samples []judge.ThermalSample, cfg judge.ThermalConfig) {
 	e.DurationSeconds = round(e.End.Sub(e.Start).Seconds())
 	at := func(t time.Time) int {
 		return sort.Search(len(samples), func(i int) bool { return !samples[i].Time.Before(t) })

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/testing/standin"
-	"github.com/spark-exporter/spark_exporter/internal/thermal"
 	"github.com/spark-exporter/spark_exporter/internal/thermallog"
 )
 
@@ -42,7 +42,7 @@ func scenarioLog(t *testing.T, name string, span time.Duration) thermallog.Trace
 // percent are never throttled; a clock falling 2.45 → 2.0 GHz at 90 °C and
 // flat power is throttled within one window of the fall.
 func TestScenarioVerdicts(t *testing.T) {
-	cfg := thermal.DefaultConfig()
+	cfg := judge.DefaultThermalConfig()
 	for _, tc := range []struct {
 		name      string
 		span      time.Duration

@@ -7,6 +7,9 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/spark-exporter/spark_exporter/internal/judge"
+	"github.com/spark-exporter/spark_exporter/internal/units"
 )
 
 // verdict is the one line a person pastes into a run log.
@@ -176,7 +179,7 @@ func (r Report) WriteText(w io.Writer) error {
 		share := func(s float64) string { return percent(s / math.Max(r.DurationSeconds, 1)) }
 		line("busy", "%s (%s; judged by %s)", duration(r.BusySeconds), share(r.BusySeconds), r.BusyBy)
 		if p := r.PlateauSeconds; p != nil {
-			line("plateau", "%s (%s) busy at %.0f–%.0f W, the ~100 W plateau", duration(*p), share(*p), PlateauLowWatts, PlateauHighWatts)
+			line("plateau", "%s (%s) busy at %.0f–%.0f W, the ~100 W plateau", duration(*p), share(*p), judge.PlateauLowWatts, judge.PlateauHighWatts)
 		}
 	}
 	if t := r.Temperature; t != nil {
@@ -260,7 +263,7 @@ func writeMemory(b *strings.Builder, line func(string, string, ...any), m *Memor
 	}
 }
 
-func gib(bytes float64) string { return fmt.Sprintf("%.1f GiB", bytes/(1<<30)) }
+func gib(bytes float64) string { return units.FormatGiB(bytes) }
 
 // stamp writes t as a time of day when it falls on ref's day.
 func stamp(t, ref time.Time) string {
