@@ -1,9 +1,10 @@
 # spark_exporter — build, test, lint, bench.
 #
 # `make test` is the whole test suite: lint, unit and golden tests, brief
-# fuzzing. It builds the real Prometheus tools it needs (promtool,
-# prometheus, alertmanager, amtool, staticcheck) from the Go module proxy
-# into .build/tools, once; later runs reuse them.
+# fuzzing. It first installs the Debian packages it needs that are missing
+# (`make deps`, scripts/deps.sh), and builds the real Prometheus tools it
+# needs (promtool, prometheus, alertmanager, amtool, staticcheck) from the
+# Go module proxy into .build/tools, once; later runs reuse them.
 
 GO        ?= go
 VERSION   := $(shell cat VERSION)
@@ -42,7 +43,7 @@ CC_amd64  ?= $(if $(filter amd64,$(HOST_ARCH)),gcc,x86_64-linux-gnu-gcc)
 # user-mode emulation with the cross toolchain's sysroot.
 QEMU_ARM64 ?= $(if $(filter arm64,$(HOST_ARCH)),,qemu-aarch64 -L /usr/aarch64-linux-gnu)
 
-.PHONY: all build run test unit e2e rules fuzz lint fmt vet staticcheck tools bench clean \
+.PHONY: all build run deps test unit e2e rules fuzz lint fmt vet staticcheck tools bench clean \
 	crossbuild test-arm64 release test-release deb test-deb docker kubernetes-rules \
 	nvml-standin demo screenshots
 
@@ -55,6 +56,7 @@ build:
 crossbuild: $(foreach p,$(PLATFORMS),.build/$(subst /,-,$(p))/spark_exporter)
 
 .build/linux-%/spark_exporter: FORCE
+	@command -v $(CC_$*) >/dev/null || { echo "crossbuild: no C compiler $(CC_$*) for linux/$*: run \`make deps\` first (Debian's cross gcc)" >&2; exit 1; }
 	CC=$(CC_$*) GOOS=linux GOARCH=$* $(GO) build -ldflags "$(LDFLAGS)" -o $@ ./cmd/spark_exporter
 
 .PHONY: FORCE
@@ -87,8 +89,14 @@ test-deb: deb
 run: build
 	./spark_exporter
 
+## deps: the Debian packages `make test` needs beyond Go and gcc, the
+## missing ones installed as root with apt-get, one line each; as another
+## user, the one apt-get line to run first (scripts/deps.sh).
+deps:
+	@scripts/deps.sh
+
 ## test: everything CI checks.
-test: lint nvml-standin unit e2e fuzz test-arm64 test-release test-deb
+test: deps lint nvml-standin unit e2e fuzz test-arm64 test-release test-deb
 
 unit: tools
 	$(GO) test -count=1 ./...

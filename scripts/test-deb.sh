@@ -14,8 +14,8 @@
 #
 # Part 2 installs and removes a package and a user, so it runs only as root
 # and only where no systemd would start the service for real; elsewhere it
-# is skipped with a message, unless SPARK_REQUIRE_DEB=1 (set by .ci/run),
-# where it fails. It purges the package on any exit.
+# is skipped with a message, unless SPARK_REQUIRE_PACKAGES=1 (set by
+# .ci/run), where it fails. It purges the package on any exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 version=$1
@@ -27,7 +27,7 @@ host=$(go env GOARCH)
 
 fail() { echo "test-deb: $*" >&2; exit 1; }
 skip() {
-  [ "${SPARK_REQUIRE_DEB:-}" = 1 ] && fail "$*"
+  [ "${SPARK_REQUIRE_PACKAGES:-}" = 1 ] && fail "$*"
   echo "test-deb: $*: SKIPPED" >&2
 }
 tmp=$(mktemp -d)
