@@ -109,10 +109,13 @@ e2e: $(TOOLS)/prometheus $(TOOLS)/alertmanager
 	$(GO) test -tags e2e -count=1 -v ./test/e2e/
 
 ## rules: the alert and recording rules alone: promtool check and unit tests
-## (rules/tests), the contract, runbook and metric-name checks. `unit` runs
-## them too, so `make test` covers them.
+## (rules/tests), the alert table of docs/alerts.md, runbook and metric-name
+## checks, and examples/kubernetes/prometheusrule.yaml generated from
+## today's rules (`make kubernetes-rules`). `unit` runs them too, so `make
+## test` covers them.
 rules: $(TOOLS)/promtool $(TOOLS)/amtool
 	$(GO) test -count=1 ./rules/
+	$(GO) test -count=1 -run '^(TestPrometheusRuleMatchesRules|TestRuleFilesAreYml)$$' ./examples/
 
 ## nvml-standin: the GB10 stand-in libnvidia-ml.so.1 (docs/standin-nvml.md),
 ## compiled with $$CC (default gcc). Tests build their own copy; this one is
