@@ -25,9 +25,12 @@ LDFLAGS := -X $(VERSION_PKG).Version=$(VERSION) \
 # test checks that they agree): every DGX Spark is linux/arm64.
 PLATFORMS := linux/arm64 linux/amd64
 
-# go-nvml needs cgo; its header uses deprecated declarations on purpose.
+# go-nvml needs cgo; it binds every NVML function, the deprecated ones
+# too, so compiling it warns 147 times. Go's default flags (-O2 -g) kept,
+# so that a contributor's `go env -w CGO_CFLAGS=…` (CONTRIBUTING.md) with
+# the same value shares the build cache with make.
 export CGO_ENABLED := 1
-export CGO_CFLAGS  := -Wno-deprecated-declarations
+export CGO_CFLAGS  := -O2 -g -Wno-deprecated-declarations
 
 TOOLS     := .build/tools
 FUZZTIME  ?= 5s
@@ -181,23 +184,41 @@ $(TOOLS)/alertmanager $(TOOLS)/amtool: $(ALERTMANAGER_STAMP)
 $(TOOLS)/staticcheck: $(LINT_STAMP)
 $(TOOLS)/nfpm: $(NFPM_STAMP)
 
+# The first run builds every set from source: say what that costs before it
+# starts (once per make, and only when a set is missing), then a line per
+# set built, with its time.
+TOOL_STAMPS   := $(PROMETHEUS_STAMP) $(ALERTMANAGER_STAMP) $(LINT_STAMP) $(NFPM_STAMP)
+MISSING_TOOLS := $(filter-out $(wildcard $(TOOL_STAMPS)),$(TOOL_STAMPS))
+$(TOOL_STAMPS): | tools-notice
+.PHONY: tools-notice
+tools-notice:
+	$(if $(MISSING_TOOLS),@echo "$(TOOLS_NOTICE)",@:)
+TOOLS_NOTICE = tools: building $(foreach s,$(MISSING_TOOLS),$(patsubst .%,%,$(firstword $(subst -, ,$(notdir $(s)))))) \
+	from source into $(TOOLS), once (later runs reuse them). The first time, with empty Go caches, \
+	that is about 20 minutes on 2 cores and 6 GB of Go module and build cache \
+	($(shell $(GO) env GOMODCACHE), $(shell $(GO) env GOCACHE)).
+
+# build-tools SET,MODULE-DIR,PACKAGES,ENV: one set of tools, timed.
+define build-tools
+	@echo "tools: building $(1) ..."
+	@start=$$(date +%s); cd tools/$(2) && $(4) $(GO) build -o $(CURDIR)/$(TOOLS)/ $(3) && \
+		echo "tools: $(1) built in $$(( $$(date +%s) - start )) s"
+	@touch $@
+endef
+
 $(PROMETHEUS_STAMP):
-	cd tools/prometheus && CGO_ENABLED=0 $(GO) build -o $(CURDIR)/$(TOOLS)/ \
-		github.com/prometheus/prometheus/cmd/promtool github.com/prometheus/prometheus/cmd/prometheus
-	touch $@
+	$(call build-tools,Prometheus (promtool prometheus),prometheus,\
+		github.com/prometheus/prometheus/cmd/promtool github.com/prometheus/prometheus/cmd/prometheus,CGO_ENABLED=0)
 
 $(ALERTMANAGER_STAMP):
-	cd tools/alertmanager && CGO_ENABLED=0 $(GO) build -o $(CURDIR)/$(TOOLS)/ \
-		github.com/prometheus/alertmanager/cmd/alertmanager github.com/prometheus/alertmanager/cmd/amtool
-	touch $@
+	$(call build-tools,Alertmanager (alertmanager amtool),alertmanager,\
+		github.com/prometheus/alertmanager/cmd/alertmanager github.com/prometheus/alertmanager/cmd/amtool,CGO_ENABLED=0)
 
 $(LINT_STAMP):
-	cd tools/lint && $(GO) build -o $(CURDIR)/$(TOOLS)/ honnef.co/go/tools/cmd/staticcheck
-	touch $@
+	$(call build-tools,staticcheck,lint,honnef.co/go/tools/cmd/staticcheck,)
 
 $(NFPM_STAMP):
-	cd tools/nfpm && CGO_ENABLED=0 $(GO) build -o $(CURDIR)/$(TOOLS)/ github.com/goreleaser/nfpm/v2/cmd/nfpm
-	touch $@
+	$(call build-tools,nfpm,nfpm,github.com/goreleaser/nfpm/v2/cmd/nfpm,CGO_ENABLED=0)
 
 ## docker: the image for every platform in PLATFORMS (docker/Dockerfile runs
 ## `make build` inside). Needs Docker with buildx; DOCKER_FLAGS=--push to
