@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 
 host=$(go env GOARCH)
 pkgs=(
-  git gcc
+  make git gcc
   # The .deb checks (scripts/test-deb.sh): lintian; adduser for the package's
   # postinst; curl scrapes the installed binary; readelf reads the ELF header.
   lintian adduser curl binutils
