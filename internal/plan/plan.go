@@ -81,9 +81,9 @@ type Plan struct {
 
 // Defaults the plan command documents in its --help.
 const (
-	DefaultRank      = 16
-	DefaultPack      = 2048
-	DefaultBatch     = 1
+	DefaultRank  = 16
+	DefaultPack  = 2048
+	DefaultBatch = 1
 	// DefaultOptimizer is what the anchors ran with: Unsloth, on a Spark,
 	// trains with bitsandbytes' 8-bit AdamW unless told otherwise.
 	DefaultOptimizer = AdamW8bit
