@@ -96,25 +96,37 @@ func TestReadmeCommands(t *testing.T) {
 				cmd = exec.Command("make", append([]string{"-n", "--no-print-directory"}, words[1:]...)...)
 				cmd.Dir = root
 			case "spark_exporter":
-				args := words[1:]
-				// A redirect is the user's file: the output is checked here.
-				if i := indexOf(args, ">"); i >= 0 {
-					args = args[:i]
-				}
+				// Through sh, as a user types it (quotes and all), with
+				// spark_exporter on PATH; a redirect is the user's file,
+				// left out so that the output is checked here.
+				shell, _, _ := strings.Cut(line, " > ")
 				switch {
-				case len(args) > 0 && args[0] == "plan":
-					args = append(args, "--path.procfs="+filepath.Join(root, "testdata", "proc", "idle"))
-				case len(args) > 1 && args[0] == "report":
+				case len(words) > 1 && words[1] == "plan":
+					shell += " --path.procfs=" + filepath.Join(root, "testdata", "proc", "idle")
+				case len(words) > 2 && words[1] == "report":
 					log, err := os.ReadFile(filepath.Join(root, "testdata", "thermal", "nvidia-smi-default-units.csv"))
 					if err != nil {
 						t.Fatal(err)
 					}
-					if err := os.WriteFile(filepath.Join(dir, args[1]), log, 0o644); err != nil {
+					if err := os.WriteFile(filepath.Join(dir, words[2]), log, 0o644); err != nil {
 						t.Fatal(err)
 					}
 				}
-				cmd = testexporter.Command(t, args...)
+				bin := filepath.Join(dir, "bin")
+				if err := os.Mkdir(bin, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				var quoted []string
+				for _, a := range testexporter.Command(t).Args {
+					quoted = append(quoted, "'"+strings.ReplaceAll(a, "'", `'\''`)+"'")
+				}
+				wrapper := "#!/bin/sh\nexec " + strings.Join(quoted, " ") + ` "$@"` + "\n"
+				if err := os.WriteFile(filepath.Join(bin, "spark_exporter"), []byte(wrapper), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				cmd = exec.Command("sh", "-c", shell)
 				cmd.Dir = dir
+				cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 			default:
 				t.Fatalf("README.md shows %q, which this test neither runs nor lists in readmeNotRun", line)
 			}
@@ -133,13 +145,4 @@ func TestReadmeCommands(t *testing.T) {
 	if ran < 5 {
 		t.Errorf("ran %d of README.md's commands %q: the parser has lost them", ran, cmds)
 	}
-}
-
-func indexOf(s []string, v string) int {
-	for i, x := range s {
-		if x == v {
-			return i
-		}
-	}
-	return -1
 }
