@@ -36,6 +36,10 @@ import (
 // SIGINT or SIGTERM.
 func serveCommand(cmd *kingpin.CmdClause, procfs, sysfs *string, readTimeout *time.Duration) command {
 	webFlags := kingpinflag.AddFlags(cmd, defaultPort)
+	// The toolkit's help gives :9100 as its example, inside the range this
+	// exporter keeps out of (defaultPort): name ours instead.
+	cmd.GetFlag("web.listen-address").Help("Addresses on which to expose metrics and web interface. Repeatable for multiple addresses. " +
+		"Examples: `" + defaultPort + "` or `[::1]" + defaultPort + "` for http, `vsock://" + defaultPort + "` for vsock.")
 	metricsPath := cliflag.Value(cmd.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics"), parseURLPath)
 	disableExporterMetrics := cmd.Flag("web.disable-exporter-metrics",
 		"Exclude metrics about the exporter itself (promhttp_*, process_*, go_*).").Bool()
