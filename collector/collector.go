@@ -351,6 +351,7 @@ func (e *Exporter) Names() []string {
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	ch <- scrapeDurationDesc
 	ch <- scrapeSuccessDesc
+	ch <- entriesLeftOutDesc
 }
 
 // Collect runs every collector concurrently.
@@ -385,6 +386,9 @@ func (e *Exporter) run(name string, ch chan<- prometheus.Metric) {
 	// the same of each collector.
 	ch <- prometheus.MustNewConstMetric(scrapeDurationDesc, prometheus.GaugeValue, duration.Seconds(), name)
 	ch <- prometheus.MustNewConstMetric(scrapeSuccessDesc, prometheus.GaugeValue, success, name)
+	if c, ok := e.collectors[name].(capped); ok {
+		ch <- prometheus.MustNewConstMetric(entriesLeftOutDesc, prometheus.GaugeValue, float64(c.EntriesLeftOut()), name)
+	}
 }
 
 // record logs a change of a collector's state: the first failure at error
