@@ -364,7 +364,7 @@ func TestHandler(t *testing.T) {
 		t.Fatal(err)
 	}
 	for k, want := range map[string]string{"pool.headroom_bytes": "16.5 GiB", "gpus.0.thermal.state": m.GPUs[0].Thermal.Text,
-		"gpus.0.power_watts": "99.3 W", "gpus.0.clock_events": "sw_power_cap", "collectors.0.success": "ok"} {
+		"gpus.0.power_watts": "99.3 W", "gpus.0.clock_events": "sw_power_cap", "collectors.0.success": "ok", "collectors.0.duration_seconds": "1.0 ms"} {
 		if view.Text[k] != want {
 			t.Errorf("view %s: %q, want %q", k, view.Text[k], want)
 		}

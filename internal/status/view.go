@@ -128,6 +128,7 @@ func NewView(m Model) View {
 		}
 		v.State[k] = state
 		v.Text[k+".success"] = state
+		v.Text[k+".duration_seconds"] = Milliseconds(c.DurationSeconds)
 	}
 	return v
 }
