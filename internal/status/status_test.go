@@ -448,3 +448,13 @@ func BenchmarkRender(b *testing.B) {
 		}
 	})
 }
+
+// The page's script places what the server rendered: it formats no figure
+// and draws no scale of its own, so it cannot disagree with the page.
+func TestScriptFormatsNothing(t *testing.T) {
+	for _, own := range []string{"toFixed", "Math.round", "GiB", " W\"", "MHz", "°C", "1e6", "1073741824"} {
+		if strings.Contains(pageJS, own) {
+			t.Errorf("page.js formats figures itself (%q): the View carries them", own)
+		}
+	}
+}
