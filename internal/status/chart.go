@@ -123,8 +123,20 @@ func chartDesc(kind string, g GPU) string {
 // num is a coordinate to a tenth of a unit: finer than a pixel.
 func num(x float64) string { return string(appendNum(nil, x)) }
 
+// appendNum writes x in tenths as integers (12.3, 12, -0.5): a chart
+// holds hundreds of coordinates, and integer formatting costs a fraction of
+// a float's.
 func appendNum(b []byte, x float64) []byte {
-	return strconv.AppendFloat(b, math.Round(x*10)/10, 'f', -1, 64)
+	tenths := int64(math.Round(x * 10))
+	if tenths < 0 {
+		b = append(b, '-')
+		tenths = -tenths
+	}
+	b = strconv.AppendInt(b, tenths/10, 10)
+	if d := tenths % 10; d != 0 {
+		b = append(b, '.', byte('0'+d))
+	}
+	return b
 }
 
 // barWidth and barX place segment i of the pool bar.

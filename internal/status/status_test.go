@@ -458,3 +458,11 @@ func TestScriptFormatsNothing(t *testing.T) {
 		}
 	}
 }
+
+func TestNum(t *testing.T) {
+	for x, want := range map[float64]string{0: "0", 12.34: "12.3", 12.35: "12.4", 80: "80", -0.04: "0", -2.5: "-2.5", 299.96: "300", 0.05: "0.1"} {
+		if got := num(x); got != want {
+			t.Errorf("num(%v) = %q, want %q", x, got, want)
+		}
+	}
+}
