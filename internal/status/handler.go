@@ -76,9 +76,9 @@ func NewHandler(source *Source, metricsPath string, apiServed, viewServed bool) 
 	return h
 }
 
-// timeout bounds how long a viewer waits for a gather: a scrape's own
-// collectors are bounded (--gpu.timeout and the /proc reads), so this is
-// only a backstop.
+// timeout bounds how long a viewer waits for the collectors' run: each
+// collector's reads are bounded (--gpu.timeout and the /proc reads), so
+// this is only a backstop.
 const timeout = 30 * time.Second
 
 func (h *Handler) model(w http.ResponseWriter, r *http.Request) *Result {
@@ -86,7 +86,7 @@ func (h *Handler) model(w http.ResponseWriter, r *http.Request) *Result {
 	defer cancel()
 	res, err := h.source.Get(ctx)
 	if err != nil {
-		http.Error(w, "The status could not be gathered; try again.", http.StatusServiceUnavailable)
+		http.Error(w, "The status could not be collected; try again.", http.StatusServiceUnavailable)
 		return nil
 	}
 	w.Header().Set("Cache-Control", "no-store")
