@@ -146,6 +146,7 @@ func (s *Sampler) Sample(ctx context.Context, now time.Time) {
 		if row.Temperature != nil && row.Power != nil {
 			samples[r.Index] = &Sample{Time: now, Temperature: *row.Temperature, Power: *row.Power,
 				SMClock: nonNegative(r.SMClockHertz), Utilization: ratio(r.Utilization), Reasons: r.ClockEventReasons,
+				TemperatureMargin:      finite(r.TemperatureMarginCelsius),
 				ThermalSlowdownSeconds: ThermalSlowdownSeconds(r.ClockEventSeconds), PowerCapSeconds: counter(r.ClockEventSeconds, "sw_power_cap")}
 		}
 	}
@@ -194,6 +195,13 @@ func logRow(r gpu.Reading, now time.Time) thermallog.Row {
 
 func nonNegative(v *float64) *float64 {
 	if v == nil || !(*v >= 0) || math.IsInf(*v, 1) {
+		return nil
+	}
+	return v
+}
+
+func finite(v *float64) *float64 {
+	if v == nil || math.IsNaN(*v) || math.IsInf(*v, 0) {
 		return nil
 	}
 	return v

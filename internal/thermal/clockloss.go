@@ -1,0 +1,208 @@
+package thermal
+
+import (
+	"slices"
+	"time"
+)
+
+// What "throttled" rests on: the clocks were lost. docs/thermal.md gives
+// the figures' public sources.
+const (
+	// CounterShare is the share of the time the driver's thermal slowdown
+	// counters must grow for, over the recent span, to count as
+	// throttling: the share SparkGPUThrottling's counter rule pages on.
+	// A unit collects a few milliseconds of slowdown at a temperature
+	// peak (0.9 s in all on one at 81 °C): far under it.
+	CounterShare = 0.05
+	// ClockFallRatio: the SM clock fell when its recent median is more
+	// than this share below its level earlier in the busy stretch. A
+	// healthy GB10's clock floats 2.39–2.52 GHz under steady load, ±3 %
+	// around its level; 10 % is well clear of that float, and a thermal
+	// fall (2.45 → 2.0 GHz) is 18 %.
+	ClockFallRatio = 0.10
+	// HotMargin is the driver's thermal margin (°C to its slowdown limit,
+	// nvidia-smi's T.Limit) at or under which the GPU holds hot: 94 °C
+	// less 88 °C, the temperature HotTemperature defaults to.
+	HotMargin = 6.0
+)
+
+// Hysteresis for the clock-loss evidence: a GPU already Throttled stays
+// so while the counters still grow for half the share, or the clock is
+// still down by half the fall.
+const (
+	stayCounterFactor = 0.5 // of CounterShare
+	stayFallFactor    = 0.5 // of ClockFallRatio
+)
+
+// RecentSpan is the span the counter share and the recent clock are taken
+// over: a tenth of the window (a minute at the default), and no less than
+// the gap tolerance, so that a clock level is the median of several
+// samples.
+func (c Config) RecentSpan() time.Duration {
+	return max(c.Window/10, c.MaxGap())
+}
+
+// counterShare is how much the thermal slowdown counters grew over the
+// recent span, as a share of it; ok is false when the samples there carry
+// no counter. The span is at least RecentSpan, so that one sample's
+// growth right after a start is not read as a whole span of slowdown.
+func counterShare(run []Sample, now time.Time, cfg Config) (share float64, ok bool) {
+	span := cfg.RecentSpan()
+	from := now.Add(-span)
+	i := len(run) - 1
+	for i > 0 && run[i].Time.After(from) {
+		i-- // down to the last sample at or before the span's start
+	}
+	grew, ok := growth(run[i:], func(s Sample) *float64 { return s.ThermalSlowdownSeconds })
+	if !ok {
+		return 0, false
+	}
+	return grew / max(now.Sub(run[i].Time), span).Seconds(), true
+}
+
+// ClockLoss is what the SM clock did over the busy stretch: the latest
+// unbroken run of busy samples, which may begin before the window.
+type ClockLoss struct {
+	// HasClock: the busy stretch's recent samples carry the SM clock.
+	HasClock bool
+	// Recent is the median SM clock (Hz) over the latest RecentSpan.
+	Recent float64
+	// HasLevel: an earlier part of the stretch, at no more power than
+	// now (within the flat spread), gives a level to compare with; Level
+	// is the highest median of its RecentSpan-long blocks.
+	HasLevel bool
+	Level    float64
+}
+
+// Fell reports whether the recent clock is more than ratio below the
+// level.
+func (c ClockLoss) Fell(ratio float64) bool {
+	return c.HasClock && c.HasLevel && c.Recent < (1-ratio)*c.Level
+}
+
+// clockLoss measures the busy stretch's clock. Earlier blocks at a higher
+// power than now (a warm-up boost above the ~100 W cap) are left out: the
+// power cap, not heat, took that clock away.
+func clockLoss(samples []Sample, now time.Time, cfg Config) ClockLoss {
+	end := len(samples)
+	for end > 0 && samples[end-1].Time.After(now) {
+		end--
+	}
+	begin := end
+	for begin > 0 && busySample(samples[begin-1], cfg) &&
+		(begin == end || samples[begin].Time.Sub(samples[begin-1].Time) <= cfg.MaxGap()) {
+		begin--
+	}
+	stretch := samples[begin:end]
+	if len(stretch) == 0 || now.Sub(stretch[len(stretch)-1].Time) > cfg.MaxGap() {
+		return ClockLoss{}
+	}
+	span := cfg.RecentSpan()
+	// Blocks of span, counted back from now: block 0 is the recent one.
+	type block struct {
+		clocks []float64
+		power  float64
+		n      int
+	}
+	blocks := map[int]*block{}
+	for _, s := range stretch {
+		k := int(now.Sub(s.Time) / span)
+		b := blocks[k]
+		if b == nil {
+			b = &block{}
+			blocks[k] = b
+		}
+		b.power += s.Power
+		b.n++
+		if s.SMClock != nil {
+			b.clocks = append(b.clocks, *s.SMClock)
+		}
+	}
+	recent := blocks[0]
+	if recent == nil || len(recent.clocks) == 0 {
+		return ClockLoss{}
+	}
+	c := ClockLoss{HasClock: true, Recent: median(recent.clocks)}
+	ceiling := recent.power/float64(recent.n) + cfg.FlatSpread
+	for k, b := range blocks {
+		if k == 0 || len(b.clocks) == 0 || b.power/float64(b.n) > ceiling {
+			continue
+		}
+		if m := median(b.clocks); !c.HasLevel || m > c.Level {
+			c.HasLevel, c.Level = true, m
+		}
+	}
+	return c
+}
+
+// busySample: one sample's share of "busy", by utilisation where NVML
+// reports it, by power where it does not.
+func busySample(s Sample, cfg Config) bool {
+	if s.Utilization != nil {
+		return *s.Utilization >= cfg.BusyUtilization
+	}
+	return s.Power >= cfg.BusyPower
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// marginMean is the mean thermal margin over the samples that carry it;
+// ok is false when none does.
+func marginMean(run []Sample) (mean float64, ok bool) {
+	var n int
+	for _, s := range run {
+		if s.TemperatureMargin != nil {
+			mean += *s.TemperatureMargin
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, false
+	}
+	return mean / float64(n), true
+}
+
+// judgeClocks applies the clock-loss evidence to a verdict whose parts
+// are set: the counter share, the margin's "hot", and whether the
+// signature is confirmed by a falling clock, held by a steady one, or
+// stands alone for want of a clock. prev is the previous state
+// (hysteresis); samples are all the samples held, for the busy stretch.
+func judgeClocks(v *Verdict, run, samples []Sample, now time.Time, prev State, cfg Config) {
+	share, fall := CounterShare, ClockFallRatio
+	if prev == Throttled {
+		share *= stayCounterFactor
+		fall *= stayFallFactor
+	}
+	v.SlowdownShare, _ = counterShare(run, now, cfg)
+	v.CounterSlowdown = v.SlowdownShare >= share
+
+	v.Clock = clockLoss(samples, now, cfg)
+	v.ClockFell = v.Clock.Fell(fall)
+	if v.Signature {
+		v.SignatureOnly = !v.Clock.HasClock
+		v.ClockHolding = v.Clock.HasClock && !v.ClockFell
+	}
+}
+
+// hotByMargin is the margin's word on "hot" where the samples carry it:
+// the driver knows its own limit better than a fixed temperature does.
+func hotByMargin(v *Verdict, run []Sample, prev State) {
+	m, ok := marginMean(run)
+	if !ok {
+		return
+	}
+	limit := HotMargin
+	if prev == Throttled {
+		limit += stayHotMargin
+	}
+	v.HasMargin, v.MarginMean = true, m
+	v.Hot = m <= limit
+}
