@@ -191,6 +191,13 @@ const settlingRatio = 0.5
 // samples ending near now counts: a gap of more than MaxGap cuts the run,
 // and the state stays Collecting until the run covers a whole window again.
 func Analyze(samples []Sample, now time.Time, prev State, cfg Config) Verdict {
+	return analyze(samples, now, Verdict{State: prev}, cfg)
+}
+
+// analyze is Analyze given the whole previous verdict, whose clock level
+// a busy stretch longer than the samples held carries forward.
+func analyze(samples []Sample, now time.Time, previous Verdict, cfg Config) Verdict {
+	prev := previous.State
 	run := unbroken(samples, now, cfg.MaxGap())
 	if len(run) == 0 {
 		return Verdict{State: Collecting}
@@ -228,7 +235,7 @@ func Analyze(samples []Sample, now time.Time, prev State, cfg Config) Verdict {
 	v.Hot = st.TemperatureMean >= hot
 	hotByMargin(&v, run, prev)
 	v.Signature = v.Covered && v.Busy && v.Flat && v.BelowNominal && (v.Climbing || v.Hot)
-	judgeClocks(&v, run, samples, now, prev, cfg)
+	judgeClocks(&v, run, samples, now, previous, cfg)
 
 	switch {
 	case (v.Signature && !v.ClockHolding) || v.ThermalSlowdown || v.CounterSlowdown:

@@ -72,6 +72,12 @@ type ClockLoss struct {
 	// is the highest median of its RecentSpan-long blocks.
 	HasLevel bool
 	Level    float64
+	// LevelPower is the mean power (W) of the block that gave the level.
+	LevelPower float64
+	// Since is the stretch's first sample among those held; Held says the
+	// stretch reaches the oldest of them, so may have begun before.
+	Since time.Time
+	Held  bool
 }
 
 // Fell reports whether the recent clock is more than ratio below the
@@ -82,8 +88,10 @@ func (c ClockLoss) Fell(ratio float64) bool {
 
 // clockLoss measures the busy stretch's clock. Earlier blocks at a higher
 // power than now (a warm-up boost above the ~100 W cap) are left out: the
-// power cap, not heat, took that clock away.
-func clockLoss(samples []Sample, now time.Time, cfg Config) ClockLoss {
+// power cap, not heat, took that clock away. carried is the previous
+// verdict's: a stretch longer than the samples held keeps the level it
+// had, so that a clock lost for longer than that stays lost.
+func clockLoss(samples []Sample, now time.Time, cfg Config, carried ClockLoss) ClockLoss {
 	end := len(samples)
 	for end > 0 && samples[end-1].Time.After(now) {
 		end--
@@ -122,15 +130,21 @@ func clockLoss(samples []Sample, now time.Time, cfg Config) ClockLoss {
 	if recent == nil || len(recent.clocks) == 0 {
 		return ClockLoss{}
 	}
-	c := ClockLoss{HasClock: true, Recent: median(recent.clocks)}
+	c := ClockLoss{HasClock: true, Recent: median(recent.clocks), Since: stretch[0].Time, Held: begin == 0}
 	ceiling := recent.power/float64(recent.n) + cfg.FlatSpread
 	for k, b := range blocks {
-		if k == 0 || len(b.clocks) == 0 || b.power/float64(b.n) > ceiling {
+		power := b.power / float64(b.n)
+		if k == 0 || len(b.clocks) == 0 || power > ceiling {
 			continue
 		}
 		if m := median(b.clocks); !c.HasLevel || m > c.Level {
-			c.HasLevel, c.Level = true, m
+			c.HasLevel, c.Level, c.LevelPower = true, m, power
 		}
+	}
+	sameStretch := carried.HasClock && (carried.Since.Equal(c.Since) || c.Held && !carried.Since.After(c.Since))
+	if sameStretch && carried.HasLevel && carried.LevelPower <= ceiling && (!c.HasLevel || carried.Level > c.Level) {
+		c.HasLevel, c.Level, c.LevelPower = true, carried.Level, carried.LevelPower
+		c.Since = carried.Since
 	}
 	return c
 }
@@ -173,18 +187,19 @@ func marginMean(run []Sample) (mean float64, ok bool) {
 // judgeClocks applies the clock-loss evidence to a verdict whose parts
 // are set: the counter share, the margin's "hot", and whether the
 // signature is confirmed by a falling clock, held by a steady one, or
-// stands alone for want of a clock. prev is the previous state
-// (hysteresis); samples are all the samples held, for the busy stretch.
-func judgeClocks(v *Verdict, run, samples []Sample, now time.Time, prev State, cfg Config) {
+// stands alone for want of a clock. previous is the previous verdict
+// (hysteresis, the clock level carried); samples are all the samples
+// held, for the busy stretch.
+func judgeClocks(v *Verdict, run, samples []Sample, now time.Time, previous Verdict, cfg Config) {
 	share, fall := CounterShare, ClockFallRatio
-	if prev == Throttled {
+	if previous.State == Throttled {
 		share *= stayCounterFactor
 		fall *= stayFallFactor
 	}
 	v.SlowdownShare, _ = counterShare(run, now, cfg)
 	v.CounterSlowdown = v.SlowdownShare >= share
 
-	v.Clock = clockLoss(samples, now, cfg)
+	v.Clock = clockLoss(samples, now, cfg, previous.Clock)
 	v.ClockFell = v.Clock.Fell(fall)
 	if v.Signature {
 		v.SignatureOnly = !v.Clock.HasClock

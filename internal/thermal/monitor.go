@@ -50,7 +50,7 @@ func (m *Monitor) Step(now time.Time, s *Sample) Transition {
 		m.throttled += min(now.Sub(m.last), m.cfg.MaxGap())
 	}
 	m.samples = m.window.Samples()
-	m.verdict = Analyze(m.samples, now, was, m.cfg)
+	m.verdict = analyze(m.samples, now, m.verdict, m.cfg)
 	m.stepped = true
 	m.last = now
 
