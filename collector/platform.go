@@ -13,6 +13,8 @@ import (
 
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/platform"
+
+	"github.com/spark-exporter/spark_exporter/internal/cliflag"
 )
 
 // The platform collector reports what the DGX Spark tells beyond NVML, from
@@ -23,7 +25,7 @@ import (
 // can hold a run while nvidia-smi shows nothing. A host that is not a
 // Spark gets what its files say.
 func init() {
-	registerCollector("platform", defaultEnabled, func(fg FlagGroup) Factory {
+	registerCollector("platform", defaultEnabled, func(fg cliflag.FlagGroup) Factory {
 		return func(env Env) (Collector, error) {
 			return newPlatformCollector(env.SysFS, env.ReadTimeout, env.Logger), nil
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/url"
 	"os"
 	"strconv"
@@ -16,9 +15,11 @@ import (
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/config"
 
+	"github.com/spark-exporter/spark_exporter/collector"
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/report"
-	"github.com/spark-exporter/spark_exporter/internal/thermal"
 	"github.com/spark-exporter/spark_exporter/internal/thermallog"
 )
 
@@ -35,9 +36,9 @@ const reportTimeout = 2 * time.Minute
 // usageError is bad input, named by its flag or line.
 type usageError struct{ error }
 
-// reportCommand registers `spark_exporter report`. It shares the
-// --thermal.* flags with the exporter, so that a replay judges as the live
-// collector does.
+// reportCommand registers `spark_exporter report`. It judges with the
+// --thermal.* flags serve's thermal collector takes
+// (collector.AddThermalFlags), so that a replay judges as the live collector does.
 func reportCommand(app *kingpin.Application) command {
 	cmd := app.Command("report", "Summarise one run after the fact, from a thermal log (CSV) or from Prometheus: "+
 		"duration, energy, time busy and at the ~100 W plateau, throttle episodes, and from Prometheus the pool's headroom, "+
@@ -58,10 +59,14 @@ func reportCommand(app *kingpin.Application) command {
 	last := cliflag.Duration(cmd.Flag("last", "The run is the last this long before --to (default 6h when --from is not given).").PlaceHolder("6h"))
 	step := cliflag.Duration(cmd.Flag("step", "Resolution of Prometheus queries (default: 1s, coarser past 10,000 points)."))
 	asJSON := cmd.Flag("json", "Print the report as JSON (docs/report.md).").Bool()
+	thermal := collector.AddThermalFlags(cmd)
 	svgFile := cmd.Flag("svg", "Also draw temperature, power and SM clock over the run, throttle episodes shaded, to this SVG file.").PlaceHolder("FILE").String()
 
 	return func(stdout, stderr io.Writer) int {
-		cfg, err := thermalConfig(app)
+		cfg, err := thermal.Config()
+		if err != nil {
+			err = usageError{err}
+		}
 		var r report.Report
 		if err == nil {
 			switch {
@@ -104,49 +109,19 @@ func reportCommand(app *kingpin.Application) command {
 	}
 }
 
-// thermalConfig is the analysis's configuration as the --thermal.* flags
-// give it.
-func thermalConfig(app *kingpin.Application) (thermal.Config, error) {
-	cfg := thermal.DefaultConfig()
-	durations := map[string]*time.Duration{"thermal.interval": &cfg.Interval, "thermal.window": &cfg.Window}
-	for flag, dst := range durations {
-		if v, ok := cliflag.Lookup[time.Duration](app.GetFlag(flag)); ok {
-			*dst = v
-		}
-	}
-	floats := map[string]*float64{
-		"thermal.nominal-power": &cfg.NominalPower, "thermal.below-nominal-ratio": &cfg.BelowNominalRatio,
-		"thermal.flat-power-spread": &cfg.FlatSpread, "thermal.busy-utilization": &cfg.BusyUtilization,
-		"thermal.busy-power": &cfg.BusyPower, "thermal.climbing-slope": &cfg.ClimbingSlope,
-		"thermal.hot-temperature": &cfg.HotTemperature,
-	}
-	for flag, dst := range floats {
-		if v, ok := cliflag.Lookup[float64](app.GetFlag(flag)); ok {
-			*dst = v
-		}
-	}
-	if _, ok := cliflag.Lookup[float64](app.GetFlag("thermal.climbing-slope")); ok {
-		cfg.ClimbingSlope /= 60 // the flag is in °C per minute
-	}
-	if err := cfg.Validate(); err != nil {
-		return cfg, usageError{fmt.Errorf("--thermal.* flags: %w", err)}
-	}
-	return cfg, nil
-}
-
 // reportLog reports on a thermal log. Malformed lines are listed on stderr
 // and skipped; a log with no usable line is bad input, named by its first
 // malformed line.
-func reportLog(path string, gpu *int, cfg thermal.Config, stderr io.Writer) (report.Report, error) {
+func reportLog(path string, gpu *int, cfg judge.ThermalConfig, stderr io.Writer) (report.Report, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return report.Report{}, usageError{fmt.Errorf("cannot read the log: %w", pathless(err))}
+		return report.Report{}, usageError{fmt.Errorf("cannot read the log: %w", hostfs.OpWithoutPath(err))}
 	}
 	defer f.Close()
 	tr, err := thermallog.Parse(f)
 	var malformed thermallog.MalformedError
 	if err != nil && !errors.As(err, &malformed) {
-		return report.Report{}, usageError{fmt.Errorf("cannot read the log: %w", pathless(err))}
+		return report.Report{}, usageError{fmt.Errorf("cannot read the log: %w", hostfs.OpWithoutPath(err))}
 	}
 	for _, e := range malformed {
 		fmt.Fprintf(stderr, "%s: warning: %v; line skipped\n", name, e)
@@ -227,7 +202,7 @@ func (o httpOptions) client() (config.HTTPClientConfig, error) {
 		}
 		loaded, _, err := config.LoadHTTPConfigFile(o.configFile)
 		if err != nil {
-			return cfg, usageError{fmt.Errorf("invalid flag --http.config.file: %w", pathless(err))}
+			return cfg, usageError{fmt.Errorf("invalid flag --http.config.file: %w", hostfs.OpWithoutPath(err))}
 		}
 		return *loaded, nil
 	}
@@ -244,7 +219,7 @@ func (o httpOptions) client() (config.HTTPClientConfig, error) {
 	return cfg, nil
 }
 
-func reportPrometheus(address string, o httpOptions, q report.Query, cfg thermal.Config) (report.Report, error) {
+func reportPrometheus(address string, o httpOptions, q report.Query, cfg judge.ThermalConfig) (report.Report, error) {
 	httpCfg, err := o.client()
 	if err != nil {
 		return report.Report{}, err
@@ -270,21 +245,11 @@ func reportPrometheus(address string, o httpOptions, q report.Query, cfg thermal
 func writeSVG(path string, r report.Report) error {
 	f, err := os.Create(path)
 	if err != nil {
-		return fmt.Errorf("--svg: %w", pathless(err))
+		return fmt.Errorf("--svg: %w", hostfs.OpWithoutPath(err))
 	}
 	if err := r.WriteSVG(f); err != nil {
 		f.Close()
 		return fmt.Errorf("--svg: %w", err)
 	}
-	return pathless(f.Close())
-}
-
-// pathless keeps an error's operation and cause but drops the path an
-// *fs.PathError carries: paths stay out of messages.
-func pathless(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
-	}
-	return err
+	return hostfs.OpWithoutPath(f.Close())
 }

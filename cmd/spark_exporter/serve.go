@@ -31,10 +31,10 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/status"
 )
 
-// serveCommand registers the serving flags on cmd and returns the command
-// that serves metrics until SIGINT or SIGTERM, and the collectors' flags,
-// whose --pool.reserve the plan command shares.
-func serveCommand(cmd *kingpin.Application, procfs, sysfs *string, readTimeout *time.Duration) (command, *collector.Selection) {
+// serveCommand registers the serving flags on cmd (the web, logging, NVML
+// and collector flags) and returns the command that serves metrics until
+// SIGINT or SIGTERM.
+func serveCommand(cmd *kingpin.CmdClause, procfs, sysfs *string, readTimeout *time.Duration) command {
 	webFlags := kingpinflag.AddFlags(cmd, defaultPort)
 	metricsPath := cliflag.Value(cmd.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics"), parseURLPath)
 	disableExporterMetrics := cmd.Flag("web.disable-exporter-metrics",
@@ -130,7 +130,7 @@ func serveCommand(cmd *kingpin.Application, procfs, sysfs *string, readTimeout *
 		shutDown = true
 		shutdown(server, served, closeCollectors, logger)
 		return 0
-	}, selection
+	}
 }
 
 // serveBounded serves on the --web.listen-address listeners, each accepting

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 
-	"github.com/alecthomas/kingpin/v2"
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 	sloggokit "github.com/tjhop/slog-gokit"
@@ -21,13 +20,8 @@ type Config struct {
 	Format *string
 }
 
-// FlagGroup is a kingpin application or command.
-type FlagGroup interface {
-	Flag(name, help string) *kingpin.FlagClause
-}
-
 // AddFlags registers --log.level and --log.format.
-func AddFlags(fg FlagGroup) Config {
+func AddFlags(fg cliflag.FlagGroup) Config {
 	return Config{
 		Level: cliflag.Enum(fg.Flag("log.level", "Only log messages with the given severity or above. One of: [debug, info, warn, error]").
 			Default("info"), "debug", "info", "warn", "error"),

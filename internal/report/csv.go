@@ -5,6 +5,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/thermal"
 	"github.com/spark-exporter/spark_exporter/internal/thermallog"
 )
@@ -13,9 +14,9 @@ import (
 // configuration but for its Interval, which is the log's own cadence (the
 // median time between its rows). With an index column, gpu selects the
 // GPU (nil: the lowest index in the log).
-func FromLog(tr thermallog.Trace, cfg thermal.Config, gpu *int) (Report, error) {
+func FromLog(tr thermallog.Trace, cfg judge.ThermalConfig, gpu *int) (Report, error) {
 	rows, index := selectGPU(tr.Rows, gpu)
-	var samples []thermal.Sample
+	var samples []judge.ThermalSample
 	for _, row := range rows {
 		if s := thermal.SampleOf(row); s != nil {
 			samples = append(samples, *s)
@@ -36,7 +37,7 @@ func FromLog(tr thermallog.Trace, cfg thermal.Config, gpu *int) (Report, error) 
 	}
 	// The samples the Monitor took, in time order (a log whose clock
 	// stepped back has samples it left out).
-	var taken []thermal.Sample
+	var taken []judge.ThermalSample
 	for _, st := range replayed.Steps {
 		if st.Sample != nil {
 			taken = append(taken, *st.Sample)
@@ -77,7 +78,7 @@ func selectGPU(rows []thermallog.Row, gpu *int) ([]thermallog.Row, int) {
 // cadence is the median time between consecutive samples, to the
 // millisecond nvidia-smi prints: the log's sampling interval, which missed
 // samples do not move.
-func cadence(samples []thermal.Sample) (time.Duration, bool) {
+func cadence(samples []judge.ThermalSample) (time.Duration, bool) {
 	var gaps []time.Duration
 	for i := 1; i < len(samples); i++ {
 		if d := samples[i].Time.Sub(samples[i-1].Time); d > 0 {

@@ -13,6 +13,7 @@ import (
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/thermal"
 )
 
@@ -38,7 +39,7 @@ var ErrInstance = errors.New("instance")
 // series its exporter left in Prometheus. cfg is the exporter's thermal
 // configuration, used for the busy test and, where the thermal collector
 // was off (no spark_thermal_state), to replay the scraped samples.
-func FromPrometheus(ctx context.Context, api v1.API, q Query, cfg thermal.Config) (Report, error) {
+func FromPrometheus(ctx context.Context, api v1.API, q Query, cfg judge.ThermalConfig) (Report, error) {
 	if q.Step <= 0 {
 		q.Step = Resolution(q.To.Sub(q.From))
 	}
@@ -57,13 +58,13 @@ func FromPrometheus(ctx context.Context, api v1.API, q Query, cfg thermal.Config
 	power := p.series(`spark_gpu_power_watts{` + sel + `}`)
 	util := p.series(`spark_gpu_utilization_ratio{` + sel + `}`)
 	clock := p.series(`spark_gpu_sm_clock_hertz{` + sel + `}`)
-	var samples []thermal.Sample
+	var samples []judge.ThermalSample
 	for _, t := range sortedTimes(temp) {
 		w, ok := power[t]
 		if !ok {
 			continue
 		}
-		s := thermal.Sample{Time: t, Temperature: temp[t], Power: w}
+		s := judge.ThermalSample{Time: t, Temperature: temp[t], Power: w}
 		if v, ok := util[t]; ok {
 			s.Utilization = ptr(v)
 		}

@@ -15,17 +15,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/spark-exporter/spark_exporter/internal/thermal"
-)
-
-// The ~100 W plateau: a busy GB10 draws about 100 W sustained, capped by
-// the platform well under its 240 W brick (docs/design.md). The band is
-// the one SparkGPUPowerPlateau (rules/spark.yml) calls the plateau, 80 to
-// 120 W, so that the report and the alert agree on what "at the plateau"
-// means.
-const (
-	PlateauLowWatts  = 80.0
-	PlateauHighWatts = 120.0
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 )
 
 // Report is one run's summary. Its JSON is stable: docs/report.md
@@ -60,8 +50,8 @@ type Report struct {
 	Verdict string `json:"verdict"`
 
 	// For the picture: the samples and the thermal configuration.
-	samples []thermal.Sample
-	cfg     thermal.Config
+	samples []judge.ThermalSample
+	cfg     judge.ThermalConfig
 }
 
 // SkippedLine is a malformed line of a log, skipped.
@@ -144,7 +134,7 @@ type Alert struct {
 // build fills the figures that come from the samples alone; the episodes
 // are given. energy is the counter's figure in joules, nil to integrate
 // power.
-func build(samples []thermal.Sample, episodes []Episode, throttled time.Duration, energy *float64, cfg thermal.Config) Report {
+func build(samples []judge.ThermalSample, episodes []Episode, throttled time.Duration, energy *float64, cfg judge.ThermalConfig) Report {
 	r := Report{samples: samples, cfg: cfg, SkippedLines: []SkippedLine{}, BusyBy: "power",
 		Throttle: Throttle{Episodes: episodes}}
 	if r.Throttle.Episodes == nil {
@@ -187,7 +177,7 @@ func build(samples []thermal.Sample, episodes []Episode, throttled time.Duration
 		joules += (s.Power + samples[i+1].Power) / 2 * w
 		if busy(s, cfg) {
 			r.BusySeconds += w
-			if s.Power >= PlateauLowWatts && s.Power <= PlateauHighWatts {
+			if judge.AtPlateau(s.Power) { // the band the rules and the page use
 				r.PlateauSeconds += w
 			}
 		}
@@ -211,10 +201,10 @@ func build(samples []thermal.Sample, episodes []Episode, throttled time.Duration
 	return r
 }
 
-// busy is the analysis's test of a busy GPU (thermal.Config's
+// busy is the analysis's test of a busy GPU (judge.ThermalConfig's
 // BusyUtilization, or BusyPower where utilisation is not reported),
 // applied to one sample.
-func busy(s thermal.Sample, cfg thermal.Config) bool {
+func busy(s judge.ThermalSample, cfg judge.ThermalConfig) bool {
 	if s.Utilization != nil {
 		return *s.Utilization >= cfg.BusyUtilization
 	}
@@ -224,7 +214,7 @@ func busy(s thermal.Sample, cfg thermal.Config) bool {
 // describe fills an episode's figures from the samples: peak temperature,
 // mean power and median SM clock during it, and the median SM clock of the
 // busy samples of the window before it.
-func describe(e *Episode, samples []thermal.Sample, cfg thermal.Config) {
+func describe(e *Episode, samples []judge.ThermalSample, cfg judge.ThermalConfig) {
 	e.DurationSeconds = e.End.Sub(e.Start).Seconds()
 	var during, before []float64
 	peak, sum, n := math.Inf(-1), 0.0, 0

@@ -14,6 +14,8 @@ import (
 	"github.com/go-kit/log"
 
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
+	"github.com/spark-exporter/spark_exporter/internal/gpu/thermalsampler"
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/thermal"
 	"github.com/spark-exporter/spark_exporter/internal/thermallog"
 )
@@ -61,7 +63,7 @@ func readLog(t *testing.T, path string) thermallog.Trace {
 func TestGolden(t *testing.T) {
 	for name, path := range goldenLogs {
 		t.Run(name, func(t *testing.T) {
-			r, err := FromLog(readLog(t, path), thermal.DefaultConfig(), nil)
+			r, err := FromLog(readLog(t, path), judge.DefaultThermalConfig(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -98,7 +100,7 @@ func TestGolden(t *testing.T) {
 // once, from the onset their comments state plus at most a window; the
 // malformed lines are named by number; the SM clock falls.
 func TestReportsNameTheEpisodeAndTheLines(t *testing.T) {
-	cfg := thermal.DefaultConfig()
+	cfg := judge.DefaultThermalConfig()
 	r, err := FromLog(readLog(t, goldenLogs["guide-noheader"]), cfg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -180,7 +182,7 @@ func TestReplayAgreesWithTheLiveSampler(t *testing.T) {
 
 func replayAgrees(t *testing.T, name string, full bool) {
 	tr := readLog(t, filepath.Join("..", "..", "testdata", "thermal", name+".csv"))
-	cfg := thermal.DefaultConfig()
+	cfg := judge.DefaultThermalConfig()
 	cfg.Interval, _ = cadence(samplesOf(tr.Rows))
 	// The sampler is told each sampling time; a time without a row is a
 	// failed read.
@@ -201,10 +203,10 @@ func replayAgrees(t *testing.T, name string, full bool) {
 		src.readings = append(src.readings, &r)
 	}
 	csv := filepath.Join(t.TempDir(), "thermal.csv")
-	s := thermal.NewSampler(src, cfg, csv, log.NewNopLogger())
-	var live []thermal.State
+	s := thermalsampler.NewSampler(src, cfg, csv, log.NewNopLogger())
+	var live []judge.ThermalState
 	var episodes []Episode
-	var prev thermal.State
+	var prev judge.ThermalState
 	for _, now := range times {
 		s.Sample(context.Background(), now)
 		snap := s.Snapshot()
@@ -213,9 +215,9 @@ func replayAgrees(t *testing.T, name string, full bool) {
 		}
 		state := snap.GPUs[0].Verdict.State
 		switch {
-		case state == thermal.Throttled && prev != thermal.Throttled:
+		case state == judge.Throttled && prev != judge.Throttled:
 			episodes = append(episodes, Episode{Start: now, End: times[len(times)-1], Open: true})
-		case state != thermal.Throttled && prev == thermal.Throttled:
+		case state != judge.Throttled && prev == judge.Throttled:
 			episodes[len(episodes)-1].End, episodes[len(episodes)-1].Open = now, false
 		}
 		prev = state
@@ -230,7 +232,7 @@ func replayAgrees(t *testing.T, name string, full bool) {
 	if !full {
 		logged := readLog(t, csv)
 		samples = samplesOf(logged.Rows)
-		r, err := FromLog(logged, thermal.DefaultConfig(), nil)
+		r, err := FromLog(logged, judge.DefaultThermalConfig(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -260,8 +262,8 @@ func replayAgrees(t *testing.T, name string, full bool) {
 	}
 }
 
-func samplesOf(rows []thermallog.Row) []thermal.Sample {
-	var out []thermal.Sample
+func samplesOf(rows []thermallog.Row) []judge.ThermalSample {
+	var out []judge.ThermalSample
 	for _, r := range rows {
 		if s := thermal.SampleOf(r); s != nil {
 			out = append(out, *s)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spark-exporter/spark_exporter/internal/thermal"
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 )
 
 // The picture's geometry, in SVG user units.
@@ -26,7 +26,7 @@ const (
 type panel struct {
 	title  string
 	unit   string
-	value  func(thermal.Sample) (float64, bool)
+	value  func(judge.ThermalSample) (float64, bool)
 	lo, hi float64
 	color  string
 	marks  func(b *strings.Builder, y func(float64) float64)
@@ -114,14 +114,14 @@ func (r Report) panels() []panel {
 	nominal := r.cfg.NominalPower
 	ps := []panel{
 		{title: "temperature", unit: "°C", lo: 20, hi: tempHi, color: "#c0392b",
-			value: func(s thermal.Sample) (float64, bool) { return s.Temperature, true }},
+			value: func(s judge.ThermalSample) (float64, bool) { return s.Temperature, true }},
 		{title: "power", unit: "W", lo: 0, hi: powerHi, color: "#1f6fb2",
-			value: func(s thermal.Sample) (float64, bool) { return s.Power, true },
+			value: func(s judge.ThermalSample) (float64, bool) { return s.Power, true },
 			marks: func(b *strings.Builder, y func(float64) float64) {
 				fmt.Fprintf(b, `<rect x="%d" y="%.1f" width="%d" height="%.1f" fill="#2e9e5b" fill-opacity="0.14"/>`+"\n",
-					svgLeft, y(PlateauHighWatts), svgWidth-svgLeft-svgRight, y(PlateauLowWatts)-y(PlateauHighWatts))
+					svgLeft, y(judge.PlateauHighWatts), svgWidth-svgLeft-svgRight, y(judge.PlateauLowWatts)-y(judge.PlateauHighWatts))
 				fmt.Fprintf(b, `<text x="%d" y="%.1f" text-anchor="end" fill="#2e7d4f">~100 W plateau (%.0f–%.0f W)</text>`+"\n",
-					svgWidth-svgRight-6, y(PlateauHighWatts)-3, PlateauLowWatts, PlateauHighWatts)
+					svgWidth-svgRight-6, y(judge.PlateauHighWatts)-3, judge.PlateauLowWatts, judge.PlateauHighWatts)
 				if nominal > 0 {
 					fmt.Fprintf(b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#555" stroke-dasharray="6 4"/><text x="%d" y="%.1f" text-anchor="end" fill="#555">%.0f W rating</text>`+"\n",
 						svgLeft, svgWidth-svgRight, y(nominal), y(nominal), svgWidth-svgRight-6, y(nominal)-3, nominal)
@@ -130,7 +130,7 @@ func (r Report) panels() []panel {
 	}
 	if r.SMClock != nil {
 		ps = append(ps, panel{title: "SM clock", unit: "GHz", lo: 0, hi: clockHi, color: "#7d3c98",
-			value: func(s thermal.Sample) (float64, bool) {
+			value: func(s judge.ThermalSample) (float64, bool) {
 				if s.SMClock == nil {
 					return 0, false
 				}

@@ -7,6 +7,9 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/spark-exporter/spark_exporter/internal/judge"
+	"github.com/spark-exporter/spark_exporter/internal/units"
 )
 
 // verdict is the one line a person pastes into a run log.
@@ -159,7 +162,7 @@ func (r Report) WriteText(w io.Writer) error {
 	if r.Samples > 0 {
 		share := func(s float64) string { return percent(s / math.Max(r.DurationSeconds, 1)) }
 		line("busy", "%s (%s; judged by %s)", duration(r.BusySeconds), share(r.BusySeconds), r.BusyBy)
-		line("plateau", "%s (%s) busy at %.0f–%.0f W, the ~100 W plateau", duration(r.PlateauSeconds), share(r.PlateauSeconds), PlateauLowWatts, PlateauHighWatts)
+		line("plateau", "%s (%s) busy at %.0f–%.0f W, the ~100 W plateau", duration(r.PlateauSeconds), share(r.PlateauSeconds), judge.PlateauLowWatts, judge.PlateauHighWatts)
 	}
 	if t := r.Temperature; t != nil {
 		line("temperature", "%.0f–%.0f °C, mean %.0f °C", t.Min, t.Max, t.Mean)
@@ -235,7 +238,7 @@ func writeMemory(b *strings.Builder, line func(string, string, ...any), m *Memor
 	}
 }
 
-func gib(bytes float64) string { return fmt.Sprintf("%.1f GiB", bytes/(1<<30)) }
+func gib(bytes float64) string { return units.FormatGiB(bytes) }
 
 // stamp writes t as a time of day when it falls on ref's day.
 func stamp(t, ref time.Time) string {

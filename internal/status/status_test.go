@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/testing/jsonschema"
 	"github.com/spark-exporter/spark_exporter/internal/thermal"
 )
@@ -128,6 +129,17 @@ func TestVerdicts(t *testing.T) {
 			}
 			return ""
 		}},
+		// A need beyond int64 (issue: 6.3e20 bytes wrapped to MinInt64 and
+		// read "Fits now") is judged as the float the exposition gives.
+		{"impossible plan", []string{
+			`spark_plan_required_bytes{plan="gemma-2-27b-lora"} 1.08e+11`, `spark_plan_required_bytes{plan="gemma-2-27b-lora"} 6.3e+20`}, func(m Model) string {
+			for _, pl := range m.Plans.List {
+				if pl.Name == "gemma-2-27b-lora" && (pl.State != "wont_fit" || pl.RequiredBytes <= 0 || !strings.Contains(pl.Text, "Will not fit")) {
+					return pl.State + ": " + pl.Text
+				}
+			}
+			return ""
+		}},
 		{"pool collector failing", []string{`spark_scrape_collector_success{collector="pool"} 1`, `spark_scrape_collector_success{collector="pool"} 0`}, func(m Model) string {
 			if m.Pool != nil {
 				return "a pool from a failed collector"
@@ -147,11 +159,11 @@ func TestVerdicts(t *testing.T) {
 // gets at most MaxPoints of them, the latest among them, and only the
 // window's.
 func TestWindowThinned(t *testing.T) {
-	cfg := thermal.DefaultConfig()
+	cfg := judge.DefaultThermalConfig()
 	cfg.Interval = time.Second
-	var samples []thermal.Sample
+	var samples []judge.ThermalSample
 	for i := 1200; i >= 0; i-- {
-		samples = append(samples, thermal.Sample{Time: now.Add(-time.Duration(i) * time.Second), Temperature: float64(i), Power: 100})
+		samples = append(samples, judge.ThermalSample{Time: now.Add(-time.Duration(i) * time.Second), Temperature: float64(i), Power: 100})
 	}
 	w := window(samples, cfg, now)
 	if n := len(w.Samples); n > MaxPoints || n < MaxPoints/2 {
@@ -239,11 +251,11 @@ func TestSourceSharesOneGather(t *testing.T) {
 func TestHandler(t *testing.T) {
 	g := &gatherer{fams: families(t, sparkMetrics(t)), release: make(chan struct{})}
 	close(g.release)
-	cfg := thermal.DefaultConfig()
-	v := thermal.Verdict{State: thermal.Throttled, ThermalSlowdown: true, SlowdownFor: time.Minute,
-		Stats: &thermal.Stats{PowerMean: 99, PowerMax: 100, PowerSpread: 2, TemperatureMean: 90}}
+	cfg := judge.DefaultThermalConfig()
+	v := judge.ThermalVerdict{State: judge.Throttled, ThermalSlowdown: true, SlowdownFor: time.Minute,
+		Stats: &judge.ThermalStats{PowerMean: 99, PowerMax: 100, PowerSpread: 2, TemperatureMean: 90}}
 	clock := 1.8e9
-	snap := thermal.Snapshot{GPUs: []thermal.GPUState{{Index: 0, Verdict: v, Window: []thermal.Sample{
+	snap := thermal.Snapshot{GPUs: []thermal.GPUState{{Index: 0, Verdict: v, Window: []judge.ThermalSample{
 		{Time: now.Add(-10 * time.Second), Temperature: 89, Power: 99, SMClock: &clock},
 		{Time: now, Temperature: 90, Power: 100, SMClock: &clock},
 	}}}}
@@ -317,9 +329,9 @@ func TestHandler(t *testing.T) {
 // slowdown counters growing. The evidence says so, and tells the power
 // cap's counter (the platform cap) apart from throttling.
 func TestEvidenceOfTheCounters(t *testing.T) {
-	v := thermal.Verdict{State: thermal.Throttled, CounterSlowdown: true, HasCounters: true, SlowdownSeconds: 12, SlowdownShare: 0.25,
+	v := judge.ThermalVerdict{State: judge.Throttled, CounterSlowdown: true, HasCounters: true, SlowdownSeconds: 12, SlowdownShare: 0.25,
 		HasPowerCap: true, PowerCapSeconds: 300}
-	got := strings.Join(evidence(v, thermal.DefaultConfig()), "\n")
+	got := strings.Join(evidence(v, judge.DefaultThermalConfig()), "\n")
 	for _, want := range []string{"thermal slowdown counters are growing, 25 % of the time lately (from 5 %), 12s of slowdown", "SW power cap held the clocks for 5m", "not throttling"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("evidence lacks %q:\n%s", want, got)
@@ -333,16 +345,16 @@ func TestEvidenceOfTheCounters(t *testing.T) {
 // Hot at flat power with the clock holding is watching, and says so; the
 // same without any clock is the signature alone, named as such.
 func TestThermalTextOfTheClock(t *testing.T) {
-	cfg := thermal.DefaultConfig()
-	st := &thermal.Stats{PowerMean: 92, PowerMax: 95, PowerSpread: 6, TemperatureMean: 88.5}
-	holding := thermal.GPUState{Verdict: thermal.Verdict{State: thermal.Watching, Signature: true, ClockHolding: true, Busy: true,
+	cfg := judge.DefaultThermalConfig()
+	st := &judge.ThermalStats{PowerMean: 92, PowerMax: 95, PowerSpread: 6, TemperatureMean: 88.5}
+	holding := thermal.GPUState{Verdict: judge.ThermalVerdict{State: judge.Watching, Signature: true, ClockHolding: true, Busy: true,
 		Flat: true, BelowNominal: true, Hot: true, Stats: st,
-		Clock: thermal.ClockLoss{HasClock: true, Recent: 2.43e9, HasLevel: true, Level: 2.45e9}}}
+		Clock: judge.ClockLoss{HasClock: true, Recent: 2.43e9, HasLevel: true, Level: 2.45e9}}}
 	th := thermalOf(holding, cfg, time.Now())
 	if !strings.HasPrefix(th.Text, "Watching: hot, clock holding.") || !strings.Contains(strings.Join(th.Evidence, "\n"), "SM clock holds: 2.43 GHz lately, against 2.45 GHz") {
 		t.Errorf("clock holding: %q\n%s", th.Text, strings.Join(th.Evidence, "\n"))
 	}
-	only := thermal.GPUState{Verdict: thermal.Verdict{State: thermal.Throttled, Signature: true, SignatureOnly: true, Stats: st}}
+	only := thermal.GPUState{Verdict: judge.ThermalVerdict{State: judge.Throttled, Signature: true, SignatureOnly: true, Stats: st}}
 	if th := thermalOf(only, cfg, time.Now()); !strings.Contains(th.Text, "signature only; clocks not logged") {
 		t.Errorf("no clock: %q", th.Text)
 	}

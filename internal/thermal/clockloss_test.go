@@ -1,6 +1,7 @@
 package thermal
 
 import (
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"math"
 	"testing"
 	"time"
@@ -20,11 +21,11 @@ type run struct {
 	withoutTemperatures bool
 }
 
-func (r run) samples() []Sample {
-	var out []Sample
+func (r run) samples() []judge.ThermalSample {
+	var out []judge.ThermalSample
 	for at := time.Duration(0); at <= r.d; at += 5 * time.Second {
 		m := at.Minutes()
-		s := Sample{Time: t0.Add(at), Temperature: r.temp(m), Power: r.power(m)}
+		s := judge.ThermalSample{Time: t0.Add(at), Temperature: r.temp(m), Power: r.power(m)}
 		if c := r.clock(m); !math.IsNaN(c) {
 			s.SMClock = ptr(c * 1e9)
 		}
@@ -53,16 +54,16 @@ func ripple(v, a float64) func(float64) float64 {
 // counter blips are never throttled; a clock that falls at flat power is,
 // within one window.
 func TestClockLossVerdicts(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := judge.DefaultThermalConfig()
 	for _, tc := range []struct {
 		name string
 		run  run
-		// never: never Throttled; else throttled from onset (minutes)
+		// never: never judge.Throttled; else throttled from onset (minutes)
 		// within one window and two intervals.
 		never    bool
 		onset    float64
 		evidence string // of the first throttled verdict
-		// watchingText: some verdict is Watching with the clock holding.
+		// watchingText: some verdict is judge.Watching with the clock holding.
 		clockHolding bool
 	}{
 		{name: "warm-up from cool at a flat 90 W, clock steady", never: true, clockHolding: true, run: run{d: 30 * time.Minute,
@@ -106,8 +107,8 @@ func TestClockLossVerdicts(t *testing.T) {
 			res := Replay(tc.run.samples(), cfg)
 			first, holding := -1, false
 			for i, st := range res.Steps {
-				holding = holding || st.Verdict.State == Watching && st.Verdict.ClockHolding
-				if st.Verdict.State == Throttled && first < 0 {
+				holding = holding || st.Verdict.State == judge.Watching && st.Verdict.ClockHolding
+				if st.Verdict.State == judge.Throttled && first < 0 {
 					first = i
 				}
 			}
@@ -154,7 +155,7 @@ func TestClockFellThreshold(t *testing.T) {
 				return tc.to
 			}}
 		samples := r.samples()
-		v := Analyze(samples, samples[len(samples)-1].Time, Normal, DefaultConfig())
+		v := judge.AnalyzeThermal(samples, samples[len(samples)-1].Time, judge.Normal, judge.DefaultThermalConfig())
 		if v.ClockFell != tc.fell || v.Clock.Level != 2.45e9 || math.Abs(v.Clock.Recent-tc.to*1e9) > 1 {
 			t.Errorf("clock to %.3f GHz: fell %v (level %.0f, recent %.0f), want %v", tc.to, v.ClockFell, v.Clock.Level, v.Clock.Recent, tc.fell)
 		}
@@ -170,11 +171,11 @@ func TestHotByMargin(t *testing.T) {
 	}{{80, 5, true}, {90, 10, false}, {88, 6, true}} {
 		r := run{d: 12 * time.Minute, temp: constant(tc.temp), power: constant(95), clock: constant(2.45), margin: constant(tc.margin)}
 		samples := r.samples()
-		v := Analyze(samples, samples[len(samples)-1].Time, Normal, DefaultConfig())
+		v := judge.AnalyzeThermal(samples, samples[len(samples)-1].Time, judge.Normal, judge.DefaultThermalConfig())
 		if v.Hot != tc.hot || !v.HasMargin || v.MarginMean != tc.margin {
 			t.Errorf("%.0f °C, margin %.0f: hot %v (margin %v %.1f), want %v", tc.temp, tc.margin, v.Hot, v.HasMargin, v.MarginMean, tc.hot)
 		}
-		if want := map[bool]State{true: Watching, false: Normal}[tc.hot]; v.State != want {
+		if want := map[bool]judge.ThermalState{true: judge.Watching, false: judge.Normal}[tc.hot]; v.State != want {
 			t.Errorf("%.0f °C, margin %.0f: state %s, want %s (steady clock)", tc.temp, tc.margin, v.State, want)
 		}
 	}

@@ -1,6 +1,7 @@
 package thermal
 
 import (
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"math"
 	"os"
 	"path/filepath"
@@ -17,7 +18,7 @@ import (
 // window of the fall. The end-to-end test plays the same scenarios through
 // the library, Prometheus and the alert rules.
 func TestStandInScenarios(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := judge.DefaultThermalConfig()
 	for _, tc := range []struct {
 		name     string
 		counters bool          // the scenario's driver answers the clock event counters
@@ -36,14 +37,14 @@ func TestStandInScenarios(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var samples []Sample
+			var samples []judge.ThermalSample
 			for at := time.Duration(0); at <= time.Hour; at += cfg.Interval {
 				st, err := standin.Evaluate(text, 0, at.Seconds())
 				if err != nil {
 					t.Fatal(err)
 				}
 				reasons := st.Reasons
-				s := Sample{Time: t0.Add(at), Temperature: math.Round(st.Temperature), Power: st.Power,
+				s := judge.ThermalSample{Time: t0.Add(at), Temperature: math.Round(st.Temperature), Power: st.Power,
 					SMClock: ptr(st.SMClock * 1e6), Utilization: ptr(st.Utilization / 100), Reasons: &reasons,
 					TemperatureMargin: ptr(math.Round(st.MarginCelsius))}
 				if tc.counters {
@@ -56,7 +57,7 @@ func TestStandInScenarios(t *testing.T) {
 			holding := false
 			for i, st := range res.Steps {
 				holding = holding || st.Verdict.ClockHolding
-				if st.Verdict.State == Throttled && first == nil {
+				if st.Verdict.State == judge.Throttled && first == nil {
 					first = &res.Steps[i]
 				}
 			}

@@ -1,4 +1,4 @@
-package thermal
+package judge
 
 import (
 	"slices"
@@ -6,14 +6,9 @@ import (
 )
 
 // What "throttled" rests on: the clocks were lost. docs/thermal.md gives
-// the figures' public sources.
+// the figures' public sources; the counters' share is ThermalSlowdownShare,
+// the one SparkGPUThrottling's counter rule pages on.
 const (
-	// CounterShare is the share of the time the driver's thermal slowdown
-	// counters must grow for, over the recent span, to count as
-	// throttling: the share SparkGPUThrottling's counter rule pages on.
-	// A unit collects a few milliseconds of slowdown at a temperature
-	// peak (0.9 s in all on one at 81 °C): far under it.
-	CounterShare = 0.05
 	// ClockFallRatio: the SM clock fell when its recent median is more
 	// than this share below its level earlier in the busy stretch. A
 	// healthy GB10's clock floats 2.39–2.52 GHz under steady load, ±3 %
@@ -30,7 +25,7 @@ const (
 // so while the counters still grow for half the share, or the clock is
 // still down by half the fall.
 const (
-	stayCounterFactor = 0.5 // of CounterShare
+	stayCounterFactor = 0.5 // of ThermalSlowdownShare
 	stayFallFactor    = 0.5 // of ClockFallRatio
 )
 
@@ -38,7 +33,7 @@ const (
 // over: a tenth of the window (a minute at the default), and no less than
 // the gap tolerance, so that a clock level is the median of several
 // samples.
-func (c Config) RecentSpan() time.Duration {
+func (c ThermalConfig) RecentSpan() time.Duration {
 	return max(c.Window/10, c.MaxGap())
 }
 
@@ -46,14 +41,14 @@ func (c Config) RecentSpan() time.Duration {
 // recent span, as a share of it; ok is false when the samples there carry
 // no counter. The span is at least RecentSpan, so that one sample's
 // growth right after a start is not read as a whole span of slowdown.
-func counterShare(run []Sample, now time.Time, cfg Config) (share float64, ok bool) {
+func counterShare(run []ThermalSample, now time.Time, cfg ThermalConfig) (share float64, ok bool) {
 	span := cfg.RecentSpan()
 	from := now.Add(-span)
 	i := len(run) - 1
 	for i > 0 && run[i].Time.After(from) {
 		i-- // down to the last sample at or before the span's start
 	}
-	grew, ok := growth(run[i:], func(s Sample) *float64 { return s.ThermalSlowdownSeconds })
+	grew, ok := growth(run[i:], func(s ThermalSample) *float64 { return s.ThermalSlowdownSeconds })
 	if !ok {
 		return 0, false
 	}
@@ -91,7 +86,7 @@ func (c ClockLoss) Fell(ratio float64) bool {
 // power cap, not heat, took that clock away. carried is the previous
 // verdict's: a stretch longer than the samples held keeps the level it
 // had, so that a clock lost for longer than that stays lost.
-func clockLoss(samples []Sample, now time.Time, cfg Config, carried ClockLoss) ClockLoss {
+func clockLoss(samples []ThermalSample, now time.Time, cfg ThermalConfig, carried ClockLoss) ClockLoss {
 	end := len(samples)
 	for end > 0 && samples[end-1].Time.After(now) {
 		end--
@@ -151,7 +146,7 @@ func clockLoss(samples []Sample, now time.Time, cfg Config, carried ClockLoss) C
 
 // busySample: one sample's share of "busy", by utilisation where NVML
 // reports it, by power where it does not.
-func busySample(s Sample, cfg Config) bool {
+func busySample(s ThermalSample, cfg ThermalConfig) bool {
 	if s.Utilization != nil {
 		return *s.Utilization >= cfg.BusyUtilization
 	}
@@ -170,7 +165,7 @@ func median(xs []float64) float64 {
 
 // marginMean is the mean thermal margin over the samples that carry it;
 // ok is false when none does.
-func marginMean(run []Sample) (mean float64, ok bool) {
+func marginMean(run []ThermalSample) (mean float64, ok bool) {
 	var n int
 	for _, s := range run {
 		if s.TemperatureMargin != nil {
@@ -190,8 +185,8 @@ func marginMean(run []Sample) (mean float64, ok bool) {
 // stands alone for want of a clock. previous is the previous verdict
 // (hysteresis, the clock level carried); samples are all the samples
 // held, for the busy stretch.
-func judgeClocks(v *Verdict, run, samples []Sample, now time.Time, previous Verdict, cfg Config) {
-	share, fall := CounterShare, ClockFallRatio
+func judgeClocks(v *ThermalVerdict, run, samples []ThermalSample, now time.Time, previous ThermalVerdict, cfg ThermalConfig) {
+	share, fall := ThermalSlowdownShare, ClockFallRatio
 	if previous.State == Throttled {
 		share *= stayCounterFactor
 		fall *= stayFallFactor
@@ -209,7 +204,7 @@ func judgeClocks(v *Verdict, run, samples []Sample, now time.Time, previous Verd
 
 // hotByMargin is the margin's word on "hot" where the samples carry it:
 // the driver knows its own limit better than a fixed temperature does.
-func hotByMargin(v *Verdict, run []Sample, prev State) {
+func hotByMargin(v *ThermalVerdict, run []ThermalSample, prev ThermalState) {
 	m, ok := marginMean(run)
 	if !ok {
 		return
