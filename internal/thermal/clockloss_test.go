@@ -12,13 +12,11 @@ import (
 // start, busy throughout; thermal counters (seconds) where slowdown is not
 // nil.
 type run struct {
-	d                   time.Duration
-	temp, power, clock  func(m float64) float64 // m: minutes since the start
-	slowdown            func(m float64) float64
-	margin              func(m float64) float64
-	util                float64
-	withoutUtilization  bool
-	withoutTemperatures bool
+	d                  time.Duration
+	temp, power, clock func(m float64) float64 // m: minutes since the start
+	slowdown           func(m float64) float64
+	margin             func(m float64) float64
+	withoutUtilization bool
 }
 
 func (r run) samples() []judge.ThermalSample {
