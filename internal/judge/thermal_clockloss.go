@@ -101,38 +101,42 @@ func clockLoss(samples []ThermalSample, now time.Time, cfg ThermalConfig, carrie
 		return ClockLoss{}
 	}
 	span := cfg.RecentSpan()
-	// Blocks of span, counted back from now: block 0 is the recent one.
-	type block struct {
-		clocks []float64
-		power  float64
-		n      int
-	}
-	blocks := map[int]*block{}
-	for _, s := range stretch {
-		k := int(now.Sub(s.Time) / span)
-		b := blocks[k]
-		if b == nil {
-			b = &block{}
-			blocks[k] = b
+	// Blocks of span counted back from now (block 0 is the recent one):
+	// contiguous runs of the stretch, each judged by the median of its
+	// clocks and the mean of its power, in one reused buffer.
+	buf := make([]float64, 0, len(stretch))
+	block := func(from int) (next int, clocks []float64, power float64) {
+		k := now.Sub(stretch[from].Time) / span
+		clocks = buf[:0]
+		next = from
+		for ; next < len(stretch) && now.Sub(stretch[next].Time)/span == k; next++ {
+			power += stretch[next].Power
+			if c := stretch[next].SMClock; c != nil {
+				clocks = append(clocks, *c)
+			}
 		}
-		b.power += s.Power
-		b.n++
-		if s.SMClock != nil {
-			b.clocks = append(b.clocks, *s.SMClock)
-		}
+		return next, clocks, power / float64(next-from)
 	}
-	recent := blocks[0]
-	if recent == nil || len(recent.clocks) == 0 {
+	recentFrom := len(stretch)
+	for recentFrom > 0 && now.Sub(stretch[recentFrom-1].Time) < span {
+		recentFrom--
+	}
+	if recentFrom == len(stretch) {
 		return ClockLoss{}
 	}
-	c := ClockLoss{HasClock: true, Recent: median(recent.clocks), Since: stretch[0].Time, Held: begin == 0}
-	ceiling := recent.power/float64(recent.n) + cfg.FlatSpread
-	for k, b := range blocks {
-		power := b.power / float64(b.n)
-		if k == 0 || len(b.clocks) == 0 || power > ceiling {
+	_, clocks, recentPower := block(recentFrom)
+	if len(clocks) == 0 {
+		return ClockLoss{}
+	}
+	c := ClockLoss{HasClock: true, Recent: medianInPlace(clocks), Since: stretch[0].Time, Held: begin == 0}
+	ceiling := recentPower + cfg.FlatSpread
+	for i := 0; i < recentFrom; {
+		var power float64
+		i, clocks, power = block(i)
+		if len(clocks) == 0 || power > ceiling {
 			continue
 		}
-		if m := median(b.clocks); !c.HasLevel || m > c.Level {
+		if m := medianInPlace(clocks); !c.HasLevel || m > c.Level {
 			c.HasLevel, c.Level, c.LevelPower = true, m, power
 		}
 	}
@@ -153,14 +157,14 @@ func busySample(s ThermalSample, cfg ThermalConfig) bool {
 	return s.Power >= cfg.BusyPower
 }
 
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
+// medianInPlace is the median of xs, which it sorts.
+func medianInPlace(xs []float64) float64 {
+	slices.Sort(xs)
+	n := len(xs)
 	if n%2 == 1 {
-		return s[n/2]
+		return xs[n/2]
 	}
-	return (s[n/2-1] + s[n/2]) / 2
+	return (xs[n/2-1] + xs[n/2]) / 2
 }
 
 // marginMean is the mean thermal margin over the samples that carry it;

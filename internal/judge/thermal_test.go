@@ -220,7 +220,8 @@ func BenchmarkAnalyzeDefaultWindow(b *testing.B) {
 	n := int(cfg.Window / cfg.Interval)
 	samples := make([]ThermalSample, n+1)
 	for i := range samples {
-		samples[i] = ThermalSample{Time: t0.Add(time.Duration(i) * cfg.Interval), Temperature: 70 + float64(i)/60, Power: 100}
+		samples[i] = ThermalSample{Time: t0.Add(time.Duration(i) * cfg.Interval), Temperature: 70 + float64(i)/60, Power: 100,
+			SMClock: ptr(2.45e9 - float64(i%7)*1e7)}
 	}
 	now := samples[n].Time
 	b.ReportAllocs()
