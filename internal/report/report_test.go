@@ -42,6 +42,9 @@ var goldenLogs = map[string]string{
 	"two-episodes":         "../../testdata/thermal/two-episodes.csv",
 }
 
+// gb10 says what the guide's logs do not: they come from a GB10.
+var gb10 = LogOptions{GPUName: "NVIDIA GB10"}
+
 func readLog(t *testing.T, path string) thermallog.Trace {
 	t.Helper()
 	f, err := os.Open(path)
@@ -63,7 +66,7 @@ func readLog(t *testing.T, path string) thermallog.Trace {
 func TestGolden(t *testing.T) {
 	for name, path := range goldenLogs {
 		t.Run(name, func(t *testing.T) {
-			r, err := FromLog(readLog(t, path), judge.DefaultThermalConfig(), nil)
+			r, err := FromLog(readLog(t, path), judge.DefaultThermalConfig(), gb10)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -101,7 +104,7 @@ func TestGolden(t *testing.T) {
 // malformed lines are named by number; the SM clock falls.
 func TestReportsNameTheEpisodeAndTheLines(t *testing.T) {
 	cfg := judge.DefaultThermalConfig()
-	r, err := FromLog(readLog(t, goldenLogs["guide-noheader"]), cfg, nil)
+	r, err := FromLog(readLog(t, goldenLogs["guide-noheader"]), cfg, gb10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +119,7 @@ func TestReportsNameTheEpisodeAndTheLines(t *testing.T) {
 		t.Errorf("guide log: every %vs, %d episodes; want 30 s and one", r.IntervalSeconds, len(r.Throttle.Episodes))
 	}
 
-	u, err := FromLog(readLog(t, goldenLogs["nvidia-smi-units"]), cfg, nil)
+	u, err := FromLog(readLog(t, goldenLogs["nvidia-smi-units"]), cfg, gb10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +235,7 @@ func replayAgrees(t *testing.T, name string, full bool) {
 	if !full {
 		logged := readLog(t, csv)
 		samples = samplesOf(logged.Rows)
-		r, err := FromLog(logged, judge.DefaultThermalConfig(), nil)
+		r, err := FromLog(logged, judge.DefaultThermalConfig(), gb10)
 		if err != nil {
 			t.Fatal(err)
 		}
