@@ -346,6 +346,7 @@ func (e *Exporter) Names() []string {
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	ch <- scrapeDurationDesc
 	ch <- scrapeSuccessDesc
+	ch <- entriesLeftOutDesc
 }
 
 // Collect runs every collector concurrently.
@@ -373,6 +374,9 @@ func (e *Exporter) run(name string, ch chan<- prometheus.Metric) {
 	e.record(name, err, duration)
 	ch <- prometheus.MustNewConstMetric(scrapeDurationDesc, prometheus.GaugeValue, duration.Seconds(), name)
 	ch <- prometheus.MustNewConstMetric(scrapeSuccessDesc, prometheus.GaugeValue, success, name)
+	if c, ok := e.collectors[name].(capped); ok {
+		ch <- prometheus.MustNewConstMetric(entriesLeftOutDesc, prometheus.GaugeValue, float64(c.EntriesLeftOut()), name)
+	}
 }
 
 // record logs a change of a collector's state: the first failure at error

@@ -69,6 +69,9 @@ type platformCollector struct {
 	forget func()
 	now    func() time.Time
 	logger log.Logger
+	// A host with thousands of zones or channels is read up to
+	// MaxEntriesPerScrape value files.
+	EntryCap
 
 	// A scrape reads only the values of the layout discovered at most
 	// rediscoverEvery ago (docs/performance.md: discovering on every
@@ -97,8 +100,14 @@ func (c *platformCollector) read() platform.Snapshot {
 	now := c.now()
 	if c.layout == nil || now.Sub(c.discovered) >= rediscoverEvery {
 		c.forget()
-		c.layout, c.discovered = platform.Discover(c.fsys), now
+		c.layout, c.discovered = platform.DiscoverAtMost(c.fsys, MaxEntriesPerScrape), now
+		if n, first := c.layout.LeftOut(); n > 0 {
+			level.Debug(c.logger).Log("msg", "sysfs entries left out beyond the cap", "cap", MaxEntriesPerScrape,
+				"left_out", n, "first", first)
+		}
 	}
+	n, _ := c.layout.LeftOut()
+	c.Set(n)
 	s := c.values(c.layout)
 	if s.Stale || s.Blocked != nil {
 		// A file of the layout went (a driver unloaded): this scrape

@@ -62,6 +62,8 @@ var freeText = map[string]bool{
 	"http.config.file": true, "prometheus.basic-auth-user": true, "prometheus.basic-auth-password-file": true,
 	"prometheus.tls-ca-file": true, "prometheus.tls-cert-file": true, "prometheus.tls-key-file": true,
 	"instance": true, "svg": true, "gpu.name": true,
+	// status: a user name and a file, checked when the client is made.
+	"basic-auth-user": true, "basic-auth-password-file": true,
 }
 
 // Every flag of every command refuses a bad value naming the flag: a switch

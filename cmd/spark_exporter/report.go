@@ -53,7 +53,7 @@ func reportCommand(app *kingpin.Application) command {
 	powerLimit := cliflag.Value(cmd.Flag("gpu.power-limit", "The GPU's power rating in W for a log without a power.limit column (another GPU than a GB10): the throttle signature judges power flat below it.").PlaceHolder("WATTS"), parseWatts)
 	promURL := cliflag.Value(cmd.Flag("prometheus.url", "Report from this Prometheus server instead of a log.").PlaceHolder("URL"), parseURL)
 	httpConfig := cmd.Flag("http.config.file", "HTTP client configuration for Prometheus (basic auth, TLS, …), as promtool and amtool take it.").PlaceHolder("FILE").String()
-	user := cmd.Flag("prometheus.basic-auth-user", "Basic auth user for Prometheus.").String()
+	user := cmd.Flag("prometheus.basic-auth-user", "Basic auth user for Prometheus; the password from --prometheus.basic-auth-password-file or the environment variable "+prometheusPasswordEnv+".").String()
 	passwordFile := cmd.Flag("prometheus.basic-auth-password-file", "File holding the basic auth password for Prometheus.").PlaceHolder("FILE").String()
 	caFile := cmd.Flag("prometheus.tls-ca-file", "CA certificate to verify Prometheus's.").PlaceHolder("FILE").String()
 	certFile := cmd.Flag("prometheus.tls-cert-file", "Client certificate for Prometheus.").PlaceHolder("FILE").String()
@@ -234,12 +234,18 @@ func parseGPU(s string) (*int, error) {
 	return &n, nil
 }
 
+// parseURL accepts an http(s) URL; its error does not quote it (the flag's
+// error does, without credentials: cliflag.RedactURL).
 func parseURL(s string) (string, error) {
 	if u, err := url.Parse(s); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("%q is not an http(s) URL", s)
+		return "", errors.New("not an http(s) URL")
 	}
 	return s, nil
 }
+
+// prometheusPasswordEnv holds the basic auth password for Prometheus where
+// no file does: an environment variable is not shown by ps, as a flag is.
+const prometheusPasswordEnv = "SPARK_PROMETHEUS_PASSWORD"
 
 // httpOptions are the ways to reach a Prometheus behind auth or TLS.
 type httpOptions struct {
@@ -263,6 +269,9 @@ func (o httpOptions) client() (config.HTTPClientConfig, error) {
 			return cfg, usageError{errors.New("invalid flag --prometheus.basic-auth-password-file: give --prometheus.basic-auth-user too")}
 		}
 		cfg.BasicAuth = &config.BasicAuth{Username: o.user, PasswordFile: o.passwordFile}
+		if o.passwordFile == "" {
+			cfg.BasicAuth.Password = config.Secret(os.Getenv(prometheusPasswordEnv))
+		}
 	}
 	cfg.TLSConfig = config.TLSConfig{CAFile: o.caFile, CertFile: o.certFile, KeyFile: o.keyFile}
 	if err := cfg.Validate(); err != nil {
@@ -276,11 +285,16 @@ func reportPrometheus(address string, o httpOptions, q report.Query, cfg judge.T
 	if err != nil {
 		return report.Report{}, err
 	}
-	rt, err := config.NewRoundTripperFromConfig(httpCfg, name+"_report")
+	// A client, not a round tripper: redirects are the client's, and
+	// follow_redirects: false is honoured only by one made from the
+	// configuration.
+	httpClient, err := config.NewClientFromConfig(httpCfg, name+"_report")
 	if err != nil {
-		return report.Report{}, usageError{fmt.Errorf("the Prometheus HTTP client: %w", err)}
+		return report.Report{}, usageError{fmt.Errorf("the Prometheus HTTP client: %w", hostfs.OpWithoutPath(err))}
 	}
-	client, err := api.NewClient(api.Config{Address: address, RoundTripper: cappedTransport{rt}})
+	// The answer's size capped as it is read (cappedTransport).
+	httpClient.Transport = cappedTransport{httpClient.Transport}
+	client, err := api.NewClient(api.Config{Address: address, Client: httpClient})
 	if err != nil {
 		return report.Report{}, usageError{fmt.Errorf("invalid flag --prometheus.url: %w", err)}
 	}

@@ -20,9 +20,9 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
 
-// chromiumPath is Debian's chromium (.ci/run installs it), or
+// chromiumPath is Debian's chromium (`make deps` installs it), or
 // SPARK_CHROMIUM. Without it the browser test is skipped, unless
-// SPARK_REQUIRE_TOOLS=1 (make test, CI), where it fails.
+// SPARK_REQUIRE_PACKAGES=1 (CI), where it fails.
 func chromiumPath(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv("SPARK_CHROMIUM"); p != "" {
@@ -33,10 +33,11 @@ func chromiumPath(t *testing.T) string {
 			return p
 		}
 	}
-	if os.Getenv("SPARK_REQUIRE_TOOLS") == "1" {
-		t.Fatal("chromium not found: apt-get install chromium (or set SPARK_CHROMIUM)")
+	const install = "apt-get install --no-install-recommends chromium fonts-dejavu-core"
+	if os.Getenv("SPARK_REQUIRE_PACKAGES") == "1" {
+		t.Fatal("chromium not found: " + install + " (or set SPARK_CHROMIUM)")
 	}
-	t.Skip("chromium not found; apt-get install chromium runs this test")
+	t.Skip("chromium not found: SKIPPED; " + install + " runs this test")
 	return ""
 }
 

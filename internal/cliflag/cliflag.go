@@ -6,6 +6,7 @@ package cliflag
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,7 +39,18 @@ func (v *parsed[T]) Set(s string) error {
 }
 
 func refused(value, flag string, err error) error {
-	return fmt.Errorf("invalid value %q for flag --%s: %w", value, flag, err)
+	return fmt.Errorf("invalid value %q for flag --%s: %w", RedactURL(value), flag, err)
+}
+
+// userinfo is the credentials part of a URL, parseable or not:
+// scheme://user:password@.
+var userinfo = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@`)
+
+// RedactURL replaces the credentials a URL-like value carries
+// (http://user:password@host) by "xxxxx", so that an error quoting it
+// shows no password, whether or not the URL parses.
+func RedactURL(value string) string {
+	return userinfo.ReplaceAllString(value, "${1}xxxxx@")
 }
 
 func (v *parsed[T]) String() string { return v.text }

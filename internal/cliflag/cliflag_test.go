@@ -1,6 +1,7 @@
 package cliflag
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -110,6 +111,19 @@ func TestSwitchGivenAValueNamesTheFlag(t *testing.T) {
 			t.Errorf("%q: refused: %v", tc.args, err)
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%q: error %v, want it to contain %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// Issue 28, item 10: a URL refused is quoted without its credentials,
+// parseable or not.
+func TestRefusedURLHidesItsPassword(t *testing.T) {
+	for _, value := range []string{"ftp://user:Secret123@host", "http://user:Secret123@ho st:%zz/", "http://:Secret123@[::1", "gopher://Secret123@x/y@z"} {
+		app := kingpin.New("test", "")
+		Value(app.Flag("url", ""), func(s string) (string, error) { return "", errors.New("not an http(s) URL") })
+		_, err := app.Parse([]string{"--url=" + value})
+		if err == nil || strings.Contains(err.Error(), "Secret123") || !strings.Contains(err.Error(), "xxxxx@") {
+			t.Errorf("%s: %v", value, err)
 		}
 	}
 }

@@ -41,6 +41,8 @@ func New(w io.Writer, c Config) (log.Logger, *slog.Logger) {
 		base = log.NewLogfmtLogger(sw)
 	}
 
+	base = ordered(base)
+
 	var allow level.Option
 	var slogLevel slog.Level
 	switch *c.Level {
@@ -61,4 +63,40 @@ func New(w io.Writer, c Config) (log.Logger, *slog.Logger) {
 	// line that logged.
 	logger := log.With(base, slog.TimeKey, log.DefaultTimestampUTC, "caller", log.Caller(5))
 	return level.NewFilter(logger, allow), bridged
+}
+
+// leadingKeys start every line, in this order, whoever logged it: the slog
+// bridge writes level, caller, time; go-kit's level wrapper puts level after
+// the logger's own keys and before any context (component=…).
+var leadingKeys = []string{slog.TimeKey, "caller", "level", "msg"}
+
+// ordered passes each line on with leadingKeys first, then the rest as
+// logged.
+func ordered(next log.Logger) log.Logger {
+	return log.LoggerFunc(func(keyvals ...any) error {
+		out := make([]any, 0, len(keyvals)+1)
+		for _, k := range leadingKeys {
+			for i := 0; i+1 < len(keyvals); i += 2 {
+				if keyvals[i] == k {
+					out = append(out, keyvals[i], keyvals[i+1])
+				}
+			}
+		}
+		for i := 0; i < len(keyvals); i += 2 {
+			if i+1 < len(keyvals) && isLeading(keyvals[i]) {
+				continue
+			}
+			out = append(out, keyvals[i:min(i+2, len(keyvals))]...)
+		}
+		return next.Log(out...)
+	})
+}
+
+func isLeading(k any) bool {
+	for _, l := range leadingKeys {
+		if k == l {
+			return true
+		}
+	}
+	return false
 }

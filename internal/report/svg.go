@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spark-exporter/spark_exporter/internal/judge"
+	"github.com/spark-exporter/spark_exporter/internal/safetext"
 )
 
 // The picture's geometry, in SVG user units.
@@ -233,4 +234,8 @@ func trimFloat(v float64) string {
 	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", v), "0"), ".")
 }
 
-func esc(s string) string { return html.EscapeString(s) }
+// esc makes a string from elsewhere (an instance label, a verdict) text of
+// the SVG: escaped, and without the control characters XML 1.0 forbids
+// even as references, nor those that act on whoever reads it
+// (safetext).
+func esc(s string) string { return html.EscapeString(safetext.Strip(s)) }

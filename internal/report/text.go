@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spark-exporter/spark_exporter/internal/judge"
+	"github.com/spark-exporter/spark_exporter/internal/safetext"
 	"github.com/spark-exporter/spark_exporter/internal/units"
 )
 
@@ -156,7 +157,9 @@ func (r Report) WriteJSON(w io.Writer) error {
 func (r Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	line := func(label, format string, args ...any) {
-		fmt.Fprintf(&b, "%-13s %s\n", label, fmt.Sprintf(format, args...))
+		// Strings from a Prometheus server (instance, alert names)
+		// reach a terminal: stripped of what would act on it.
+		fmt.Fprintf(&b, "%-13s %s\n", label, fmt.Sprintf(format, safetext.Args(args)...))
 	}
 	source := "thermal log"
 	if r.Source == "prometheus" {
@@ -226,7 +229,7 @@ func (r Report) WriteText(w io.Writer) error {
 		if e.SMClockBeforeHertz != nil && e.SMClockDuringHertz != nil {
 			fmt.Fprintf(&b, ", SM clock %s → %s GHz", ghz(*e.SMClockBeforeHertz), ghz(*e.SMClockDuringHertz))
 		}
-		fmt.Fprintf(&b, ", evidence %s", e.Evidence)
+		fmt.Fprintf(&b, ", evidence %s", safetext.Strip(e.Evidence))
 		if s := e.ThermalSlowdownSeconds; s != nil {
 			fmt.Fprintf(&b, " (driver thermal slowdown counters +%s)", duration(*s))
 		}
@@ -249,7 +252,7 @@ func (r Report) WriteText(w io.Writer) error {
 		line("not assumed", "%s", a)
 	}
 	line("verdict", "%s", r.Verdict)
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, safetext.StripText(b.String()))
 	return err
 }
 
