@@ -234,6 +234,11 @@ func (s *Sampler) logTransition(idx int, v judge.ThermalVerdict, tr thermal.Tran
 		if v.Signature {
 			kv = append(kv, "signature_window_seconds", math.Round(v.Span.Seconds()))
 		}
+		if c := v.Clock; c.HasClock && c.HasLevel {
+			// The clock's fall: its level earlier in the busy stretch and
+			// its median now.
+			kv = append(kv, "sm_clock_level_hertz", c.Level, "sm_clock_recent_hertz", c.Recent)
+		}
 		if v.ThermalSlowdown {
 			kv = append(kv, "nvml_slowdown_seconds", math.Round(v.SlowdownFor.Seconds()))
 		}
