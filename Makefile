@@ -48,7 +48,7 @@ QEMU_ARM64 ?= $(if $(filter arm64,$(HOST_ARCH)),,qemu-aarch64 -L /usr/aarch64-li
 
 .PHONY: all build run deps test unit e2e rules fuzz lint fmt vet staticcheck tools bench clean \
 	crossbuild test-arm64 release test-release deb test-deb docker kubernetes-rules \
-	nvml-standin demo screenshots
+	nvml-standin demo screenshots report-example
 
 all: build
 
@@ -147,6 +147,15 @@ screenshots:
 	rm -rf .build/screenshots
 	SPARK_SCREENSHOT_DIR=$(CURDIR)/.build/screenshots $(GO) test -count=1 -run '^TestStatusPageInBrowser$$' ./cmd/spark_exporter/
 	cp .build/screenshots/status-*.png docs/
+
+## report-example: docs/report-example.png, README's `report --svg` of a
+## throttling nvidia-smi log (the golden SVG), drawn by headless Chromium.
+CHROMIUM ?= chromium
+report-example:
+	mkdir -p .build
+	$(GO) run ./cmd/spark_exporter report testdata/thermal/nvidia-smi-default-units.csv --svg .build/report-example.svg >/dev/null
+	$(CHROMIUM) --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=960,522 \
+		--screenshot=$(CURDIR)/docs/report-example.png file://$(CURDIR)/.build/report-example.svg
 
 ## fuzz: every fuzz target briefly (FUZZTIME each); the seeds also run in `unit`.
 fuzz:

@@ -84,7 +84,7 @@ func addThermalFlags(fg cliflag.FlagGroup) thermalFlags {
 		climbing: cliflag.Float(fg.Flag("thermal.climbing-slope",
 			"Temperature climbs when its least-squares slope is at least this many °C per minute.").Default(numberText(def.ClimbingSlope*60)), 0, 100),
 		hotTemp: cliflag.Float(fg.Flag("thermal.hot-temperature",
-			"Temperature holds hot when its mean over the window is at least this many °C.").Default(numberText(def.HotTemperature)), 0, 200),
+			"Where NVML gives no thermal margin, temperature holds hot when its mean over the window is at least this many °C.").Default(numberText(def.HotTemperature)), 0, 200),
 		csvFile: fg.Flag("thermal.csv-file",
 			"Append every sample to this file as timestamp,temperature.gpu,power.draw (the format of the thermal-sample.sh script GB10 fine-tuning guides use).").String(),
 	}

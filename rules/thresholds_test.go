@@ -33,7 +33,7 @@ var thresholds = map[string]constant{
 	`SparkOOMKill#1 increase(spark_pool_oom_kills_total[10m]) >`:                                                                                      zero,
 	`SparkPlannedRunWontFit#1 spark_workloads{role="training"} >`:                                                                                     zero,
 	`SparkPoolExhaustionImminent#1 delta(spark_pool_free_bytes[5m]) <`:                                                                                zero,
-	`SparkGPUThrottling#1 spark_thermal_throttle_signature ==`:                                                                                        one,
+	`SparkGPUThrottling#1 max without (state) (spark_thermal_state{state="throttled"}) ==`:                                                            one,
 	`SparkGPUThrottling#2 max_over_time(spark_gpu_clocks_event_active{reason=~"sw_thermal_slowdown|hw_thermal_slowdown"}[2m]) ==`:                     one,
 	`instance_limit:spark_platform_power_per_limit:ratio#1 spark_platform_power_limit_watts >`:                                                        zero,
 	`SparkGPUThrottling#3 sum without (reason) (rate(spark_gpu_clocks_event_seconds_total{reason=~"sw_thermal_slowdown|hw_thermal_slowdown"}[5m])) >`: {"judge.ThermalSlowdownShare", judge.ThermalSlowdownShare},

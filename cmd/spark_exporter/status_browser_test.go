@@ -288,7 +288,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 		{
 			name: "throttling",
 			start: func(t *testing.T) *testexporter.Process {
-				return startSpark(t, frozenAt(t, "gb10-throttle", "45m"), append([]string{plans}, fastThermalWindow...)...)
+				return startSpark(t, frozenThrottling(t), append([]string{plans}, fastThermalWindow...)...)
 			},
 			settled: `document.querySelectorAll("#gpu0 .evidence li").length > 0 && document.querySelector("#gpu0 polyline").getAttribute("points").split(" ").length >= 10`,
 			check: func(t *testing.T, s seen) {

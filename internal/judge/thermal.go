@@ -33,13 +33,6 @@ var ThermalStates = []ThermalState{Collecting, Normal, Watching, Throttled}
 // a longer silence is not read as a flat stretch.
 const GapIntervals = 3
 
-// CounterLookback is how many sampling intervals back the thermal slowdown
-// counters are compared: a driver that slows the clocks in bursts shorter
-// than an interval shows growth in some intervals and not in others, and
-// this keeps one episode instead of a string of them. It is the tolerated
-// gap: what was seen within it still counts as now.
-const CounterLookback = GapIntervals
-
 // ThermalConfig holds the sampling cadence and every threshold of the verdict.
 type ThermalConfig struct {
 	Interval time.Duration // time between samples
@@ -66,7 +59,7 @@ func DefaultThermalConfig() ThermalConfig {
 		BusyUtilization:   0.5,
 		BusyPower:         20,
 		ClimbingSlope:     0.5 / 60,
-		HotTemperature:    85,
+		HotTemperature:    88,
 	}
 }
 
@@ -135,10 +128,10 @@ type ThermalVerdict struct {
 	// reasons; SlowdownFor is how long they have been set without a break.
 	ThermalSlowdown bool
 	SlowdownFor     time.Duration
-	// CounterSlowdown: NVML's thermal slowdown counters grew over the
-	// latest CounterLookback sampling intervals. The driver held the
-	// clocks down for heat, whatever its flags say (on GB10 they stay
-	// clear while the counters grow).
+	// CounterSlowdown: NVML's thermal slowdown counters grew for at
+	// least CounterShare of the recent span. The driver held the clocks
+	// down for heat, whatever its flags say (on GB10 they stay clear
+	// while the counters grow).
 	CounterSlowdown bool
 	// HasCounters: the analysed samples carry the thermal slowdown
 	// counters. SlowdownSeconds is then their growth over those samples
@@ -160,6 +153,21 @@ type ThermalVerdict struct {
 	// going up over the window and its latest half. Climbing: rising and
 	// not levelling off, the signature's test.
 	Busy, Flat, BelowNominal, Rising, Climbing, Hot bool
+
+	// Clock-loss evidence (thermal_clockloss.go). SlowdownShare: the thermal
+	// slowdown counters' growth over the recent span, as a share of it
+	// (CounterSlowdown is its test). Clock: the SM clock over the busy
+	// stretch; ClockFell: it fell below its earlier level. The signature
+	// counts as throttling only with ClockFell: with a clock that holds it
+	// is ClockHolding (Watching: "hot, clock holding"), and without any
+	// clock SignatureOnly (throttling by the signature alone, clocks not
+	// logged). HasMargin, MarginMean: the driver's thermal margin (°C to
+	// its slowdown limit), which decides Hot where the samples carry it.
+	SlowdownShare                          float64
+	Clock                                  ClockLoss
+	ClockFell, ClockHolding, SignatureOnly bool
+	HasMargin                              bool
+	MarginMean                             float64
 }
 
 // Hysteresis: a GPU already Throttled stays so under relaxed thresholds,
@@ -183,6 +191,14 @@ const settlingRatio = 0.5
 // samples ending near now counts: a gap of more than MaxGap cuts the run,
 // and the state stays Collecting until the run covers a whole window again.
 func AnalyzeThermal(samples []ThermalSample, now time.Time, prev ThermalState, cfg ThermalConfig) ThermalVerdict {
+	return AnalyzeThermalAfter(samples, now, ThermalVerdict{State: prev}, cfg)
+}
+
+// AnalyzeThermalAfter is AnalyzeThermal given the whole previous verdict,
+// whose clock level a busy stretch longer than the samples held carries
+// forward: a Monitor's step.
+func AnalyzeThermalAfter(samples []ThermalSample, now time.Time, previous ThermalVerdict, cfg ThermalConfig) ThermalVerdict {
+	prev := previous.State
 	run := unbroken(samples, now, cfg.MaxGap())
 	if len(run) == 0 {
 		return ThermalVerdict{State: Collecting}
@@ -203,10 +219,7 @@ func AnalyzeThermal(samples []ThermalSample, now time.Time, prev ThermalState, c
 	if v.ThermalSlowdown {
 		v.SlowdownFor = now.Sub(slowdownStart(run))
 	}
-	thermalCounter := func(s ThermalSample) *float64 { return s.ThermalSlowdownSeconds }
-	v.SlowdownSeconds, v.HasCounters = growth(run, thermalCounter)
-	recent, _ := growth(run[max(0, len(run)-1-CounterLookback):], thermalCounter)
-	v.CounterSlowdown = recent > 0
+	v.SlowdownSeconds, v.HasCounters = growth(run, func(s ThermalSample) *float64 { return s.ThermalSlowdownSeconds })
 	v.PowerCapSeconds, v.HasPowerCap = growth(run, func(s ThermalSample) *float64 { return s.PowerCapSeconds })
 
 	climbing, hot, flat := cfg.ClimbingSlope, cfg.HotTemperature, cfg.FlatSpread
@@ -221,15 +234,18 @@ func AnalyzeThermal(samples []ThermalSample, now time.Time, prev ThermalState, c
 	v.Rising = rises(st, cfg.ClimbingSlope)
 	v.Climbing = rises(st, climbing) && !settling(st)
 	v.Hot = st.TemperatureMean >= hot
+	hotByMargin(&v, run, prev)
 	v.Signature = v.Covered && v.Busy && v.Flat && v.BelowNominal && (v.Climbing || v.Hot)
+	judgeClocks(&v, run, samples, now, previous, cfg)
 
 	switch {
-	case v.Signature || v.ThermalSlowdown || v.CounterSlowdown:
-		// NVML's own word needs no full window.
+	case (v.Signature && !v.ClockHolding) || v.ThermalSlowdown || v.CounterSlowdown:
+		// The clocks were lost (or, unlogged, the signature stands
+		// alone). NVML's own word needs no full window.
 		v.State = Throttled
 	case !v.Covered:
 		v.State = Collecting
-	case v.Rising && !(v.Flat && v.BelowNominal):
+	case v.ClockHolding || (v.Rising && !(v.Flat && v.BelowNominal)):
 		v.State = Watching
 	default:
 		v.State = Normal
@@ -374,12 +390,20 @@ func growth(run []ThermalSample, counter func(ThermalSample) *float64) (total fl
 }
 
 // Evidence names what made the verdict Throttled, joined by "+":
-// signature (the window's shape), nvml_thermal_slowdown (NVML's flags),
-// thermal_slowdown_counters (NVML's counters growing). It is empty for a
+// signature+clock_fall (the window's shape with the SM clock falling),
+// signature_only (the shape, with no clock logged to confirm it),
+// nvml_thermal_slowdown (NVML's flags), thermal_slowdown_counters (NVML's
+// counters growing for a material share of the time). It is empty for a
 // verdict with none.
 func (v ThermalVerdict) Evidence() string {
 	var parts []string
-	if v.Signature {
+	switch {
+	case !v.Signature || v.ClockHolding:
+	case v.SignatureOnly:
+		parts = append(parts, "signature_only")
+	case v.ClockFell:
+		parts = append(parts, "signature", "clock_fall")
+	default: // a recorded signature that does not say which
 		parts = append(parts, "signature")
 	}
 	if v.ThermalSlowdown {

@@ -22,6 +22,9 @@ type ThermalSample struct {
 	// counters added up: seconds the driver has held the clocks down for
 	// heat since it loaded. nil where neither counter is reported.
 	ThermalSlowdownSeconds *float64
+	// TemperatureMargin is NVML's thermal margin: °C left to the
+	// driver's slowdown limit (nvidia-smi's T.Limit).
+	TemperatureMargin *float64
 	// PowerCapSeconds is NVML's SW power cap counter. GB10's ~100 W
 	// platform cap makes it grow under any sustained load: it is never
 	// evidence of throttling, only reported beside it.

@@ -93,9 +93,12 @@ func TestAnalyzeStates(t *testing.T) {
 		// already throttled.
 		{"slow climb, entering", series(linear(70, 0.05, 7), []float64{100}, busyUtil), end, Normal, Normal, false},
 		{"slow climb, staying", series(linear(70, 0.05, 7), []float64{100}, busyUtil), end, Throttled, Throttled, true},
-		{"84 °C, entering", series(flat(84, 7), []float64{100}, busyUtil), end, Normal, Normal, false},
-		{"84 °C, staying", series(flat(84, 7), []float64{100}, busyUtil), end, Throttled, Throttled, true},
-		{"82 °C, leaving", series(flat(82, 7), []float64{100}, busyUtil), end, Throttled, Normal, false},
+		// Hot from 88 °C (healthy GB10 runs hold 84–86 °C), 86 °C when
+		// already throttled. No clock in these samples: the signature
+		// stands alone.
+		{"87 °C, entering", series(flat(87, 7), []float64{100}, busyUtil), end, Normal, Normal, false},
+		{"87 °C, staying", series(flat(87, 7), []float64{100}, busyUtil), end, Throttled, Throttled, true},
+		{"85 °C, leaving", series(flat(85, 7), []float64{100}, busyUtil), end, Throttled, Normal, false},
 		{"spread 25 W, entering", series(flat(90, 7), []float64{100, 75}, busyUtil), end, Normal, Normal, false},
 		{"spread 25 W, staying", series(flat(90, 7), []float64{100, 75}, busyUtil), end, Throttled, Throttled, true},
 	} {
@@ -217,7 +220,8 @@ func BenchmarkAnalyzeDefaultWindow(b *testing.B) {
 	n := int(cfg.Window / cfg.Interval)
 	samples := make([]ThermalSample, n+1)
 	for i := range samples {
-		samples[i] = ThermalSample{Time: t0.Add(time.Duration(i) * cfg.Interval), Temperature: 70 + float64(i)/60, Power: 100}
+		samples[i] = ThermalSample{Time: t0.Add(time.Duration(i) * cfg.Interval), Temperature: 70 + float64(i)/60, Power: 100,
+			SMClock: ptr(2.45e9 - float64(i%7)*1e7)}
 	}
 	now := samples[n].Time
 	b.ReportAllocs()
@@ -264,15 +268,21 @@ func TestCounterEvidence(t *testing.T) {
 		// The window is the latest minute: the first sample has left it.
 		{"only the power cap counter grows", counters(1, 1, 1, 1, 1, 1, 1, 1), counters(0, 10, 20, 30, 40, 50, 60, 70),
 			Normal, false, 0, 60},
-		// Growth within three intervals of now still counts; four back
-		// no longer.
-		{"growth within the lookback", counters(0, 0, 0, 0, 0, 3, 3, 3), counters(0, 0, 0, 0, 0, 0, 0, 0),
+		// Growth over the recent span (30 s here) counts when it is at
+		// least 5% of it; growth before the span no longer does.
+		{"growth within the recent span", counters(0, 0, 0, 0, 0, 3, 3, 3), counters(0, 0, 0, 0, 0, 0, 0, 0),
 			Throttled, true, 3, 0},
-		{"growth before the lookback", counters(0, 0, 0, 0, 3, 3, 3, 3), counters(0, 0, 0, 0, 0, 0, 0, 0),
+		{"growth before the recent span", counters(0, 0, 3, 3, 3, 3, 3, 3), counters(0, 0, 0, 0, 0, 0, 0, 0),
 			Normal, false, 3, 0},
+		// A few milliseconds at a temperature peak: a blip, not
+		// throttling (SparkGPUThrottling's share is 5%).
+		{"a blip of milliseconds", counters(0, 0, 0, 0, 0, 0.004, 0.004, 0.006), counters(0, 0, 0, 0, 0, 0, 0, 0),
+			Normal, false, 0.006, 0},
+		{"1 s in 30 s: 3%", counters(0, 0, 0, 0, 0, 0.5, 1, 1), counters(0, 0, 0, 0, 0, 0, 0, 0),
+			Normal, false, 1, 0},
 		// A driver reload resets the counter: it counts from zero again.
-		{"counter reset", counters(50, 50, 50, 50, 50, 50, 0, 1), counters(0, 0, 0, 0, 0, 0, 0, 0),
-			Throttled, true, 1, 0},
+		{"counter reset", counters(50, 50, 50, 50, 50, 50, 0, 2), counters(0, 0, 0, 0, 0, 0, 0, 0),
+			Throttled, true, 2, 0},
 		{"no counters", make([]*float64, 8), make([]*float64, 8), Normal, false, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -301,9 +311,10 @@ func TestCounterEvidence(t *testing.T) {
 }
 
 // Counter growth needs no full window, as the flags do not: two samples
-// are enough.
+// are enough, their growth taken over at least the recent span (2 s of
+// 30 s).
 func TestCounterEvidenceBeforeTheWindowIsFull(t *testing.T) {
-	samples := withCounters(series(flat(50, 2), []float64{30}, ptr(0.4)), counters(10, 10.5), counters(0, 0))
+	samples := withCounters(series(flat(50, 2), []float64{30}, ptr(0.4)), counters(10, 12), counters(0, 0))
 	v := AnalyzeThermal(samples, samples[1].Time, Collecting, smallConfig())
 	if v.Covered || v.State != Throttled || !v.CounterSlowdown {
 		t.Errorf("covered %v, state %s, counter slowdown %v; want throttled before the window is covered", v.Covered, v.State, v.CounterSlowdown)
@@ -311,8 +322,15 @@ func TestCounterEvidenceBeforeTheWindowIsFull(t *testing.T) {
 }
 
 func TestEvidenceNamesEveryPart(t *testing.T) {
-	v := ThermalVerdict{Signature: true, ThermalSlowdown: true, CounterSlowdown: true}
-	if got := v.Evidence(); got != "signature+nvml_thermal_slowdown+thermal_slowdown_counters" {
+	v := ThermalVerdict{Signature: true, ClockFell: true, ThermalSlowdown: true, CounterSlowdown: true}
+	if got := v.Evidence(); got != "signature+clock_fall+nvml_thermal_slowdown+thermal_slowdown_counters" {
 		t.Errorf("evidence %q", got)
+	}
+	if got := (ThermalVerdict{Signature: true, SignatureOnly: true}).Evidence(); got != "signature_only" {
+		t.Errorf("evidence without a clock %q", got)
+	}
+	// A signature with the clock holding is no evidence.
+	if got := (ThermalVerdict{Signature: true, ClockHolding: true, CounterSlowdown: true}).Evidence(); got != "thermal_slowdown_counters" {
+		t.Errorf("evidence with the clock holding %q", got)
 	}
 }

@@ -47,7 +47,12 @@ func replay(samples []judge.ThermalSample, cfg judge.ThermalConfig) replayed {
 			return
 		}
 		if v.State == judge.Throttled {
-			ev.Signature = ev.Signature || v.Signature
+			// As thermal.Replay: a signature counts only with the clock
+			// lost (or not logged).
+			evidence := v.Signature && !v.ClockHolding
+			ev.Signature = ev.Signature || evidence
+			ev.ClockFall = ev.ClockFall || evidence && v.ClockFell
+			ev.SignatureOnly = ev.SignatureOnly || evidence && v.SignatureOnly
 			ev.NVMLSlowdown = ev.NVMLSlowdown || v.ThermalSlowdown
 			ev.CounterSlowdown = ev.CounterSlowdown || v.CounterSlowdown
 		}
@@ -117,11 +122,10 @@ func (st *stepper) step(now time.Time, s *judge.ThermalSample) {
 		}
 		st.window = append(st.window, *s)
 	}
-	was := st.verdict.State
-	if st.stepped && was == judge.Throttled {
+	if st.stepped && st.verdict.State == judge.Throttled {
 		st.throttled += min(now.Sub(st.last), st.cfg.MaxGap())
 	}
-	st.verdict = judge.AnalyzeThermal(st.window, now, was, st.cfg)
+	st.verdict = judge.AnalyzeThermalAfter(st.window, now, st.verdict, st.cfg)
 	st.stepped, st.last = true, now
 }
 
@@ -145,7 +149,7 @@ func average(samples []judge.ThermalSample, step time.Duration) []judge.ThermalS
 func merge(group []judge.ThermalSample) judge.ThermalSample {
 	last := group[len(group)-1]
 	out := judge.ThermalSample{Time: last.Time, ThermalSlowdownSeconds: last.ThermalSlowdownSeconds, PowerCapSeconds: last.PowerCapSeconds}
-	var util, clock acc
+	var util, clock, margin acc
 	var reasons *uint64
 	for _, s := range group {
 		out.Temperature += s.Temperature
@@ -155,6 +159,9 @@ func merge(group []judge.ThermalSample) judge.ThermalSample {
 		}
 		if s.SMClock != nil {
 			clock.add(*s.SMClock)
+		}
+		if s.TemperatureMargin != nil {
+			margin.add(*s.TemperatureMargin)
 		}
 		if s.Reasons != nil {
 			r := *s.Reasons
@@ -179,6 +186,9 @@ func merge(group []judge.ThermalSample) judge.ThermalSample {
 	}
 	if clock.n > 0 {
 		out.SMClock = ptr(clock.sum / float64(clock.n))
+	}
+	if margin.n > 0 {
+		out.TemperatureMargin = ptr(margin.sum / float64(margin.n))
 	}
 	return out
 }

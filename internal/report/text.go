@@ -20,7 +20,17 @@ func verdict(r Report) string {
 	}
 	var b strings.Builder
 	if eps := r.Throttle.Episodes; len(eps) > 0 {
-		fmt.Fprintf(&b, "%s throttled from %s", percent(r.Throttle.ThrottledRatio), clock(eps[0].Start, r.Start))
+		// Without a clock in the log the signature is all there is: said
+		// so, not reported as measured throttling.
+		signatureOnly := true
+		for _, e := range eps {
+			signatureOnly = signatureOnly && e.Evidence == "signature_only"
+		}
+		what := "throttled"
+		if signatureOnly {
+			what = "with the throttle signature"
+		}
+		fmt.Fprintf(&b, "%s %s from %s", percent(r.Throttle.ThrottledRatio), what, clock(eps[0].Start, r.Start))
 		if len(eps) > 1 {
 			fmt.Fprintf(&b, " (%d episodes)", len(eps))
 		}
@@ -37,7 +47,11 @@ func verdict(r Report) string {
 		} else {
 			b.WriteString(", the driver reporting thermal slowdown")
 		}
-		b.WriteString(": thermal, not configuration")
+		if signatureOnly {
+			b.WriteString(": signature only; clocks not logged")
+		} else {
+			b.WriteString(": thermal, not configuration")
+		}
 	} else {
 		busyShare := r.BusySeconds / math.Max(r.DurationSeconds, 1)
 		fmt.Fprintf(&b, "not throttled: busy %s of %s", percent(busyShare), duration(r.DurationSeconds))

@@ -295,15 +295,19 @@ func thermalOf(st thermal.GPUState, cfg judge.ThermalConfig, now time.Time) *The
 		Evidence:         evidence(v, cfg),
 		Window:           window(st.Window, cfg, now),
 	}
-	switch v.State {
-	case judge.Collecting:
+	switch st := v.State; {
+	case st == judge.Collecting:
 		t.Text = fmt.Sprintf("Collecting: the samples cover %s of the %s window; the verdict waits for a whole one.",
 			Duration(v.Span), Duration(cfg.Window))
-	case judge.Normal:
+	case st == judge.Normal:
 		t.Text = "Normal: not throttling."
-	case judge.Watching:
+	case st == judge.Watching && v.ClockHolding:
+		t.Text = "Watching: hot, clock holding. Busy at flat power below the rating with the temperature climbing or holding hot, but the SM clock has not fallen: not throttling."
+	case st == judge.Watching:
 		t.Text = "Watching: the temperature is rising while power is not flat below the rating, as in a warm-up. Not throttling yet."
-	case judge.Throttled:
+	case st == judge.Throttled && v.Evidence() == "signature_only":
+		t.Text = "Throttle signature: signature only; clocks not logged. Busy at flat power below the rating with the temperature climbing or holding hot; no SM clock to say whether it fell."
+	case st == judge.Throttled:
 		t.Text = "Throttling: the GPU is slowing itself down because of heat; expect slower steps."
 	}
 	return t
@@ -317,8 +321,16 @@ func evidence(v judge.ThermalVerdict, cfg judge.ThermalConfig) []string {
 		out = append(out, fmt.Sprintf("NVML reports a thermal slowdown, for %s now.", Duration(v.SlowdownFor)))
 	}
 	if v.CounterSlowdown {
-		out = append(out, fmt.Sprintf("The driver's thermal slowdown counters are growing (%s of slowdown over the window), whatever its flags say.",
-			Duration(time.Duration(v.SlowdownSeconds*float64(time.Second)))))
+		out = append(out, fmt.Sprintf("The driver's thermal slowdown counters are growing, %s of the time lately (from %s), %s of slowdown over the window, whatever its flags say.",
+			Percent(v.SlowdownShare), Percent(judge.ThermalSlowdownShare), Duration(time.Duration(v.SlowdownSeconds*float64(time.Second)))))
+	}
+	if c := v.Clock; c.HasClock && c.HasLevel {
+		yes := "has fallen"
+		if !v.ClockFell {
+			yes = "holds"
+		}
+		out = append(out, fmt.Sprintf("SM clock %s: %.2f GHz lately, against %.2f GHz earlier in the busy stretch (fallen beyond %s below).",
+			yes, c.Recent/1e9, c.Level/1e9, Percent(judge.ClockFallRatio)))
 	}
 	if v.HasPowerCap && v.PowerCapSeconds > 0 {
 		out = append(out, fmt.Sprintf("The SW power cap held the clocks for %s over the window: the platform's ~100 W cap, not throttling.",
@@ -351,8 +363,13 @@ func evidence(v judge.ThermalVerdict, cfg judge.ThermalConfig) []string {
 		out = append(out, fmt.Sprintf("Temperature %s: %+.1f °C a minute (climbing from %+.1f).",
 			yesNo(v.Climbing, "climbing", yesNo(v.Rising, "rising, levelling off", "not climbing")), st.Slope*60, cfg.ClimbingSlope*60))
 	}
-	out = append(out, fmt.Sprintf("Temperature %s: mean %s (hot from %s).",
-		yesNo(v.Hot, "holding hot", "not hot"), Celsius(st.TemperatureMean), Celsius(cfg.HotTemperature)))
+	if v.HasMargin {
+		out = append(out, fmt.Sprintf("Temperature %s: mean %s, %s under the driver's slowdown limit (hot within %s of it).",
+			yesNo(v.Hot, "holding hot", "not hot"), Celsius(st.TemperatureMean), Celsius(v.MarginMean), Celsius(judge.HotMargin)))
+	} else {
+		out = append(out, fmt.Sprintf("Temperature %s: mean %s (hot from %s).",
+			yesNo(v.Hot, "holding hot", "not hot"), Celsius(st.TemperatureMean), Celsius(cfg.HotTemperature)))
+	}
 	return out
 }
 

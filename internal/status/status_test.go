@@ -399,10 +399,10 @@ func TestHandler(t *testing.T) {
 // slowdown counters growing. The evidence says so, and tells the power
 // cap's counter (the platform cap) apart from throttling.
 func TestEvidenceOfTheCounters(t *testing.T) {
-	v := judge.ThermalVerdict{State: judge.Throttled, CounterSlowdown: true, HasCounters: true, SlowdownSeconds: 12,
+	v := judge.ThermalVerdict{State: judge.Throttled, CounterSlowdown: true, HasCounters: true, SlowdownSeconds: 12, SlowdownShare: 0.25,
 		HasPowerCap: true, PowerCapSeconds: 300}
 	got := strings.Join(evidence(v, judge.DefaultThermalConfig()), "\n")
-	for _, want := range []string{"thermal slowdown counters are growing (12s of slowdown", "SW power cap held the clocks for 5m", "not throttling"} {
+	for _, want := range []string{"thermal slowdown counters are growing, 25 % of the time lately (from 5 %), 12s of slowdown", "SW power cap held the clocks for 5m", "not throttling"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("evidence lacks %q:\n%s", want, got)
 		}
@@ -464,5 +464,23 @@ func TestNum(t *testing.T) {
 		if got := num(x); got != want {
 			t.Errorf("num(%v) = %q, want %q", x, got, want)
 		}
+	}
+}
+
+// Hot at flat power with the clock holding is watching, and says so; the
+// same without any clock is the signature alone, named as such.
+func TestThermalTextOfTheClock(t *testing.T) {
+	cfg := judge.DefaultThermalConfig()
+	st := &judge.ThermalStats{PowerMean: 92, PowerMax: 95, PowerSpread: 6, TemperatureMean: 88.5}
+	holding := thermal.GPUState{Verdict: judge.ThermalVerdict{State: judge.Watching, Signature: true, ClockHolding: true, Busy: true,
+		Flat: true, BelowNominal: true, Hot: true, Stats: st,
+		Clock: judge.ClockLoss{HasClock: true, Recent: 2.43e9, HasLevel: true, Level: 2.45e9}}}
+	th := thermalOf(holding, cfg, time.Now())
+	if !strings.HasPrefix(th.Text, "Watching: hot, clock holding.") || !strings.Contains(strings.Join(th.Evidence, "\n"), "SM clock holds: 2.43 GHz lately, against 2.45 GHz") {
+		t.Errorf("clock holding: %q\n%s", th.Text, strings.Join(th.Evidence, "\n"))
+	}
+	only := thermal.GPUState{Verdict: judge.ThermalVerdict{State: judge.Throttled, Signature: true, SignatureOnly: true, Stats: st}}
+	if th := thermalOf(only, cfg, time.Now()); !strings.Contains(th.Text, "signature only; clocks not logged") {
+		t.Errorf("no clock: %q", th.Text)
 	}
 }

@@ -140,11 +140,7 @@ func replay(rows []thermallog.Row, cfg judge.ThermalConfig) replayResult {
 // rowSample is the sample a row gives, nil when temperature or power is
 // missing (as the collector does with a reading).
 func rowSample(r thermallog.Row) *judge.ThermalSample {
-	if r.Temperature == nil || r.Power == nil {
-		return nil
-	}
-	return &judge.ThermalSample{Time: r.Time, Temperature: *r.Temperature, Power: *r.Power,
-		SMClock: r.SMClock, Utilization: r.Utilization, Reasons: r.Reasons}
+	return SampleOf(r)
 }
 
 // stateAt is the state of the last step at or before at.

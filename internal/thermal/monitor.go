@@ -54,7 +54,7 @@ func (m *Monitor) Step(now time.Time, s *judge.ThermalSample) Transition {
 		m.throttled += min(now.Sub(m.last), m.cfg.MaxGap())
 	}
 	m.samples = m.window.Samples()
-	m.verdict = judge.AnalyzeThermal(m.samples, now, was, m.cfg)
+	m.verdict = judge.AnalyzeThermalAfter(m.samples, now, m.verdict, m.cfg)
 	m.stepped = true
 	m.last = now
 

@@ -34,12 +34,16 @@ type Episode struct {
 	Open       bool
 	// What put or held the GPU in Throttled at some Step of the episode.
 	Signature, NVMLSlowdown, CounterSlowdown bool
+	// The signature came with a falling SM clock (ClockFall), or with no
+	// clock logged to confirm it (SignatureOnly).
+	ClockFall, SignatureOnly bool
 }
 
 // Evidence names what the episode rests on, in the words of the sampler's
 // log line.
 func (e Episode) Evidence() string {
-	return judge.ThermalVerdict{Signature: e.Signature, ThermalSlowdown: e.NVMLSlowdown, CounterSlowdown: e.CounterSlowdown}.Evidence()
+	return judge.ThermalVerdict{Signature: e.Signature, ClockFell: e.ClockFall, SignatureOnly: e.SignatureOnly && !e.ClockFall,
+		ThermalSlowdown: e.NVMLSlowdown, CounterSlowdown: e.CounterSlowdown}.Evidence()
 }
 
 // Replayed is what a Monitor made of a run of samples.
@@ -71,7 +75,10 @@ func Replay(samples []judge.ThermalSample, cfg judge.ThermalConfig) Replayed {
 			return
 		}
 		if v.State == judge.Throttled {
-			open.Signature = open.Signature || v.Signature
+			evidence := v.Signature && !v.ClockHolding
+			open.Signature = open.Signature || evidence
+			open.ClockFall = open.ClockFall || evidence && v.ClockFell
+			open.SignatureOnly = open.SignatureOnly || evidence && v.SignatureOnly
 			open.NVMLSlowdown = open.NVMLSlowdown || v.ThermalSlowdown
 			open.CounterSlowdown = open.CounterSlowdown || v.CounterSlowdown
 		}

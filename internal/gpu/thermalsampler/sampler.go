@@ -124,6 +124,7 @@ func (s *Sampler) Sample(ctx context.Context, now time.Time) {
 		if row.Temperature != nil && row.Power != nil {
 			samples[r.Index] = &judge.ThermalSample{Time: now, Temperature: *row.Temperature, Power: *row.Power,
 				SMClock: thermal.NonNegative(r.SMClockHertz), Utilization: ratio(r.Utilization), Reasons: r.ClockEventReasons,
+				TemperatureMargin:      finite(r.TemperatureMarginCelsius),
 				ThermalSlowdownSeconds: thermal.ThermalSlowdownSeconds(r.ClockEventSeconds), PowerCapSeconds: thermal.PowerCapSeconds(r.ClockEventSeconds)}
 		}
 	}
@@ -168,6 +169,14 @@ func logRow(r gpu.Reading, now time.Time) thermallog.Row {
 	}
 	row.Power = thermal.NonNegative(r.PowerWatts)
 	return row
+}
+
+// finite keeps a reading that is a number.
+func finite(v *float64) *float64 {
+	if v == nil || math.IsNaN(*v) || math.IsInf(*v, 0) {
+		return nil
+	}
+	return v
 }
 
 func ratio(v *float64) *float64 {
@@ -224,6 +233,11 @@ func (s *Sampler) logTransition(idx int, v judge.ThermalVerdict, tr thermal.Tran
 		}
 		if v.Signature {
 			kv = append(kv, "signature_window_seconds", math.Round(v.Span.Seconds()))
+		}
+		if c := v.Clock; c.HasClock && c.HasLevel {
+			// The clock's fall: its level earlier in the busy stretch and
+			// its median now.
+			kv = append(kv, "sm_clock_level_hertz", c.Level, "sm_clock_recent_hertz", c.Recent)
 		}
 		if v.ThermalSlowdown {
 			kv = append(kv, "nvml_slowdown_seconds", math.Round(v.SlowdownFor.Seconds()))
