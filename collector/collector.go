@@ -22,6 +22,7 @@ import (
 	"github.com/go-kit/log/level"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/spark-exporter/spark_exporter/internal/collected"
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/judge"
@@ -301,12 +302,13 @@ var (
 		[]string{"collector"}, nil)
 )
 
-// health remembers whether a collector failed last time, so that a
+// health remembers a collector's latest run: whether it failed, so that a
 // persistent failure is logged when it starts and when it clears rather than
-// on every scrape.
+// on every scrape, and what spark_scrape_collector_* said, for State.
 type health struct {
 	mu      sync.Mutex
 	failing bool
+	last    collected.Run
 }
 
 // Exporter runs a set of collectors on each scrape. It is a
@@ -319,6 +321,9 @@ type Exporter struct {
 	// errors quote the files they failed on, and the mount point may be
 	// a private path. sysfs is --path.sysfs, cut out the same way.
 	procfs, sysfs string
+
+	mu sync.Mutex
+	at time.Time // when the latest run of every collector ended
 }
 
 // NewExporter wraps built collectors, keyed by name.
@@ -360,6 +365,11 @@ func (e *Exporter) collect(ch chan<- prometheus.Metric, names []string) {
 		wg.Go(func() { e.run(name, ch) })
 	}
 	wg.Wait()
+	if len(names) == len(e.collectors) {
+		e.mu.Lock()
+		e.at = time.Now()
+		e.mu.Unlock()
+	}
 }
 
 func (e *Exporter) run(name string, ch chan<- prometheus.Metric) {
@@ -372,6 +382,8 @@ func (e *Exporter) run(name string, ch chan<- prometheus.Metric) {
 		success = 0
 	}
 	e.record(name, err, duration)
+	// State's runs are these two values: the page and the exposition say
+	// the same of each collector.
 	ch <- prometheus.MustNewConstMetric(scrapeDurationDesc, prometheus.GaugeValue, duration.Seconds(), name)
 	ch <- prometheus.MustNewConstMetric(scrapeSuccessDesc, prometheus.GaugeValue, success, name)
 	if c, ok := e.collectors[name].(capped); ok {
@@ -391,6 +403,7 @@ func (e *Exporter) record(name string, err error, duration time.Duration) {
 	h.mu.Lock()
 	was := h.failing
 	h.failing = err != nil
+	h.last = collected.Run{Name: name, Success: err == nil, Duration: duration}
 	h.mu.Unlock()
 	switch {
 	case err != nil && !was:

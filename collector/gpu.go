@@ -7,12 +7,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/spark-exporter/spark_exporter/internal/collected"
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 
@@ -105,6 +107,44 @@ type gpuCollector struct {
 	mu        sync.Mutex
 	builtFrom *gpu.Reading // &Devices[0] of the snapshot built; each read makes a new slice
 	built     []prometheus.Metric
+
+	// last is the reading the latest Update rendered, turned into
+	// collected.GPU only when a view asks (keep).
+	last atomic.Pointer[gpuRendered]
+}
+
+type gpuRendered struct {
+	loaded bool
+	snap   gpu.Snapshot
+}
+
+func (c *gpuCollector) keep(st *collected.State) {
+	r := c.last.Load()
+	if r == nil {
+		return
+	}
+	g := &collected.GPU{Loaded: r.loaded, Devices: make([]collected.Device, 0, len(r.snap.Devices))}
+	for _, d := range r.snap.Devices {
+		g.Devices = append(g.Devices, collected.Device{Index: d.Index, Name: labelValue(d.Name),
+			TemperatureCelsius: d.TemperatureCelsius, PowerWatts: d.PowerWatts, SMClockHertz: d.SMClockHertz,
+			SMClockMaxHertz: d.SMClockMaxHertz, Utilization: d.Utilization, ClockEvents: activeClockEvents(d)})
+	}
+	st.GPU = g
+}
+
+// activeClockEvents names the reasons spark_gpu_clocks_event_active says
+// are active.
+func activeClockEvents(r gpu.Reading) []string {
+	out := []string{}
+	if r.ClockEventReasons == nil {
+		return out
+	}
+	for _, reason := range gpuClockEventNames {
+		if *r.ClockEventReasons&reason.bit != 0 {
+			out = append(out, reason.name)
+		}
+	}
+	return out
 }
 
 func newGPUCollector(nvml snapshotter, timeout, maxAge time.Duration, fs hostfs.FS, logger log.Logger) (*gpuCollector, error) {
@@ -121,12 +161,15 @@ func (c *gpuCollector) Update(ch chan<- prometheus.Metric) error {
 	switch {
 	case errors.Is(err, gpu.ErrUnavailable):
 		// No driver or library: a normal host state, not a failure.
+		c.last.Store(&gpuRendered{})
 		ch <- prometheus.MustNewConstMetric(gpuUpDesc, prometheus.GaugeValue, 0)
 		return nil
 	case errors.Is(err, gpu.ErrTimeout):
+		c.last.Store(&gpuRendered{loaded: true})
 		ch <- prometheus.MustNewConstMetric(gpuUpDesc, prometheus.GaugeValue, 1)
 		return fmt.Errorf("%w (--gpu.timeout=%s): is the driver wedged?", err, c.timeout)
 	}
+	c.last.Store(&gpuRendered{loaded: true, snap: snap})
 	ch <- prometheus.MustNewConstMetric(gpuUpDesc, prometheus.GaugeValue, 1)
 	for _, m := range c.metrics(snap, err) {
 		ch <- m

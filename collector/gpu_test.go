@@ -306,8 +306,8 @@ func TestNVMLIsHandedIn(t *testing.T) {
 	if nvml.reads != 1 || nvml.deadline <= 0 || nvml.deadline > time.Minute {
 		t.Errorf("the sampler read %d times, with %v left; want once, within --gpu.timeout", nvml.reads, nvml.deadline)
 	}
-	if snap, ok := e.ThermalSnapshot(); !ok || snap.Samples != 1 || len(snap.GPUs) != 1 {
-		t.Errorf("thermal snapshot %+v (%v); want the sample of GPU 0", snap, ok)
+	if th := e.State().Thermal; th == nil || th.Snapshot.Samples != 1 || len(th.Snapshot.GPUs) != 1 {
+		t.Errorf("thermal state %+v; want the sample of GPU 0", th)
 	}
 }
 
@@ -334,7 +334,7 @@ func TestNeedsNVML(t *testing.T) {
 			t.Errorf("%s without NVML: %v", name, err)
 		}
 	}
-	if _, ok := NewExporter(nil, nopLogger()).ThermalSnapshot(); ok {
+	if th := NewExporter(nil, nopLogger()).State().Thermal; th != nil {
 		t.Error("a thermal snapshot without the thermal collector")
 	}
 }

@@ -214,10 +214,6 @@ func relative(name string, err error) error {
 	return err
 }
 
-// maxValue bounds a value file (a decimal number): 64 bytes and more is
-// not one.
-const maxValue = 64
-
 // readValues reads the value files of the layout in one batch (one
 // hand-off to a worker rather than one per file, which cost the collector
 // about as much as the rest of a scrape), then builds the snapshot from
@@ -226,8 +222,8 @@ func (d *sysfs) readValues(l *platform.Layout) platform.Snapshot {
 	names := l.ValueFiles()
 	d.arena, d.ends, d.errs = d.arena[:0], d.ends[:0], d.errs[:0]
 	err := d.kept.ReadAll(names, func(i int, data []byte, err error) error {
-		if err == nil && len(data) >= maxValue {
-			err = &fs.PathError{Op: "read", Path: names[i], Err: fmt.Errorf("%d bytes or more, not a value", maxValue)}
+		if err == nil && len(data) > platform.MaxValue {
+			err = &fs.PathError{Op: "read", Path: names[i], Err: fmt.Errorf("more than %d bytes, not a value", platform.MaxValue)}
 		}
 		if err == nil {
 			d.arena = append(d.arena, data...)

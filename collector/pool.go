@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
+	"github.com/spark-exporter/spark_exporter/internal/collected"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/pool"
 	"github.com/spark-exporter/spark_exporter/internal/vmstat"
@@ -61,7 +63,11 @@ type poolCollector struct {
 	proc    hostfs.FS // --path.procfs
 	reserve uint64
 	logger  log.Logger
+	// last is what the latest Update rendered; nil when it failed.
+	last atomic.Pointer[collected.Pool]
 }
+
+func (c *poolCollector) keep(st *collected.State) { st.Pool = c.last.Load() }
 
 func newPoolCollector(proc hostfs.FS, reserve uint64, logger log.Logger) (*poolCollector, error) {
 	return &poolCollector{
@@ -75,8 +81,10 @@ func (c *poolCollector) Update(ch chan<- prometheus.Metric) error {
 	// sends no half set of pool figures.
 	snap, vm, psi, psiOK, err := c.read()
 	if err != nil {
+		c.last.Store(nil)
 		return err
 	}
+	c.last.Store(&collected.Pool{Snapshot: snap, Reserve: c.reserve})
 
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
+	"github.com/spark-exporter/spark_exporter/internal/collected"
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
 	"github.com/spark-exporter/spark_exporter/internal/gpu/thermalsampler"
 	"github.com/spark-exporter/spark_exporter/internal/judge"
@@ -32,8 +33,8 @@ import (
 // The factory builds, starts and (through Close) stops the sampler: it has
 // the flags, it runs only when the collector is enabled, and its lifetime
 // is the collector's, with no state outside it. Readers besides the metrics
-// (a status page) get the sampler's snapshot through
-// Exporter.ThermalSnapshot. NVML is Env.NVML, the process's client, whose
+// (a status page) get the snapshot the latest scrape rendered through
+// Exporter.State. NVML is Env.NVML, the process's client, whose
 // reads are bounded by --gpu.timeout.
 func init() {
 	registerNVMLCollector("thermal", defaultEnabled, func(cliflag.FlagGroup) Factory {
@@ -134,8 +135,9 @@ var (
 // scrape: nothing built from it is kept (docs/performance.md, "Caches kept").
 type thermalCollector struct {
 	sampler *thermalsampler.Sampler
-	// rendered is the snapshot the latest scrape rendered: the status page
-	// shows it, so that its verdict and window are the exposition's.
+	// rendered is the snapshot the latest Update rendered: the status page
+	// shows it (Exporter.State), so that its verdict and window are the
+	// exposition's.
 	rendered atomic.Pointer[thermal.Snapshot]
 
 	cancel    context.CancelFunc
@@ -174,30 +176,10 @@ func (c *thermalCollector) Close() error {
 	return c.closeErr
 }
 
-// ThermalSnapshot is the snapshot the thermal collector rendered in the
-// latest scrape (the sampler's latest before any scrape), for readers
-// beside the metrics (a status page): what they show is what /metrics said.
-// false when the thermal collector is not enabled.
-func (e *Exporter) ThermalSnapshot() (thermal.Snapshot, bool) {
-	c, ok := e.collectors["thermal"].(*thermalCollector)
-	if !ok {
-		return thermal.Snapshot{}, false
-	}
+func (c *thermalCollector) keep(st *collected.State) {
 	if snap := c.rendered.Load(); snap != nil {
-		return *snap, true
+		st.Thermal = &collected.Thermal{Snapshot: *snap, Config: c.sampler.Config()}
 	}
-	return c.sampler.Snapshot(), true
-}
-
-// ThermalConfig is the thermal collector's configuration (its --thermal.*
-// flags), for the readers of ThermalSnapshot; false when the thermal
-// collector is not enabled.
-func (e *Exporter) ThermalConfig() (judge.ThermalConfig, bool) {
-	c, ok := e.collectors["thermal"].(*thermalCollector)
-	if !ok {
-		return judge.ThermalConfig{}, false
-	}
-	return c.sampler.Config(), true
 }
 
 func (c *thermalCollector) Update(ch chan<- prometheus.Metric) error {

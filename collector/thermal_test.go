@@ -458,18 +458,19 @@ func TestThermalSnapshotIsTheRenderedOne(t *testing.T) {
 	ctx := context.Background()
 	src.set([]gpu.Reading{reading(0, 90, 100, 0.97)}, nil)
 	c.sampler.Sample(ctx, tick(0))
-	if snap, _ := e.ThermalSnapshot(); snap.Samples != 1 {
-		t.Fatalf("before any scrape: %d samples, want the sampler's 1", snap.Samples)
+	if th := e.State().Thermal; th != nil {
+		t.Fatalf("before any scrape: a snapshot of %d samples, want none (the page runs the collectors)", th.Snapshot.Samples)
 	}
 	got, err := collect(t, c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.sampler.Sample(ctx, tick(1)) // after the scrape
-	snap, ok := e.ThermalSnapshot()
-	if !ok || snap.Samples != 1 || len(snap.GPUs) != 1 || len(snap.GPUs[0].Window) != 1 {
-		t.Fatalf("snapshot of %d samples (%v), want the one the scrape rendered", snap.Samples, ok)
+	th := e.State().Thermal
+	if th == nil || th.Snapshot.Samples != 1 || len(th.Snapshot.GPUs) != 1 || len(th.Snapshot.GPUs[0].Window) != 1 {
+		t.Fatalf("snapshot %+v, want the one the scrape rendered", th)
 	}
+	snap := th.Snapshot
 	if state := string(snap.GPUs[0].Verdict.State); got[`spark_thermal_state{gpu="0",state="`+state+`"}`] != 1 {
 		t.Errorf("the snapshot's state %q is not the one /metrics rendered: %v", state, got)
 	}

@@ -131,7 +131,7 @@ const readPage = `(() => {
 })()`
 
 // page opens the exporter's status page in a new tab, waits until the
-// page's own script has refreshed it from /api/v1/status at least once,
+// page's own script has refreshed it from its figures at least once,
 // and returns the tab and what it shows; console messages of the tab are
 // collected for noConsoleErrors.
 type tab struct {
@@ -360,7 +360,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 				}
 			}
 			if s.Swaps != 0 {
-				t.Errorf("the page reloaded its body %d times on a scenario that keeps its shape: page.js and chart.go disagree on the shape", s.Swaps)
+				t.Errorf("the page reloaded its body %d times on a scenario that keeps its shape", s.Swaps)
 			}
 			want(t, "live note", s.Live, "live, refreshed every 5 s")
 			for _, l := range s.Links {
@@ -416,8 +416,8 @@ func want(t *testing.T, what, got, part string) {
 	}
 }
 
-// checkBarAgainstMetrics: each figure of the pool bar is /metrics' value,
-// written as the server writes it (so page.js formats as format.go does).
+// checkBarAgainstMetrics: each figure of the pool bar, as the page's script
+// last placed it, is /metrics' value, written as the server writes it.
 func checkBarAgainstMetrics(t *testing.T, s seen, metrics string) {
 	t.Helper()
 	v := func(name string) int64 {

@@ -729,8 +729,10 @@ func (s *spbmFiles) count() int {
 	return n
 }
 
-// maxValue is longer than any decimal integer sysfs writes.
-const maxValue = 32
+// MaxValue bounds a value file, newline included: longer than any decimal
+// integer sysfs writes (an int64 is at most 20 characters), so a longer
+// file is not a value.
+const MaxValue = 32
 
 // value is the one line of a sysfs attribute, without its newline.
 func value(data []byte) ([]byte, error) {
@@ -738,7 +740,7 @@ func value(data []byte) ([]byte, error) {
 	switch {
 	case len(v) == 0:
 		return nil, errors.New("empty")
-	case len(v) > maxValue:
+	case len(data) > MaxValue:
 		return nil, fmt.Errorf("%d bytes, not a number", len(data))
 	}
 	return v, nil

@@ -5,113 +5,49 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-
+	"github.com/spark-exporter/spark_exporter/internal/collected"
 	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/thermal"
+	"github.com/spark-exporter/spark_exporter/internal/workload"
 )
 
 // MaxPoints bounds the samples of a chart: a window of 10 minutes at 5 s
 // holds 120; a long window at a short interval is thinned to this many.
 const MaxPoints = 240
 
-// ThermalInput is what the status takes from the thermal sampler.
-type ThermalInput struct {
-	Snapshot thermal.Snapshot
-	Config   judge.ThermalConfig
-}
-
-// Build makes the model from one gather of the exporter's registry and,
-// when the thermal collector runs, its sampler's snapshot, at now.
-func Build(families []*dto.MetricFamily, th *ThermalInput, now time.Time) Model {
-	m := metrics(families)
+// Build makes the model from the collectors' latest results (the state
+// /metrics rendered) and the running build, as of st.At.
+func Build(exp Exporter, st collected.State) Model {
+	now := st.At
 	model := Model{
 		APIVersion:  APIVersion,
 		GeneratedAt: now.UTC().Format(time.RFC3339),
-		Exporter:    exporterInfo(m),
-		Collectors:  collectors(m),
+		Exporter:    exp,
+		Collectors:  collectors(st.Runs),
 	}
 	success := map[string]bool{}
 	for _, c := range model.Collectors {
 		success[c.Name] = c.Success
 	}
-	if success["pool"] {
-		model.Pool = pool(m)
+	if success["pool"] && st.Pool != nil {
+		model.Pool = poolOf(st.Pool)
 	}
-	if success["workloads"] {
-		model.Workloads = workloads(m)
+	if success["workloads"] && st.Workloads != nil {
+		model.Workloads = workloads(st.Workloads)
 	}
 	training := model.Workloads != nil && model.Workloads.Training > 0
-	if _, on := success["plan"]; on {
-		model.Plans = plans(m, model.Pool, training)
+	if st.Plans != nil {
+		model.Plans = plans(st.Plans, model.Pool, training)
 	}
 	if model.Pool != nil {
 		model.Pool.judge(model.Plans, training)
 	}
-	model.NVML = nvmlState(m, success)
-	model.GPUs = gpus(m, th, now)
+	model.NVML = nvmlState(st.GPU, success)
+	model.GPUs = gpus(st.GPU, st.Thermal, now)
 	return model
-}
-
-// series is one metric family's samples, by name.
-type series map[string][]*dto.Metric
-
-func metrics(families []*dto.MetricFamily) series {
-	s := series{}
-	for _, f := range families {
-		s[f.GetName()] = f.GetMetric()
-	}
-	return s
-}
-
-func label(m *dto.Metric, name string) string {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == name {
-			return l.GetValue()
-		}
-	}
-	return ""
-}
-
-func value(m *dto.Metric) float64 {
-	switch {
-	case m.Gauge != nil:
-		return m.Gauge.GetValue()
-	case m.Counter != nil:
-		return m.Counter.GetValue()
-	case m.Untyped != nil:
-		return m.Untyped.GetValue()
-	}
-	return math.NaN()
-}
-
-// get is the value of the series name whose labels include the pairs given.
-func (s series) get(name string, pairs ...string) (float64, bool) {
-	for _, m := range s[name] {
-		if matches(m, pairs) {
-			v := value(m)
-			return v, !math.IsNaN(v) && !math.IsInf(v, 0)
-		}
-	}
-	return 0, false
-}
-
-func matches(m *dto.Metric, pairs []string) bool {
-	for i := 0; i+1 < len(pairs); i += 2 {
-		if label(m, pairs[i]) != pairs[i+1] {
-			return false
-		}
-	}
-	return true
-}
-
-func (s series) bytes(name string) int64 {
-	v, _ := s.get(name)
-	return saturated(v)
 }
 
 // saturated is a byte count as an int64, held at the type's bounds rather
@@ -128,42 +64,36 @@ func saturated(v float64) int64 {
 	return int64(v)
 }
 
-func (s series) ptr(name string, pairs ...string) *float64 {
-	v, ok := s.get(name, pairs...)
-	if !ok {
+func size(b uint64) int64 { return int64(min(b, math.MaxInt64)) }
+
+// finite is v when it is a number JSON can hold, else nil.
+func finite(v *float64) *float64 {
+	if v == nil || math.IsNaN(*v) || math.IsInf(*v, 0) {
 		return nil
 	}
-	return &v
+	return v
 }
 
-func exporterInfo(s series) Exporter {
-	for _, m := range s["spark_exporter_build_info"] {
-		return Exporter{Version: label(m, "version"), Revision: label(m, "revision"), GoVersion: label(m, "goversion")}
-	}
-	return Exporter{}
-}
-
-func collectors(s series) []Collector {
-	var out []Collector
-	for _, m := range s["spark_scrape_collector_success"] {
-		name := label(m, "collector")
-		d, _ := s.get("spark_scrape_collector_duration_seconds", "collector", name)
-		out = append(out, Collector{Name: name, Success: value(m) == 1, DurationSeconds: d})
+func collectors(runs []collected.Run) []Collector {
+	out := make([]Collector, 0, len(runs))
+	for _, r := range runs {
+		out = append(out, Collector{Name: r.Name, Success: r.Success, DurationSeconds: r.Duration.Seconds()})
 	}
 	slices.SortFunc(out, func(a, b Collector) int { return cmp.Compare(a.Name, b.Name) })
 	return out
 }
 
-func pool(s series) *Pool {
+func poolOf(in *collected.Pool) *Pool {
+	s := in.Snapshot
 	p := &Pool{
-		TotalBytes:              s.bytes("spark_pool_total_bytes"),
-		FreeBytes:               s.bytes("spark_pool_free_bytes"),
-		AvailableBytes:          s.bytes("spark_pool_available_bytes"),
-		PageCacheBytes:          s.bytes("spark_pool_page_cache_bytes"),
-		FlushableBytes:          s.bytes("spark_pool_flushable_bytes"),
-		ReserveBytes:            s.bytes("spark_pool_reserve_bytes"),
-		HeadroomBytes:           s.bytes("spark_pool_headroom_bytes"),
-		HeadroomAfterFlushBytes: s.bytes("spark_pool_headroom_after_flush_bytes"),
+		TotalBytes:              size(s.Total),
+		FreeBytes:               size(s.Free),
+		AvailableBytes:          size(s.Available),
+		PageCacheBytes:          size(s.PageCache),
+		FlushableBytes:          size(s.Flushable),
+		ReserveBytes:            size(in.Reserve),
+		HeadroomBytes:           s.Headroom(in.Reserve),
+		HeadroomAfterFlushBytes: s.HeadroomAfterFlush(in.Reserve),
 	}
 	p.UsedBytes = max(0, p.TotalBytes-p.FreeBytes-p.PageCacheBytes)
 	flushable := min(p.FlushableBytes, p.PageCacheBytes)
@@ -207,33 +137,21 @@ func (p *Pool) judge(plans *Plans, training bool) {
 	}
 }
 
-func workloads(s series) *Workloads {
-	w := &Workloads{List: []Workload{}}
-	if v, ok := s.get("spark_workloads", "role", "training"); ok {
-		w.Training = int(v)
-	}
-	if v, ok := s.get("spark_workloads", "role", "inference"); ok {
-		w.Inference = int(v)
-	}
-	if v, ok := s.get("spark_workload_unreadable_processes"); ok {
-		w.Unreadable = int(v)
-	}
-	for _, m := range s["spark_workload_info"] {
-		pid, err := strconv.Atoi(label(m, "pid"))
-		if err != nil {
-			continue
+func workloads(res *workload.Result) *Workloads {
+	w := &Workloads{List: []Workload{}, Unreadable: res.Unreadable}
+	for _, x := range res.Workloads {
+		switch x.Role {
+		case workload.Training:
+			w.Training++
+		case workload.Inference:
+			w.Inference++
 		}
-		wl := Workload{PID: pid, Kind: label(m, "kind"), Role: label(m, "role")}
-		if v, ok := s.get("spark_workload_resident_bytes", "pid", label(m, "pid")); ok {
-			b := saturated(v)
-			wl.ResidentBytes = &b
+		resident := size(x.ResidentBytes)
+		wl := Workload{PID: x.PID, Kind: x.Kind, Role: string(x.Role), ResidentBytes: &resident}
+		if x.Cap.Source != "" {
+			wl.Cap = &Cap{Ratio: x.Cap.Ratio, Source: string(x.Cap.Source)}
 		}
-		for _, c := range s["spark_workload_memory_cap_ratio"] {
-			if label(c, "pid") == label(m, "pid") {
-				wl.Cap = &Cap{Ratio: value(c), Source: label(c, "source")}
-			}
-		}
-		wl.Heavy = wl.Role == "inference" && judge.Heavy(wl.Cap != nil, capRatio(wl.Cap))
+		wl.Heavy = wl.Role == string(workload.Inference) && judge.Heavy(wl.Cap != nil, capRatio(wl.Cap))
 		w.List = append(w.List, wl)
 	}
 	slices.SortFunc(w.List, func(a, b Workload) int {
@@ -289,11 +207,11 @@ func capText(c *Cap) string {
 	return fmt.Sprintf("cap %s", Percent(c.Ratio))
 }
 
-func plans(s series, p *Pool, training bool) *Plans {
+func plans(in []collected.Plan, p *Pool, training bool) *Plans {
 	out := &Plans{TrainingRunning: training, List: []Plan{}}
-	for _, m := range s["spark_plan_required_bytes"] {
-		required := value(m)
-		pl := Plan{Name: label(m, "plan"), RequiredBytes: saturated(required)}
+	for _, x := range in {
+		required := x.PeakBytes
+		pl := Plan{Name: x.Name, RequiredBytes: saturated(required)}
 		if p == nil {
 			pl.Text = "The pool is not known."
 			out.List = append(out.List, pl)
@@ -318,15 +236,14 @@ func plans(s series, p *Pool, training bool) *Plans {
 	return out
 }
 
-func nvmlState(s series, success map[string]bool) NVML {
-	up, known := s.get("spark_gpu_nvml_up")
+func nvmlState(g *collected.GPU, success map[string]bool) NVML {
 	switch {
-	case !known:
+	case g == nil:
 		if _, on := success["gpu"]; on {
 			return NVML{State: "failing", Text: "NVML did not answer: see the exporter's log."}
 		}
 		return NVML{State: "off", Text: "The gpu collector is disabled."}
-	case up != 1:
+	case !g.Loaded:
 		return NVML{State: "down", Text: "NVML is not loaded: no NVIDIA driver or library on this host. The exporter retries in the background."}
 	case !success["gpu"]:
 		return NVML{State: "failing", Text: "NVML is loaded but its reads fail (a wedged driver, or a GPU lost): see the exporter's log."}
@@ -334,7 +251,7 @@ func nvmlState(s series, success map[string]bool) NVML {
 	return NVML{State: "up", Text: "NVML is up."}
 }
 
-func gpus(s series, th *ThermalInput, now time.Time) []GPU {
+func gpus(g *collected.GPU, th *collected.Thermal, now time.Time) []GPU {
 	byIndex := map[int]*GPU{}
 	get := func(idx int) *GPU {
 		if byIndex[idx] == nil {
@@ -342,25 +259,18 @@ func gpus(s series, th *ThermalInput, now time.Time) []GPU {
 		}
 		return byIndex[idx]
 	}
-	for _, m := range s["spark_gpu_info"] {
-		idx, err := strconv.Atoi(label(m, "gpu"))
-		if err != nil {
-			continue
+	if g != nil {
+		for _, d := range g.Devices {
+			m := get(d.Index)
+			m.Name = d.Name
+			m.TemperatureCelsius = finite(d.TemperatureCelsius)
+			m.PowerWatts = finite(d.PowerWatts)
+			m.SMClockHertz = finite(d.SMClockHertz)
+			m.SMClockMaxHertz = finite(d.SMClockMaxHertz)
+			m.UtilizationRatio = finite(d.Utilization)
+			m.ClockEvents = append(m.ClockEvents, d.ClockEvents...)
+			slices.Sort(m.ClockEvents)
 		}
-		g := get(idx)
-		g.Name = label(m, "name")
-		gl := strconv.Itoa(idx)
-		g.TemperatureCelsius = s.ptr("spark_gpu_temperature_celsius", "gpu", gl)
-		g.PowerWatts = s.ptr("spark_gpu_power_watts", "gpu", gl)
-		g.SMClockHertz = s.ptr("spark_gpu_sm_clock_hertz", "gpu", gl)
-		g.SMClockMaxHertz = s.ptr("spark_gpu_sm_clock_max_hertz", "gpu", gl)
-		g.UtilizationRatio = s.ptr("spark_gpu_utilization_ratio", "gpu", gl)
-		for _, r := range s["spark_gpu_clocks_event_active"] {
-			if label(r, "gpu") == gl && value(r) == 1 {
-				g.ClockEvents = append(g.ClockEvents, label(r, "reason"))
-			}
-		}
-		slices.Sort(g.ClockEvents)
 	}
 	if th != nil {
 		for _, st := range th.Snapshot.GPUs {

@@ -156,6 +156,8 @@ var pureOf = map[string][]string{
 	"internal/thermal": {"github.com/NVIDIA/go-nvml", "github.com/go-kit/log", "net/http", "os/exec"},
 	"internal/status":  {"github.com/NVIDIA/go-nvml"},
 	"internal/report":  {"github.com/NVIDIA/go-nvml"},
+	// The collectors' typed state, which every view renders.
+	"internal/collected": {"github.com/NVIDIA/go-nvml", "github.com/go-kit/log", "net/http", "os/exec"},
 }
 
 // forbiddenDeps names each dependency of a pure package that it must not
