@@ -46,6 +46,10 @@ var contractAlerts = map[string]string{
 	"SparkPoolExhaustionImminent":   "warning",
 	"SparkSoCProchot":               "warning",
 	"SparkSystemPowerLimited":       "info",
+	"SparkFabricLinkDown":           "warning",
+	"SparkFabricPCIeDegraded":       "warning",
+	"SparkFabricRailImbalance":      "warning",
+	"SparkFabricErrors":             "warning",
 }
 
 type ruleFile struct {
