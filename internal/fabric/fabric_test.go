@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 	"testing/fstest"
+	"unicode/utf8"
 
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 )
@@ -259,7 +260,7 @@ func FuzzParsers(f *testing.F) {
 		}
 		_, _ = ParseCounter(data)
 		for _, parse := range []func([]byte) (string, error){ParseState, ParseWord, ParseNetDev} {
-			if v, err := parse(data); err == nil && (v == "" || strings.ContainsAny(v, " /\n\x00\"{}")) {
+			if v, err := parse(data); err == nil && (v == "" || strings.ContainsAny(v, " /\n\x00") || !utf8.ValidString(v)) {
 				t.Errorf("%q gave the label %q", data, v)
 			}
 		}
