@@ -1,9 +1,12 @@
 package collector
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"io/fs"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-kit/log"
@@ -55,29 +58,138 @@ var (
 
 type fabricCollector struct {
 	fs     hostfs.FS
+	kept   *hostfs.KeptFiles
+	now    func() time.Time
 	logger log.Logger
 
-	mu      sync.Mutex
-	omitted int // what the last scrape left out, logged when it changes
+	// A scrape reads the files of the layout discovered at most
+	// rediscoverEvery ago, each through a descriptor kept open, and
+	// replays the listings of that discovery (docs/performance.md:
+	// opening some 200 files through the class/ links on every scrape
+	// cost several times the rest of a scrape).
+	mu         sync.Mutex
+	layout     *fabricLayout
+	discovered time.Time
+	omitted    int // what the last scrape left out, logged when it changes
 }
+
+// maxKept bounds the files a layout keeps open: a host with more (dozens
+// of RDMA devices) reads them afresh on every scrape instead.
+const maxKept = 512
 
 func newFabricCollector(root string, timeout time.Duration, logger log.Logger) *fabricCollector {
-	return &fabricCollector{fs: hostfs.New(root).WithTimeout(timeout).WithMaxSize(hostfs.MaxSysAttribute), logger: logger}
+	fsys := hostfs.New(root).WithTimeout(timeout).WithMaxSize(hostfs.MaxSysAttribute)
+	return &fabricCollector{fs: fsys, kept: fsys.KeptFiles(), now: time.Now, logger: logger}
 }
 
-// read walks the devices in one batch of reads under one deadline: a
-// scrape reads some forty files a device, and a hand-off to the reading
-// worker per file would cost more than the reads.
+// Close closes the files kept open.
+func (c *fabricCollector) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.kept.Close()
+}
+
+// fabricLayout is what a discovery found: the files fabric.Read read (all
+// but those that were not there) and the listings it made.
+type fabricLayout struct {
+	files []string
+	dirs  map[string][]fs.DirEntry
+}
+
 func (c *fabricCollector) read() (fabric.Snapshot, error) {
-	var s fabric.Snapshot
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.layout == nil || c.now().Sub(c.discovered) >= rediscoverEvery {
+		return c.discover()
+	}
+	l := c.layout
+	values := make(map[string]keptValue, len(l.files))
+	err := c.kept.ReadAll(l.files, func(i int, data []byte, err error) error {
+		values[l.files[i]] = keptValue{bytes.Clone(data), err}
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENODEV) {
+			// A device or port went: the next scrape discovers afresh.
+			c.layout = nil
+		}
+		return nil
+	})
+	if err != nil {
+		c.layout = nil
+		return fabric.Snapshot{}, err
+	}
+	return fabric.Read(replay{l, values}), nil
+}
+
+// discover walks the devices in one batch of reads under one deadline,
+// noting what it read and listed.
+func (c *fabricCollector) discover() (fabric.Snapshot, error) {
+	c.kept.Close()
+	c.layout = nil
+	var (
+		s   fabric.Snapshot
+		rec *recorder
+	)
 	blocked := c.fs.Batch(func(r *hostfs.Reader) error {
-		s = fabric.Read(&batchReader{r: r})
+		rec = &recorder{inner: &batchReader{r: r}, layout: &fabricLayout{dirs: map[string][]fs.DirEntry{}}}
+		s = fabric.Read(rec)
 		return nil
 	})
 	if blocked != nil {
 		return fabric.Snapshot{}, blocked
 	}
+	if s.Blocked == nil && len(rec.layout.files) <= maxKept {
+		c.layout, c.discovered = rec.layout, c.now()
+	}
 	return s, nil
+}
+
+// recorder is a fabric.FS that notes the files read (all but the absent)
+// and the directories listed.
+type recorder struct {
+	inner  fabric.FS
+	layout *fabricLayout
+}
+
+func (r *recorder) ReadFile(name string) ([]byte, error) {
+	data, err := r.inner.ReadFile(name)
+	if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, hostfs.ErrBlocked) {
+		r.layout.files = append(r.layout.files, name)
+	}
+	return data, err
+}
+
+func (r *recorder) ReadDir(name string) ([]fs.DirEntry, error) {
+	entries, err := r.inner.ReadDir(name)
+	if err == nil {
+		r.layout.dirs[name] = entries
+	}
+	return entries, err
+}
+
+// keptValue is what a kept file's read gave.
+type keptValue struct {
+	data []byte
+	err  error
+}
+
+// replay is a layout's listings and this scrape's reads of its files as a
+// fabric.FS: a file or directory the discovery did not find is absent.
+type replay struct {
+	layout *fabricLayout
+	values map[string]keptValue
+}
+
+func (r replay) ReadFile(name string) ([]byte, error) {
+	if v, ok := r.values[name]; ok {
+		return v.data, v.err
+	}
+	return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+}
+
+func (r replay) ReadDir(name string) ([]fs.DirEntry, error) {
+	if entries, ok := r.layout.dirs[name]; ok {
+		return entries, nil
+	}
+	return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
 }
 
 // batchReader is a hostfs.Reader as a fabric.FS. What ReadFile returns is

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-kit/log"
 
@@ -129,5 +130,72 @@ func TestFabricUnreadableFile(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), name) || strings.Contains(buf.String(), dir) {
 		t.Errorf("log:\n%s", buf.String())
+	}
+}
+
+// A scrape reads the values again through the files kept open (sysfs
+// writes an attribute afresh for each read), without listing the devices
+// again; a minute later, or at once after a file of the layout has gone,
+// the devices are discovered afresh.
+func TestFabricRereadsValuesAndRediscovers(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(sysFixture("spark-fabric"))); err != nil {
+		t.Fatal(err)
+	}
+	c := newFabricCollector(dir, 0, nopLogger())
+	defer c.Close()
+	now := time.Unix(1e9, 0)
+	c.now = func() time.Time { return now }
+	scrape := func() map[string]float64 {
+		t.Helper()
+		got, err := collect(t, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	write := func(rel, data string) {
+		t.Helper()
+		// In place, as sysfs changes a value: the same file.
+		if err := os.WriteFile(filepath.Join(dir, rel), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const rcv = `spark_fabric_receive_bytes_total{device="rocep1s0f0",port="1"}`
+	const up = `spark_fabric_link_up{device="roceP2p1s0f0",port="1"}`
+	scrape()
+	write("class/infiniband/rocep1s0f0/ports/1/counters/port_rcv_data", "3000000000\n")
+	write("class/infiniband/roceP2p1s0f0/ports/1/state", "1: DOWN\n")
+	got := scrape()
+	if got[rcv] != 12e9 || got[up] != 0 {
+		t.Errorf("values not read again: %s = %v, %s = %v", rcv, got[rcv], up, got[up])
+	}
+
+	// A new device shows only once the layout is discovered again.
+	gone := filepath.Join(dir, "class/infiniband/rocep1s0f1")
+	if err := os.Rename(gone, gone+"x"); err != nil {
+		t.Fatal(err)
+	}
+	got = scrape() // reads the files kept open: the device's are still there
+	if _, ok := got[`spark_fabric_link_up{device="rocep1s0f1x",port="1"}`]; ok {
+		t.Error("the listing was made again before a minute passed")
+	}
+	now = now.Add(rediscoverEvery)
+	got = scrape()
+	if _, ok := got[`spark_fabric_link_up{device="rocep1s0f1x",port="1"}`]; !ok {
+		t.Error("a minute later, the device under its new name is not there")
+	}
+
+	// A file of the layout that goes makes the next scrape discover.
+	if err := os.Remove(filepath.Join(dir, "class/infiniband/roceP2p1s0f1/ports/1/state")); err != nil {
+		t.Fatal(err)
+	}
+	c.kept.Close() // as a driver unbinding under an open file answers ENODEV: reopened, not found
+	scrape()
+	if c.layout != nil {
+		t.Error("a file of the layout went, and the layout is kept")
+	}
+	if got := scrape(); got[`spark_fabric_field_supported{field="rdma"}`] != 1 || countSeries(got, "spark_fabric_link_up{") != 3 {
+		t.Errorf("after rediscovery: %d link_up series", countSeries(got, "spark_fabric_link_up{"))
 	}
 }

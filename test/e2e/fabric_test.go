@@ -39,8 +39,8 @@ func TestTwoSparksFabric(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeAtomic(t, filepath.Join(lost, "state"), []byte("4: ACTIVE\n"))
-	writeAtomic(t, filepath.Join(lost, "phys_state"), []byte("5: LinkUp\n"))
+	writeSysfs(t, filepath.Join(lost, "state"), []byte("4: ACTIVE\n"))
+	writeSysfs(t, filepath.Join(lost, "phys_state"), []byte("5: LinkUp\n"))
 
 	s := startStack(t, []target{
 		{instance: "spark-a", procfs: idleTree(t, root), nvml: "gb10-idle", sysfs: healthy},
@@ -52,8 +52,8 @@ func TestTwoSparksFabric(t *testing.T) {
 	// The link as Prometheus saw it up, then lost.
 	s.waitFor(t, deadline, `spark_fabric_link_up{instance="spark-b",device="roceP2p1s0f0"} == 1`,
 		"Prometheus to see spark-b's roceP2p1s0f0 up")
-	writeAtomic(t, filepath.Join(lost, "phys_state"), downPhys)
-	writeAtomic(t, filepath.Join(lost, "state"), downState)
+	writeSysfs(t, filepath.Join(lost, "phys_state"), downPhys)
+	writeSysfs(t, filepath.Join(lost, "state"), downState)
 
 	t.Run("LinkDown", func(t *testing.T) {
 		a := s.waitPage(t, deadline, map[string]string{
@@ -163,4 +163,14 @@ func copySys(t *testing.T, src string) string {
 		t.Fatalf("the copy of %s lost its class/ links: %v", filepath.Base(src), err)
 	}
 	return dst
+}
+
+// writeSysfs changes an attribute as sysfs does, in the same file: the
+// fabric collector reads its files through descriptors kept open, which a
+// file renamed over (writeAtomic) would leave on the old contents.
+func writeSysfs(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
