@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -134,12 +136,26 @@ func (c *fabricCollector) discover() (fabric.Snapshot, error) {
 		return nil
 	})
 	if blocked != nil {
-		return fabric.Snapshot{}, blocked
+		return fabric.Snapshot{}, c.underRoot(blocked)
 	}
 	if s.Blocked == nil && len(rec.layout.files) <= maxKept {
 		c.layout, c.discovered = rec.layout, c.now()
 	}
 	return s, nil
+}
+
+// underRoot names the file of a read that blocked relative to the mount
+// point: a batch's Reader names it by its whole path.
+func (c *fabricCollector) underRoot(err error) error {
+	pe, ok := errors.AsType[*fs.PathError](err)
+	if !ok {
+		return err
+	}
+	rel, relErr := filepath.Rel(c.fs.Path("."), pe.Path)
+	if relErr != nil || strings.HasPrefix(rel, "..") {
+		return hostfs.WithoutPath(err)
+	}
+	return &fs.PathError{Op: pe.Op, Path: filepath.ToSlash(rel), Err: pe.Err}
 }
 
 // recorder is a fabric.FS that notes the files read (all but the absent)

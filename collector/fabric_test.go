@@ -5,12 +5,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/go-kit/log"
 
 	"github.com/spark-exporter/spark_exporter/internal/fabric"
+	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
 
 func fabricOn(t *testing.T, root string, logger log.Logger) (map[string]float64, error) {
@@ -197,5 +199,50 @@ func TestFabricRereadsValuesAndRediscovers(t *testing.T) {
 	}
 	if got := scrape(); got[`spark_fabric_field_supported{field="rdma"}`] != 1 || countSeries(got, "spark_fabric_link_up{") != 3 {
 		t.Errorf("after rediscovery: %d link_up series", countSeries(got, "spark_fabric_link_up{"))
+	}
+}
+
+// An attribute whose read blocks (a driver stuck in a firmware command)
+// fails the collector at the deadline, naming the file relative to
+// --path.sysfs, and the next scrape fails at once while it is still
+// blocked; once it returns, the collector reads again.
+func TestFabricBlockedRead(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(sysFixture("spark-fabric"))); err != nil {
+		t.Fatal(err)
+	}
+	const state = "class/infiniband/rocep1s0f0/ports/1/state"
+	path := filepath.Join(dir, state)
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := newFabricCollector(dir, 50*time.Millisecond, nopLogger())
+	defer c.Close()
+	_, err := collect(t, c)
+	if err == nil || !strings.Contains(err.Error(), state) || !strings.Contains(err.Error(), "blocked") || strings.Contains(err.Error(), dir) {
+		t.Fatalf("a blocked read: %v", err)
+	}
+	if _, err = collect(t, c); err == nil || !strings.Contains(err.Error(), state) || !strings.Contains(err.Error(), "still blocked") {
+		t.Fatalf("the next scrape while the read is blocked: %v", err)
+	}
+	w, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	os.Remove(path)
+	if err := os.WriteFile(path, []byte("4: ACTIVE\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]float64
+	testexporter.Eventually(t, 10*time.Second, func() bool {
+		got, err = collect(t, c)
+		return err == nil
+	}, "a scrape once the blocked read returned")
+	if got[`spark_fabric_link_up{device="rocep1s0f0",port="1"}`] != 1 {
+		t.Errorf("after the read returned: %v", got)
 	}
 }
