@@ -15,6 +15,7 @@ import (
 	"github.com/go-kit/log/level"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/spark-exporter/spark_exporter/internal/cliflag"
 	"github.com/spark-exporter/spark_exporter/internal/fabric"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 )
@@ -27,7 +28,7 @@ import (
 // reports: a function down, a function trained at x2, one rail idle while
 // its twin carries the transfer.
 func init() {
-	registerCollector("fabric", defaultEnabled, func(fg FlagGroup) Factory {
+	registerCollector("fabric", defaultEnabled, func(fg cliflag.FlagGroup) Factory {
 		return func(env Env) (Collector, error) {
 			return newFabricCollector(env.SysFS, env.ReadTimeout, env.Logger), nil
 		}

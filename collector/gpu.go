@@ -7,14 +7,18 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/spark-exporter/spark_exporter/internal/collected"
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
+
+	"github.com/spark-exporter/spark_exporter/internal/cliflag"
 )
 
 // The gpu collector is NVML's view of each GPU, as `nvidia-smi` shows it:
@@ -31,7 +35,7 @@ import (
 // client (gpu.Settings.Open), handed in through Env.NVML and closed by
 // whoever opened it.
 func init() {
-	registerNVMLCollector("gpu", defaultEnabled, func(FlagGroup) Factory {
+	registerNVMLCollector("gpu", defaultEnabled, func(cliflag.FlagGroup) Factory {
 		return func(env Env) (Collector, error) {
 			if env.NVML == nil {
 				return nil, errNoNVML
@@ -98,14 +102,49 @@ type gpuCollector struct {
 
 	// A reading is served to every scrape for up to --gpu.max-age, so
 	// the metrics built from it are kept and sent again while it is
-	// served: a scrape then builds none of them (about thirty per GPU),
-	// which saves 117 thousand instructions, 3.7% of a whole scrape
-	// (scripts/bench-counts.sh, BenchmarkGPU/nvml=recent and
-	// BenchmarkScrape/default). The per-process metrics are not kept:
-	// their comm is read afresh.
+	// served (what that pays: docs/performance.md, "Caches kept"). The
+	// per-process metrics are not kept: their comm is read afresh.
 	mu        sync.Mutex
 	builtFrom *gpu.Reading // &Devices[0] of the snapshot built; each read makes a new slice
 	built     []prometheus.Metric
+
+	// last is the reading the latest Update rendered, turned into
+	// collected.GPU only when a view asks (keep).
+	last atomic.Pointer[gpuRendered]
+}
+
+type gpuRendered struct {
+	loaded bool
+	snap   gpu.Snapshot
+}
+
+func (c *gpuCollector) keep(st *collected.State) {
+	r := c.last.Load()
+	if r == nil {
+		return
+	}
+	g := &collected.GPU{Loaded: r.loaded, Devices: make([]collected.Device, 0, len(r.snap.Devices))}
+	for _, d := range r.snap.Devices {
+		g.Devices = append(g.Devices, collected.Device{Index: d.Index, Name: labelValue(d.Name),
+			TemperatureCelsius: d.TemperatureCelsius, PowerWatts: d.PowerWatts, SMClockHertz: d.SMClockHertz,
+			SMClockMaxHertz: d.SMClockMaxHertz, Utilization: d.Utilization, ClockEvents: activeClockEvents(d)})
+	}
+	st.GPU = g
+}
+
+// activeClockEvents names the reasons spark_gpu_clocks_event_active says
+// are active.
+func activeClockEvents(r gpu.Reading) []string {
+	out := []string{}
+	if r.ClockEventReasons == nil {
+		return out
+	}
+	for _, reason := range gpuClockEventNames {
+		if *r.ClockEventReasons&reason.bit != 0 {
+			out = append(out, reason.name)
+		}
+	}
+	return out
 }
 
 func newGPUCollector(nvml snapshotter, timeout, maxAge time.Duration, fs hostfs.FS, logger log.Logger) (*gpuCollector, error) {
@@ -122,12 +161,15 @@ func (c *gpuCollector) Update(ch chan<- prometheus.Metric) error {
 	switch {
 	case errors.Is(err, gpu.ErrUnavailable):
 		// No driver or library: a normal host state, not a failure.
+		c.last.Store(&gpuRendered{})
 		ch <- prometheus.MustNewConstMetric(gpuUpDesc, prometheus.GaugeValue, 0)
 		return nil
 	case errors.Is(err, gpu.ErrTimeout):
+		c.last.Store(&gpuRendered{loaded: true})
 		ch <- prometheus.MustNewConstMetric(gpuUpDesc, prometheus.GaugeValue, 1)
 		return fmt.Errorf("%w (--gpu.timeout=%s): is the driver wedged?", err, c.timeout)
 	}
+	c.last.Store(&gpuRendered{loaded: true, snap: snap})
 	ch <- prometheus.MustNewConstMetric(gpuUpDesc, prometheus.GaugeValue, 1)
 	for _, m := range c.metrics(snap, err) {
 		ch <- m
@@ -238,8 +280,7 @@ func (c *gpuCollector) processes(ch chan<- prometheus.Metric, r gpu.Reading, blo
 //
 // It is read afresh at every scrape, into a buffer the size of a command
 // name (the kernel keeps 16 bytes of it): nothing is kept for it, since a
-// GPU holds a few processes and the whole-scrape benchmark shows no cache
-// here paying 2% of a scrape (docs/performance.md). The read is under
+// GPU holds a few processes (docs/performance.md). The read is under
 // --gpu.timeout (or --path.read-timeout, if shorter), as NVML's are; one
 // that blocks sets *blocked, failing the collector. A comm that is a
 // symbolic link is not followed (hostfs refuses links): the label is only

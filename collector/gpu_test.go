@@ -11,9 +11,9 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
+	"github.com/spark-exporter/spark_exporter/internal/gpu/thermalsampler"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/testing/gputest"
-	"github.com/spark-exporter/spark_exporter/internal/thermal"
 )
 
 // newMockGPUCollector runs the gpu collector on a mock NVML and the spark
@@ -189,7 +189,7 @@ func TestGPUServesTheThermalSamplersReading(t *testing.T) {
 	d := gputest.GB10(0)
 	client := gpu.New(gpu.Options{NVML: gputest.Library(d), RetryMin: time.Hour})
 	t.Cleanup(func() { client.Close() })
-	sampler := thermal.NewSampler(gpu.WithTimeout(client, time.Second), oneMinute(), "", nopLogger())
+	sampler := thermalsampler.NewSampler(gpu.WithTimeout(client, time.Second), oneMinute(), "", nopLogger())
 	sampler.Sample(context.Background(), time.Now())
 	reads := func() int { return len(d.GetPowerUsageCalls()) }
 	if reads() != 1 {
@@ -306,8 +306,8 @@ func TestNVMLIsHandedIn(t *testing.T) {
 	if nvml.reads != 1 || nvml.deadline <= 0 || nvml.deadline > time.Minute {
 		t.Errorf("the sampler read %d times, with %v left; want once, within --gpu.timeout", nvml.reads, nvml.deadline)
 	}
-	if snap, ok := e.ThermalSnapshot(); !ok || snap.Samples != 1 || len(snap.GPUs) != 1 {
-		t.Errorf("thermal snapshot %+v (%v); want the sample of GPU 0", snap, ok)
+	if th := e.State().Thermal; th == nil || th.Snapshot.Samples != 1 || len(th.Snapshot.GPUs) != 1 {
+		t.Errorf("thermal state %+v; want the sample of GPU 0", th)
 	}
 }
 
@@ -334,7 +334,7 @@ func TestNeedsNVML(t *testing.T) {
 			t.Errorf("%s without NVML: %v", name, err)
 		}
 	}
-	if _, ok := NewExporter(nil, nopLogger()).ThermalSnapshot(); ok {
+	if th := NewExporter(nil, nopLogger()).State().Thermal; th != nil {
 		t.Error("a thermal snapshot without the thermal collector")
 	}
 }

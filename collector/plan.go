@@ -6,7 +6,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/spark-exporter/spark_exporter/internal/collected"
 	"github.com/spark-exporter/spark_exporter/internal/plan"
+
+	"github.com/spark-exporter/spark_exporter/internal/cliflag"
 )
 
 // The plan collector exports what each planned training run in --plan.file
@@ -15,7 +18,7 @@ import (
 // grew, or the page cache filled. It is off until a file is given; the file
 // is read once, at start, and a bad one stops the exporter there.
 func init() {
-	registerConfiguredCollector("plan", "plan.file", func(fg FlagGroup) Factory {
+	registerConfiguredCollector("plan", "plan.file", func(fg cliflag.FlagGroup) Factory {
 		file := fg.Flag("plan.file",
 			"YAML list of planned training runs, each with a name and the fields of the plan command's flags (see `plan --help`). Turns on the plan collector.").
 			PlaceHolder("FILE").String()
@@ -40,9 +43,10 @@ var planRequiredDesc = prometheus.NewDesc(
 // planCollector holds each plan's peak, worked out once: plans change only
 // with the file, which is read at start.
 type planCollector struct {
-	names []string
-	peaks []float64
+	plans []collected.Plan
 }
+
+func (c *planCollector) keep(st *collected.State) { st.Plans = c.plans }
 
 func newPlanCollector(plans []plan.Named) (*planCollector, error) {
 	c := &planCollector{}
@@ -51,15 +55,17 @@ func newPlanCollector(plans []plan.Named) (*planCollector, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--plan.file: plan %s: %w", p.Name, err)
 		}
-		c.names = append(c.names, p.Name)
-		c.peaks = append(c.peaks, e.Peak)
+		c.plans = append(c.plans, collected.Plan{Name: p.Name, PeakBytes: e.Peak})
+	}
+	if c.plans == nil {
+		c.plans = []collected.Plan{} // on, with no plan: not nil
 	}
 	return c, nil
 }
 
 func (c *planCollector) Update(ch chan<- prometheus.Metric) error {
-	for i, name := range c.names {
-		ch <- prometheus.MustNewConstMetric(planRequiredDesc, prometheus.GaugeValue, c.peaks[i], name)
+	for _, p := range c.plans {
+		ch <- prometheus.MustNewConstMetric(planRequiredDesc, prometheus.GaugeValue, p.PeakBytes, p.Name)
 	}
 	return nil
 }

@@ -2,12 +2,14 @@ package collector
 
 import (
 	"strconv"
+	"sync/atomic"
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
+	"github.com/spark-exporter/spark_exporter/internal/collected"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/workload"
 )
@@ -17,7 +19,7 @@ import (
 // started with. The rule is one uncapped heavy job at a time (docs/design.md), so a
 // server's cap matters as much as its presence.
 func init() {
-	registerCollector("workloads", defaultEnabled, func(fg FlagGroup) Factory {
+	registerCollector("workloads", defaultEnabled, func(fg cliflag.FlagGroup) Factory {
 		patterns := cliflag.List(fg.Flag("workloads.match",
 			"Extra workload pattern role:kind:regex (role inference or training), matched against a process's "+
 				"arguments joined by spaces, before the built-in rules; repeatable. "+
@@ -46,7 +48,11 @@ var (
 type workloadsCollector struct {
 	scanner *workload.Scanner
 	logger  log.Logger
+	// last is what the latest Update rendered; nil when it failed.
+	last atomic.Pointer[workload.Result]
 }
+
+func (c *workloadsCollector) keep(st *collected.State) { st.Workloads = c.last.Load() }
 
 func newWorkloadsCollector(proc hostfs.FS, patterns []workload.Pattern, logger log.Logger) *workloadsCollector {
 	return &workloadsCollector{scanner: workload.NewScannerOn(proc, patterns), logger: logger}
@@ -58,8 +64,10 @@ func (c *workloadsCollector) Close() error { return c.scanner.Close() }
 func (c *workloadsCollector) Update(ch chan<- prometheus.Metric) error {
 	res, err := c.scanner.Scan()
 	if err != nil {
+		c.last.Store(nil)
 		return err
 	}
+	c.last.Store(&res)
 	for _, p := range res.Problems {
 		level.Debug(c.logger).Log("msg", "no memory cap exported for a workload", "pid", p.PID, "kind", p.Kind, "reason", p.What)
 	}

@@ -10,7 +10,8 @@
 # shows in the system call count instead. Both run with GOMAXPROCS=1: under
 # valgrind, which runs one thread at a time, idle Go threads spinning for
 # work would count billions of instructions. Go's asynchronous preemption
-# is turned off, since callgrind cannot follow its signals.
+# is turned off, since callgrind cannot follow its signals, and so is the
+# runtime's use of RDTSCP, which some valgrind builds cannot decode (SIGILL).
 set -euo pipefail
 pkg=$1 bench=$2 n=${3:-100}
 work=$(mktemp -d)
@@ -25,7 +26,7 @@ dir=$(go list -f '{{.Dir}}' "$pkg")
 run() { # tool iterations output
   local tool=$1 iters=$2 out=$3
   (cd "$dir" && case $tool in
-    callgrind) GOMAXPROCS=1 GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind --callgrind-out-file="$out" \
+    callgrind) GOMAXPROCS=1 GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off valgrind --tool=callgrind --callgrind-out-file="$out" \
                  "$work/bench.test" -test.run='^$' -test.bench="$bench" -test.benchtime="${iters}x" >/dev/null 2>&1 ;;
     strace)    GOMAXPROCS=1 strace -f -c -o "$out" \
                  "$work/bench.test" -test.run='^$' -test.bench="$bench" -test.benchtime="${iters}x" >/dev/null 2>&1 ;;

@@ -55,7 +55,7 @@ func benchHandler(b *testing.B, procfs string, exporterMetrics bool, args ...str
 }
 
 // benchExporter is the exporter's collectors as serve builds them.
-func benchExporter(b *testing.B, procfs string, args ...string) (*collector.Exporter, log.Logger) {
+func benchExporter(b testing.TB, procfs string, args ...string) (*collector.Exporter, log.Logger) {
 	b.Helper()
 	app := kingpin.New(name, "")
 	logConfig := logging.AddFlags(app)
@@ -148,10 +148,11 @@ func BenchmarkScrape(b *testing.B) {
 }
 
 // BenchmarkStatusRefresh is what one viewer's refresh of the status page
-// costs, on the host of BenchmarkScrape/default: its JSON (what page.js
-// asks for every few seconds) and the whole page (a first view, or curl),
-// each gathering anew; and the JSON served again to a second viewer
-// within a second (shared), which gathers nothing.
+// costs, on the host of BenchmarkScrape/default: the page's figures (view,
+// what page.js asks for every few seconds), the JSON API and the whole
+// page (a first view, or curl), each running the collectors anew; and the
+// JSON served again to a second viewer within a second (shared), which
+// runs nothing.
 func BenchmarkStatusRefresh(b *testing.B) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	busy := benchProc(b, 100)
@@ -159,6 +160,7 @@ func BenchmarkStatusRefresh(b *testing.B) {
 		name, path string
 		maxAge     time.Duration
 	}{
+		{"view", status.ViewPath, 0},
 		{"api", status.APIPath, 0},
 		{"page", "/", 0},
 		{"api-shared", status.APIPath, time.Hour},

@@ -159,8 +159,10 @@ func TestGoldenThermal(t *testing.T) {
 	var metrics string
 	testexporter.Eventually(t, 60*time.Second, func() bool {
 		metrics = p.Get(t, "/metrics?collect[]=thermal")
-		// NVML's slowdown reasons make the state throttled from the first
-		// sample; the signature needs the whole window.
+		// Frozen at 45m: 88 °C at a flat 100 W, the clock standing still
+		// and the counters with it: the signature with the clock holding,
+		// watching (hot, clock holding), not throttled. The signature
+		// needs the whole window.
 		return strings.Contains(metrics, `spark_thermal_throttle_signature{gpu="0"} 1`)
 	}, "the thermal window to fill and show the signature")
 	golden(t, "thermal.metrics", roundWindow(throttledSecondsLine.ReplaceAllString(normalise(metrics), "$1 <seconds>")))

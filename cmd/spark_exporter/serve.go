@@ -21,63 +21,80 @@ import (
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
-	"golang.org/x/net/netutil"
 
 	"github.com/spark-exporter/spark_exporter/collector"
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
+	"github.com/spark-exporter/spark_exporter/internal/connlimit"
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/logging"
+	"github.com/spark-exporter/spark_exporter/internal/readonly"
 	"github.com/spark-exporter/spark_exporter/internal/status"
 )
 
-// serveCommand registers the serving flags on cmd and returns the command
-// that serves metrics until SIGINT or SIGTERM, and the collectors' flags,
-// whose --pool.reserve the plan command shares.
-func serveCommand(cmd *kingpin.Application, procfs, sysfs *string, readTimeout *time.Duration) (command, *collector.Selection) {
-	webFlags := kingpinflag.AddFlags(cmd, defaultPort)
-	metricsPath := cliflag.Value(cmd.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics"), parseURLPath)
-	disableExporterMetrics := cmd.Flag("web.disable-exporter-metrics",
+// serveFlags are serve's own flags: the web server's, the logging, NVML
+// and collector flags.
+type serveFlags struct {
+	web                    *web.FlagConfig
+	metricsPath            *string
+	disableExporterMetrics *bool
+	maxRequests            *int
+	maxProcs               *int
+	maxConnections         *int
+	webReadTimeout         *time.Duration
+	idleTimeout            *time.Duration
+	logConfig              logging.Config
+	gpu                    *gpu.Flags
+	selection              *collector.Selection
+}
+
+func addServeFlags(cmd *kingpin.CmdClause) *serveFlags {
+	f := &serveFlags{web: kingpinflag.AddFlags(cmd, defaultPort)}
+	// The toolkit's help gives :9100 as its example, inside the range this
+	// exporter keeps out of (defaultPort): name ours instead.
+	cmd.GetFlag("web.listen-address").Help("Addresses on which to expose metrics and web interface. Repeatable for multiple addresses. " +
+		"Examples: `" + defaultPort + "` or `[::1]" + defaultPort + "` for http, `vsock://" + defaultPort + "` for vsock.")
+	f.metricsPath = cliflag.Value(cmd.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics"), parseURLPath)
+	f.disableExporterMetrics = cmd.Flag("web.disable-exporter-metrics",
 		"Exclude metrics about the exporter itself (promhttp_*, process_*, go_*).").Bool()
-	maxRequests := cliflag.Int(cmd.Flag("web.max-requests",
+	f.maxRequests = cliflag.Int(cmd.Flag("web.max-requests",
 		"Maximum number of parallel scrape requests; 0 disables the limit.").Default("40"), 0, 1<<20)
 	// One thread runs Go code by default, as node_exporter's does: a scrape
 	// is a millisecond of mostly system calls, which more threads do not
 	// shorten but hand from thread to thread at a cost (docs/performance.md).
-	maxProcs := cliflag.Int(cmd.Flag("runtime.gomaxprocs",
+	f.maxProcs = cliflag.Int(cmd.Flag("runtime.gomaxprocs",
 		"The number of CPUs Go code runs on at once (GOMAXPROCS).").Envar("GOMAXPROCS").Default("1"), 1, 1<<16)
-	maxConnections := cliflag.Int(cmd.Flag("web.max-connections",
-		"Maximum number of open client connections; more wait to be accepted. Each holds a file descriptor, "+
-			"which the collectors need too.").Default("64"), 1, 1<<20)
-	webReadTimeout := cliflag.Duration(cmd.Flag("web.read-timeout",
+	f.maxConnections = cliflag.Int(cmd.Flag("web.max-connections",
+		"Maximum number of open client connections. Each holds a file descriptor, which the collectors need too. "+
+			"At the limit, a connection that has sent no request for a second is closed to make room (the oldest of "+
+			"the client holding the most); when all are being answered, more wait to be accepted.").Default("64"), 1, 1<<20)
+	f.webReadTimeout = cliflag.Duration(cmd.Flag("web.read-timeout",
 		"Deadline for reading a whole request, headers included; a client slower than this is disconnected.").Default("10s"))
-	idleTimeout := cliflag.Duration(cmd.Flag("web.idle-timeout",
+	f.idleTimeout = cliflag.Duration(cmd.Flag("web.idle-timeout",
 		"How long a keep-alive connection may wait for its next request; above the scrape interval, so that Prometheus reuses its connection.").Default("2m"))
-	logConfig := logging.AddFlags(cmd)
-	gpuFlags := gpu.AddFlags(cmd)
-	selection := collector.AddFlags(cmd)
+	f.logConfig = logging.AddFlags(cmd)
+	f.gpu = gpu.AddFlags(cmd)
+	f.selection = collector.AddFlags(cmd)
+	return f
+}
+
+// serveCommand registers the serving flags on cmd (the web, logging, NVML
+// and collector flags) and returns the command that serves metrics until
+// SIGINT or SIGTERM.
+func serveCommand(cmd *kingpin.CmdClause, procfs, sysfs *string, readTimeout *time.Duration) command {
+	f := addServeFlags(cmd)
 
 	return func(stdout, stderr io.Writer) int {
-		runtime.GOMAXPROCS(*maxProcs)
-		logger, slogger := logging.New(stderr, logConfig)
+		runtime.GOMAXPROCS(*f.maxProcs)
+		logger, slogger := logging.New(stderr, f.logConfig)
 		level.Info(logger).Log("msg", "Starting "+name, "version", version.Info())
 		level.Info(logger).Log("msg", "Build context", "build_context", version.BuildContext())
 
-		if err := checkWebConfig(*webFlags.WebConfigFile); err != nil {
+		if err := checkStart(*f.web.WebConfigFile, *procfs, *sysfs); err != nil {
 			level.Error(logger).Log("msg", "cannot start", "err", err)
 			return 1
 		}
-		// Collectors read under --path.procfs and --path.sysfs from their first
-		// scrape: a mount point that is not there is a mistake to stop at now, with
-		// an error that names the flag rather than the path.
-		for _, mount := range []struct{ flag, dir string }{{"--path.procfs", *procfs}, {"--path.sysfs", *sysfs}} {
-			if err := hostfs.New(mount.dir).CheckRoot(); err != nil {
-				level.Error(logger).Log("msg", "cannot start", "err", mount.flag+": "+err.Error())
-				return 1
-			}
-		}
-
-		exporter, closeCollectors, err := buildExporter(selection, gpuFlags.Settings(), collector.Env{
+		exporter, closeCollectors, err := buildExporter(f.selection, f.gpu.Settings(), collector.Env{
 			ProcFS: *procfs, SysFS: *sysfs, ReadTimeout: *readTimeout, Logger: logger})
 		if err != nil {
 			level.Error(logger).Log("msg", "cannot start", "err", err)
@@ -95,47 +112,96 @@ func serveCommand(cmd *kingpin.Application, procfs, sysfs *string, readTimeout *
 			level.Info(logger).Log("msg", "collector enabled", "collector", c)
 		}
 
-		mux := http.NewServeMux()
-		metrics := newMetricsHandler(exporter, !*disableExporterMetrics, *maxRequests, logger)
-		mux.Handle(*metricsPath, metrics)
-		for pattern, h := range statusRoutes(exporter, *metricsPath, status.DefaultMaxAge) {
-			mux.Handle(pattern, metrics.limit(h))
-		}
-
-		server := &http.Server{
-			// Only GET and HEAD, on every endpoint: a scrape reads.
-			Handler:           readOnly(mux),
-			ReadHeaderTimeout: *webReadTimeout,
-			ReadTimeout:       *webReadTimeout,
-			// A response not taken within a minute is given up: a
-			// scrape answers within its read deadlines.
-			WriteTimeout: time.Minute,
-			IdleTimeout:  *idleTimeout,
-		}
+		server := newServer(serveMux(exporter, f, logger), f)
+		// Caught before the listener is announced: a signal sent once
+		// "Listening on" shows is handled.
+		stop := make(chan os.Signal, 1)
+		signal.Notify(stop, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+		defer signal.Stop(stop)
 		served := make(chan error, 1)
 		go func() {
-			served <- serveBounded(server, webFlags, *maxConnections, withWebConfigRedacted(slogger, *webFlags.WebConfigFile))
+			served <- serveBounded(server, f.web, *f.maxConnections, withWebConfigRedacted(slogger, *f.web.WebConfigFile))
 		}()
 
-		stop := make(chan os.Signal, 1)
-		signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
-		defer signal.Stop(stop)
-		select {
-		case err := <-served:
-			level.Error(logger).Log("msg", "cannot serve; check --web.listen-address", "err", err)
-			return 1
-		case sig := <-stop:
-			level.Info(logger).Log("msg", "shutting down", "signal", sig.String())
+		for {
+			select {
+			case err := <-served:
+				level.Error(logger).Log("msg", "cannot serve; check --web.listen-address", "err", err)
+				return 1
+			case sig := <-stop:
+				if sig == syscall.SIGHUP {
+					// SIGHUP's default is a silent exit (a closed terminal,
+					// a reload habit): there is nothing to reload, since
+					// the web config is read at every request and the flags
+					// only at start, so it is logged and the exporter
+					// carries on.
+					level.Info(logger).Log("msg", "SIGHUP received: nothing to reload (--web.config.file is read at every request; flags need a restart); carrying on")
+					continue
+				}
+				level.Info(logger).Log("msg", "shutting down", "signal", sig.String())
+			}
+			break
 		}
 		shutDown = true
 		shutdown(server, served, closeCollectors, logger)
 		return 0
-	}, selection
+	}
 }
 
+// checkStart checks, before anything starts, what a mistake would
+// otherwise show only later: the web configuration file, and the mount
+// points the collectors read under from their first scrape (an error that
+// names the flag rather than the path).
+func checkStart(webConfigFile, procfs, sysfs string) error {
+	if err := checkWebConfig(webConfigFile); err != nil {
+		return err
+	}
+	for _, mount := range []struct{ flag, dir string }{{"--path.procfs", procfs}, {"--path.sysfs", sysfs}} {
+		if err := hostfs.New(mount.dir).CheckRoot(); err != nil {
+			return errors.New(mount.flag + ": " + err.Error())
+		}
+	}
+	return nil
+}
+
+// serveMux routes the metrics and the status page, which counts against
+// the same --web.max-requests.
+func serveMux(exporter *collector.Exporter, f *serveFlags, logger log.Logger) *http.ServeMux {
+	mux := http.NewServeMux()
+	metrics := newMetricsHandler(exporter, !*f.disableExporterMetrics, *f.maxRequests, logger)
+	mux.Handle(*f.metricsPath, metrics)
+	for pattern, h := range statusRoutes(exporter, *f.metricsPath, status.DefaultMaxAge) {
+		mux.Handle(pattern, metrics.limit(h))
+	}
+	return mux
+}
+
+func newServer(mux *http.ServeMux, f *serveFlags) *http.Server {
+	return &http.Server{
+		// Only GET and HEAD, on every endpoint, an endpoint added to
+		// the mux included: a scrape reads.
+		Handler:           readonly.Handler(mux),
+		ReadHeaderTimeout: min(*f.webReadTimeout, requestHeaderTimeout),
+		ReadTimeout:       *f.webReadTimeout,
+		// Which connections wait for a request: those may be closed
+		// to make room (serveBounded).
+		ConnState: connlimit.Track,
+		// A response not taken within a minute is given up: a
+		// scrape answers within its read deadlines.
+		WriteTimeout: time.Minute,
+		IdleTimeout:  *f.idleTimeout,
+	}
+}
+
+// requestHeaderTimeout bounds the wait for a request's headers: a scraper
+// sends them at once, so a connection silent for seconds is one holding a
+// slot (a body, which no endpoint reads, is under --web.read-timeout).
+const requestHeaderTimeout = 5 * time.Second
+
 // serveBounded serves on the --web.listen-address listeners, each accepting
-// at most maxConnections at once (netutil.LimitListener): connections held
-// open, idle or slow, never take the descriptors the collectors need.
+// at most maxConnections at once (connlimit): connections held open, idle
+// or slow, never take the descriptors the collectors need, nor keep a new
+// scrape out.
 // exporter-toolkit's ListenAndServe makes its own listeners; its Serve
 // takes ours. Systemd socket activation and vsock addresses keep the
 // toolkit's listeners, without the bound.
@@ -155,24 +221,9 @@ func serveBounded(server *http.Server, flags *web.FlagConfig, maxConnections int
 			return err
 		}
 		defer l.Close()
-		listeners = append(listeners, netutil.LimitListener(l, maxConnections))
+		listeners = append(listeners, connlimit.New(l, maxConnections))
 	}
 	return web.ServeMultiple(listeners, server, flags, logger)
-}
-
-// readOnly answers 405 to any method but GET and HEAD, with the Allow
-// header, before next: every endpoint is read-only, and a scrape costs
-// work that a POST or TRACE has no business starting. serve.go wraps the
-// whole mux in it, so an endpoint added to the mux is covered.
-func readOnly(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			http.Error(w, "Method not allowed: only GET and HEAD.", http.StatusMethodNotAllowed)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 // shutdownGrace is how long the exporter waits, after SIGTERM, for the

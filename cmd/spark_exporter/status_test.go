@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -28,11 +30,11 @@ func TestStatusSharesMaxRequests(t *testing.T) {
 	metrics := newMetricsHandler(exporter, false, 1, log.NewNopLogger())
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", metrics)
-	for pattern, h := range statusRoutes(exporter, "/metrics", status.DefaultMaxAge) {
+	// Every view runs the collectors (a max age of 0), so that each
+	// holds the gate.
+	for pattern, h := range statusRoutes(exporter, "/metrics", 0) {
 		mux.Handle(pattern, metrics.limit(h))
 	}
-	// The JSON is not tried first: the page's model, younger than a
-	// second, is served again without a gather to hold.
 	for _, first := range []string{"/metrics", "/"} {
 		var wg sync.WaitGroup
 		wg.Go(func() {
@@ -55,6 +57,65 @@ func TestStatusSharesMaxRequests(t *testing.T) {
 	}
 }
 
+// /metrics and the status page render one typed state: after a scrape the
+// page shows that scrape's figures, its collectors' durations included
+// (so it ran no collector of its own), and a change on the host shows in
+// both through the next scrape.
+func TestStatusRendersTheScrapesState(t *testing.T) {
+	proc := testexporter.CopyTree(t, fixtureDir(t, "spark"))
+	exporter, logger := benchExporter(t, proc, "--no-collector.thermal")
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", newMetricsHandler(exporter, false, 4, logger))
+	// A state of any age is shown: the page never runs the collectors
+	// once a scrape has.
+	for pattern, h := range statusRoutes(exporter, "/metrics", time.Hour) {
+		mux.Handle(pattern, h)
+	}
+	for _, freeKiB := range []int{21474836, 3145728} {
+		meminfo, err := os.ReadFile(filepath.Join(proc, "meminfo"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(string(meminfo), "\n")
+		for i, l := range lines {
+			if strings.HasPrefix(l, "MemFree:") {
+				lines[i] = fmt.Sprintf("MemFree:        %d kB", freeKiB)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(proc, "meminfo"), []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		metrics := get(mux, "/metrics").Body.String()
+		var m status.Model
+		if err := json.Unmarshal(get(mux, status.APIPath).Body.Bytes(), &m); err != nil || m.Pool == nil {
+			t.Fatalf("status: %v %+v", err, m.Pool)
+		}
+		v := func(series string) float64 {
+			x, ok := value(metrics, series)
+			if !ok {
+				t.Fatalf("/metrics lacks %s", series)
+			}
+			return x
+		}
+		if free := int64(freeKiB) << 10; m.Pool.FreeBytes != free || v("spark_pool_free_bytes") != float64(free) {
+			t.Errorf("free: the page %d, /metrics %v; the host %d", m.Pool.FreeBytes, v("spark_pool_free_bytes"), free)
+		}
+		if h := v("spark_pool_headroom_bytes"); float64(m.Pool.HeadroomBytes) != h {
+			t.Errorf("headroom: the page %d, /metrics %v", m.Pool.HeadroomBytes, h)
+		}
+		if len(m.Collectors) < 4 {
+			t.Errorf("collectors %+v, want the exporter's", m.Collectors)
+		}
+		for _, c := range m.Collectors {
+			d := v(`spark_scrape_collector_duration_seconds{collector="` + c.Name + `"}`)
+			ok := v(`spark_scrape_collector_success{collector="`+c.Name+`"}`) == 1
+			if c.DurationSeconds != d || c.Success != ok {
+				t.Errorf("collector %s: the page %v %v, /metrics %v %v", c.Name, c.Success, c.DurationSeconds, ok, d)
+			}
+		}
+	}
+}
+
 // The JSON the built exporter serves, on the stand-in's scenarios, is
 // what docs/status.schema.json says; `spark_exporter status` prints it as
 // a report in words.
@@ -74,7 +135,7 @@ func TestStatusJSONAndReport(t *testing.T) {
 		report []string
 	}{
 		{"throttling", func(t *testing.T) *testexporter.Process {
-			return startSpark(t, frozenAt(t, "gb10-throttle", "45m"), plans, "--thermal.interval=100ms", "--thermal.window=1s")
+			return startSpark(t, frozenThrottling(t), plans, "--thermal.interval=100ms", "--thermal.window=1s")
 		}, []string{"Throttling:", "throttle signature", "vllm       pid 2101", "Plan     llama-3.1-70b-qlora: Will not fit", "all collectors ok"}},
 		{"no-gpu", func(t *testing.T) *testexporter.Process {
 			return testexporter.Start(t, nil, "--path.procfs="+fixtureDir(t, "spark"), noGPU)
@@ -85,7 +146,9 @@ func TestStatusJSONAndReport(t *testing.T) {
 			var body string
 			testexporter.Eventually(t, 30*time.Second, func() bool {
 				body = p.Get(t, "/api/v1/status")
-				return tc.name == "no-gpu" || strings.Contains(body, `"state":"throttled"`)
+				// Throttled at once on the flags; the signature once the
+				// samples cover the window.
+				return tc.name == "no-gpu" || strings.Contains(body, `"state":"throttled"`) && strings.Contains(body, `"signature":true`)
 			}, "a thermal verdict")
 			for _, e := range schema.Validate([]byte(body)) {
 				t.Errorf("schema: %s", e)
@@ -118,4 +181,22 @@ func exitCode(err error) int {
 		return -1
 	}
 	return 0
+}
+
+// frozenThrottling is the gb10-throttle scenario frozen at 45 minutes, 88 °C
+// on the ~100 W plateau in thermal slowdown, on a driver that reports its
+// clock event flags. Frozen, the clock cannot fall and the counters do not
+// grow, so a GB10's flags-clear snapshot is only "hot, clock holding"; the
+// flags make it throttled, for the pages that show throttling.
+func frozenThrottling(t *testing.T) []string {
+	t.Helper()
+	base, err := os.ReadFile(testexporter.Scenario(t, "gb10-throttle"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "gb10-throttle-flags.scenario")
+	if err := os.WriteFile(path, append([]byte("clocks_event_flags reported\n"), base...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"SPARK_NVML_SCENARIO=" + path, "SPARK_NVML_FREEZE=45m"}
 }

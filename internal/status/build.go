@@ -5,165 +5,95 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-
+	"github.com/spark-exporter/spark_exporter/internal/collected"
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/thermal"
+	"github.com/spark-exporter/spark_exporter/internal/workload"
 )
-
-// PlateauWatts is the GB10's sustained draw under load: about 100 W,
-// well below the 240 W rating of its power brick. It is the platform's cap,
-// not a fault (NVIDIA DGX Spark user guide, and owners' reports on the
-// NVIDIA developer forum), so the power chart marks it.
-const PlateauWatts = 100
-
-// HeavyCap is the largest memory cap at which an inference server may run
-// beside a training job: the operations guide's "cap it at 0.5" (the
-// SparkConcurrentHeavyWorkloads alert's threshold).
-const HeavyCap = 0.5
-
-// flushWorthBytes is the least flushable page cache worth a flush: the
-// SparkPageCacheHoldingHeadroom alert's 4 GiB.
-const flushWorthBytes = 4 << 30
 
 // MaxPoints bounds the samples of a chart: a window of 10 minutes at 5 s
 // holds 120; a long window at a short interval is thinned to this many.
 const MaxPoints = 240
 
-// ThermalInput is what the status takes from the thermal sampler.
-type ThermalInput struct {
-	Snapshot thermal.Snapshot
-	Config   thermal.Config
-}
-
-// Build makes the model from one gather of the exporter's registry and,
-// when the thermal collector runs, its sampler's snapshot, at now.
-func Build(families []*dto.MetricFamily, th *ThermalInput, now time.Time) Model {
-	m := metrics(families)
+// Build makes the model from the collectors' latest results (the state
+// /metrics rendered) and the running build, as of st.At.
+func Build(exp Exporter, st collected.State) Model {
+	now := st.At
 	model := Model{
 		APIVersion:  APIVersion,
 		GeneratedAt: now.UTC().Format(time.RFC3339),
-		Exporter:    exporterInfo(m),
-		Collectors:  collectors(m),
+		Exporter:    exp,
+		Collectors:  collectors(st.Runs),
 	}
 	success := map[string]bool{}
 	for _, c := range model.Collectors {
 		success[c.Name] = c.Success
 	}
-	if success["pool"] {
-		model.Pool = pool(m)
+	if success["pool"] && st.Pool != nil {
+		model.Pool = poolOf(st.Pool)
 	}
-	if success["workloads"] {
-		model.Workloads = workloads(m)
+	if success["workloads"] && st.Workloads != nil {
+		model.Workloads = workloads(st.Workloads)
 	}
 	training := model.Workloads != nil && model.Workloads.Training > 0
-	if _, on := success["plan"]; on {
-		model.Plans = plans(m, model.Pool, training)
+	if st.Plans != nil {
+		model.Plans = plans(st.Plans, model.Pool, training)
 	}
 	if model.Pool != nil {
 		model.Pool.judge(model.Plans, training)
 	}
-	model.NVML = nvmlState(m, success)
-	model.GPUs = gpus(m, th, now)
+	model.NVML = nvmlState(st.GPU, success)
+	model.GPUs = gpus(st.GPU, st.Thermal, now)
 	return model
 }
 
-// series is one metric family's samples, by name.
-type series map[string][]*dto.Metric
-
-func metrics(families []*dto.MetricFamily) series {
-	s := series{}
-	for _, f := range families {
-		s[f.GetName()] = f.GetMetric()
-	}
-	return s
-}
-
-func label(m *dto.Metric, name string) string {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == name {
-			return l.GetValue()
-		}
-	}
-	return ""
-}
-
-func value(m *dto.Metric) float64 {
+// saturated is a byte count as an int64, held at the type's bounds rather
+// than wrapped: int64(6.3e20) is MinInt64, which would read as "fits".
+func saturated(v float64) int64 {
 	switch {
-	case m.Gauge != nil:
-		return m.Gauge.GetValue()
-	case m.Counter != nil:
-		return m.Counter.GetValue()
-	case m.Untyped != nil:
-		return m.Untyped.GetValue()
+	case math.IsNaN(v):
+		return 0
+	case v >= math.MaxInt64:
+		return math.MaxInt64
+	case v <= math.MinInt64:
+		return math.MinInt64
 	}
-	return math.NaN()
-}
-
-// get is the value of the series name whose labels include the pairs given.
-func (s series) get(name string, pairs ...string) (float64, bool) {
-	for _, m := range s[name] {
-		if matches(m, pairs) {
-			v := value(m)
-			return v, !math.IsNaN(v) && !math.IsInf(v, 0)
-		}
-	}
-	return 0, false
-}
-
-func matches(m *dto.Metric, pairs []string) bool {
-	for i := 0; i+1 < len(pairs); i += 2 {
-		if label(m, pairs[i]) != pairs[i+1] {
-			return false
-		}
-	}
-	return true
-}
-
-func (s series) bytes(name string) int64 {
-	v, _ := s.get(name)
 	return int64(v)
 }
 
-func (s series) ptr(name string, pairs ...string) *float64 {
-	v, ok := s.get(name, pairs...)
-	if !ok {
+func size(b uint64) int64 { return int64(min(b, math.MaxInt64)) }
+
+// finite is v when it is a number JSON can hold, else nil.
+func finite(v *float64) *float64 {
+	if v == nil || math.IsNaN(*v) || math.IsInf(*v, 0) {
 		return nil
 	}
-	return &v
+	return v
 }
 
-func exporterInfo(s series) Exporter {
-	for _, m := range s["spark_exporter_build_info"] {
-		return Exporter{Version: label(m, "version"), Revision: label(m, "revision"), GoVersion: label(m, "goversion")}
-	}
-	return Exporter{}
-}
-
-func collectors(s series) []Collector {
-	var out []Collector
-	for _, m := range s["spark_scrape_collector_success"] {
-		name := label(m, "collector")
-		d, _ := s.get("spark_scrape_collector_duration_seconds", "collector", name)
-		out = append(out, Collector{Name: name, Success: value(m) == 1, DurationSeconds: d})
+func collectors(runs []collected.Run) []Collector {
+	out := make([]Collector, 0, len(runs))
+	for _, r := range runs {
+		out = append(out, Collector{Name: r.Name, Success: r.Success, DurationSeconds: r.Duration.Seconds()})
 	}
 	slices.SortFunc(out, func(a, b Collector) int { return cmp.Compare(a.Name, b.Name) })
 	return out
 }
 
-func pool(s series) *Pool {
+func poolOf(in *collected.Pool) *Pool {
+	s := in.Snapshot
 	p := &Pool{
-		TotalBytes:              s.bytes("spark_pool_total_bytes"),
-		FreeBytes:               s.bytes("spark_pool_free_bytes"),
-		AvailableBytes:          s.bytes("spark_pool_available_bytes"),
-		PageCacheBytes:          s.bytes("spark_pool_page_cache_bytes"),
-		FlushableBytes:          s.bytes("spark_pool_flushable_bytes"),
-		ReserveBytes:            s.bytes("spark_pool_reserve_bytes"),
-		HeadroomBytes:           s.bytes("spark_pool_headroom_bytes"),
-		HeadroomAfterFlushBytes: s.bytes("spark_pool_headroom_after_flush_bytes"),
+		TotalBytes:              size(s.Total),
+		FreeBytes:               size(s.Free),
+		AvailableBytes:          size(s.Available),
+		PageCacheBytes:          size(s.PageCache),
+		FlushableBytes:          size(s.Flushable),
+		ReserveBytes:            size(in.Reserve),
+		HeadroomBytes:           s.Headroom(in.Reserve),
+		HeadroomAfterFlushBytes: s.HeadroomAfterFlush(in.Reserve),
 	}
 	p.UsedBytes = max(0, p.TotalBytes-p.FreeBytes-p.PageCacheBytes)
 	flushable := min(p.FlushableBytes, p.PageCacheBytes)
@@ -183,16 +113,15 @@ func pool(s series) *Pool {
 // enough to flush while free is below the reserve, or while a planned run
 // fits only after a flush and no training runs), or fine.
 func (p *Pool) judge(plans *Plans, training bool) {
-	cacheWorth := p.FlushableBytes >= flushWorthBytes
 	planNeedsFlush := false
-	if plans != nil && !training {
+	if plans != nil {
 		for _, pl := range plans.List {
-			planNeedsFlush = planNeedsFlush || pl.RequiredBytes > p.HeadroomBytes
+			planNeedsFlush = planNeedsFlush || pl.State != string(judge.Fits)
 		}
 	}
 	below := p.FreeBytes < p.ReserveBytes
 	switch {
-	case cacheWorth && (below || planNeedsFlush):
+	case judge.CacheHoldsHeadroom(float64(p.FlushableBytes), below, planNeedsFlush, training):
 		p.State = "cache_holds_headroom"
 		p.Text = fmt.Sprintf("The page cache holds %s that a flush would give back: headroom %s now, %s after a flush.",
 			Bytes(p.FlushableBytes), Bytes(p.HeadroomBytes), Bytes(p.HeadroomAfterFlushBytes))
@@ -208,33 +137,21 @@ func (p *Pool) judge(plans *Plans, training bool) {
 	}
 }
 
-func workloads(s series) *Workloads {
-	w := &Workloads{List: []Workload{}}
-	if v, ok := s.get("spark_workloads", "role", "training"); ok {
-		w.Training = int(v)
-	}
-	if v, ok := s.get("spark_workloads", "role", "inference"); ok {
-		w.Inference = int(v)
-	}
-	if v, ok := s.get("spark_workload_unreadable_processes"); ok {
-		w.Unreadable = int(v)
-	}
-	for _, m := range s["spark_workload_info"] {
-		pid, err := strconv.Atoi(label(m, "pid"))
-		if err != nil {
-			continue
+func workloads(res *workload.Result) *Workloads {
+	w := &Workloads{List: []Workload{}, Unreadable: res.Unreadable}
+	for _, x := range res.Workloads {
+		switch x.Role {
+		case workload.Training:
+			w.Training++
+		case workload.Inference:
+			w.Inference++
 		}
-		wl := Workload{PID: pid, Kind: label(m, "kind"), Role: label(m, "role")}
-		if v, ok := s.get("spark_workload_resident_bytes", "pid", label(m, "pid")); ok {
-			b := int64(v)
-			wl.ResidentBytes = &b
+		resident := size(x.ResidentBytes)
+		wl := Workload{PID: x.PID, Kind: x.Kind, Role: string(x.Role), ResidentBytes: &resident}
+		if x.Cap.Source != "" {
+			wl.Cap = &Cap{Ratio: x.Cap.Ratio, Source: string(x.Cap.Source)}
 		}
-		for _, c := range s["spark_workload_memory_cap_ratio"] {
-			if label(c, "pid") == label(m, "pid") {
-				wl.Cap = &Cap{Ratio: value(c), Source: label(c, "source")}
-			}
-		}
-		wl.Heavy = wl.Role == "inference" && (wl.Cap == nil || wl.Cap.Ratio > HeavyCap)
+		wl.Heavy = wl.Role == string(workload.Inference) && judge.Heavy(wl.Cap != nil, capRatio(wl.Cap))
 		w.List = append(w.List, wl)
 	}
 	slices.SortFunc(w.List, func(a, b Workload) int {
@@ -244,8 +161,15 @@ func workloads(s series) *Workloads {
 	return w
 }
 
+func capRatio(c *Cap) float64 {
+	if c == nil {
+		return math.NaN()
+	}
+	return c.Ratio
+}
+
 // judge is the one-heavy-job rule: a training job and an inference server
-// with no cap, or a cap above HeavyCap, do not share the pool.
+// with no cap, or a cap above judge.HeavyCapRatio, do not share the pool.
 func (w *Workloads) judge() {
 	var heavy []string
 	for _, wl := range w.List {
@@ -260,10 +184,10 @@ func (w *Workloads) judge() {
 	case w.Training > 0 && len(heavy) > 0:
 		w.State = "contention"
 		w.Text = fmt.Sprintf("Training beside an uncapped inference server: %s. Both draw on the one pool and will evict each other's pages without an OOM in the log. Cap the server at %.1f or less, or stop it before a long run.",
-			strings.Join(heavy, ", "), HeavyCap)
+			strings.Join(heavy, ", "), judge.HeavyCapRatio)
 	case w.Training > 0 && w.Inference > 0:
 		w.State = "ok"
-		w.Text = fmt.Sprintf("Training beside inference capped at %.1f or less: one heavy job at a time, fine.", HeavyCap)
+		w.Text = fmt.Sprintf("Training beside inference capped at %.1f or less: one heavy job at a time, fine.", judge.HeavyCapRatio)
 	case w.Training > 1:
 		w.State = "ok"
 		w.Text = fmt.Sprintf("%d training jobs share the pool: check that the sum of their needs fits.", w.Training)
@@ -283,22 +207,25 @@ func capText(c *Cap) string {
 	return fmt.Sprintf("cap %s", Percent(c.Ratio))
 }
 
-func plans(s series, p *Pool, training bool) *Plans {
+func plans(in []collected.Plan, p *Pool, training bool) *Plans {
 	out := &Plans{TrainingRunning: training, List: []Plan{}}
-	for _, m := range s["spark_plan_required_bytes"] {
-		pl := Plan{Name: label(m, "plan"), RequiredBytes: int64(value(m))}
-		switch {
-		case p == nil:
+	for _, x := range in {
+		required := x.PeakBytes
+		pl := Plan{Name: x.Name, RequiredBytes: saturated(required)}
+		if p == nil {
 			pl.Text = "The pool is not known."
-		case pl.RequiredBytes <= p.HeadroomBytes:
-			pl.State = "fits"
+			out.List = append(out.List, pl)
+			continue
+		}
+		fit := judge.FitOf(required, float64(p.HeadroomBytes), float64(p.HeadroomAfterFlushBytes))
+		pl.State = string(fit)
+		switch fit {
+		case judge.Fits:
 			pl.Text = fmt.Sprintf("Fits now: needs %s at its peak, %s of headroom.", Bytes(pl.RequiredBytes), Bytes(p.HeadroomBytes))
-		case pl.RequiredBytes <= p.HeadroomAfterFlushBytes:
-			pl.State = "fits_after_flush"
+		case judge.FitsAfterFlush:
 			pl.Text = fmt.Sprintf("Fits after a flush: needs %s at its peak, %s of headroom after a flush.", Bytes(pl.RequiredBytes), Bytes(p.HeadroomAfterFlushBytes))
 		default:
-			pl.State = "wont_fit"
-			pl.Text = fmt.Sprintf("Will not fit: needs %s at its peak, %s more than the headroom after a flush.", Bytes(pl.RequiredBytes), Bytes(pl.RequiredBytes-p.HeadroomAfterFlushBytes))
+			pl.Text = fmt.Sprintf("Will not fit: needs %s at its peak, %s more than the headroom after a flush.", Bytes(pl.RequiredBytes), Bytes(saturated(required-float64(p.HeadroomAfterFlushBytes))))
 		}
 		if training && pl.State != "fits" && pl.State != "" {
 			pl.Text += " A training job runs now; it may be this run."
@@ -309,15 +236,14 @@ func plans(s series, p *Pool, training bool) *Plans {
 	return out
 }
 
-func nvmlState(s series, success map[string]bool) NVML {
-	up, known := s.get("spark_gpu_nvml_up")
+func nvmlState(g *collected.GPU, success map[string]bool) NVML {
 	switch {
-	case !known:
+	case g == nil:
 		if _, on := success["gpu"]; on {
 			return NVML{State: "failing", Text: "NVML did not answer: see the exporter's log."}
 		}
 		return NVML{State: "off", Text: "The gpu collector is disabled."}
-	case up != 1:
+	case !g.Loaded:
 		return NVML{State: "down", Text: "NVML is not loaded: no NVIDIA driver or library on this host. The exporter retries in the background."}
 	case !success["gpu"]:
 		return NVML{State: "failing", Text: "NVML is loaded but its reads fail (a wedged driver, or a GPU lost): see the exporter's log."}
@@ -325,7 +251,7 @@ func nvmlState(s series, success map[string]bool) NVML {
 	return NVML{State: "up", Text: "NVML is up."}
 }
 
-func gpus(s series, th *ThermalInput, now time.Time) []GPU {
+func gpus(g *collected.GPU, th *collected.Thermal, now time.Time) []GPU {
 	byIndex := map[int]*GPU{}
 	get := func(idx int) *GPU {
 		if byIndex[idx] == nil {
@@ -333,25 +259,18 @@ func gpus(s series, th *ThermalInput, now time.Time) []GPU {
 		}
 		return byIndex[idx]
 	}
-	for _, m := range s["spark_gpu_info"] {
-		idx, err := strconv.Atoi(label(m, "gpu"))
-		if err != nil {
-			continue
+	if g != nil {
+		for _, d := range g.Devices {
+			m := get(d.Index)
+			m.Name = d.Name
+			m.TemperatureCelsius = finite(d.TemperatureCelsius)
+			m.PowerWatts = finite(d.PowerWatts)
+			m.SMClockHertz = finite(d.SMClockHertz)
+			m.SMClockMaxHertz = finite(d.SMClockMaxHertz)
+			m.UtilizationRatio = finite(d.Utilization)
+			m.ClockEvents = append(m.ClockEvents, d.ClockEvents...)
+			slices.Sort(m.ClockEvents)
 		}
-		g := get(idx)
-		g.Name = label(m, "name")
-		gl := strconv.Itoa(idx)
-		g.TemperatureCelsius = s.ptr("spark_gpu_temperature_celsius", "gpu", gl)
-		g.PowerWatts = s.ptr("spark_gpu_power_watts", "gpu", gl)
-		g.SMClockHertz = s.ptr("spark_gpu_sm_clock_hertz", "gpu", gl)
-		g.SMClockMaxHertz = s.ptr("spark_gpu_sm_clock_max_hertz", "gpu", gl)
-		g.UtilizationRatio = s.ptr("spark_gpu_utilization_ratio", "gpu", gl)
-		for _, r := range s["spark_gpu_clocks_event_active"] {
-			if label(r, "gpu") == gl && value(r) == 1 {
-				g.ClockEvents = append(g.ClockEvents, label(r, "reason"))
-			}
-		}
-		slices.Sort(g.ClockEvents)
 	}
 	if th != nil {
 		for _, st := range th.Snapshot.GPUs {
@@ -366,7 +285,7 @@ func gpus(s series, th *ThermalInput, now time.Time) []GPU {
 	return out
 }
 
-func thermalOf(st thermal.GPUState, cfg thermal.Config, now time.Time) *Thermal {
+func thermalOf(st thermal.GPUState, cfg judge.ThermalConfig, now time.Time) *Thermal {
 	v := st.Verdict
 	t := &Thermal{
 		State:            string(v.State),
@@ -376,15 +295,19 @@ func thermalOf(st thermal.GPUState, cfg thermal.Config, now time.Time) *Thermal 
 		Evidence:         evidence(v, cfg),
 		Window:           window(st.Window, cfg, now),
 	}
-	switch v.State {
-	case thermal.Collecting:
+	switch st := v.State; {
+	case st == judge.Collecting:
 		t.Text = fmt.Sprintf("Collecting: the samples cover %s of the %s window; the verdict waits for a whole one.",
 			Duration(v.Span), Duration(cfg.Window))
-	case thermal.Normal:
+	case st == judge.Normal:
 		t.Text = "Normal: not throttling."
-	case thermal.Watching:
+	case st == judge.Watching && v.ClockHolding:
+		t.Text = "Watching: hot, clock holding. Busy at flat power below the rating with the temperature climbing or holding hot, but the SM clock has not fallen: not throttling."
+	case st == judge.Watching:
 		t.Text = "Watching: the temperature is rising while power is not flat below the rating, as in a warm-up. Not throttling yet."
-	case thermal.Throttled:
+	case st == judge.Throttled && v.Evidence() == "signature_only":
+		t.Text = "Throttle signature: signature only; clocks not logged. Busy at flat power below the rating with the temperature climbing or holding hot; no SM clock to say whether it fell."
+	case st == judge.Throttled:
 		t.Text = "Throttling: the GPU is slowing itself down because of heat; expect slower steps."
 	}
 	return t
@@ -392,14 +315,22 @@ func thermalOf(st thermal.GPUState, cfg thermal.Config, now time.Time) *Thermal 
 
 // evidence is the verdict's parts in words, with their figures against the
 // thresholds.
-func evidence(v thermal.Verdict, cfg thermal.Config) []string {
+func evidence(v judge.ThermalVerdict, cfg judge.ThermalConfig) []string {
 	out := []string{}
 	if v.ThermalSlowdown {
 		out = append(out, fmt.Sprintf("NVML reports a thermal slowdown, for %s now.", Duration(v.SlowdownFor)))
 	}
 	if v.CounterSlowdown {
-		out = append(out, fmt.Sprintf("The driver's thermal slowdown counters are growing (%s of slowdown over the window), whatever its flags say.",
-			Duration(time.Duration(v.SlowdownSeconds*float64(time.Second)))))
+		out = append(out, fmt.Sprintf("The driver's thermal slowdown counters are growing, %s of the time lately (from %s), %s of slowdown over the window, whatever its flags say.",
+			Percent(v.SlowdownShare), Percent(judge.ThermalSlowdownShare), Duration(time.Duration(v.SlowdownSeconds*float64(time.Second)))))
+	}
+	if c := v.Clock; c.HasClock && c.HasLevel {
+		yes := "has fallen"
+		if !v.ClockFell {
+			yes = "holds"
+		}
+		out = append(out, fmt.Sprintf("SM clock %s: %.2f GHz lately, against %.2f GHz earlier in the busy stretch (fallen beyond %s below).",
+			yes, c.Recent/1e9, c.Level/1e9, Percent(judge.ClockFallRatio)))
 	}
 	if v.HasPowerCap && v.PowerCapSeconds > 0 {
 		out = append(out, fmt.Sprintf("The SW power cap held the clocks for %s over the window: the platform's ~100 W cap, not throttling.",
@@ -432,17 +363,22 @@ func evidence(v thermal.Verdict, cfg thermal.Config) []string {
 		out = append(out, fmt.Sprintf("Temperature %s: %+.1f °C a minute (climbing from %+.1f).",
 			yesNo(v.Climbing, "climbing", yesNo(v.Rising, "rising, levelling off", "not climbing")), st.Slope*60, cfg.ClimbingSlope*60))
 	}
-	out = append(out, fmt.Sprintf("Temperature %s: mean %s (hot from %s).",
-		yesNo(v.Hot, "holding hot", "not hot"), Celsius(st.TemperatureMean), Celsius(cfg.HotTemperature)))
+	if v.HasMargin {
+		out = append(out, fmt.Sprintf("Temperature %s: mean %s, %s under the driver's slowdown limit (hot within %s of it).",
+			yesNo(v.Hot, "holding hot", "not hot"), Celsius(st.TemperatureMean), Celsius(v.MarginMean), Celsius(judge.HotMargin)))
+	} else {
+		out = append(out, fmt.Sprintf("Temperature %s: mean %s (hot from %s).",
+			yesNo(v.Hot, "holding hot", "not hot"), Celsius(st.TemperatureMean), Celsius(cfg.HotTemperature)))
+	}
 	return out
 }
 
 // window is the samples of the latest window, thinned to MaxPoints.
-func window(samples []thermal.Sample, cfg thermal.Config, now time.Time) Window {
+func window(samples []judge.ThermalSample, cfg judge.ThermalConfig, now time.Time) Window {
 	w := Window{Seconds: cfg.Window.Seconds(), IntervalSeconds: cfg.Interval.Seconds(),
-		NominalWatts: cfg.NominalPower, PlateauWatts: PlateauWatts, Samples: []Point{}}
+		NominalWatts: cfg.NominalPower, PlateauWatts: judge.PlateauWatts, Samples: []Point{}}
 	from := now.Add(-cfg.Window)
-	var in []thermal.Sample
+	var in []judge.ThermalSample
 	for _, s := range samples {
 		if !s.Time.Before(from) && !s.Time.After(now) {
 			in = append(in, s)

@@ -8,8 +8,8 @@ import (
 )
 
 // The drawing of the page: the pool bar and the thermal charts as inline
-// SVG. page.js draws the same from the JSON when it refreshes; the scales
-// and texts here and there must agree.
+// SVG, drawn here only: the page's first render and the View its script
+// refreshes it from both take them from these functions.
 
 // Chart sizes, in SVG user units.
 const (
@@ -60,7 +60,7 @@ func newChart(kind string, g GPU) chart {
 	y := func(v float64) float64 {
 		return math.Max(0, math.Min(chartHeight, chartHeight-(v-lo)/(hi-lo)*chartHeight))
 	}
-	var pts []string
+	var pts []byte
 	for _, p := range w.Samples {
 		var v float64
 		switch kind {
@@ -74,10 +74,14 @@ func newChart(kind string, g GPU) chart {
 			}
 			v = *p.SMClockHertz
 		}
-		x := chartWidth * (1 - p.SecondsAgo/w.Seconds)
-		pts = append(pts, num(x)+","+num(y(v)))
+		if len(pts) > 0 {
+			pts = append(pts, ' ')
+		}
+		pts = appendNum(pts, chartWidth*(1-p.SecondsAgo/w.Seconds))
+		pts = append(pts, ',')
+		pts = appendNum(pts, y(v))
 	}
-	c := chart{ID: fmt.Sprintf("gpu%d-%s", g.Index, kind), Points: strings.Join(pts, " ")}
+	c := chart{ID: fmt.Sprintf("gpu%d-%s", g.Index, kind), Points: string(pts)}
 	c.Desc = chartDesc(kind, g)
 	switch kind {
 	case "temperature":
@@ -116,7 +120,24 @@ func chartDesc(kind string, g GPU) string {
 	return "NVML reports no SM clock."
 }
 
-func num(x float64) string { return strconv.FormatFloat(math.Round(x*10)/10, 'f', -1, 64) }
+// num is a coordinate to a tenth of a unit: finer than a pixel.
+func num(x float64) string { return string(appendNum(nil, x)) }
+
+// appendNum writes x in tenths as integers (12.3, 12, -0.5): a chart
+// holds hundreds of coordinates, and integer formatting costs a fraction of
+// a float's.
+func appendNum(b []byte, x float64) []byte {
+	tenths := int64(math.Round(x * 10))
+	if tenths < 0 {
+		b = append(b, '-')
+		tenths = -tenths
+	}
+	b = strconv.AppendInt(b, tenths/10, 10)
+	if d := tenths % 10; d != 0 {
+		b = append(b, '.', byte('0'+d))
+	}
+	return b
+}
 
 // barWidth and barX place segment i of the pool bar.
 func barWidth(p *Pool, i int) string {
@@ -138,9 +159,9 @@ func barX(p *Pool, i int) string {
 }
 
 // shape names what the page's structure depends on: which sections, GPUs,
-// workloads, plans and collectors there are. page.js computes the same
-// from the JSON and reloads the page's body when it changes; otherwise it
-// updates the figures in place.
+// workloads, plans and collectors there are. The View carries it; page.js
+// reloads the page's body when it changes, and otherwise updates the
+// figures in place.
 func shape(m Model) string {
 	var parts []string
 	if m.Pool != nil {

@@ -4,15 +4,17 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/spark-exporter/spark_exporter/internal/units"
 )
 
-// The figures in words, as the page shows them. page.js formats the same
-// way when it refreshes the page; the browser test reads both.
+// The figures in words, as the page, its View and the text report show
+// them: page.js formats nothing.
 
 // Bytes is a size in GiB with one decimal, as free -g counts (negative
 // headroom keeps its sign).
 func Bytes(b int64) string {
-	return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
+	return units.FormatGiB(float64(b))
 }
 
 // Percent is a 0–1 ratio as a whole percentage.
@@ -26,6 +28,10 @@ func Celsius(c float64) string { return fmt.Sprintf("%.1f °C", c) }
 
 // MHz is a clock in hertz as whole megahertz.
 func MHz(hz float64) string { return fmt.Sprintf("%.0f MHz", hz/1e6) }
+
+// Milliseconds is a short span in seconds as milliseconds, one decimal: a
+// collector's run.
+func Milliseconds(s float64) string { return fmt.Sprintf("%.1f ms", s*1e3) }
 
 // Duration is a span in whole seconds, minutes and hours: 45s, 3m 20s,
 // 1h 5m.

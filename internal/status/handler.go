@@ -10,10 +10,16 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/spark-exporter/spark_exporter/internal/readonly"
 )
 
 // APIPath is where the model is served as JSON.
 const APIPath = "/api/v1/status"
+
+// ViewPath is where the page's script fetches its refreshed figures (a
+// View as JSON): the page's own, not an API.
+const ViewPath = "/status/view"
 
 // RefreshSeconds is how often the page asks for a new model.
 const RefreshSeconds = 5
@@ -26,19 +32,13 @@ var (
 	//go:embed page.js
 	pageJS string
 
+	// The figures that page.js refreshes come from the View; what the
+	// template formats itself (a chart's title, the window's span) stays
+	// until the page's shape changes, when page.js loads the page again.
 	page = template.Must(template.New("page").Funcs(template.FuncMap{
-		"bytes":      Bytes,
-		"percent":    Percent,
-		"watts":      Watts,
-		"celsius":    Celsius,
-		"mhz":        MHz,
 		"seconds":    func(s float64) string { return Duration(secondsDuration(s)) },
-		"shape":      shape,
 		"chart":      newChart,
-		"barWidth":   barWidth,
-		"barX":       barX,
-		"deref":      func(p *float64) float64 { return *p },
-		"chartKinds": func() []string { return []string{"temperature", "power", "clock"} },
+		"chartKinds": func() []string { return chartKinds },
 	}).Parse(pageHTML))
 
 	// The page's only script and style are these; its Content Security
@@ -55,39 +55,38 @@ func hash(s string) string {
 // Handler serves the page and the JSON of a Source.
 type Handler struct {
 	source *Source
-	// metricsHref and apiHref are the links from the page, relative to
-	// it, so that the page works behind a proxy that serves it under a
-	// prefix; apiHref is "" when the JSON is not served, and the page is
-	// then not refreshed.
-	metricsHref, apiHref string
+	// metricsHref, apiHref and viewHref are the page's links, relative
+	// to it, so that the page works behind a proxy that serves it under
+	// a prefix; apiHref is "" when the JSON is not served, viewHref when
+	// the View is not, and the page is then not refreshed.
+	metricsHref, apiHref, viewHref string
 }
 
 // NewHandler serves source's model; metricsPath is --web.telemetry-path,
-// apiServed whether APIPath is served beside the page.
-func NewHandler(source *Source, metricsPath string, apiServed bool) *Handler {
+// apiServed whether APIPath is served beside the page, viewServed whether
+// ViewPath is.
+func NewHandler(source *Source, metricsPath string, apiServed, viewServed bool) *Handler {
 	h := &Handler{source: source, metricsHref: "./" + strings.TrimPrefix(metricsPath, "/")}
 	if apiServed {
 		h.apiHref = "." + APIPath
 	}
+	if viewServed {
+		h.viewHref = "." + ViewPath
+	}
 	return h
 }
 
-// timeout bounds how long a viewer waits for a gather: a scrape's own
-// collectors are bounded (--gpu.timeout and the /proc reads), so this is
-// only a backstop.
+// timeout bounds how long a viewer waits for the collectors' run: each
+// collector's reads are bounded (--gpu.timeout and the /proc reads), so
+// this is only a backstop.
 const timeout = 30 * time.Second
 
 func (h *Handler) model(w http.ResponseWriter, r *http.Request) *Result {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "Method not allowed: GET or HEAD.", http.StatusMethodNotAllowed)
-		return nil
-	}
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
 	res, err := h.source.Get(ctx)
-	if err != nil || len(res.JSON) == 0 {
-		http.Error(w, "The status could not be gathered; try again.", http.StatusServiceUnavailable)
+	if err != nil {
+		http.Error(w, "The status could not be collected; try again.", http.StatusServiceUnavailable)
 		return nil
 	}
 	w.Header().Set("Cache-Control", "no-store")
@@ -95,27 +94,50 @@ func (h *Handler) model(w http.ResponseWriter, r *http.Request) *Result {
 	return res
 }
 
-// API serves the model as JSON.
+// API serves the model as JSON, to GET and HEAD only.
 func (h *Handler) API() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return readonly.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		res := h.model(w, r)
 		if res == nil {
 			return
 		}
+		body := res.JSON()
+		if len(body) == 0 {
+			http.Error(w, "The status could not be rendered.", http.StatusInternalServerError)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
-		w.Write(append(res.JSON, '\n'))
-	})
+		w.Write(append(body, '\n'))
+	}))
 }
 
-// Page serves the status page, complete without JavaScript.
+// View serves the page's refreshed figures as JSON, to GET and HEAD only.
+func (h *Handler) View() http.Handler {
+	return readonly.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		res := h.model(w, r)
+		if res == nil {
+			return
+		}
+		body := res.viewJSON()
+		if len(body) == 0 {
+			http.Error(w, "The status could not be rendered.", http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(body)
+	}))
+}
+
+// Page serves the status page, complete without JavaScript, to GET and
+// HEAD only.
 func (h *Handler) Page() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return readonly.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		res := h.model(w, r)
 		if res == nil {
 			return
 		}
 		var buf bytes.Buffer
-		if err := h.render(&buf, res.Model); err != nil {
+		if err := h.render(&buf, res.Model, res.view()); err != nil {
 			http.Error(w, "The status page could not be rendered.", http.StatusInternalServerError)
 			return
 		}
@@ -123,16 +145,17 @@ func (h *Handler) Page() http.Handler {
 		w.Header().Set("Content-Security-Policy", csp)
 		w.Header().Set("Referrer-Policy", "no-referrer")
 		w.Write(buf.Bytes())
-	})
+	}))
 }
 
-func (h *Handler) render(buf *bytes.Buffer, m Model) error {
+func (h *Handler) render(buf *bytes.Buffer, m Model, v View) error {
 	return page.Execute(buf, struct {
-		M                    Model
-		MetricsHref, APIHref string
-		Refresh              int // ms
-		RefreshSeconds       int
-		CSS                  template.CSS
-		JS                   template.JS
-	}{m, h.metricsHref, h.apiHref, RefreshSeconds * 1000, RefreshSeconds, template.CSS(pageCSS), template.JS(pageJS)})
+		M                              Model
+		V                              View
+		MetricsHref, APIHref, ViewHref string
+		Refresh                        int // ms
+		RefreshSeconds                 int
+		CSS                            template.CSS
+		JS                             template.JS
+	}{m, v, h.metricsHref, h.apiHref, h.viewHref, RefreshSeconds * 1000, RefreshSeconds, template.CSS(pageCSS), template.JS(pageJS)})
 }

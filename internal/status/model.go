@@ -1,9 +1,9 @@
 // Package status builds the status page of one Spark: the model that
-// /api/v1/status serves as JSON and `/` renders as HTML. The model is a
-// plain value made from one gather of the exporter's registry (the metrics
-// /metrics serves) and the thermal sampler's snapshot (the window of
-// samples behind the thermal verdict): it shows nothing /metrics would not,
-// and reading it costs no NVML read of its own.
+// /api/v1/status serves as JSON and `/` renders as HTML, and the View the
+// page's script refreshes it from. The model is a plain value made from the
+// collectors' latest typed results (internal/collected), the ones /metrics
+// rendered, the thermal window behind the verdict included: it shows
+// nothing /metrics would not, and reading it costs no NVML read of its own.
 //
 // docs/status.md documents every field; docs/status.schema.json is its
 // JSON Schema, against which the tests check real answers. Fields are added,
@@ -154,7 +154,7 @@ type Workload struct {
 	// Cap is the memory share the program was started with; nil when
 	// it has none (uncapped).
 	Cap *Cap `json:"cap"`
-	// Heavy: an inference server with no cap or a cap above HeavyCap.
+	// Heavy: an inference server with no cap or a cap above judge.HeavyCapRatio.
 	Heavy bool `json:"heavy"`
 }
 
@@ -182,7 +182,7 @@ type Plan struct {
 	Text  string `json:"text"`
 }
 
-// Collector is one collector's result in the gather.
+// Collector is one collector's latest run.
 type Collector struct {
 	Name            string  `json:"name"`
 	Success         bool    `json:"success"`

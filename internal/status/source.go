@@ -6,67 +6,122 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/version"
+
+	"github.com/spark-exporter/spark_exporter/internal/collected"
 )
 
-// Source makes the model from the exporter's registry, sharing one gather
-// between the viewers who ask at about the same moment: a request that
-// comes while a gather runs waits for it, and a model younger than MaxAge
-// is served again. A page open in several browsers, each refreshing every
-// few seconds, so costs about one scrape per refresh interval, and the
-// gather reads NVML only as a scrape would (the gpu collector serves the
-// thermal sampler's reading while it is recent).
+// Collectors is the exporter as the status page sees it: the typed results
+// the collectors' latest run rendered into /metrics, and a way to run them
+// when those are too old to show.
+type Collectors interface {
+	// State is each collector's latest result (collector.Exporter.State).
+	State() collected.State
+	// At is State's At, without the rest.
+	At() time.Time
+	// Refresh runs every collector now, as a scrape does.
+	Refresh()
+}
+
+// Source makes the model from the collectors' latest results: those of a
+// scrape or of another viewer's refresh when they are younger than MaxAge,
+// else of a run of the collectors it starts, which the viewers asking
+// meanwhile wait for and share. A page open in several browsers, each
+// refreshing every few seconds, so costs at most about one scrape per
+// refresh interval, and none while Prometheus scrapes more often than
+// MaxAge; the collectors read NVML only as a scrape would (the gpu
+// collector serves the thermal sampler's reading while it is recent).
 type Source struct {
-	// MaxAge is how long a model is served again (DefaultMaxAge); set it
+	// MaxAge is how old a state may be shown (DefaultMaxAge); set it
 	// before the first Get.
 	MaxAge time.Duration
 
-	gatherer prometheus.Gatherer
-	thermal  func() (ThermalInput, bool)
-	now      func() time.Time
+	collectors Collectors
+	exporter   Exporter
+	now        func() time.Time
 
 	mu      sync.Mutex
 	last    *Result
-	pending *gather // the gather running now, nil when none
+	pending *refresh // the run going now, nil when none
 }
 
-// Result is one model and its JSON.
+// Result is one model, and its JSON and the page's View of it, each
+// rendered once for every viewer when one asks: a page's refresh needs
+// only the View, the API only the JSON.
 type Result struct {
 	Model Model
-	JSON  []byte
-	At    time.Time
+	At    time.Time // the state's: when the collectors' run ended
+
+	jsonOnce sync.Once
+	body     []byte
+
+	once     sync.Once
+	viewed   View
+	viewBody []byte
 }
 
-type gather struct {
+// JSON is the model as JSON; nil if it could not be encoded. A model is
+// plain values; only a NaN or an infinity could refuse, and Build leaves
+// those out. Should one come, the API answers an error rather than a body
+// that breaks its schema.
+func (r *Result) JSON() []byte {
+	r.jsonOnce.Do(func() {
+		if body, err := json.Marshal(r.Model); err == nil {
+			r.body = body
+		}
+	})
+	return r.body
+}
+
+func (r *Result) render() {
+	r.once.Do(func() {
+		r.viewed = NewView(r.Model)
+		// Texts and numbers as strings: Marshal cannot fail on them.
+		r.viewBody, _ = json.Marshal(r.viewed)
+	})
+}
+
+func (r *Result) view() View {
+	r.render()
+	return r.viewed
+}
+
+func (r *Result) viewJSON() []byte {
+	r.render()
+	return r.viewBody
+}
+
+type refresh struct {
 	done chan struct{}
 	res  *Result
 }
 
-// DefaultMaxAge is how long a model is served again: shorter than any
-// refresh interval a viewer uses, long enough that viewers refreshing
-// together share one gather.
+// DefaultMaxAge is how old a state may be shown: shorter than any refresh
+// interval a viewer uses, long enough that viewers refreshing together
+// share one run of the collectors.
 const DefaultMaxAge = time.Second
 
-// NewSource makes models from g, the registry /metrics gathers, and from
-// thermal, the thermal sampler's snapshot and configuration (false when the
-// thermal collector is off; nil thermal: never).
-func NewSource(g prometheus.Gatherer, thermal func() (ThermalInput, bool)) *Source {
-	return &Source{gatherer: g, thermal: thermal, MaxAge: DefaultMaxAge, now: time.Now}
+// NewSource makes models from c's state.
+func NewSource(c Collectors) *Source {
+	return &Source{collectors: c, MaxAge: DefaultMaxAge, now: time.Now,
+		exporter: Exporter{Version: version.Version, Revision: version.GetRevision(), GoVersion: version.GoVersion}}
 }
 
-// Get returns a model at most MaxAge old, gathering when there is none; it
-// returns early with ctx's error when ctx ends while a gather runs (the
-// gather goes on for the others waiting).
+// Get returns a model of the newest state, running the collectors when it
+// is older than MaxAge; it returns early with ctx's error when ctx ends
+// while they run (the run goes on for the others waiting).
 func (s *Source) Get(ctx context.Context) (*Result, error) {
 	s.mu.Lock()
-	if s.last != nil && s.now().Sub(s.last.At) < s.MaxAge {
+	// The model made last is shown again while it is fresh and no scrape
+	// has rendered a newer state since.
+	if s.last != nil && s.fresh(s.last.At) && !s.collectors.At().After(s.last.At) {
 		r := s.last
 		s.mu.Unlock()
 		return r, nil
 	}
 	g := s.pending
 	if g == nil {
-		g = &gather{done: make(chan struct{})}
+		g = &refresh{done: make(chan struct{})}
 		s.pending = g
 		go s.run(g)
 	}
@@ -79,26 +134,19 @@ func (s *Source) Get(ctx context.Context) (*Result, error) {
 	}
 }
 
-func (s *Source) run(g *gather) {
-	// A collector's error does not fail the gather: what was gathered is
-	// shown, and spark_scrape_collector_success says which failed.
-	families, _ := s.gatherer.Gather()
-	var th *ThermalInput
-	if s.thermal != nil {
-		if in, ok := s.thermal(); ok {
-			th = &in
-		}
+func (s *Source) fresh(at time.Time) bool {
+	return !at.IsZero() && s.now().Sub(at) < s.MaxAge
+}
+
+func (s *Source) run(g *refresh) {
+	st := s.collectors.State()
+	if !s.fresh(st.At) {
+		// A collector's error does not fail the run: what was read is
+		// shown, and each collector's success says which failed.
+		s.collectors.Refresh()
+		st = s.collectors.State()
 	}
-	now := s.now()
-	model := Build(families, th, now)
-	body, err := json.Marshal(model)
-	if err != nil {
-		// A model is plain values; only a NaN or an infinity could
-		// refuse, and Build leaves those out. Should one come, the API
-		// answers 500 rather than a body that breaks its schema.
-		body = nil
-	}
-	g.res = &Result{Model: model, JSON: body, At: now}
+	g.res = &Result{Model: Build(s.exporter, st), At: st.At}
 	s.mu.Lock()
 	s.last, s.pending = g.res, nil
 	s.mu.Unlock()

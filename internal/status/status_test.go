@@ -1,6 +1,7 @@
 package status
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -13,57 +14,68 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
+	"github.com/spark-exporter/spark_exporter/internal/collected"
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
+	"github.com/spark-exporter/spark_exporter/internal/judge"
+	"github.com/spark-exporter/spark_exporter/internal/plan"
+	"github.com/spark-exporter/spark_exporter/internal/pool"
 	"github.com/spark-exporter/spark_exporter/internal/testing/jsonschema"
 	"github.com/spark-exporter/spark_exporter/internal/thermal"
+	"github.com/spark-exporter/spark_exporter/internal/workload"
 )
 
 var now = time.Date(2025, 11, 24, 14, 0, 0, 0, time.UTC)
 
-// families parses an exposition; edit replaces whole lines first.
-func families(t *testing.T, text string, edits ...string) []*dto.MetricFamily {
+// sparkState is what the collectors find on the Spark fixture (the one the
+// golden /metrics is scraped from): its meminfo, its processes, its plan
+// file, and the GB10 reading the stand-in NVML gives, each collector
+// successful, at now.
+func sparkState(t testing.TB) collected.State {
 	t.Helper()
-	for i := 0; i+1 < len(edits); i += 2 {
-		if !strings.Contains(text, edits[i]) {
-			t.Fatalf("no %q to replace", edits[i])
+	root := filepath.Join("..", "..", "testdata")
+	proc := hostfs.New(filepath.Join(root, "proc", "spark"))
+	meminfo, err := proc.ReadFile("meminfo", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := pool.Parse(meminfo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := workload.NewScannerOn(proc, nil).Scan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	named, err := plan.LoadFile(filepath.Join(root, "plans", "spark.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plans []collected.Plan
+	for _, p := range named {
+		e, err := p.Plan.Estimate()
+		if err != nil {
+			t.Fatal(err)
 		}
-		text = strings.ReplaceAll(text, edits[i], edits[i+1])
+		plans = append(plans, collected.Plan{Name: p.Name, PeakBytes: e.Peak})
 	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(strings.NewReader(text))
-	if err != nil {
-		t.Fatal(err)
+	f := func(x float64) *float64 { return &x }
+	st := collected.State{At: now, Pool: &collected.Pool{Snapshot: snap, Reserve: 4 << 30}, Workloads: &res, Plans: plans,
+		GPU: &collected.GPU{Loaded: true, Devices: []collected.Device{{Index: 0, Name: "NVIDIA GB10",
+			TemperatureCelsius: f(90), PowerWatts: f(99.3), SMClockHertz: f(1.833e9), SMClockMaxHertz: f(3.003e9), Utilization: f(0.97),
+			ClockEvents: []string{"sw_power_cap"}}}}}
+	for _, name := range []string{"gpu", "plan", "platform", "pool", "thermal", "workloads"} {
+		st.Runs = append(st.Runs, collected.Run{Name: name, Success: true, Duration: time.Millisecond})
 	}
-	var out []*dto.MetricFamily
-	for _, f := range fams {
-		out = append(out, f)
-	}
-	return out
+	return st
 }
 
-// sparkMetrics is the exporter's /metrics on the Spark fixture, the golden
-// file the end-to-end test keeps.
-func sparkMetrics(t *testing.T) string {
-	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "golden", "spark.metrics"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The golden file writes the build's labels as <build>, durations as
-	// <duration>.
-	text := strings.Replace(string(data), "{<build>}", `{goversion="go1.26.0",revision="abc",version="1.0.0"}`, 1)
-	return strings.ReplaceAll(text, "<duration>", "0.001")
-}
-
-func TestBuildFromSparkMetrics(t *testing.T) {
-	text := sparkMetrics(t)
-	m := Build(families(t, text), nil, now)
+func TestBuildFromSparkState(t *testing.T) {
+	m := Build(Exporter{}, sparkState(t))
 	p := m.Pool
 	if p == nil {
 		t.Fatal("no pool")
 	}
+	// The figures of testdata/golden/spark.metrics.
 	if p.FreeBytes != 21990232064 || p.HeadroomBytes != 17695264768 || p.HeadroomAfterFlushBytes != 40243843072 {
 		t.Errorf("pool figures differ from /metrics: %+v", p)
 	}
@@ -91,29 +103,30 @@ func TestBuildFromSparkMetrics(t *testing.T) {
 	if m.NVML.State != "up" || len(m.GPUs) != 1 || m.GPUs[0].Name != "NVIDIA GB10" || m.GPUs[0].TemperatureCelsius == nil {
 		t.Errorf("GPU: %+v %+v", m.NVML, m.GPUs)
 	}
-	// One entry per collector the golden scrape reports on.
-	if want := strings.Count(text, "spark_scrape_collector_success{"); len(m.Collectors) != want || want == 0 {
-		t.Errorf("collectors: %+v, want %d", m.Collectors, want)
+	if len(m.Collectors) != 6 || m.GeneratedAt != "2025-11-24T14:00:00Z" {
+		t.Errorf("collectors: %+v at %s", m.Collectors, m.GeneratedAt)
 	}
 }
 
 func TestVerdicts(t *testing.T) {
-	spark := sparkMetrics(t)
 	for _, tc := range []struct {
 		name  string
-		edits []string
+		edit  func(st *collected.State)
 		check func(m Model) string // "" when right
 	}{
-		{"uncapped server beside training", []string{
-			`spark_workload_memory_cap_ratio{kind="vllm",pid="2101",source="flag"} 0.4`, `spark_workload_memory_cap_ratio{kind="vllm",pid="2101",source="default"} 0.9`}, func(m Model) string {
+		{"uncapped server beside training", func(st *collected.State) {
+			for i, w := range st.Workloads.Workloads {
+				if w.PID == 2101 {
+					st.Workloads.Workloads[i].Cap = workload.Cap{Ratio: 0.9, Source: workload.CapDefault}
+				}
+			}
+		}, func(m Model) string {
 			if m.Workloads.State != "contention" || !strings.Contains(m.Workloads.Text, "vllm (pid 2101, default cap 90 %)") {
 				return m.Workloads.Text
 			}
 			return ""
 		}},
-		{"free below the reserve, cache to flush", []string{
-			"spark_pool_free_bytes 2.1990232064e+10", "spark_pool_free_bytes 2e+09",
-			"spark_pool_headroom_bytes 1.7695264768e+10", "spark_pool_headroom_bytes -2.294967296e+09"}, func(m Model) string {
+		{"free below the reserve, cache to flush", func(st *collected.State) { st.Pool.Snapshot.Free = 2e9 }, func(m Model) string {
 			if m.Pool.State != "cache_holds_headroom" || !strings.Contains(m.Pool.OOMLadderStep, "Step 1 of the OOM ladder") {
 				return m.Pool.State + ": " + m.Pool.Text
 			}
@@ -122,13 +135,35 @@ func TestVerdicts(t *testing.T) {
 			}
 			return ""
 		}},
-		{"no NVML", []string{"spark_gpu_nvml_up 1", "spark_gpu_nvml_up 0"}, func(m Model) string {
+		{"no NVML", func(st *collected.State) { st.GPU.Loaded = false }, func(m Model) string {
 			if m.NVML.State != "down" || !strings.Contains(m.NVML.Text, "no NVIDIA driver") {
 				return m.NVML.Text
 			}
 			return ""
 		}},
-		{"pool collector failing", []string{`spark_scrape_collector_success{collector="pool"} 1`, `spark_scrape_collector_success{collector="pool"} 0`}, func(m Model) string {
+		// A need beyond int64 (issue: 6.3e20 bytes wrapped to MinInt64 and
+		// read "Fits now") is judged as the float the exposition gives.
+		{"impossible plan", func(st *collected.State) {
+			for i, p := range st.Plans {
+				if p.Name == "gemma-2-27b-lora" {
+					st.Plans[i].PeakBytes = 6.3e20
+				}
+			}
+		}, func(m Model) string {
+			for _, pl := range m.Plans.List {
+				if pl.Name == "gemma-2-27b-lora" && (pl.State != "wont_fit" || pl.RequiredBytes <= 0 || !strings.Contains(pl.Text, "Will not fit")) {
+					return pl.State + ": " + pl.Text
+				}
+			}
+			return ""
+		}},
+		{"pool collector failing", func(st *collected.State) {
+			for i, r := range st.Runs {
+				if r.Name == "pool" {
+					st.Runs[i].Success = false
+				}
+			}
+		}, func(m Model) string {
 			if m.Pool != nil {
 				return "a pool from a failed collector"
 			}
@@ -136,7 +171,9 @@ func TestVerdicts(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if msg := tc.check(Build(families(t, spark, tc.edits...), nil, now)); msg != "" {
+			st := sparkState(t)
+			tc.edit(&st)
+			if msg := tc.check(Build(Exporter{}, st)); msg != "" {
 				t.Error(msg)
 			}
 		})
@@ -147,11 +184,11 @@ func TestVerdicts(t *testing.T) {
 // gets at most MaxPoints of them, the latest among them, and only the
 // window's.
 func TestWindowThinned(t *testing.T) {
-	cfg := thermal.DefaultConfig()
+	cfg := judge.DefaultThermalConfig()
 	cfg.Interval = time.Second
-	var samples []thermal.Sample
+	var samples []judge.ThermalSample
 	for i := 1200; i >= 0; i-- {
-		samples = append(samples, thermal.Sample{Time: now.Add(-time.Duration(i) * time.Second), Temperature: float64(i), Power: 100})
+		samples = append(samples, judge.ThermalSample{Time: now.Add(-time.Duration(i) * time.Second), Temperature: float64(i), Power: 100})
 	}
 	w := window(samples, cfg, now)
 	if n := len(w.Samples); n > MaxPoints || n < MaxPoints/2 {
@@ -180,27 +217,43 @@ func TestFormats(t *testing.T) {
 	}
 }
 
-// gatherer counts gathers and holds each until released.
-type gatherer struct {
-	fams    []*dto.MetricFamily
+// fakeCollectors counts refreshes and holds each until released; a
+// refresh stamps the state with the clock.
+type fakeCollectors struct {
+	mu      sync.Mutex
+	state   collected.State
+	clock   func() time.Time
 	calls   atomic.Int32
 	release chan struct{}
 }
 
-func (g *gatherer) Gather() ([]*dto.MetricFamily, error) {
-	g.calls.Add(1)
-	<-g.release
-	return g.fams, nil
+func (f *fakeCollectors) State() collected.State {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.state
 }
 
-// Viewers asking together share one gather; a model younger than MaxAge
-// is served again; an older one is gathered anew.
-func TestSourceSharesOneGather(t *testing.T) {
-	g := &gatherer{fams: families(t, sparkMetrics(t)), release: make(chan struct{})}
-	src := NewSource(g, nil)
+func (f *fakeCollectors) At() time.Time { return f.State().At }
+
+func (f *fakeCollectors) Refresh() {
+	f.calls.Add(1)
+	<-f.release
+	f.mu.Lock()
+	f.state.At = f.clock()
+	f.mu.Unlock()
+}
+
+// Viewers asking together share one run of the collectors; a state younger
+// than MaxAge is shown again, a scrape's included; an older one is
+// collected anew.
+func TestSourceSharesOneRun(t *testing.T) {
 	var clock atomic.Int64
 	clock.Store(now.UnixNano())
-	src.now = func() time.Time { return time.Unix(0, clock.Load()) }
+	at := func() time.Time { return time.Unix(0, clock.Load()) }
+	c := &fakeCollectors{state: sparkState(t), clock: at, release: make(chan struct{})}
+	c.state.At = time.Time{} // no scrape yet
+	src := NewSource(c)
+	src.now = at
 
 	const viewers = 8
 	var wg sync.WaitGroup
@@ -214,11 +267,11 @@ func TestSourceSharesOneGather(t *testing.T) {
 			results <- r
 		})
 	}
-	// Let every viewer wait on the one gather, then release it.
-	for g.calls.Load() == 0 {
+	// Let every viewer wait on the one run, then release it.
+	for c.calls.Load() == 0 {
 		time.Sleep(time.Millisecond)
 	}
-	close(g.release)
+	close(c.release)
 	wg.Wait()
 	close(results)
 	first := <-results
@@ -227,39 +280,52 @@ func TestSourceSharesOneGather(t *testing.T) {
 			t.Error("viewers got different models")
 		}
 	}
-	if _, err := src.Get(context.Background()); err != nil || g.calls.Load() != 1 {
-		t.Errorf("a model younger than MaxAge was gathered again: %d gathers", g.calls.Load())
+	if _, err := src.Get(context.Background()); err != nil || c.calls.Load() != 1 {
+		t.Errorf("a model younger than MaxAge was collected again: %d runs", c.calls.Load())
+	}
+	// A scrape half a second later: its state is shown, nothing runs.
+	clock.Add(int64(DefaultMaxAge))
+	c.mu.Lock()
+	c.state.At = at()
+	c.state.Pool.Snapshot.Free = 3 << 30
+	c.mu.Unlock()
+	clock.Add(int64(DefaultMaxAge / 2))
+	if r, err := src.Get(context.Background()); err != nil || c.calls.Load() != 1 || r.Model.Pool.FreeBytes != 3<<30 {
+		t.Errorf("the scrape's state was not shown: %d runs", c.calls.Load())
 	}
 	clock.Add(int64(DefaultMaxAge))
-	if _, err := src.Get(context.Background()); err != nil || g.calls.Load() != 2 {
-		t.Errorf("a stale model was served: %d gathers", g.calls.Load())
+	if _, err := src.Get(context.Background()); err != nil || c.calls.Load() != 2 {
+		t.Errorf("a stale state was shown: %d runs", c.calls.Load())
 	}
 }
 
 func TestHandler(t *testing.T) {
-	g := &gatherer{fams: families(t, sparkMetrics(t)), release: make(chan struct{})}
-	close(g.release)
-	cfg := thermal.DefaultConfig()
-	v := thermal.Verdict{State: thermal.Throttled, ThermalSlowdown: true, SlowdownFor: time.Minute,
-		Stats: &thermal.Stats{PowerMean: 99, PowerMax: 100, PowerSpread: 2, TemperatureMean: 90}}
+	cfg := judge.DefaultThermalConfig()
+	v := judge.ThermalVerdict{State: judge.Throttled, ThermalSlowdown: true, SlowdownFor: time.Minute,
+		Stats: &judge.ThermalStats{PowerMean: 99, PowerMax: 100, PowerSpread: 2, TemperatureMean: 90}}
 	clock := 1.8e9
-	snap := thermal.Snapshot{GPUs: []thermal.GPUState{{Index: 0, Verdict: v, Window: []thermal.Sample{
+	snap := thermal.Snapshot{GPUs: []thermal.GPUState{{Index: 0, Verdict: v, Window: []judge.ThermalSample{
 		{Time: now.Add(-10 * time.Second), Temperature: 89, Power: 99, SMClock: &clock},
 		{Time: now, Temperature: 90, Power: 100, SMClock: &clock},
 	}}}}
-	src := NewSource(g, func() (ThermalInput, bool) { return ThermalInput{snap, cfg}, true })
+	st := sparkState(t)
+	st.Thermal = &collected.Thermal{Snapshot: snap, Config: cfg}
+	c := &fakeCollectors{state: st, clock: func() time.Time { return now }, release: make(chan struct{})}
+	close(c.release)
+	src := NewSource(c)
 	src.now = func() time.Time { return now }
-	h := NewHandler(src, "/metrics", true)
+	h := NewHandler(src, "/metrics", true, true)
 	mux := http.NewServeMux()
 	mux.Handle("/{$}", h.Page())
 	mux.Handle(APIPath, h.API())
+	mux.Handle(ViewPath, h.View())
 
 	do := func(method, path string) *httptest.ResponseRecorder {
 		rec := httptest.NewRecorder()
 		mux.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
 		return rec
 	}
-	for _, path := range []string{"/", APIPath} {
+	for _, path := range []string{"/", APIPath, ViewPath} {
 		for _, method := range []string{http.MethodPost, http.MethodPut, http.MethodDelete} {
 			rec := do(method, path)
 			if rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != "GET, HEAD" {
@@ -291,6 +357,22 @@ func TestHandler(t *testing.T) {
 		t.Errorf("model: %v %+v", err, m.GPUs)
 	}
 
+	// The page's script refreshes from the View: the texts of the page as
+	// served, rendered by the same code.
+	var view View
+	if err := json.Unmarshal(do(http.MethodGet, ViewPath).Body.Bytes(), &view); err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]string{"pool.headroom_bytes": "16.5 GiB", "gpus.0.thermal.state": m.GPUs[0].Thermal.Text,
+		"gpus.0.power_watts": "99.3 W", "gpus.0.clock_events": "sw_power_cap", "collectors.0.success": "ok", "collectors.0.duration_seconds": "1.0 ms"} {
+		if view.Text[k] != want {
+			t.Errorf("view %s: %q, want %q", k, view.Text[k], want)
+		}
+	}
+	if c := view.Charts["gpu0-power"]; c.Points == "" || len(c.Lines) != 2 || view.Shape == "" || len(view.Bar) != 5 {
+		t.Errorf("view: power chart %+v, shape %q, bar %v", c, view.Shape, view.Bar)
+	}
+
 	page := do(http.MethodGet, "/")
 	body := page.Body.String()
 	if ct := page.Header().Get("Content-Type"); ct != "text/html; charset=utf-8" {
@@ -298,7 +380,7 @@ func TestHandler(t *testing.T) {
 	}
 	// Complete without JavaScript: the figures and verdicts are in the
 	// HTML as served.
-	for _, want := range []string{"16.5 GiB", "37.5 GiB", "Throttling:", "NVML reports a thermal slowdown, for 1m now.",
+	for _, want := range []string{`data-k="pool.headroom_bytes" value="17695264768">16.5 GiB<`, "37.5 GiB", `data-shape="` + view.Shape + `"`, "Throttling:", "NVML reports a thermal slowdown, for 1m now.",
 		"Training beside inference capped at 0.5 or less", "llama-3.1-70b-qlora", `href="./metrics"`,
 		"Power over the last 10m: 99.0 W to 100.0 W, now 100.0 W", `<polyline class="line" points="`} {
 		if !strings.Contains(body, want) {
@@ -317,15 +399,88 @@ func TestHandler(t *testing.T) {
 // slowdown counters growing. The evidence says so, and tells the power
 // cap's counter (the platform cap) apart from throttling.
 func TestEvidenceOfTheCounters(t *testing.T) {
-	v := thermal.Verdict{State: thermal.Throttled, CounterSlowdown: true, HasCounters: true, SlowdownSeconds: 12,
+	v := judge.ThermalVerdict{State: judge.Throttled, CounterSlowdown: true, HasCounters: true, SlowdownSeconds: 12, SlowdownShare: 0.25,
 		HasPowerCap: true, PowerCapSeconds: 300}
-	got := strings.Join(evidence(v, thermal.DefaultConfig()), "\n")
-	for _, want := range []string{"thermal slowdown counters are growing (12s of slowdown", "SW power cap held the clocks for 5m", "not throttling"} {
+	got := strings.Join(evidence(v, judge.DefaultThermalConfig()), "\n")
+	for _, want := range []string{"thermal slowdown counters are growing, 25 % of the time lately (from 5 %), 12s of slowdown", "SW power cap held the clocks for 5m", "not throttling"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("evidence lacks %q:\n%s", want, got)
 		}
 	}
 	if strings.Contains(got, "NVML reports a thermal slowdown") {
 		t.Errorf("evidence claims the flags, which are clear:\n%s", got)
+	}
+}
+
+// BenchmarkRender is what the model costs to render, on the Spark fixture
+// with a full default thermal window (120 samples): as the JSON API, as the
+// page's View, and as the whole page.
+func BenchmarkRender(b *testing.B) {
+	st := sparkState(b)
+	cfg := judge.DefaultThermalConfig()
+	var window []judge.ThermalSample
+	for i := range 120 {
+		clock := 1.8e9 + float64(i)*1e6
+		window = append(window, judge.ThermalSample{Time: now.Add(-time.Duration(119-i) * cfg.Interval),
+			Temperature: 80 + float64(i%10), Power: 99 + float64(i%3), SMClock: &clock})
+	}
+	st.Thermal = &collected.Thermal{Config: cfg, Snapshot: thermal.Snapshot{GPUs: []thermal.GPUState{{Index: 0,
+		Verdict: judge.ThermalVerdict{State: judge.Normal}, Window: window}}}}
+	m := Build(Exporter{}, st)
+	h := NewHandler(nil, "/metrics", true, true)
+	b.Run("json", func(b *testing.B) {
+		for b.Loop() {
+			(&Result{Model: m}).JSON()
+		}
+	})
+	b.Run("view", func(b *testing.B) {
+		for b.Loop() {
+			(&Result{Model: m}).viewJSON()
+		}
+	})
+	b.Run("page", func(b *testing.B) {
+		var buf bytes.Buffer
+		for b.Loop() {
+			buf.Reset()
+			if err := h.render(&buf, m, NewView(m)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// The page's script places what the server rendered: it formats no figure
+// and draws no scale of its own, so it cannot disagree with the page.
+func TestScriptFormatsNothing(t *testing.T) {
+	for _, own := range []string{"toFixed", "Math.round", "GiB", " W\"", "MHz", "°C", "1e6", "1073741824"} {
+		if strings.Contains(pageJS, own) {
+			t.Errorf("page.js formats figures itself (%q): the View carries them", own)
+		}
+	}
+}
+
+func TestNum(t *testing.T) {
+	for x, want := range map[float64]string{0: "0", 12.34: "12.3", 12.35: "12.4", 80: "80", -0.04: "0", -2.5: "-2.5", 299.96: "300", 0.05: "0.1"} {
+		if got := num(x); got != want {
+			t.Errorf("num(%v) = %q, want %q", x, got, want)
+		}
+	}
+}
+
+// Hot at flat power with the clock holding is watching, and says so; the
+// same without any clock is the signature alone, named as such.
+func TestThermalTextOfTheClock(t *testing.T) {
+	cfg := judge.DefaultThermalConfig()
+	st := &judge.ThermalStats{PowerMean: 92, PowerMax: 95, PowerSpread: 6, TemperatureMean: 88.5}
+	holding := thermal.GPUState{Verdict: judge.ThermalVerdict{State: judge.Watching, Signature: true, ClockHolding: true, Busy: true,
+		Flat: true, BelowNominal: true, Hot: true, Stats: st,
+		Clock: judge.ClockLoss{HasClock: true, Recent: 2.43e9, HasLevel: true, Level: 2.45e9}}}
+	th := thermalOf(holding, cfg, time.Now())
+	if !strings.HasPrefix(th.Text, "Watching: hot, clock holding.") || !strings.Contains(strings.Join(th.Evidence, "\n"), "SM clock holds: 2.43 GHz lately, against 2.45 GHz") {
+		t.Errorf("clock holding: %q\n%s", th.Text, strings.Join(th.Evidence, "\n"))
+	}
+	only := thermal.GPUState{Verdict: judge.ThermalVerdict{State: judge.Throttled, Signature: true, SignatureOnly: true, Stats: st}}
+	if th := thermalOf(only, cfg, time.Now()); !strings.Contains(th.Text, "signature only; clocks not logged") {
+		t.Errorf("no clock: %q", th.Text)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
@@ -46,24 +47,25 @@ func TestTwoSparksFabric(t *testing.T) {
 		{instance: "spark-a", procfs: idleTree(t, root), nvml: "gb10-idle", sysfs: healthy},
 		{instance: "spark-b", procfs: idleTree(t, root), nvml: "gb10-idle", sysfs: degraded},
 	})
-	deadline := s.ready.Add(runBudget)
-	runbooks := s.runbooks(t, deadline, root)
+	runbooks := s.runbooks(t, due(s.ready, scrapeInterval), root)
 
 	// The link as Prometheus saw it up, then lost.
-	s.waitFor(t, deadline, `spark_fabric_link_up{instance="spark-b",device="roceP2p1s0f0"} == 1`,
+	s.waitFor(t, due(s.ready, scrapeInterval), `spark_fabric_link_up{instance="spark-b",device="roceP2p1s0f0"} == 1`,
 		"Prometheus to see spark-b's roceP2p1s0f0 up")
 	writeSysfs(t, filepath.Join(lost, "phys_state"), downPhys)
 	writeSysfs(t, filepath.Join(lost, "state"), downState)
+	lostAt := time.Now()
 
 	t.Run("LinkDown", func(t *testing.T) {
-		a := s.waitPage(t, deadline, map[string]string{
+		// Due within its `for:` (its day-long window only looks back).
+		a := s.waitPage(t, due(lostAt, s.forOf(t, "SparkFabricLinkDown")+scrapeInterval), map[string]string{
 			"alertname": "SparkFabricLinkDown", "instance": "spark-b", "job": "spark", "severity": "warning",
 			"device": "roceP2p1s0f0", "port": "1",
 		})
 		runbooks.check(t, a, "sparkfabriclinkdown")
 	})
 	t.Run("PCIeDegraded", func(t *testing.T) {
-		a := s.waitPage(t, deadline, map[string]string{
+		a := s.waitPage(t, due(s.ready, s.firesWithin("SparkFabricPCIeDegraded")), map[string]string{
 			"alertname": "SparkFabricPCIeDegraded", "instance": "spark-b", "job": "spark", "severity": "warning",
 			"device": "rocep1s0f0", "link": "width",
 		})

@@ -1,4 +1,4 @@
-package thermal
+package judge
 
 import (
 	"errors"
@@ -8,40 +8,33 @@ import (
 	"time"
 )
 
-// State is the verdict on a GPU's window.
-type State string
+// ThermalState is the verdict on a GPU's window.
+type ThermalState string
 
 const (
 	// Collecting: the samples do not yet cover a whole window (just
 	// started, or after a gap in the samples).
-	Collecting State = "collecting"
+	Collecting ThermalState = "collecting"
 	// Normal: nothing to watch.
-	Normal State = "normal"
+	Normal ThermalState = "normal"
 	// Watching: temperature climbs while power is not flat below the
 	// rating (a warm-up near peak power): not yet throttling, keep watching.
-	Watching State = "watching"
+	Watching ThermalState = "watching"
 	// Throttled: the throttle signature, or NVML reporting a thermal
 	// slowdown (its flags, or its thermal slowdown counters growing).
-	Throttled State = "throttled"
+	Throttled ThermalState = "throttled"
 )
 
-// States lists every state, for one-hot export.
-var States = []State{Collecting, Normal, Watching, Throttled}
+// ThermalStates lists every state, for one-hot export.
+var ThermalStates = []ThermalState{Collecting, Normal, Watching, Throttled}
 
 // GapIntervals is how many sampling intervals may pass between two samples
 // before the window is taken as broken: a few missed reads are tolerated,
 // a longer silence is not read as a flat stretch.
 const GapIntervals = 3
 
-// CounterLookback is how many sampling intervals back the thermal slowdown
-// counters are compared: a driver that slows the clocks in bursts shorter
-// than an interval shows growth in some intervals and not in others, and
-// this keeps one episode instead of a string of them. It is the tolerated
-// gap: what was seen within it still counts as now.
-const CounterLookback = GapIntervals
-
-// Config holds the sampling cadence and every threshold of the verdict.
-type Config struct {
+// ThermalConfig holds the sampling cadence and every threshold of the verdict.
+type ThermalConfig struct {
 	Interval time.Duration // time between samples
 	Window   time.Duration // span analysed
 
@@ -54,19 +47,19 @@ type Config struct {
 	HotTemperature    float64 // °C: temperature holds hot when its window mean is at least this
 }
 
-// DefaultConfig is the configuration the flags default to; docs/thermal.md
+// DefaultThermalConfig is the configuration the flags default to; docs/thermal.md
 // gives the reasons for each figure.
-func DefaultConfig() Config {
-	return Config{
+func DefaultThermalConfig() ThermalConfig {
+	return ThermalConfig{
 		Interval:          5 * time.Second,
 		Window:            10 * time.Minute,
-		NominalPower:      240,
+		NominalPower:      RatingWatts,
 		BelowNominalRatio: 0.9,
 		FlatSpread:        20,
 		BusyUtilization:   0.5,
 		BusyPower:         20,
 		ClimbingSlope:     0.5 / 60,
-		HotTemperature:    85,
+		HotTemperature:    88,
 	}
 }
 
@@ -74,7 +67,7 @@ func DefaultConfig() Config {
 const maxSamples = 1 << 17
 
 // Validate refuses a configuration the analysis cannot work with.
-func (c Config) Validate() error {
+func (c ThermalConfig) Validate() error {
 	switch {
 	case c.Interval <= 0:
 		return errors.New("the sampling interval must be positive")
@@ -102,14 +95,14 @@ func (c Config) Validate() error {
 
 // MaxGap is the longest silence between samples that still counts as one
 // unbroken run.
-func (c Config) MaxGap() time.Duration { return GapIntervals * c.Interval }
+func (c ThermalConfig) MaxGap() time.Duration { return GapIntervals * c.Interval }
 
 // Capacity is the number of samples a Window needs: a whole window and
 // room for jitter in the sampling times.
-func (c Config) Capacity() int { return 2*int(c.Window/c.Interval) + 4 }
+func (c ThermalConfig) Capacity() int { return 2*int(c.Window/c.Interval) + 4 }
 
-// Stats are the figures of the analysed samples.
-type Stats struct {
+// ThermalStats are the figures of the analysed samples.
+type ThermalStats struct {
 	PowerMean       float64 // W
 	PowerSpread     float64 // W: max − min
 	PowerMax        float64 // W
@@ -125,9 +118,9 @@ type Stats struct {
 	HasEarlySlope, HasRecentSlope bool
 }
 
-// Verdict is the analysis of one GPU's window at one moment.
-type Verdict struct {
-	State State
+// ThermalVerdict is the analysis of one GPU's window at one moment.
+type ThermalVerdict struct {
+	State ThermalState
 	// Signature: the window shows the throttle signature (busy, power
 	// flat below the rating, temperature climbing or holding hot).
 	Signature bool
@@ -135,10 +128,10 @@ type Verdict struct {
 	// reasons; SlowdownFor is how long they have been set without a break.
 	ThermalSlowdown bool
 	SlowdownFor     time.Duration
-	// CounterSlowdown: NVML's thermal slowdown counters grew over the
-	// latest CounterLookback sampling intervals. The driver held the
-	// clocks down for heat, whatever its flags say (on GB10 they stay
-	// clear while the counters grow).
+	// CounterSlowdown: NVML's thermal slowdown counters grew for at
+	// least CounterShare of the recent span. The driver held the clocks
+	// down for heat, whatever its flags say (on GB10 they stay clear
+	// while the counters grow).
 	CounterSlowdown bool
 	// HasCounters: the analysed samples carry the thermal slowdown
 	// counters. SlowdownSeconds is then their growth over those samples
@@ -150,16 +143,31 @@ type Verdict struct {
 	HasPowerCap     bool
 	PowerCapSeconds float64
 
-	Covered bool          // the samples cover the whole window without a gap
-	Span    time.Duration // from the first analysed sample to now
-	Samples int           // samples analysed
-	Latest  *Sample       // the newest sample, nil when none is recent
-	Stats   *Stats        // nil when no sample is recent
+	Covered bool           // the samples cover the whole window without a gap
+	Span    time.Duration  // from the first analysed sample to now
+	Samples int            // samples analysed
+	Latest  *ThermalSample // the newest sample, nil when none is recent
+	Stats   *ThermalStats  // nil when no sample is recent
 
 	// The parts of the verdict, for logs and tests. Rising: temperature
 	// going up over the window and its latest half. Climbing: rising and
 	// not levelling off, the signature's test.
 	Busy, Flat, BelowNominal, Rising, Climbing, Hot bool
+
+	// Clock-loss evidence (thermal_clockloss.go). SlowdownShare: the thermal
+	// slowdown counters' growth over the recent span, as a share of it
+	// (CounterSlowdown is its test). Clock: the SM clock over the busy
+	// stretch; ClockFell: it fell below its earlier level. The signature
+	// counts as throttling only with ClockFell: with a clock that holds it
+	// is ClockHolding (Watching: "hot, clock holding"), and without any
+	// clock SignatureOnly (throttling by the signature alone, clocks not
+	// logged). HasMargin, MarginMean: the driver's thermal margin (°C to
+	// its slowdown limit), which decides Hot where the samples carry it.
+	SlowdownShare                          float64
+	Clock                                  ClockLoss
+	ClockFell, ClockHolding, SignatureOnly bool
+	HasMargin                              bool
+	MarginMean                             float64
 }
 
 // Hysteresis: a GPU already Throttled stays so under relaxed thresholds,
@@ -178,17 +186,25 @@ const (
 // warm-up still rising near peak power is Watching.
 const settlingRatio = 0.5
 
-// Analyze judges the samples (oldest first) as they stand at now; prev is
+// AnalyzeThermal judges the samples (oldest first) as they stand at now; prev is
 // the state of the previous verdict (hysteresis). Only the unbroken run of
 // samples ending near now counts: a gap of more than MaxGap cuts the run,
 // and the state stays Collecting until the run covers a whole window again.
-func Analyze(samples []Sample, now time.Time, prev State, cfg Config) Verdict {
+func AnalyzeThermal(samples []ThermalSample, now time.Time, prev ThermalState, cfg ThermalConfig) ThermalVerdict {
+	return AnalyzeThermalAfter(samples, now, ThermalVerdict{State: prev}, cfg)
+}
+
+// AnalyzeThermalAfter is AnalyzeThermal given the whole previous verdict,
+// whose clock level a busy stretch longer than the samples held carries
+// forward: a Monitor's step.
+func AnalyzeThermalAfter(samples []ThermalSample, now time.Time, previous ThermalVerdict, cfg ThermalConfig) ThermalVerdict {
+	prev := previous.State
 	run := unbroken(samples, now, cfg.MaxGap())
 	if len(run) == 0 {
-		return Verdict{State: Collecting}
+		return ThermalVerdict{State: Collecting}
 	}
 	windowStart := now.Add(-cfg.Window)
-	v := Verdict{Covered: !run[0].Time.After(windowStart)}
+	v := ThermalVerdict{Covered: !run[0].Time.After(windowStart)}
 	if v.Covered {
 		run = since(run, windowStart)
 	}
@@ -203,11 +219,8 @@ func Analyze(samples []Sample, now time.Time, prev State, cfg Config) Verdict {
 	if v.ThermalSlowdown {
 		v.SlowdownFor = now.Sub(slowdownStart(run))
 	}
-	thermalCounter := func(s Sample) *float64 { return s.ThermalSlowdownSeconds }
-	v.SlowdownSeconds, v.HasCounters = growth(run, thermalCounter)
-	recent, _ := growth(run[max(0, len(run)-1-CounterLookback):], thermalCounter)
-	v.CounterSlowdown = recent > 0
-	v.PowerCapSeconds, v.HasPowerCap = growth(run, func(s Sample) *float64 { return s.PowerCapSeconds })
+	v.SlowdownSeconds, v.HasCounters = growth(run, func(s ThermalSample) *float64 { return s.ThermalSlowdownSeconds })
+	v.PowerCapSeconds, v.HasPowerCap = growth(run, func(s ThermalSample) *float64 { return s.PowerCapSeconds })
 
 	climbing, hot, flat := cfg.ClimbingSlope, cfg.HotTemperature, cfg.FlatSpread
 	if prev == Throttled {
@@ -221,15 +234,18 @@ func Analyze(samples []Sample, now time.Time, prev State, cfg Config) Verdict {
 	v.Rising = rises(st, cfg.ClimbingSlope)
 	v.Climbing = rises(st, climbing) && !settling(st)
 	v.Hot = st.TemperatureMean >= hot
+	hotByMargin(&v, run, prev)
 	v.Signature = v.Covered && v.Busy && v.Flat && v.BelowNominal && (v.Climbing || v.Hot)
+	judgeClocks(&v, run, samples, now, previous, cfg)
 
 	switch {
-	case v.Signature || v.ThermalSlowdown || v.CounterSlowdown:
-		// NVML's own word needs no full window.
+	case (v.Signature && !v.ClockHolding) || v.ThermalSlowdown || v.CounterSlowdown:
+		// The clocks were lost (or, unlogged, the signature stands
+		// alone). NVML's own word needs no full window.
 		v.State = Throttled
 	case !v.Covered:
 		v.State = Collecting
-	case v.Rising && !(v.Flat && v.BelowNominal):
+	case v.ClockHolding || (v.Rising && !(v.Flat && v.BelowNominal)):
 		v.State = Watching
 	default:
 		v.State = Normal
@@ -240,7 +256,7 @@ func Analyze(samples []Sample, now time.Time, prev State, cfg Config) Verdict {
 // unbroken returns the latest run of samples with no gap longer than
 // maxGap, ignoring samples after now; it is empty when the newest sample
 // is older than maxGap.
-func unbroken(samples []Sample, now time.Time, maxGap time.Duration) []Sample {
+func unbroken(samples []ThermalSample, now time.Time, maxGap time.Duration) []ThermalSample {
 	end := len(samples)
 	for end > 0 && samples[end-1].Time.After(now) {
 		end--
@@ -256,7 +272,7 @@ func unbroken(samples []Sample, now time.Time, maxGap time.Duration) []Sample {
 }
 
 // since returns the samples at or after t.
-func since(samples []Sample, t time.Time) []Sample {
+func since(samples []ThermalSample, t time.Time) []ThermalSample {
 	for i, s := range samples {
 		if !s.Time.Before(t) {
 			return samples[i:]
@@ -265,8 +281,8 @@ func since(samples []Sample, t time.Time) []Sample {
 	return nil
 }
 
-func stats(run []Sample, recentFrom time.Time) Stats {
-	st := Stats{PowerMax: math.Inf(-1)}
+func stats(run []ThermalSample, recentFrom time.Time) ThermalStats {
+	st := ThermalStats{PowerMax: math.Inf(-1)}
 	minPower := math.Inf(1)
 	for _, s := range run {
 		st.PowerMean += s.Power
@@ -286,18 +302,18 @@ func stats(run []Sample, recentFrom time.Time) Stats {
 
 // rises: the temperature goes up at least at rate over the window and
 // over its latest half (it is still going up now).
-func rises(st Stats, rate float64) bool {
+func rises(st ThermalStats, rate float64) bool {
 	return st.HasSlope && st.HasRecentSlope && st.Slope >= rate && st.RecentSlope >= rate
 }
 
 // settling: the latest half climbs far slower than the earlier one, as a
 // temperature levelling off after a rise in load does.
-func settling(st Stats) bool {
+func settling(st ThermalStats) bool {
 	return st.HasEarlySlope && st.HasRecentSlope && st.RecentSlope < settlingRatio*st.EarlySlope
 }
 
 // slope is the least-squares slope of temperature against time, in °C/s.
-func slope(run []Sample) (float64, bool) {
+func slope(run []ThermalSample) (float64, bool) {
 	if len(run) < 2 {
 		return 0, false
 	}
@@ -324,7 +340,7 @@ func slope(run []Sample) (float64, bool) {
 }
 
 // busy: by utilisation where NVML reports it, by power where it does not.
-func busy(run []Sample, st Stats, cfg Config) bool {
+func busy(run []ThermalSample, st ThermalStats, cfg ThermalConfig) bool {
 	var sum float64
 	var n int
 	for _, s := range run {
@@ -341,7 +357,7 @@ func busy(run []Sample, st Stats, cfg Config) bool {
 
 // slowdownStart is the time of the first sample of the latest unbroken
 // stretch of thermal slowdown reasons.
-func slowdownStart(run []Sample) time.Time {
+func slowdownStart(run []ThermalSample) time.Time {
 	i := len(run) - 1
 	for i > 0 && run[i-1].ThermalSlowdown() {
 		i--
@@ -353,7 +369,7 @@ func slowdownStart(run []Sample) time.Time {
 // samples without it. A counter that went down was reset (the driver
 // reloaded) and counts from zero again, as Prometheus's increase() reads
 // it. ok is false when no two samples carry the counter.
-func growth(run []Sample, counter func(Sample) *float64) (total float64, ok bool) {
+func growth(run []ThermalSample, counter func(ThermalSample) *float64) (total float64, ok bool) {
 	var prev *float64
 	for _, s := range run {
 		c := counter(s)
@@ -374,12 +390,20 @@ func growth(run []Sample, counter func(Sample) *float64) (total float64, ok bool
 }
 
 // Evidence names what made the verdict Throttled, joined by "+":
-// signature (the window's shape), nvml_thermal_slowdown (NVML's flags),
-// thermal_slowdown_counters (NVML's counters growing). It is empty for a
+// signature+clock_fall (the window's shape with the SM clock falling),
+// signature_only (the shape, with no clock logged to confirm it),
+// nvml_thermal_slowdown (NVML's flags), thermal_slowdown_counters (NVML's
+// counters growing for a material share of the time). It is empty for a
 // verdict with none.
-func (v Verdict) Evidence() string {
+func (v ThermalVerdict) Evidence() string {
 	var parts []string
-	if v.Signature {
+	switch {
+	case !v.Signature || v.ClockHolding:
+	case v.SignatureOnly:
+		parts = append(parts, "signature_only")
+	case v.ClockFell:
+		parts = append(parts, "signature", "clock_fall")
+	default: // a recorded signature that does not say which
 		parts = append(parts, "signature")
 	}
 	if v.ThermalSlowdown {

@@ -1,0 +1,80 @@
+// Package collected is what the collectors found at their latest run, as
+// plain typed values: the one state that /metrics renders as metrics and
+// the status page as its model, so that the two cannot disagree. The
+// collector package fills it (collector.Exporter.State); it holds no NVML,
+// file or logging type, so that the views link none.
+package collected
+
+import (
+	"time"
+
+	"github.com/spark-exporter/spark_exporter/internal/judge"
+	"github.com/spark-exporter/spark_exporter/internal/pool"
+	"github.com/spark-exporter/spark_exporter/internal/thermal"
+	"github.com/spark-exporter/spark_exporter/internal/workload"
+)
+
+// State is each collector's latest result. A part is nil when its
+// collector is off, has not run yet, or failed at its latest run.
+type State struct {
+	// At is when the latest run of every collector together (a scrape,
+	// or a view's own collection) ended; zero before the first.
+	At time.Time
+	// Runs are each collector's latest run, by name: what
+	// spark_scrape_collector_success and _duration_seconds say.
+	Runs      []Run
+	Pool      *Pool
+	GPU       *GPU
+	Thermal   *Thermal
+	Workloads *workload.Result
+	// Plans is nil when the plan collector is off.
+	Plans []Plan
+}
+
+// Run is one collector's latest run.
+type Run struct {
+	Name     string
+	Success  bool
+	Duration time.Duration
+}
+
+// Pool is the pool collector's reading and the reserve it judged against.
+type Pool struct {
+	Snapshot pool.Snapshot
+	Reserve  uint64
+}
+
+// GPU is the gpu collector's latest NVML reading.
+type GPU struct {
+	// Loaded: NVML is loaded and initialised (spark_gpu_nvml_up).
+	Loaded  bool
+	Devices []Device
+}
+
+// Device is one GPU's reading, the fields the views show. A nil field was
+// not reported.
+type Device struct {
+	Index              int
+	Name               string
+	TemperatureCelsius *float64
+	PowerWatts         *float64
+	SMClockHertz       *float64
+	SMClockMaxHertz    *float64
+	Utilization        *float64
+	// ClockEvents names the clock event reasons active in the reading
+	// (spark_gpu_clocks_event_active 1), in the exposition's order.
+	ClockEvents []string
+}
+
+// Thermal is the snapshot the thermal collector rendered and the
+// configuration it was judged with.
+type Thermal struct {
+	Snapshot thermal.Snapshot
+	Config   judge.ThermalConfig
+}
+
+// Plan is one planned run of --plan.file and its peak need.
+type Plan struct {
+	Name      string
+	PeakBytes float64
+}

@@ -1,0 +1,148 @@
+package status
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// View is the page's refreshed figures as the page shows them: each text,
+// state, value and drawing rendered here, once, by the Go code that renders
+// the page; page.js only puts them in place. Keys are the data-k of the
+// page's elements (the model's paths), charts are keyed by their id.
+type View struct {
+	// Shape names what the page's structure depends on; when it differs
+	// from the page's, page.js loads the page again instead.
+	Shape  string               `json:"shape"`
+	Text   map[string]string    `json:"text"`
+	State  map[string]string    `json:"state"`
+	Value  map[string]string    `json:"value"` // a <data> element's value attribute
+	Lists  map[string][]string  `json:"lists"`
+	Charts map[string]ChartView `json:"charts"`
+	Bar    []BarSegment         `json:"bar"`
+	// BarTitle is the pool bar's text alternative.
+	BarTitle string `json:"bar_title"`
+}
+
+// ChartView is one chart's drawing.
+type ChartView struct {
+	Points string   `json:"points"`
+	Lines  []string `json:"lines"` // the y of each marked value
+	Lo     string   `json:"lo"`
+	Hi     string   `json:"hi"`
+	Desc   string   `json:"desc"`
+}
+
+// BarSegment places one segment of the pool bar.
+type BarSegment struct {
+	X     string `json:"x"`
+	Width string `json:"width"`
+}
+
+// T is the text of key, for the template.
+func (v View) T(key string) string { return v.Text[key] }
+
+// S is the state of key, for the template.
+func (v View) S(key string) string { return v.State[key] }
+
+// V is the value attribute of key, for the template.
+func (v View) V(key string) string { return v.Value[key] }
+
+// NewView renders the model's refreshed figures.
+func NewView(m Model) View {
+	v := View{Shape: shape(m), Text: map[string]string{}, State: map[string]string{}, Value: map[string]string{},
+		Lists: map[string][]string{}, Charts: map[string]ChartView{}}
+	verdict := func(key, state, text string) { v.State[key], v.Text[key] = state, text }
+	bytes := func(key string, b int64) { v.Text[key], v.Value[key] = Bytes(b), strconv.FormatInt(b, 10) }
+	opt := func(key string, x *float64, format func(float64) string) {
+		v.Text[key] = "not reported"
+		if x != nil {
+			v.Text[key] = format(*x)
+		}
+	}
+	v.Text["generated_at"] = m.GeneratedAt
+	if p := m.Pool; p != nil {
+		verdict("pool.state", p.State, p.Text)
+		v.Text["pool.oom_ladder_step"] = p.OOMLadderStep
+		var title []string
+		for i, s := range p.Bar {
+			bytes(fmt.Sprintf("pool.bar.%d.bytes", i), s.Bytes)
+			v.Bar = append(v.Bar, BarSegment{X: barX(p, i), Width: barWidth(p, i)})
+			title = append(title, s.Label+" "+Bytes(s.Bytes))
+		}
+		v.BarTitle = "The pool of " + Bytes(p.TotalBytes) + ": " + strings.Join(title, ", ") + "."
+		bytes("pool.total_bytes", p.TotalBytes)
+		bytes("pool.free_bytes", p.FreeBytes)
+		bytes("pool.headroom_bytes", p.HeadroomBytes)
+		bytes("pool.headroom_after_flush_bytes", p.HeadroomAfterFlushBytes)
+	}
+	for gi, g := range m.GPUs {
+		k := "gpus." + strconv.Itoa(gi) + "."
+		if t := g.Thermal; t != nil {
+			verdict(k+"thermal.state", t.State, t.Text)
+			v.Lists[k+"thermal.evidence"] = t.Evidence
+			v.Text[k+"thermal.episodes"] = strconv.Itoa(t.Episodes)
+			v.Text[k+"thermal.throttled_seconds"] = Duration(secondsDuration(t.ThrottledSeconds))
+			for _, kind := range chartKinds {
+				c := newChart(kind, g)
+				cv := ChartView{Points: c.Points, Lo: c.Lo, Hi: c.Hi, Desc: c.Desc, Lines: []string{}}
+				for _, l := range c.Lines {
+					cv.Lines = append(cv.Lines, l.Y)
+				}
+				v.Charts[c.ID] = cv
+			}
+		}
+		opt(k+"temperature_celsius", g.TemperatureCelsius, Celsius)
+		opt(k+"power_watts", g.PowerWatts, Watts)
+		opt(k+"sm_clock_hertz", g.SMClockHertz, MHz)
+		opt(k+"utilization_ratio", g.UtilizationRatio, Percent)
+		v.Text[k+"clock_events"] = "none"
+		if len(g.ClockEvents) > 0 {
+			v.Text[k+"clock_events"] = strings.Join(g.ClockEvents, ", ")
+		}
+	}
+	if w := m.Workloads; w != nil {
+		verdict("workloads.state", w.State, w.Text)
+		for i, x := range w.List {
+			k := "workloads.list." + strconv.Itoa(i) + "."
+			v.Text[k+"resident_bytes"] = "not read"
+			if x.ResidentBytes != nil {
+				v.Text[k+"resident_bytes"] = Bytes(*x.ResidentBytes)
+			}
+			v.Text[k+"cap"] = capCell(x.Cap)
+		}
+	}
+	if pl := m.Plans; pl != nil {
+		for i, p := range pl.List {
+			k := "plans.list." + strconv.Itoa(i) + "."
+			v.State[k+"state"] = p.State
+			v.Text[k+"text"] = p.Text
+		}
+	}
+	verdict("nvml.state", m.NVML.State, m.NVML.Text)
+	for i, c := range m.Collectors {
+		k := "collectors." + strconv.Itoa(i)
+		state := "failing"
+		if c.Success {
+			state = "ok"
+		}
+		v.State[k] = state
+		v.Text[k+".success"] = state
+		v.Text[k+".duration_seconds"] = Milliseconds(c.DurationSeconds)
+	}
+	return v
+}
+
+// chartKinds are the charts of a GPU's thermal window, in the page's order.
+var chartKinds = []string{"temperature", "power", "clock"}
+
+// capCell is a workload's cap as the table shows it.
+func capCell(c *Cap) string {
+	switch {
+	case c == nil:
+		return "none (uncapped)"
+	case c.Source == "default":
+		return Percent(c.Ratio) + " (default)"
+	}
+	return Percent(c.Ratio)
+}

@@ -1,0 +1,180 @@
+package thermal
+
+import (
+	"github.com/spark-exporter/spark_exporter/internal/judge"
+	"math"
+	"testing"
+	"time"
+)
+
+// run is a GB10 run sampled every 5 s for d: temperature (°C), power (W)
+// and SM clock (GHz; NaN: not logged) as functions of the time since its
+// start, busy throughout; thermal counters (seconds) where slowdown is not
+// nil.
+type run struct {
+	d                  time.Duration
+	temp, power, clock func(m float64) float64 // m: minutes since the start
+	slowdown           func(m float64) float64
+	margin             func(m float64) float64
+	withoutUtilization bool
+}
+
+func (r run) samples() []judge.ThermalSample {
+	var out []judge.ThermalSample
+	for at := time.Duration(0); at <= r.d; at += 5 * time.Second {
+		m := at.Minutes()
+		s := judge.ThermalSample{Time: t0.Add(at), Temperature: r.temp(m), Power: r.power(m)}
+		if c := r.clock(m); !math.IsNaN(c) {
+			s.SMClock = ptr(c * 1e9)
+		}
+		if !r.withoutUtilization {
+			s.Utilization = ptr(0.97)
+		}
+		if r.slowdown != nil {
+			s.ThermalSlowdownSeconds = ptr(r.slowdown(m))
+		}
+		if r.margin != nil {
+			s.TemperatureMargin = ptr(r.margin(m))
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func constant(v float64) func(float64) float64 { return func(float64) float64 { return v } }
+
+// ripple is v with a deterministic wobble of ±a.
+func ripple(v, a float64) func(float64) float64 {
+	return func(m float64) float64 { return v + a*math.Sin(m*7.3) }
+}
+
+// The stand-in cases of docs/thermal.md: a warm-up, a hot steady run and
+// counter blips are never throttled; a clock that falls at flat power is,
+// within one window.
+func TestClockLossVerdicts(t *testing.T) {
+	cfg := judge.DefaultThermalConfig()
+	for _, tc := range []struct {
+		name string
+		run  run
+		// never: never judge.Throttled; else throttled from onset (minutes)
+		// within one window and two intervals.
+		never    bool
+		onset    float64
+		evidence string // of the first throttled verdict
+		// watchingText: some verdict is judge.Watching with the clock holding.
+		clockHolding bool
+	}{
+		{name: "warm-up from cool at a flat 90 W, clock steady", never: true, clockHolding: true, run: run{d: 30 * time.Minute,
+			temp:  func(m float64) float64 { return 45 + 38*(1-math.Exp(-m/12)) }, // still climbing at 30 min
+			power: ripple(90, 3), clock: ripple(2.45, 0.03)}},
+		{name: "steady 88 °C, clock floating 2.42–2.45 GHz", never: true, clockHolding: true, run: run{d: 40 * time.Minute,
+			temp: ripple(88.4, 0.5), power: ripple(92, 4), clock: ripple(2.435, 0.015)}},
+		{name: "healthy 84–86 °C for 40 minutes", never: true, run: run{d: 40 * time.Minute,
+			temp: ripple(85, 1), power: ripple(90, 5), clock: ripple(2.45, 0.06)}},
+		{name: "counter blips of milliseconds at a hot peak", never: true, clockHolding: true, run: run{d: 40 * time.Minute,
+			temp: ripple(88.4, 0.5), power: ripple(92, 4), clock: ripple(2.435, 0.015),
+			slowdown: func(m float64) float64 { return 0.003 * math.Floor(m/2) }}}, // 3 ms every 2 minutes
+		{name: "clock falling 2.45 → 2.0 GHz at 90 °C, flat power", onset: 20, evidence: "signature+clock_fall", run: run{d: 40 * time.Minute,
+			temp: ripple(90, 0.4), power: ripple(92, 3),
+			clock: func(m float64) float64 { return 2.45 - 0.45*math.Min(1, math.Max(0, (m-20)/5)) }}},
+		{name: "the driver's counters at 25%", onset: 20, evidence: "thermal_slowdown_counters", run: run{d: 40 * time.Minute,
+			temp: ripple(80, 0.4), power: ripple(92, 3), clock: constant(2.4),
+			slowdown: func(m float64) float64 { return 0.25 * 60 * math.Max(0, m-20) }}},
+		// A boost at 140 W, then the ~100 W cap at a lower clock while
+		// hot: the cap took that clock, not heat.
+		{name: "boost at 140 W, then the cap at 100 W and a lower clock", never: true, clockHolding: true, run: run{d: 40 * time.Minute,
+			temp: ripple(89, 0.4),
+			power: func(m float64) float64 {
+				if m < 10 {
+					return 140
+				}
+				return 100
+			},
+			clock: func(m float64) float64 {
+				if m < 10 {
+					return 2.7
+				}
+				return 2.4
+			}}},
+		// The guide's three columns: no clock, no utilisation. The
+		// signature alone is all there is, and it is named so.
+		{name: "climb at flat power, clocks not logged", onset: 0, evidence: "signature_only", run: run{d: 30 * time.Minute,
+			temp: func(m float64) float64 { return 70 + m }, power: ripple(100, 3), clock: constant(math.NaN()), withoutUtilization: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := Replay(tc.run.samples(), cfg)
+			first, holding := -1, false
+			for i, st := range res.Steps {
+				holding = holding || st.Verdict.State == judge.Watching && st.Verdict.ClockHolding
+				if st.Verdict.State == judge.Throttled && first < 0 {
+					first = i
+				}
+			}
+			if tc.clockHolding && !holding {
+				t.Errorf("never watching with the clock holding")
+			}
+			if tc.never {
+				if first >= 0 {
+					v := res.Steps[first].Verdict
+					t.Errorf("throttled at %v: evidence %q, clock %.0f of %.0f MHz, share %.4f",
+						res.Steps[first].Time.Sub(t0), v.Evidence(), v.Clock.Recent/1e6, v.Clock.Level/1e6, v.SlowdownShare)
+				}
+				return
+			}
+			if first < 0 {
+				t.Fatalf("never throttled")
+			}
+			at := res.Steps[first].Time.Sub(t0)
+			onset := time.Duration(tc.onset * float64(time.Minute))
+			if at < onset || at > onset+cfg.Window+2*cfg.Interval {
+				t.Errorf("throttled at %v; want within a window of %v", at, onset)
+			}
+			if got := res.Steps[first].Verdict.Evidence(); got != tc.evidence {
+				t.Errorf("evidence %q, want %q", got, tc.evidence)
+			}
+			if len(res.Episodes) != 1 || !res.Episodes[0].Open {
+				t.Errorf("episodes %+v, want one, open to the end", res.Episodes)
+			}
+		})
+	}
+}
+
+// A fall of 9% is the clock floating; of 11%, lost.
+func TestClockFellThreshold(t *testing.T) {
+	for _, tc := range []struct {
+		to   float64
+		fell bool
+	}{{2.45 * 0.91, false}, {2.45 * 0.89, true}} {
+		r := run{d: 20 * time.Minute, temp: constant(90), power: constant(95),
+			clock: func(m float64) float64 {
+				if m < 15 {
+					return 2.45
+				}
+				return tc.to
+			}}
+		samples := r.samples()
+		v := judge.AnalyzeThermal(samples, samples[len(samples)-1].Time, judge.Normal, judge.DefaultThermalConfig())
+		if v.ClockFell != tc.fell || v.Clock.Level != 2.45e9 || math.Abs(v.Clock.Recent-tc.to*1e9) > 1 {
+			t.Errorf("clock to %.3f GHz: fell %v (level %.0f, recent %.0f), want %v", tc.to, v.ClockFell, v.Clock.Level, v.Clock.Recent, tc.fell)
+		}
+	}
+}
+
+// The driver's margin decides "hot" where the samples carry it: 80 °C
+// with 5 °C left is hot, 90 °C with 10 °C left is not.
+func TestHotByMargin(t *testing.T) {
+	for _, tc := range []struct {
+		temp, margin float64
+		hot          bool
+	}{{80, 5, true}, {90, 10, false}, {88, 6, true}} {
+		r := run{d: 12 * time.Minute, temp: constant(tc.temp), power: constant(95), clock: constant(2.45), margin: constant(tc.margin)}
+		samples := r.samples()
+		v := judge.AnalyzeThermal(samples, samples[len(samples)-1].Time, judge.Normal, judge.DefaultThermalConfig())
+		if v.Hot != tc.hot || !v.HasMargin || v.MarginMean != tc.margin {
+			t.Errorf("%.0f °C, margin %.0f: hot %v (margin %v %.1f), want %v", tc.temp, tc.margin, v.Hot, v.HasMargin, v.MarginMean, tc.hot)
+		}
+		if want := map[bool]judge.ThermalState{true: judge.Watching, false: judge.Normal}[tc.hot]; v.State != want {
+			t.Errorf("%.0f °C, margin %.0f: state %s, want %s (steady clock)", tc.temp, tc.margin, v.State, want)
+		}
+	}
+}
