@@ -47,6 +47,7 @@ type target struct {
 	instance string
 	procfs   string   // its /proc tree, a writable copy
 	nvml     string   // the GB10 stand-in's scenario (testdata/nvml/scenarios), played speedup times faster
+	sysfs    string   // its /sys tree; testdata/sys/spark when ""
 	args     []string // beside --path.procfs, --path.sysfs, the thermal and the NVML flags
 }
 
@@ -128,9 +129,12 @@ func startStack(t *testing.T, targets []target) *stack {
 			"SPARK_NVML_SCENARIO=" + testexporter.Scenario(t, tg.nvml),
 			"SPARK_NVML_SPEED=" + strconv.Itoa(speedup),
 		}
-		// Every target a Spark with the spbm driver, whatever this
-		// machine's own /sys holds.
-		sysfs := filepath.Join(testexporter.Root(t), "testdata", "sys", "spark")
+		// Every target a Spark with the spbm driver unless it names its
+		// own tree, whatever this machine's own /sys holds.
+		sysfs := tg.sysfs
+		if sysfs == "" {
+			sysfs = filepath.Join(testexporter.Root(t), "testdata", "sys", "spark")
+		}
 		args := slices.Concat([]string{"--path.procfs=" + tg.procfs, "--path.sysfs=" + sysfs, "--gpu.nvml-library=" + testexporter.StandInNVML(t)},
 			thermalFlags, tg.args)
 		p := testexporter.Start(t, env, args...)
