@@ -1,0 +1,93 @@
+// Package judge owns every judgement the exporter, its alert rules, the
+// status page, `plan` and `report` make about a DGX Spark, and every
+// threshold those judgements use. Plain values in, plain verdicts out, time
+// as an argument: no I/O, no NVML, no logging, so that each view calls the
+// same code and a threshold lives in one place.
+//
+// rules/spark.rules.yml cannot import Go; rules/rules_test.go parses its
+// PromQL and checks each threshold number against the constants here.
+// docs/design.md gives the facts behind each figure with their public
+// sources.
+package judge
+
+// Power (NVML's power draw of the GB10's GPU).
+const (
+	// RatingWatts is the DGX Spark power brick's rating, 240 W (NVIDIA's DGX
+	// Spark specification). Throttling shows as power flat below it.
+	RatingWatts = 240.0
+
+	// PlateauWatts is the GB10's sustained draw under load, about 100 W: the
+	// platform's own cap, not a fault (87–89 W at 2424–2483 MHz in
+	// Blackwellboy/model-serving-minefield; docs/design.md).
+	PlateauWatts = 100.0
+
+	// PlateauLowWatts and PlateauHighWatts bound "at the ~100 W plateau"
+	// for a GPU whose power is flat: the SparkGPUPowerPlateau rule, the
+	// report's time at the plateau and the status page's power chart
+	// all use this band.
+	PlateauLowWatts  = 80.0
+	PlateauHighWatts = 120.0
+
+	// PlateauSpreadWatts is the most a busy GPU's power may move (max − min
+	// over the window) and still count as held flat at the plateau.
+	PlateauSpreadWatts = 15.0
+
+	// PowerCapShare is the share of time the SW power cap counter must grow
+	// for a busy GPU to count as held by the platform's cap even when its
+	// power is not flat (real units float their clock against the package
+	// budget with the flags clear; ollama/ollama#13552).
+	PowerCapShare = 0.5
+
+	// StuckLowWatts is the mean power under which a busy GPU is far below
+	// the plateau: a unit stuck after a failed USB-PD negotiation with its
+	// brick drew 5.8–19.5 W while 96% busy (docs/design.md). It is also the
+	// lower bound of the power-cap form of the plateau, so that the two
+	// judgements never overlap.
+	StuckLowWatts = 45.0
+
+	// StuckLowClockRatio is the share of its maximum SM clock under which a
+	// busy, low-power GPU is stuck rather than memory-bound: the stuck unit
+	// ran 481–858 MHz against ~2.4–3 GHz, a memory-bound decode keeps
+	// ~2.4 GHz.
+	StuckLowClockRatio = 0.5
+
+	// BusyUtilizationRatio is the mean GPU utilisation from which the alert
+	// rules count a GPU as busy (the plateau and stuck-low rules).
+	BusyUtilizationRatio = 0.7
+)
+
+// Thermal slowdown.
+const (
+	// ThermalSlowdownShare is the share of time in thermal slowdown (NVML's
+	// SW and HW thermal slowdown counters together) that counts as
+	// throttling: 5% is 3 s a minute, above the brief slowdowns a healthy
+	// unit shows at a temperature peak (0.9 s in all on a unit at 81 °C,
+	// ollama/ollama#13552).
+	ThermalSlowdownShare = 0.05
+)
+
+// Memory (the one unified CPU+GPU pool).
+const (
+	// HeavyCapRatio is the largest memory cap at which an inference server
+	// may run beside a training job (vLLM --gpu-memory-utilization, SGLang
+	// --mem-fraction-static): two heavy jobs on the one pool evict each
+	// other's pages without an OOM (docs/design.md).
+	HeavyCapRatio = 0.5
+
+	// FlushWorthBytes is the least flushable page cache worth a flush (step
+	// 1 of the OOM ladder): below 4 GiB a flush gives back too little to
+	// change what fits.
+	FlushWorthBytes = 4 << 30
+
+	// DefaultReserveBytes is --pool.reserve's default: the memory kept back
+	// for the OS and the driver, so headroom is MemFree minus it.
+	DefaultReserveBytes = 4 << 30
+
+	// PressureStallShare is the share of wall-clock time in PSI "full"
+	// memory stall from which the pool counts as thrashing.
+	PressureStallShare = 0.05
+
+	// RefaultsPerSecond is the rate of evicted pages read back from which
+	// the pool counts as thrashing (about 4 MB/s with 4 KiB pages).
+	RefaultsPerSecond = 1000.0
+)
