@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -16,20 +15,13 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/testing/promqltest"
 )
 
-// checkDashboard runs every query of dashboards/spark.json against the
-// running Prometheus, with Grafana's variables as Grafana would set them
+// checkDashboard runs every query of every dashboard (dashboards/*.json)
+// against the running Prometheus, with Grafana's variables as Grafana would set them
 // for this Prometheus (1 s scrapes) and "All" Sparks selected. Each must
 // return data, except those on metrics GB10 does not have
 // (dashboard.AbsentOnGB10, docs/e2e.md), which must return none.
 func checkDashboard(t *testing.T, s *stack, root string, instances []string) {
-	d, err := dashboard.Load(filepath.Join(root, "dashboards", dashboard.File))
-	if err != nil {
-		t.Fatal(err)
-	}
-	queries, err := d.Queries()
-	if err != nil {
-		t.Fatal(err)
-	}
+	queries := dashboard.Queries(t, root)
 	// $__range: the dashboard's time range, here everything recorded.
 	span := int(time.Since(s.ready).Seconds())
 	vars := dashboard.Vars{
@@ -49,11 +41,11 @@ func checkDashboard(t *testing.T, s *stack, root string, instances []string) {
 	checked := 0
 	for i, q := range queries {
 		if strings.Contains(exprs[i], "$") {
-			t.Errorf("%s uses a Grafana variable this test does not set: %s", q.Where, q.Expr)
+			t.Errorf("%s uses a Grafana variable this test does not set: %s", q.File+": "+q.Where, q.Expr)
 			continue
 		}
 		if parsed[i].Error != "" {
-			t.Errorf("%s does not parse: %s", q.Where, parsed[i].Error)
+			t.Errorf("%s does not parse: %s", q.File+": "+q.Where, parsed[i].Error)
 			continue
 		}
 		absent := false
@@ -63,13 +55,13 @@ func checkDashboard(t *testing.T, s *stack, root string, instances []string) {
 		result, err := s.query(exprs[i])
 		switch {
 		case err != nil:
-			t.Errorf("%s: %v\n%s", q.Where, err, exprs[i])
+			t.Errorf("%s: %v\n%s", q.File+": "+q.Where, err, exprs[i])
 		case absent:
 			if len(result) > 0 {
-				t.Errorf("%s returned data, yet it is listed as absent on GB10 (dashboard.AbsentOnGB10, docs/e2e.md): %s", q.Where, exprs[i])
+				t.Errorf("%s returned data, yet it is listed as absent on GB10 (dashboard.AbsentOnGB10, docs/e2e.md): %s", q.File+": "+q.Where, exprs[i])
 			}
 		case len(result) == 0:
-			t.Errorf("%s returned no data: %s", q.Where, exprs[i])
+			t.Errorf("%s returned no data: %s", q.File+": "+q.Where, exprs[i])
 		default:
 			checked++
 		}

@@ -12,7 +12,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 
+	"github.com/grafana/grafana-foundation-sdk/go/cog"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 )
 
@@ -23,7 +25,7 @@ var dashboards = map[string]func() *dashboard.DashboardBuilder{
 
 // render is a dashboard's file: indented JSON as Grafana's "Export" writes
 // it, PromQL's < and > left as they are, a final newline.
-func render(b *dashboard.DashboardBuilder) ([]byte, error) {
+func render(b cog.Builder[dashboard.Dashboard]) ([]byte, error) {
 	d, err := b.Build()
 	if err != nil {
 		return nil, err
@@ -38,11 +40,49 @@ func render(b *dashboard.DashboardBuilder) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// printQueries writes every query of the dashboards in dir, as read by the
+// SDK's types, to stdout as a JSON array of Query.
+func printQueries(dir string) error {
+	var all []Query
+	for _, name := range names() {
+		d, err := load(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		qs, err := queries(name, d)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		all = append(all, qs...)
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", " ")
+	return enc.Encode(all)
+}
+
+// names are the dashboards' file names, sorted.
+func names() []string {
+	var ns []string
+	for n := range dashboards {
+		ns = append(ns, n)
+	}
+	sort.Strings(ns)
+	return ns
+}
+
 func main() {
 	out := flag.String("out", ".", "directory to write the dashboards to")
+	list := flag.String("queries", "", "instead, print the PromQL of the dashboards in this directory as JSON (for the exporter's tests)")
 	flag.Parse()
-	for name, build := range dashboards {
-		data, err := render(build())
+	if *list != "" {
+		if err := printQueries(*list); err != nil {
+			fmt.Fprintf(os.Stderr, "dashboards: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
+	for _, name := range names() {
+		data, err := render(dashboards[name]())
 		if err == nil {
 			err = os.WriteFile(filepath.Join(*out, name), data, 0o644)
 		}
