@@ -38,7 +38,7 @@ func TestDashboardQueries(t *testing.T) {
 			t.Errorf("%s: %s uses a variable this test does not know: %s", q.File, q.Where, q.Expr)
 		}
 	}
-	for _, f := range []string{"spark.json"} {
+	for _, f := range []string{"spark.json", "fleet.json"} {
 		if files[f] == 0 {
 			t.Errorf("no query of %s was listed", f)
 		}

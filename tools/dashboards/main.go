@@ -21,6 +21,7 @@ import (
 // dashboards are the files written, by name in dashboards/.
 var dashboards = map[string]func() *dashboard.DashboardBuilder{
 	"spark.json": spark,
+	"fleet.json": fleet,
 }
 
 // render is a dashboard's file: indented JSON as Grafana's "Export" writes
