@@ -24,6 +24,9 @@ const (
 	// range spent in the throttled state.
 	someThrottlingShare = 0.01
 	muchThrottlingShare = 0.1
+	// fabricRateBits is a DGX Spark ConnectX-7 port's rate, 200 Gb/s
+	// (NVIDIA's DGX Spark specification).
+	fabricRateBits = 200e9
 )
 
 // spark is the dashboard of one or several Sparks, picked by the instance
@@ -378,5 +381,53 @@ func spark() *dashboard.DashboardBuilder {
 		Min(0).
 		Max(15).
 		WithTarget(rangeQuery("A", `spark_gpu_performance_state{instance=~"$instance"}`, "{{instance}} gpu{{gpu}}")))
+	b.WithRow(row(48, "Fabric: the ConnectX-7 link between two Sparks"))
+	b.WithPanel(stateTimelinePanel(49, "Fabric ports",
+		"Each ConnectX-7 function's port: up when ACTIVE and LinkUp. A port that carried traffic and went down: the other Spark was unplugged or the link failed; check the cable and the other end (SparkFabricLinkDown). A port that was never up has no cable.",
+		"none", 12, 8).
+		ShowValue(common.VisibilityModeNever).
+		Mappings(mappings(valueMap(
+			"0", "down", "red",
+			"1", "up", "green",
+		))).
+		WithTarget(rangeQuery("A", `spark_fabric_link_up{instance=~"$instance"}`, "{{instance}} {{device}} port {{port}}")))
+	b.WithPanel(statPanel(50, "Negotiated rate",
+		fmt.Sprintf("The rate each up port negotiated. A ConnectX-7 port of a DGX Spark runs at %.0f Gb/s; less is a link trained down: reseat or replace the cable.", fabricRateBits/1e9),
+		"bps", 6, 8).
+		Thresholds(thresholds("orange", step(fabricRateBits, "green"))).
+		WithTarget(instantQuery("A", `spark_fabric_link_rate_bits_per_second{instance=~"$instance"}`, "{{instance}} {{device}}")))
+	b.WithPanel(statPanel(51, "Fabric sources",
+		"Whether this Spark has RDMA devices, their hardware counters and a readable PCIe link. absent for rdma: no ConnectX-7 driver loaded (or no fabric); the other fabric panels stay empty.",
+		"none", 6, 8).
+		Decimals(0).
+		Mappings(mappings(valueMap(
+			"0", "absent", "orange",
+			"1", "present", "green",
+		))).
+		WithTarget(instantQuery("A", `spark_fabric_field_supported{instance=~"$instance"}`, "{{instance}} {{field}}")))
+	b.WithPanel(timeseriesPanel(52, "PCIe link against its maximum",
+		"Each function's PCIe link: lanes and speed as a share of what the device can do. Under 100% the function trained narrower or slower (SparkFabricPCIeDegraded) and its throughput is capped: reseat the card or power-cycle.",
+		"percentunit", 8, 8).
+		AxisSoftMin(0).
+		Max(1.05).
+		ThresholdsStyle(thresholdsAs(common.GraphThresholdsStyleModeDashed)).
+		Thresholds(thresholds("red", step(1, "transparent"))).
+		OverrideByQuery("B", props(lineStyle(dashed))).
+		WithTarget(rangeQuery("A", `spark_fabric_pcie_link_width{instance=~"$instance", which="current"} / ignoring (which) spark_fabric_pcie_link_width{instance=~"$instance", which="max"}`, "{{instance}} {{device}} width")).
+		WithTarget(rangeQuery("B", `spark_fabric_pcie_link_transfers_per_second{instance=~"$instance", which="current"} / ignoring (which) spark_fabric_pcie_link_transfers_per_second{instance=~"$instance", which="max"}`, "{{instance}} {{device}} speed")))
+	b.WithPanel(timeseriesPanel(53, "Fabric throughput",
+		"Bytes received and sent per second on each function. Traffic on one function of a port and not the other halves what the link carries (SparkFabricRailImbalance): check NCCL's interface list covers both.",
+		"Bps", 8, 8).
+		AxisSoftMin(0).
+		OverrideByQuery("B", props(lineStyle(dashed))).
+		WithTarget(rangeQuery("A", `rate(spark_fabric_receive_bytes_total{instance=~"$instance"}[$__rate_interval])`, "{{instance}} {{device}} receive")).
+		WithTarget(rangeQuery("B", `rate(spark_fabric_transmit_bytes_total{instance=~"$instance"}[$__rate_interval])`, "{{instance}} {{device}} transmit")))
+	b.WithPanel(timeseriesPanel(54, "Fabric errors and congestion",
+		"Port errors (symbol errors, receive errors, discards, link downs) and RoCE congestion and loss events per second, by device. Errors that keep growing are a bad cable or connector (SparkFabricErrors); congestion notifications alone are flow control at work.",
+		"cps", 8, 8).
+		AxisSoftMin(0).
+		OverrideByQuery("B", props(lineStyle(dashed))).
+		WithTarget(rangeQuery("A", `sum by (instance, device) (rate(spark_fabric_port_errors_total{instance=~"$instance"}[$__rate_interval]))`, "{{instance}} {{device}} port errors")).
+		WithTarget(rangeQuery("B", `sum by (instance, device) (rate(spark_fabric_roce_events_total{instance=~"$instance"}[$__rate_interval]))`, "{{instance}} {{device}} RoCE events")))
 	return b
 }
