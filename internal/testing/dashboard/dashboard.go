@@ -64,6 +64,14 @@ var AbsentOnGB10 = map[string]bool{
 	"spark_gpu_power_limit_watts":  true,
 }
 
+// Fabric says whether a metric is the fabric collector's: a Spark without
+// RDMA devices (no ConnectX-7 driver, or a run on testdata/sys/spark) has
+// none but spark_fabric_field_supported, and an exporter older than the
+// collector none at all, so the fabric row may be empty.
+func Fabric(metric string) bool {
+	return strings.HasPrefix(metric, "spark_fabric_")
+}
+
 // Vars are the values given to Grafana's variables when a query is run
 // outside Grafana.
 type Vars struct {
