@@ -170,7 +170,9 @@ func TestMixinConfig(t *testing.T) {
 		}
 	}
 
-	all := func(f mixinOutput) []ruleGroup { return append(append([]ruleGroup{}, f.Alerts.Groups...), f.Rules.Groups...) }
+	all := func(f mixinOutput) []ruleGroup {
+		return append(append([]ruleGroup{}, f.Alerts.Groups...), f.Rules.Groups...)
+	}
 	orig := map[string]ruleGroup{}
 	for _, g := range all(plain) {
 		orig[g.Name] = g
@@ -250,8 +252,8 @@ func walkStrings(got, orig any, f func(key, got, orig string)) {
 				}
 			}
 		case string:
-			os, _ := o.(string)
-			f(key, g, os)
+			was, _ := o.(string)
+			f(key, g, was)
 		}
 	}
 	walk("", got, orig)

@@ -58,7 +58,7 @@ func spark() *dashboard.DashboardBuilder {
 		Thresholds(thresholds("red", step(0, "orange"), step(roomyHeadroomBytes, "green"))).
 		WithTarget(rangeQuery("A", `spark_pool_headroom_after_flush_bytes{instance=~"$instance"}`, "{{instance}}")))
 	b.WithPanel(statPanel(4, "GPU temperature",
-		"Core temperature from NVML. Loaded GB10s have been reported at 91–98 °C.",
+		"Core temperature from NVML. Loaded GB10s have been reported at 91–98 °C. Hot and climbing while power sits flat: see Thermal state; check airflow (nothing blocking the vents, room temperature) before the workload.",
 		"celsius", 4, 4).
 		Thresholds(thresholds("green", step(hotCelsius, "orange"), step(tooHotCelsius, "red"))).
 		WithTarget(rangeQuery("A", `spark_gpu_temperature_celsius{instance=~"$instance"}`, "{{instance}} gpu{{gpu}}")))
@@ -83,7 +83,7 @@ func spark() *dashboard.DashboardBuilder {
   or (spark_thermal_state{instance=~"$instance", state="throttled"} == 1) * 3
 )`, "{{instance}} gpu{{gpu}}")))
 	b.WithPanel(statPanel(7, "Firing Spark alerts",
-		"Spark alerts firing now, from Prometheus' ALERTS series.",
+		"Spark alerts firing now, from Prometheus' ALERTS series. Above 0: the table in Alerts and exporter health names them; each alert's runbook (docs/runbooks.md) says what to do.",
 		"none", 4, 4).
 		Decimals(0).
 		NoValue("none firing").
@@ -91,7 +91,7 @@ func spark() *dashboard.DashboardBuilder {
 		WithTarget(instantQuery("A", `count by (instance) (ALERTS{alertname=~"Spark.*", alertstate="firing", instance=~"$instance"})`, "{{instance}}")))
 	b.WithRow(row(8, "Unified memory pool"))
 	b.WithPanel(timeseriesPanel(9, "Pool headroom against the reserve",
-		"Headroom = MemFree − reserve (`--pool.reserve`). Below the red line free memory is inside the reserve kept for the OS and driver. The dashed line adds what a page-cache flush would give back.",
+		"Headroom = MemFree − reserve (`--pool.reserve`). Below the red line free memory is inside the reserve kept for the OS and driver (SparkPoolHeadroomLow): stop or shrink a run before the next allocation is OOM-killed. The dashed line adds what a page-cache flush would give back: if it stays above the red line, flush first.",
 		"bytes", 9, 9).
 		ThresholdsStyle(thresholdsAs(common.GraphThresholdsStyleModeLine)).
 		Thresholds(thresholds("red", step(0, "transparent"))).
@@ -104,7 +104,7 @@ func spark() *dashboard.DashboardBuilder {
 		WithTarget(rangeQuery("B", `spark_pool_headroom_after_flush_bytes{instance=~"$instance"}`, "{{instance}} headroom after flush")).
 		WithTarget(rangeQuery("C", `spark_pool_reserve_bytes{instance=~"$instance"}`, "{{instance}} reserve")))
 	b.WithPanel(timeseriesPanel(10, "Where the pool is: free / available / page cache / flushable / mapped",
-		"free (MemFree) is the figure to budget against. available counts reclaimable cache, page cache is free's buff/cache, flushable is what drop_caches gives back, mapped is mmap'd files (safetensors during a model load: the load transient).",
+		"free (MemFree) is the figure to budget against. available counts reclaimable cache, page cache is free's buff/cache, flushable is what drop_caches gives back, mapped is mmap'd files (safetensors during a model load: the load transient). free low while flushable is large: flush the page cache between runs (OOM ladder step 1).",
 		"bytes", 9, 9).
 		AxisSoftMin(0).
 		FillOpacity(0).
@@ -131,12 +131,12 @@ func spark() *dashboard.DashboardBuilder {
 		WithTarget(rangeQuery("C", `spark_gpu_field_supported{field="memory_info", instance=~"$instance"} == 0`, "{{instance}} gpu{{gpu}}")))
 	b.WithRow(row(12, "Memory pressure and eviction"))
 	b.WithPanel(timeseriesPanel(13, "Memory stall (PSI)",
-		"Share of wall time tasks waited on memory (/proc/pressure/memory). some: at least one task stalled; full: all non-idle tasks stalled at once. Sustained full stall is silent eviction.",
+		"Share of wall time tasks waited on memory (/proc/pressure/memory). some: at least one task stalled; full: all non-idle tasks stalled at once. Sustained full stall is silent eviction (SparkMemoryEviction): two jobs are pushing each other out; stop or cap one (see Workloads on the pool).",
 		"percentunit", 6, 8).
 		AxisSoftMin(0).
 		WithTarget(rangeQuery("A", `rate(spark_pool_pressure_stall_seconds_total{instance=~"$instance"}[$__rate_interval])`, "{{instance}} {{kind}}")))
 	b.WithPanel(timeseriesPanel(14, "Refaults and major faults",
-		"Refaults: evicted pages read back (workingset_refault_*): another program on the pool is pushing this one's pages out. Major faults: pages read from disk (pgmajfault).",
+		"Refaults: evicted pages read back (workingset_refault_*): another program on the pool is pushing this one's pages out. Major faults: pages read from disk (pgmajfault). A sustained storm is eviction: find the second job in Workloads on the pool and stop or cap it.",
 		"suffix: pages/s", 6, 8).
 		AxisSoftMin(0).
 		OverrideByQuery("B", props(
@@ -144,7 +144,7 @@ func spark() *dashboard.DashboardBuilder {
 		WithTarget(rangeQuery("A", `rate(spark_pool_refaults_total{instance=~"$instance"}[$__rate_interval])`, "{{instance}} refaults {{type}}")).
 		WithTarget(rangeQuery("B", `rate(spark_pool_major_faults_total{instance=~"$instance"}[$__rate_interval])`, "{{instance}} major faults")))
 	b.WithPanel(timeseriesPanel(15, "Reclaim and allocation stalls",
-		"Pages reclaimed by kswapd (background) and directly by allocating tasks (pgsteal_*), and allocation stalls (allocstall_*): direct reclaim means programs wait for memory.",
+		"Pages reclaimed by kswapd (background) and directly by allocating tasks (pgsteal_*), and allocation stalls (allocstall_*): direct reclaim means programs wait for memory. Stalls that persist under a run: the pool is overcommitted; lower the batch or the cache cap.",
 		"suffix: pages/s", 6, 8).
 		AxisSoftMin(0).
 		OverrideByQuery("B", props(
@@ -152,7 +152,7 @@ func spark() *dashboard.DashboardBuilder {
 		WithTarget(rangeQuery("A", `rate(spark_pool_reclaimed_pages_total{instance=~"$instance"}[$__rate_interval])`, "{{instance}} reclaimed by {{by}}")).
 		WithTarget(rangeQuery("B", `rate(spark_pool_allocation_stalls_total{instance=~"$instance"}[$__rate_interval])`, "{{instance}} allocation stalls")))
 	b.WithPanel(statPanel(16, "OOM kills in range",
-		"Processes the kernel OOM-killed in the selected time range (vmstat oom_kill).",
+		"Processes the kernel OOM-killed in the selected time range (vmstat oom_kill). Above 0: `journalctl -k | grep -i oom` names the victim; fit the next run to the headroom after a flush (spark_exporter plan) before restarting it.",
 		"none", 6, 8).
 		Decimals(0).
 		Thresholds(thresholds("green", step(1, "red"))).
@@ -172,14 +172,14 @@ func spark() *dashboard.DashboardBuilder {
 		WithTarget(rangeQuery("B", `spark_thermal_window_power_mean_watts{instance=~"$instance"}`, "{{instance}} gpu{{gpu}} window mean")).
 		WithTarget(rangeQuery("C", `spark_gpu_power_limit_watts{instance=~"$instance"}`, "{{instance}} gpu{{gpu}} enforced limit")))
 	b.WithPanel(timeseriesPanel(19, "GPU temperature",
-		"Core temperature. Throttling shows as temperature climbing or holding hot while power stays flat below the 240 W rating; watch 10–15 minutes before concluding.",
+		"Core temperature. Throttling shows as temperature climbing or holding hot while power stays flat below the 240 W rating; watch 10–15 minutes before concluding, then check airflow and the room.",
 		"celsius", 8, 9).
 		AxisSoftMin(0).
 		ThresholdsStyle(thresholdsAs(common.GraphThresholdsStyleModeDashed)).
 		Thresholds(thresholds("transparent", step(hotCelsius, "orange"), step(tooHotCelsius, "red"))).
 		WithTarget(rangeQuery("A", `spark_gpu_temperature_celsius{instance=~"$instance"}`, "{{instance}} gpu{{gpu}}")))
 	b.WithPanel(timeseriesPanel(20, "SM clock against its max",
-		"Current SM clock and its maximum (dashed). A busy GPU far below its max (500–850 MHz instead of ~2.4–3 GHz) with power near 30 W is the stuck-low power fault.",
+		fmt.Sprintf("Current SM clock and its maximum (dashed). A busy GPU under %.0f%% of its max (500–850 MHz instead of ~2.4–3 GHz) with power under %.0f W is the stuck-low power fault: power-cycle the Spark at the wall.", 100*judge.StuckLowClockRatio, judge.StuckLowWatts),
 		"hertz", 8, 9).
 		AxisSoftMin(0).
 		OverrideByQuery("B", props(
@@ -188,7 +188,7 @@ func spark() *dashboard.DashboardBuilder {
 		WithTarget(rangeQuery("A", `spark_gpu_sm_clock_hertz{instance=~"$instance"}`, "{{instance}} gpu{{gpu}} SM clock")).
 		WithTarget(rangeQuery("B", `spark_gpu_sm_clock_max_hertz{instance=~"$instance"}`, "{{instance}} gpu{{gpu}} max")))
 	b.WithPanel(stateTimelinePanel(21, "Clock event reasons",
-		"Why NVML says the clocks are held down (clock event reasons). gpu_idle is normal at rest; sw/hw thermal slowdown and sw_power_cap under load explain a slow run.",
+		"Why NVML says the clocks are held down (clock event reasons). gpu_idle is normal at rest; sw/hw thermal slowdown and sw_power_cap under load explain a slow run. On a GB10 these flags often stay clear: read Seconds per minute in each clock event below.",
 		"none", 16, 9).
 		ShowValue(common.VisibilityModeNever).
 		Mappings(mappings(valueMap(
@@ -207,7 +207,7 @@ func spark() *dashboard.DashboardBuilder {
 		WithTarget(rangeQuery("A", `spark_gpu_utilization_ratio{instance=~"$instance"}`, "{{instance}} gpu{{gpu}}")))
 	b.WithRow(row(23, "Thermal"))
 	b.WithPanel(stateTimelinePanel(24, "Thermal state",
-		"The exporter's thermal verdict over time, and the throttle signature (GPU busy, power flat below nominal, temperature climbing or holding hot).",
+		"The exporter's thermal verdict over time, and the throttle signature (GPU busy, power flat below nominal, temperature climbing or holding hot). Throttled for minutes at a time: improve airflow or lower the room temperature; the run is slower, not broken.",
 		"none", 16, 7).
 		Mappings(mappings(valueMap(
 			"0", "collecting", "blue",
@@ -228,20 +228,20 @@ func spark() *dashboard.DashboardBuilder {
 )`, "{{instance}} gpu{{gpu}} state")).
 		WithTarget(rangeQuery("B", `spark_thermal_throttle_signature{instance=~"$instance"}`, "{{instance}} gpu{{gpu}} throttle signature")))
 	b.WithPanel(statPanel(25, "Throttle episodes in range",
-		"Entries into the throttled state in the selected time range.",
+		"Entries into the throttled state in the selected time range. Several in a run: the cooling does not keep up; check airflow (`spark_exporter report` lists the episodes).",
 		"none", 4, 7).
 		Decimals(0).
 		Thresholds(thresholds("green", step(1, "red"))).
 		WithTarget(instantQuery("A", `round(increase(spark_thermal_throttle_episodes_total{instance=~"$instance"}[$__range]))`, "{{instance}} gpu{{gpu}}")))
 	b.WithPanel(gaugePanel(26, "Share of time throttled",
-		"Time spent throttled divided by the selected time range.",
+		"Time spent throttled divided by the selected time range. Orange from 1%, red from 10%: at that share the run's speed is set by cooling; check airflow and the room.",
 		"percentunit", 4, 7).
 		Min(0).
 		Max(1).
 		Thresholds(thresholds("green", step(someThrottlingShare, "orange"), step(muchThrottlingShare, "red"))).
 		WithTarget(instantQuery("A", `increase(spark_thermal_throttled_seconds_total{instance=~"$instance"}[$__range]) / $__range_s`, "{{instance}} gpu{{gpu}}")))
 	b.WithPanel(timeseriesPanel(27, "Thermal window: power spread and temperature slope",
-		"The inputs of the throttle signature over the analysis window (--thermal.window): power max − min (flat when small) and the least-squares temperature slope.",
+		"The inputs of the throttle signature over the analysis window (--thermal.window): power max − min (flat when small) and the least-squares temperature slope. Read them when Thermal state surprises you: a small spread with a rising slope is throttling.",
 		"watt", 24, 7).
 		OverrideByQuery("B", props(
 			dynamic("unit", "suffix: °C/s"),
@@ -288,7 +288,7 @@ func spark() *dashboard.DashboardBuilder {
 		WithTarget(rangeQuery("B", `spark_platform_unreadable_files{instance=~"$instance"}`, "{{instance}} unreadable files")))
 	b.WithRow(row(28, "Workloads on the pool"))
 	b.WithPanel(tablePanel(29, "GPU-resident programs",
-		"Programs found in /proc: kind, role, the memory cap they were started with (vLLM --gpu-memory-utilization, SGLang --mem-fraction-static) and resident memory. One heavy uncapped job at a time: a trainer beside an inference server capped above 0.5 risks silent eviction.",
+		fmt.Sprintf("Programs found in /proc: kind, role, the memory cap they were started with (vLLM --gpu-memory-utilization, SGLang --mem-fraction-static) and resident memory. One heavy uncapped job at a time: a trainer beside an inference server capped above %g risks silent eviction (orange; SparkConcurrentHeavyWorkloads): restart the server with a lower cap.", judge.HeavyCapRatio),
 		"none", 14, 8).
 		SortBy(sortBy("resident memory", true)).
 		OverrideByName("Value #A", props(
@@ -305,7 +305,7 @@ func spark() *dashboard.DashboardBuilder {
 		WithTarget(tableQuery("A", `max by (instance, pid, kind, role) (spark_workload_resident_bytes{instance=~"$instance"})`)).
 		WithTarget(tableQuery("B", `max by (instance, pid, kind, role) (spark_workload_memory_cap_ratio{instance=~"$instance"} * on (instance, pid) group_left (role) spark_workload_info{instance=~"$instance"})`)))
 	b.WithPanel(statPanel(30, "Workloads by role",
-		"GPU-resident programs per role. Both roles are always reported.",
+		"GPU-resident programs per role. Both roles are always reported. A trainer beside an inference server is the pairing that evicts silently: check the inference server's memory cap in GPU-resident programs.",
 		"none", 4, 8).
 		Decimals(0).
 		WithTarget(rangeQuery("A", `spark_workloads{instance=~"$instance"}`, "{{instance}} {{role}}")))
@@ -316,12 +316,12 @@ func spark() *dashboard.DashboardBuilder {
 		Thresholds(thresholds("green", step(1, "orange"))).
 		WithTarget(rangeQuery("A", `spark_workload_unreadable_processes{instance=~"$instance"}`, "{{instance}}")))
 	b.WithPanel(timeseriesPanel(32, "GPU memory per process",
-		"CUDA memory per process as NVML reports it (this works on GB10 even though the device-wide memory view does not). It is part of the same 128 GB pool as everything else.",
+		"CUDA memory per process as NVML reports it (this works on GB10 even though the device-wide memory view does not). It is part of the same 128 GB pool as everything else. A line that only grows is a leak or an unbounded cache: cap or restart that program before headroom runs out.",
 		"bytes", 14, 8).
 		AxisSoftMin(0).
 		WithTarget(rangeQuery("A", `spark_gpu_process_memory_bytes{instance=~"$instance"}`, "{{instance}} {{comm}} ({{pid}})")))
 	b.WithPanel(barGaugePanel(33, "Planned runs against the headroom after a flush",
-		"Peak pool need of each planned run in --plan.file (load transient included), beside what a flush would leave. Empty when the exporter runs without --plan.file.",
+		"Peak pool need of each planned run in --plan.file (load transient included), beside what a flush would leave. Empty when the exporter runs without --plan.file. A bar longer than the headroom will not fit (SparkPlannedRunWontFit): flush, stop another job or shrink the run.",
 		"bytes", 10, 8).
 		Min(0).
 		NoValue("no planned runs (--plan.file not given)").
@@ -331,14 +331,14 @@ func spark() *dashboard.DashboardBuilder {
 		WithTarget(instantQuery("B", `spark_pool_headroom_after_flush_bytes{instance=~"$instance"}`, "{{instance}} headroom after flush")))
 	b.WithRow(row(34, "Alerts and exporter health"))
 	b.WithPanel(tablePanel(35, "Firing Spark alerts",
-		"Spark alerts firing now (ALERTS series). Runbooks: docs/runbooks.md.",
+		"Spark alerts firing now (ALERTS series). Each alert's runbook (docs/runbooks.md, or the URL your rules point at) says how to confirm it and what to do.",
 		"none", 12, 8).
 		SortBy(sortBy("severity", false)).
 		NoValue("no Spark alert firing").
 		WithTransformation(organize([]string{"Time", "Value", "__name__", "alertstate"}, []string{"alertname", "severity", "instance"})).
 		WithTarget(tableQuery("A", `ALERTS{alertname=~"Spark.*", alertstate="firing", instance=~"$instance"}`)))
 	b.WithPanel(stateTimelinePanel(36, "Collectors",
-		"spark_scrape_collector_success per collector: a failing collector stops its own figures only.",
+		"spark_scrape_collector_success per collector: a failing collector stops its own figures only. A collector failing for minutes: the exporter's log names the file or call (SparkExporterCollectorFailing).",
 		"none", 8, 8).
 		ShowValue(common.VisibilityModeNever).
 		Mappings(mappings(valueMap(
@@ -347,7 +347,7 @@ func spark() *dashboard.DashboardBuilder {
 		))).
 		WithTarget(rangeQuery("A", `spark_scrape_collector_success{instance=~"$instance"}`, "{{instance}} {{collector}}")))
 	b.WithPanel(statPanel(37, "NVML",
-		"Whether NVML loaded (driver and libnvidia-ml present). 0 is never a scrape failure.",
+		"Whether NVML loaded (driver and libnvidia-ml present). 0 is never a scrape failure, but the GPU panels stay empty: check `nvidia-smi` on the host and --gpu.nvml-library (SparkGPUNvmlDown).",
 		"none", 4, 8).
 		Mappings(mappings(valueMap(
 			"0", "down", "red",
@@ -365,7 +365,7 @@ func spark() *dashboard.DashboardBuilder {
 		Max(60).
 		WithTarget(rangeQuery("A", `60 * rate(spark_gpu_clocks_event_seconds_total{instance=~"$instance"}[$__rate_interval])`, "{{instance}} gpu{{gpu}} {{reason}}")))
 	b.WithPanel(timeseriesPanel(46, "Thermal margin",
-		"Degrees left before the GPU's slowdown temperature (nvidia-smi's GPU T.Limit Temp, spark_gpu_temperature_margin_celsius): 13 °C at 81 °C on a real unit. Near 0 the driver slows the clocks.",
+		"Degrees left before the GPU's slowdown temperature (nvidia-smi's GPU T.Limit Temp, spark_gpu_temperature_margin_celsius): 13 °C at 81 °C on a real unit. Near 0 the driver slows the clocks: improve airflow before a long run.",
 		"celsius", 6, 9).
 		AxisSoftMin(0).
 		ThresholdsStyle(thresholdsAs(common.GraphThresholdsStyleModeLine)).
@@ -373,7 +373,7 @@ func spark() *dashboard.DashboardBuilder {
 		Thresholds(thresholds("red", step(5, "orange"), step(15, "green"))).
 		WithTarget(rangeQuery("A", `spark_gpu_temperature_margin_celsius{instance=~"$instance"}`, "{{instance}} gpu{{gpu}}")))
 	b.WithPanel(timeseriesPanel(47, "P-state",
-		"The GPU's performance state (spark_gpu_performance_state): P0 is full speed under load, P8 is idle (a GB10 at rest reads P8, 36 °C, 3 W).",
+		"The GPU's performance state (spark_gpu_performance_state): P0 is full speed under load, P8 is idle (a GB10 at rest reads P8, 36 °C, 3 W). Not P0 while a run is busy: compare with GPU power for the stuck-low fault.",
 		"none", 6, 9).
 		AxisSoftMin(0).
 		LineInterpolation(common.LineInterpolationStepAfter).
