@@ -66,25 +66,22 @@ func fleet() *dashboard.DashboardBuilder {
 		"none", 6, 4).
 		Decimals(0).
 		TextMode(common.BigValueTextModeValue).
-		NoValue("0").
 		Thresholds(thresholds("green", step(1, "red"))).
-		WithTarget(instantQuery("A", `count(spark_pool_headroom_bytes{instance=~"$instance"} < 0)`, "Sparks")))
+		WithTarget(instantQuery("A", `count(spark_pool_headroom_bytes{instance=~"$instance"} < 0) or vector(0)`, "Sparks")))
 	b.WithPanel(statPanel(4, "Throttled",
 		"Sparks with a GPU in the throttled state (temperature climbing or holding hot while power sits flat below the rating): check their airflow and room.",
 		"none", 6, 4).
 		Decimals(0).
 		TextMode(common.BigValueTextModeValue).
-		NoValue("0").
 		Thresholds(thresholds("green", step(1, "red"))).
-		WithTarget(instantQuery("A", `count(max by (instance) (spark_thermal_state{instance=~"$instance", state="throttled"}) == 1)`, "Sparks")))
+		WithTarget(instantQuery("A", `count(max by (instance) (spark_thermal_state{instance=~"$instance", state="throttled"}) == 1) or vector(0)`, "Sparks")))
 	b.WithPanel(statPanel(5, "Spark alerts firing",
 		"Spark alerts firing across the fleet (instance:spark_alerts_firing:count). The table says where; each alert's runbook says what to do.",
 		"none", 6, 4).
 		Decimals(0).
 		TextMode(common.BigValueTextModeValue).
-		NoValue("0").
 		Thresholds(thresholds("green", step(1, "red"))).
-		WithTarget(instantQuery("A", `sum(instance:spark_alerts_firing:count{instance=~"$instance"})`, "alerts")))
+		WithTarget(instantQuery("A", `sum(instance:spark_alerts_firing:count{instance=~"$instance"}) or vector(0)`, "alerts")))
 
 	b.WithRow(row(6, "Every Spark"))
 	b.WithPanel(tablePanel(7, "Sparks",
