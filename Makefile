@@ -1,9 +1,10 @@
 # spark_exporter — build, test, lint, bench.
 #
 # `make test` is the whole test suite: lint, unit and golden tests, brief
-# fuzzing. It builds the real Prometheus tools it needs (promtool,
-# prometheus, alertmanager, amtool, staticcheck) from the Go module proxy
-# into .build/tools, once; later runs reuse them.
+# fuzzing. It first installs the Debian packages it needs that are missing
+# (`make deps`, scripts/deps.sh), and builds the real Prometheus tools it
+# needs (promtool, prometheus, alertmanager, amtool, staticcheck) from the
+# Go module proxy into .build/tools, once; later runs reuse them.
 
 GO        ?= go
 VERSION   := $(shell cat VERSION)
@@ -24,9 +25,12 @@ LDFLAGS := -X $(VERSION_PKG).Version=$(VERSION) \
 # test checks that they agree): every DGX Spark is linux/arm64.
 PLATFORMS := linux/arm64 linux/amd64
 
-# go-nvml needs cgo; its header uses deprecated declarations on purpose.
+# go-nvml needs cgo; it binds every NVML function, the deprecated ones
+# too, so compiling it warns 147 times. Go's default flags (-O2 -g) kept,
+# so that a contributor's `go env -w CGO_CFLAGS=…` (CONTRIBUTING.md) with
+# the same value shares the build cache with make.
 export CGO_ENABLED := 1
-export CGO_CFLAGS  := -Wno-deprecated-declarations
+export CGO_CFLAGS  := -O2 -g -Wno-deprecated-declarations
 
 TOOLS     := .build/tools
 FUZZTIME  ?= 5s
@@ -42,7 +46,7 @@ CC_amd64  ?= $(if $(filter amd64,$(HOST_ARCH)),gcc,x86_64-linux-gnu-gcc)
 # user-mode emulation with the cross toolchain's sysroot.
 QEMU_ARM64 ?= $(if $(filter arm64,$(HOST_ARCH)),,qemu-aarch64 -L /usr/aarch64-linux-gnu)
 
-.PHONY: all build run test unit e2e rules fuzz lint fmt vet staticcheck tools bench clean \
+.PHONY: all build run deps test unit e2e rules fuzz lint fmt vet staticcheck tools bench clean \
 	crossbuild test-arm64 release test-release deb test-deb docker kubernetes-rules \
 	nvml-standin demo screenshots dashboards
 
@@ -55,6 +59,7 @@ build:
 crossbuild: $(foreach p,$(PLATFORMS),.build/$(subst /,-,$(p))/spark_exporter)
 
 .build/linux-%/spark_exporter: FORCE
+	@command -v $(CC_$*) >/dev/null || { echo "crossbuild: no C compiler $(CC_$*) for linux/$*: run \`make deps\` first (Debian's cross gcc)" >&2; exit 1; }
 	CC=$(CC_$*) GOOS=linux GOARCH=$* $(GO) build -ldflags "$(LDFLAGS)" -o $@ ./cmd/spark_exporter
 
 .PHONY: FORCE
@@ -87,8 +92,14 @@ test-deb: deb
 run: build
 	./spark_exporter
 
+## deps: the Debian packages `make test` needs beyond Go and gcc, the
+## missing ones installed as root with apt-get, one line each; as another
+## user, the one apt-get line to run first (scripts/deps.sh).
+deps:
+	@scripts/deps.sh
+
 ## test: everything CI checks.
-test: lint nvml-standin unit e2e fuzz test-arm64 test-release test-deb
+test: deps lint nvml-standin unit e2e fuzz test-arm64 test-release test-deb
 
 # tools/dashboards is its own module (Grafana's SDK, go-jsonnet): its tests
 # check the dashboards against their code and the mixin against the shipped
@@ -105,10 +116,13 @@ e2e: $(TOOLS)/prometheus $(TOOLS)/alertmanager
 	$(GO) test -tags e2e -count=1 -v ./test/e2e/
 
 ## rules: the alert and recording rules alone: promtool check and unit tests
-## (rules/tests), the contract, runbook and metric-name checks. `unit` runs
-## them too, so `make test` covers them.
+## (rules/tests), the alert table of docs/alerts.md, runbook and metric-name
+## checks, and examples/kubernetes/prometheusrule.yaml generated from
+## today's rules (`make kubernetes-rules`). `unit` runs them too, so `make
+## test` covers them.
 rules: $(TOOLS)/promtool $(TOOLS)/amtool
 	$(GO) test -count=1 ./rules/
+	$(GO) test -count=1 -run '^(TestPrometheusRuleMatchesRules|TestRuleFilesAreYml)$$' ./examples/
 
 ## nvml-standin: the GB10 stand-in libnvidia-ml.so.1 (docs/standin-nvml.md),
 ## compiled with $$CC (default gcc). Tests build their own copy; this one is
@@ -176,23 +190,36 @@ $(TOOLS)/alertmanager $(TOOLS)/amtool: $(ALERTMANAGER_STAMP)
 $(TOOLS)/staticcheck: $(LINT_STAMP)
 $(TOOLS)/nfpm: $(NFPM_STAMP)
 
+# The first run builds every set from source: say what that costs before
+# the first set starts (once per make: the flag is set as the recipe is
+# expanded, just before it runs), then a line per set built, with its time.
+TOOLS_NOTICE = tools: building the missing ones of Prometheus, Alertmanager, staticcheck and nfpm \
+	from source into $(TOOLS), once (later runs reuse them). With empty Go caches the first make test \
+	took 23 minutes on 2 cores, most of it here, and left 5.7 GB of Go module and build cache \
+	($(shell $(GO) env GOMODCACHE), $(shell $(GO) env GOCACHE)).
+
+# build-tools SET,MODULE-DIR,PACKAGES,ENV: one set of tools, timed.
+define build-tools
+	$(if $(TOOLS_NOTICED),,$(eval TOOLS_NOTICED := 1)@echo "$(TOOLS_NOTICE)")
+	@echo "tools: building $(1) ..."
+	@start=$$(date +%s); cd tools/$(2) && $(4) $(GO) build -o $(CURDIR)/$(TOOLS)/ $(3) && \
+		echo "tools: $(1) built in $$(( $$(date +%s) - start )) s"
+	@touch $@
+endef
+
 $(PROMETHEUS_STAMP):
-	cd tools/prometheus && CGO_ENABLED=0 $(GO) build -o $(CURDIR)/$(TOOLS)/ \
-		github.com/prometheus/prometheus/cmd/promtool github.com/prometheus/prometheus/cmd/prometheus
-	touch $@
+	$(call build-tools,Prometheus (promtool prometheus),prometheus,\
+		github.com/prometheus/prometheus/cmd/promtool github.com/prometheus/prometheus/cmd/prometheus,CGO_ENABLED=0)
 
 $(ALERTMANAGER_STAMP):
-	cd tools/alertmanager && CGO_ENABLED=0 $(GO) build -o $(CURDIR)/$(TOOLS)/ \
-		github.com/prometheus/alertmanager/cmd/alertmanager github.com/prometheus/alertmanager/cmd/amtool
-	touch $@
+	$(call build-tools,Alertmanager (alertmanager amtool),alertmanager,\
+		github.com/prometheus/alertmanager/cmd/alertmanager github.com/prometheus/alertmanager/cmd/amtool,CGO_ENABLED=0)
 
 $(LINT_STAMP):
-	cd tools/lint && $(GO) build -o $(CURDIR)/$(TOOLS)/ honnef.co/go/tools/cmd/staticcheck
-	touch $@
+	$(call build-tools,staticcheck,lint,honnef.co/go/tools/cmd/staticcheck,)
 
 $(NFPM_STAMP):
-	cd tools/nfpm && CGO_ENABLED=0 $(GO) build -o $(CURDIR)/$(TOOLS)/ github.com/goreleaser/nfpm/v2/cmd/nfpm
-	touch $@
+	$(call build-tools,nfpm,nfpm,github.com/goreleaser/nfpm/v2/cmd/nfpm,CGO_ENABLED=0)
 
 ## docker: the image for every platform in PLATFORMS (docker/Dockerfile runs
 ## `make build` inside). Needs Docker with buildx; DOCKER_FLAGS=--push to

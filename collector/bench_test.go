@@ -12,11 +12,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
+	"github.com/spark-exporter/spark_exporter/internal/gpu/thermalsampler"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/testing/cputime"
 	"github.com/spark-exporter/spark_exporter/internal/testing/fakeproc"
 	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
-	"github.com/spark-exporter/spark_exporter/internal/thermal"
 )
 
 // The benchmarks below measure one Update of each collector as a scrape
@@ -152,7 +152,7 @@ func BenchmarkGPU(b *testing.B) {
 func BenchmarkThermal(b *testing.B) {
 	src := &fakeSource{}
 	src.set([]gpu.Reading{reading(0, 90, 100, 0.98)}, nil)
-	sampler := thermal.NewSampler(src, oneMinute(), "", nopLogger())
+	sampler := thermalsampler.NewSampler(src, oneMinute(), "", nopLogger())
 	for i := range 10 {
 		sampler.Sample(context.Background(), tick(i))
 	}

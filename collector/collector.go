@@ -24,6 +24,9 @@ import (
 
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
+	"github.com/spark-exporter/spark_exporter/internal/judge"
+
+	"github.com/spark-exporter/spark_exporter/internal/cliflag"
 )
 
 // Collector is one source of metrics, read afresh on every scrape.
@@ -53,7 +56,11 @@ type Env struct {
 	// PoolReserve is --pool.reserve: the memory kept back for the OS and
 	// driver. Build sets it from the flag AddFlags registers.
 	PoolReserve uint64
-	Logger      log.Logger
+	// Thermal is the --thermal.* configuration, validated, and ThermalCSV
+	// --thermal.csv-file. Build sets them when the thermal collector runs.
+	Thermal    judge.ThermalConfig
+	ThermalCSV string
+	Logger     log.Logger
 	// NVML is the process's one NVML client (gpu.Settings.Open says why
 	// one), shared by the collectors that read NVML. Whoever builds the
 	// collectors opens it when Selection.NeedsNVML and closes it after
@@ -76,18 +83,13 @@ type NVML interface {
 // errNoNVML refuses to build a collector that reads NVML without a client.
 var errNoNVML = errors.New("no NVML client: open one when Selection.NeedsNVML")
 
-// FlagGroup is a kingpin application or command.
-type FlagGroup interface {
-	Flag(name, help string) *kingpin.FlagClause
-}
-
 // Factory builds a collector once flags are parsed.
 type Factory func(env Env) (Collector, error)
 
 // Setup registers a collector's own flags on fg and returns the factory that
 // reads them. Binding flags in a closure keeps collectors free of package
 // state, so tests can build any number of them with any flags.
-type Setup func(fg FlagGroup) Factory
+type Setup func(fg cliflag.FlagGroup) Factory
 
 const (
 	defaultEnabled  = true
@@ -141,16 +143,54 @@ type Selection struct {
 	configured map[string]*bool // the collector's onWith flag given
 	factories  map[string]Factory
 	nvml       map[string]bool // the collector reads NVML
-	// poolReserve is shared by the pool collector and the plan command.
-	poolReserve *uint64
+	// The settings serve's collectors share with plan (pool) and report
+	// (thermal): the same flags, registered by the same code.
+	pool    *PoolSettings
+	thermal *ThermalSettings
 }
+
+// PoolSettings are the pool's flags (--pool.reserve), for every command that
+// judges against the pool's headroom: serve's pool collector and plan.
+type PoolSettings struct{ reserve *uint64 }
+
+// AddPoolFlags registers the pool's flags on fg.
+func AddPoolFlags(fg cliflag.FlagGroup) *PoolSettings {
+	return &PoolSettings{reserve: addPoolReserveFlag(fg)}
+}
+
+// Reserve is the parsed --pool.reserve: the memory kept back for the OS and
+// driver. Read it once the flags are parsed.
+func (p *PoolSettings) Reserve() uint64 { return *p.reserve }
+
+// ThermalSettings are the thermal verdict's flags (--thermal.*), for every
+// command that judges a GPU's thermal window: serve's thermal collector
+// and report, which replays a log as the collector would have judged it.
+type ThermalSettings struct{ flags thermalFlags }
+
+// AddThermalFlags registers the thermal flags on fg.
+func AddThermalFlags(fg cliflag.FlagGroup) *ThermalSettings {
+	return &ThermalSettings{flags: addThermalFlags(fg)}
+}
+
+// Config is the configuration the --thermal.* flags give, validated. Read
+// it once the flags are parsed.
+func (t *ThermalSettings) Config() (judge.ThermalConfig, error) {
+	cfg := t.flags.config()
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("--thermal.* flags: %w", err)
+	}
+	return cfg, nil
+}
+
+// CSVFile is --thermal.csv-file, "" when not given.
+func (t *ThermalSettings) CSVFile() string { return *t.flags.csvFile }
 
 // AddFlags registers --collector.NAME for every known collector and each
 // collector's own flags.
-func AddFlags(fg FlagGroup) *Selection {
+func AddFlags(fg cliflag.FlagGroup) *Selection {
 	s := &Selection{enabled: map[string]*bool{}, explicit: map[string]*bool{},
 		configured: map[string]*bool{}, factories: map[string]Factory{}, nvml: map[string]bool{},
-		poolReserve: addPoolReserveFlag(fg)}
+		pool: AddPoolFlags(fg), thermal: AddThermalFlags(fg)}
 	for _, r := range registrations {
 		def := "disabled"
 		switch {
@@ -178,7 +218,7 @@ func AddFlags(fg FlagGroup) *Selection {
 
 // watchFlag notes whether the user gives one named flag.
 type watchFlag struct {
-	FlagGroup
+	cliflag.FlagGroup
 	name  string
 	given *bool
 }
@@ -191,10 +231,12 @@ func (w watchFlag) Flag(name, help string) *kingpin.FlagClause {
 	return fc
 }
 
-// PoolReserve is the parsed --pool.reserve, for the plan command: it
-// judges a plan against the headroom the pool collector exports, the same
-// reserve kept back. It is set once the flags are parsed.
-func (s *Selection) PoolReserve() *uint64 { return s.poolReserve }
+// PoolReserve is the parsed --pool.reserve (PoolSettings.Reserve).
+func (s *Selection) PoolReserve() uint64 { return s.pool.Reserve() }
+
+// ThermalConfig is the --thermal.* configuration, validated
+// (ThermalSettings.Config).
+func (s *Selection) ThermalConfig() (judge.ThermalConfig, error) { return s.thermal.Config() }
 
 // Enabled lists the enabled collectors, sorted.
 func (s *Selection) Enabled() []string {
@@ -219,10 +261,17 @@ func (s *Selection) NeedsNVML() bool {
 // built (bad flag combination, unreadable file it was pointed at) stops the
 // exporter at start, which is when its operator is watching.
 func (s *Selection) Build(env Env) (*Exporter, error) {
+	env.PoolReserve = s.pool.Reserve()
+	if slices.Contains(s.Enabled(), "thermal") {
+		cfg, err := s.thermal.Config()
+		if err != nil {
+			return nil, fmt.Errorf("collector thermal: %w", err)
+		}
+		env.Thermal, env.ThermalCSV = cfg, s.thermal.CSVFile()
+	}
 	cs := map[string]Collector{}
 	for _, name := range s.Enabled() {
 		cenv := env
-		cenv.PoolReserve = *s.poolReserve
 		cenv.Logger = log.With(env.Logger, "collector", name)
 		c, err := s.factories[name](cenv)
 		if err != nil {
@@ -297,6 +346,7 @@ func (e *Exporter) Names() []string {
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	ch <- scrapeDurationDesc
 	ch <- scrapeSuccessDesc
+	ch <- entriesLeftOutDesc
 }
 
 // Collect runs every collector concurrently.
@@ -324,6 +374,9 @@ func (e *Exporter) run(name string, ch chan<- prometheus.Metric) {
 	e.record(name, err, duration)
 	ch <- prometheus.MustNewConstMetric(scrapeDurationDesc, prometheus.GaugeValue, duration.Seconds(), name)
 	ch <- prometheus.MustNewConstMetric(scrapeSuccessDesc, prometheus.GaugeValue, success, name)
+	if c, ok := e.collectors[name].(capped); ok {
+		ch <- prometheus.MustNewConstMetric(entriesLeftOutDesc, prometheus.GaugeValue, float64(c.EntriesLeftOut()), name)
+	}
 }
 
 // record logs a change of a collector's state: the first failure at error

@@ -15,6 +15,8 @@ import (
 
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
+
+	"github.com/spark-exporter/spark_exporter/internal/cliflag"
 )
 
 // The gpu collector is NVML's view of each GPU, as `nvidia-smi` shows it:
@@ -31,7 +33,7 @@ import (
 // client (gpu.Settings.Open), handed in through Env.NVML and closed by
 // whoever opened it.
 func init() {
-	registerNVMLCollector("gpu", defaultEnabled, func(FlagGroup) Factory {
+	registerNVMLCollector("gpu", defaultEnabled, func(cliflag.FlagGroup) Factory {
 		return func(env Env) (Collector, error) {
 			if env.NVML == nil {
 				return nil, errNoNVML
@@ -98,11 +100,8 @@ type gpuCollector struct {
 
 	// A reading is served to every scrape for up to --gpu.max-age, so
 	// the metrics built from it are kept and sent again while it is
-	// served: a scrape then builds none of them (about thirty per GPU),
-	// which saves 117 thousand instructions, 3.7% of a whole scrape
-	// (scripts/bench-counts.sh, BenchmarkGPU/nvml=recent and
-	// BenchmarkScrape/default). The per-process metrics are not kept:
-	// their comm is read afresh.
+	// served (what that pays: docs/performance.md, "Caches kept"). The
+	// per-process metrics are not kept: their comm is read afresh.
 	mu        sync.Mutex
 	builtFrom *gpu.Reading // &Devices[0] of the snapshot built; each read makes a new slice
 	built     []prometheus.Metric
@@ -238,8 +237,7 @@ func (c *gpuCollector) processes(ch chan<- prometheus.Metric, r gpu.Reading, blo
 //
 // It is read afresh at every scrape, into a buffer the size of a command
 // name (the kernel keeps 16 bytes of it): nothing is kept for it, since a
-// GPU holds a few processes and the whole-scrape benchmark shows no cache
-// here paying 2% of a scrape (docs/performance.md). The read is under
+// GPU holds a few processes (docs/performance.md). The read is under
 // --gpu.timeout (or --path.read-timeout, if shorter), as NVML's are; one
 // that blocks sets *blocked, failing the collector. A comm that is a
 // symbolic link is not followed (hostfs refuses links): the label is only

@@ -11,9 +11,9 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
+	"github.com/spark-exporter/spark_exporter/internal/gpu/thermalsampler"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/testing/gputest"
-	"github.com/spark-exporter/spark_exporter/internal/thermal"
 )
 
 // newMockGPUCollector runs the gpu collector on a mock NVML and the spark
@@ -189,7 +189,7 @@ func TestGPUServesTheThermalSamplersReading(t *testing.T) {
 	d := gputest.GB10(0)
 	client := gpu.New(gpu.Options{NVML: gputest.Library(d), RetryMin: time.Hour})
 	t.Cleanup(func() { client.Close() })
-	sampler := thermal.NewSampler(gpu.WithTimeout(client, time.Second), oneMinute(), "", nopLogger())
+	sampler := thermalsampler.NewSampler(gpu.WithTimeout(client, time.Second), oneMinute(), "", nopLogger())
 	sampler.Sample(context.Background(), time.Now())
 	reads := func() int { return len(d.GetPowerUsageCalls()) }
 	if reads() != 1 {

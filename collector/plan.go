@@ -7,6 +7,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spark-exporter/spark_exporter/internal/plan"
+
+	"github.com/spark-exporter/spark_exporter/internal/cliflag"
 )
 
 // The plan collector exports what each planned training run in --plan.file
@@ -15,7 +17,7 @@ import (
 // grew, or the page cache filled. It is off until a file is given; the file
 // is read once, at start, and a bad one stops the exporter there.
 func init() {
-	registerConfiguredCollector("plan", "plan.file", func(fg FlagGroup) Factory {
+	registerConfiguredCollector("plan", "plan.file", func(fg cliflag.FlagGroup) Factory {
 		file := fg.Flag("plan.file",
 			"YAML list of planned training runs, each with a name and the fields of the plan command's flags (see `plan --help`). Turns on the plan collector.").
 			PlaceHolder("FILE").String()

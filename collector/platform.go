@@ -13,6 +13,8 @@ import (
 
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/platform"
+
+	"github.com/spark-exporter/spark_exporter/internal/cliflag"
 )
 
 // The platform collector reports what the DGX Spark tells beyond NVML, from
@@ -23,7 +25,7 @@ import (
 // can hold a run while nvidia-smi shows nothing. A host that is not a
 // Spark gets what its files say.
 func init() {
-	registerCollector("platform", defaultEnabled, func(fg FlagGroup) Factory {
+	registerCollector("platform", defaultEnabled, func(fg cliflag.FlagGroup) Factory {
 		return func(env Env) (Collector, error) {
 			return newPlatformCollector(env.SysFS, env.ReadTimeout, env.Logger), nil
 		}
@@ -67,6 +69,9 @@ type platformCollector struct {
 	forget func()
 	now    func() time.Time
 	logger log.Logger
+	// A host with thousands of zones or channels is read up to
+	// MaxEntriesPerScrape value files.
+	EntryCap
 
 	// A scrape reads only the values of the layout discovered at most
 	// rediscoverEvery ago (docs/performance.md: discovering on every
@@ -95,8 +100,14 @@ func (c *platformCollector) read() platform.Snapshot {
 	now := c.now()
 	if c.layout == nil || now.Sub(c.discovered) >= rediscoverEvery {
 		c.forget()
-		c.layout, c.discovered = platform.Discover(c.fsys), now
+		c.layout, c.discovered = platform.DiscoverAtMost(c.fsys, MaxEntriesPerScrape), now
+		if n, first := c.layout.LeftOut(); n > 0 {
+			level.Debug(c.logger).Log("msg", "sysfs entries left out beyond the cap", "cap", MaxEntriesPerScrape,
+				"left_out", n, "first", first)
+		}
 	}
+	n, _ := c.layout.LeftOut()
+	c.Set(n)
 	s := c.values(c.layout)
 	if s.Stale || s.Blocked != nil {
 		// A file of the layout went (a driver unloaded): this scrape

@@ -20,7 +20,7 @@ import (
 // which nvidia-smi cannot show), the page cache that eats it unseen, and the
 // signs of eviction (stalls, refaults, reclaim, OOM kills).
 func init() {
-	registerCollector("pool", defaultEnabled, func(FlagGroup) Factory {
+	registerCollector("pool", defaultEnabled, func(cliflag.FlagGroup) Factory {
 		return func(env Env) (Collector, error) {
 			return newPoolCollector(hostfs.New(env.ProcFS).WithTimeout(env.ReadTimeout), env.PoolReserve, env.Logger)
 		}
@@ -31,9 +31,9 @@ func init() {
 // beside the collectors' own flags, because the plan command judges against
 // the same headroom (Selection.PoolReserve) and the pool collector gets it
 // through Env.
-func addPoolReserveFlag(fg FlagGroup) *uint64 {
+func addPoolReserveFlag(fg cliflag.FlagGroup) *uint64 {
 	return cliflag.Bytes(fg.Flag("pool.reserve",
-		"Memory kept back for the OS and driver; headroom is MemFree minus this. Examples: 4GiB, 512MiB.").
+		"Memory kept back for the OS and driver; headroom is MemFree minus this. GiB is 2^30 bytes, GB 10^9: 4GiB, 512MiB, 4GB.").
 		Default("4GiB"))
 }
 
@@ -141,12 +141,9 @@ func (c *poolCollector) Update(ch chan<- prometheus.Metric) error {
 
 // read reads and parses meminfo, vmstat and the memory pressure.
 func (c *poolCollector) read() (snap pool.Snapshot, vm vmstat.Counters, psi pool.Pressure, psiOK bool, err error) {
-	// The three files are read in one batch, under one deadline: a
-	// hand-off to a worker per file cost more than the reads. Each file is
-	// read into a buffer of its own: one kept from scrape to scrape saved
-	// 1.6-2.0% of a scrape's instructions in the whole-scrape benchmark
-	// and no system call, under the 2% a cache must pay
-	// (docs/performance.md).
+	// The three files are read in one batch, under one deadline, each into
+	// a buffer of its own: what a worker per file or a kept buffer would
+	// cost or pay is in docs/performance.md.
 	var (
 		meminfo, vmstatData, pressure []byte
 		meminfoErr, vmstatErr, psiErr error

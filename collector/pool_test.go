@@ -7,7 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/alecthomas/kingpin/v2"
+
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
 
@@ -331,4 +334,24 @@ func FuzzPoolCollector(f *testing.F) {
 			t.Fatal("more flushable than page cache")
 		}
 	})
+}
+
+// --pool.reserve defaults to judge.DefaultReserveBytes, and reads GB as
+// 10^9 bytes and GiB as 2^30.
+func TestPoolReserveFlag(t *testing.T) {
+	for args, want := range map[string]uint64{"": judge.DefaultReserveBytes, "--pool.reserve=4GB": 4e9, "--pool.reserve=6GiB": 6 * gib} {
+		app := kingpin.New("t", "")
+		sel := AddFlags(app)
+		if _, err := app.Parse(strings.Fields(args)); err != nil {
+			t.Fatal(err)
+		}
+		if got := sel.PoolReserve(); got != want {
+			t.Errorf("%q: reserve %d, want %d", args, got, want)
+		}
+	}
+	app := kingpin.New("t", "")
+	AddFlags(app)
+	if _, err := app.Parse([]string{"--pool.reserve=4G"}); err == nil || !strings.Contains(err.Error(), "--pool.reserve") || !strings.Contains(err.Error(), "ambiguous") {
+		t.Errorf("--pool.reserve=4G: %v, want an ambiguous unit refused naming the flag", err)
+	}
 }

@@ -6,20 +6,23 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
+	"github.com/spark-exporter/spark_exporter/internal/gpu/thermalsampler"
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/thermal"
 )
 
 // The thermal collector is the thermal watch of docs/design.md as software: a
-// sampler beside the run (thermal.Sampler) reads each GPU's temperature,
+// sampler beside the run (thermalsampler.Sampler) reads each GPU's temperature,
 // power, SM clock, utilisation and clock event reasons every
 // --thermal.interval, keeps --thermal.window of them, and judges the window
-// (internal/thermal): the throttle signature (busy, power flat below the
+// (internal/judge): the throttle signature (busy, power flat below the
 // rating, temperature climbing or holding hot) or NVML's own thermal
 // slowdown reasons. Entering and leaving a throttle episode is logged, once
 // each; with --thermal.csv-file every sample is also appended to the
@@ -33,17 +36,15 @@ import (
 // Exporter.ThermalSnapshot. NVML is Env.NVML, the process's client, whose
 // reads are bounded by --gpu.timeout.
 func init() {
-	registerNVMLCollector("thermal", defaultEnabled, func(fg FlagGroup) Factory {
-		flags := addThermalFlags(fg)
+	registerNVMLCollector("thermal", defaultEnabled, func(cliflag.FlagGroup) Factory {
 		return func(env Env) (Collector, error) {
-			cfg := flags.config()
-			if err := cfg.Validate(); err != nil {
-				return nil, fmt.Errorf("--thermal.* flags: %w", err)
-			}
 			if env.NVML == nil {
 				return nil, errNoNVML
 			}
-			sampler := thermal.NewSampler(gpu.WithTimeout(env.NVML, env.GPU.Timeout), cfg, *flags.csvFile, env.Logger)
+			if err := env.Thermal.Validate(); err != nil {
+				return nil, fmt.Errorf("--thermal.* flags: %w", err)
+			}
+			sampler := thermalsampler.NewSampler(gpu.WithTimeout(env.NVML, env.GPU.Timeout), env.Thermal, env.ThermalCSV, env.Logger)
 			c := newThermalCollector(sampler)
 			c.start()
 			return c, nil
@@ -51,8 +52,10 @@ func init() {
 	})
 }
 
-// thermalFlags are the collector's flags; docs/thermal.md justifies each
-// default, and thermal.DefaultConfig holds them.
+// thermalFlags are the --thermal.* flags. AddFlags registers them once for
+// every command (Selection.ThermalConfig): serve's thermal collector and
+// report judge alike. docs/thermal.md justifies each default, and
+// judge.DefaultThermalConfig holds them.
 type thermalFlags struct {
 	interval, window                              *time.Duration
 	nominal, belowRatio, flatSpread               *float64
@@ -60,8 +63,8 @@ type thermalFlags struct {
 	csvFile                                       *string
 }
 
-func addThermalFlags(fg FlagGroup) thermalFlags {
-	def := thermal.DefaultConfig()
+func addThermalFlags(fg cliflag.FlagGroup) thermalFlags {
+	def := judge.DefaultThermalConfig()
 	return thermalFlags{
 		interval: cliflag.Duration(fg.Flag("thermal.interval",
 			"Time between two samples of each GPU's temperature and power.").Default(durationText(def.Interval))),
@@ -102,8 +105,8 @@ func durationText(d time.Duration) string {
 // 0.5.
 func numberText(x float64) string { return strconv.FormatFloat(x, 'g', 12, 64) }
 
-func (f thermalFlags) config() thermal.Config {
-	return thermal.Config{
+func (f thermalFlags) config() judge.ThermalConfig {
+	return judge.ThermalConfig{
 		Interval:          *f.interval,
 		Window:            *f.window,
 		NominalPower:      *f.nominal,
@@ -127,12 +130,13 @@ var (
 	thermalCSVErrorsDesc = newDesc("spark_thermal_csv_write_errors_total", "Samples that could not be appended to --thermal.csv-file.")
 )
 
-// thermalCollector renders the snapshot afresh on every scrape. Keeping
-// the metrics built from a snapshot until the next sample saved 40 thousand
-// instructions a scrape, 1.2% of a whole one (scripts/bench-counts.sh,
-// BenchmarkThermal and BenchmarkScrape/default): too little to keep.
+// thermalCollector renders the sampler's latest snapshot afresh on every
+// scrape: nothing built from it is kept (docs/performance.md, "Caches kept").
 type thermalCollector struct {
-	sampler *thermal.Sampler
+	sampler *thermalsampler.Sampler
+	// rendered is the snapshot the latest scrape rendered: the status page
+	// shows it, so that its verdict and window are the exposition's.
+	rendered atomic.Pointer[thermal.Snapshot]
 
 	cancel    context.CancelFunc
 	done      chan struct{}
@@ -142,7 +146,7 @@ type thermalCollector struct {
 
 // newThermalCollector renders sampler's snapshots without starting it:
 // tests step the sampler themselves.
-func newThermalCollector(sampler *thermal.Sampler) *thermalCollector {
+func newThermalCollector(sampler *thermalsampler.Sampler) *thermalCollector {
 	return &thermalCollector{sampler: sampler}
 }
 
@@ -170,13 +174,17 @@ func (c *thermalCollector) Close() error {
 	return c.closeErr
 }
 
-// ThermalSnapshot is the thermal sampler's latest snapshot, for readers
-// beside the metrics (a status page); false when the thermal collector is
-// not enabled.
+// ThermalSnapshot is the snapshot the thermal collector rendered in the
+// latest scrape (the sampler's latest before any scrape), for readers
+// beside the metrics (a status page): what they show is what /metrics said.
+// false when the thermal collector is not enabled.
 func (e *Exporter) ThermalSnapshot() (thermal.Snapshot, bool) {
 	c, ok := e.collectors["thermal"].(*thermalCollector)
 	if !ok {
 		return thermal.Snapshot{}, false
+	}
+	if snap := c.rendered.Load(); snap != nil {
+		return *snap, true
 	}
 	return c.sampler.Snapshot(), true
 }
@@ -184,19 +192,17 @@ func (e *Exporter) ThermalSnapshot() (thermal.Snapshot, bool) {
 // ThermalConfig is the thermal collector's configuration (its --thermal.*
 // flags), for the readers of ThermalSnapshot; false when the thermal
 // collector is not enabled.
-func (e *Exporter) ThermalConfig() (thermal.Config, bool) {
+func (e *Exporter) ThermalConfig() (judge.ThermalConfig, bool) {
 	c, ok := e.collectors["thermal"].(*thermalCollector)
 	if !ok {
-		return thermal.Config{}, false
+		return judge.ThermalConfig{}, false
 	}
 	return c.sampler.Config(), true
 }
 
-// oneIf renders a condition as a 0/1 gauge value.
-func oneIf(cond bool) float64 { return supported(cond) }
-
 func (c *thermalCollector) Update(ch chan<- prometheus.Metric) error {
 	snap := c.sampler.Snapshot()
+	c.rendered.Store(&snap)
 	sendThermal(ch, snap)
 	if len(snap.GPUs) == 0 {
 		return ErrNoData
@@ -215,10 +221,10 @@ func sendThermal(ch chan<- prometheus.Metric, snap thermal.Snapshot) {
 		gauge := func(d *prometheus.Desc, x float64, labels ...string) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, x, append([]string{label}, labels...)...)
 		}
-		for _, s := range thermal.States {
-			gauge(thermalStateDesc, oneIf(v.State == s), string(s))
+		for _, s := range judge.ThermalStates {
+			gauge(thermalStateDesc, supported(v.State == s), string(s))
 		}
-		gauge(thermalSignatureDesc, oneIf(v.Signature))
+		gauge(thermalSignatureDesc, supported(v.Signature))
 		if st := v.Stats; st != nil {
 			gauge(thermalPowerMeanDesc, st.PowerMean)
 			gauge(thermalSpreadDesc, st.PowerSpread)

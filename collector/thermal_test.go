@@ -17,7 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
-	"github.com/spark-exporter/spark_exporter/internal/thermal"
+	"github.com/spark-exporter/spark_exporter/internal/gpu/thermalsampler"
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/thermallog"
 )
 
@@ -53,8 +54,8 @@ func logLines(b *bytes.Buffer) []string {
 }
 
 // oneMinute: a one-minute window of 10 s samples keeps tests short.
-func oneMinute() thermal.Config {
-	cfg := thermal.DefaultConfig()
+func oneMinute() judge.ThermalConfig {
+	cfg := judge.DefaultThermalConfig()
 	cfg.Interval = 10 * time.Second
 	cfg.Window = time.Minute
 	return cfg
@@ -67,7 +68,7 @@ func tick(i int) time.Time { return start.Add(time.Duration(i) * 10 * time.Secon
 func newTestThermal(t *testing.T, src gpu.Source, csvFile string) (*thermalCollector, *bytes.Buffer) {
 	t.Helper()
 	logs := &bytes.Buffer{}
-	c := newThermalCollector(thermal.NewSampler(src, oneMinute(), csvFile, log.NewLogfmtLogger(logs)))
+	c := newThermalCollector(thermalsampler.NewSampler(src, oneMinute(), csvFile, log.NewLogfmtLogger(logs)))
 	t.Cleanup(func() { c.Close() })
 	return c, logs
 }
@@ -155,7 +156,7 @@ func TestThermalNVMLSlowdown(t *testing.T) {
 	src := &fakeSource{}
 	c, logs := newTestThermal(t, src, "")
 	r := reading(0, 80, 100, 1)
-	reasons := thermal.ReasonHWThermalSlowdown
+	reasons := judge.ReasonHWThermalSlowdown
 	r.ClockEventReasons = &reasons
 	src.set([]gpu.Reading{r}, nil)
 	c.sampler.Sample(context.Background(), tick(0))
@@ -324,7 +325,7 @@ func TestThermalSamplerStopsOnClose(t *testing.T) {
 	src := &gatedSource{reads: make(chan struct{}, 1), gate: make(chan struct{})}
 	cfg := oneMinute()
 	cfg.Interval = time.Hour // only the first, immediate sample happens
-	c := newThermalCollector(thermal.NewSampler(src, cfg, "", log.NewNopLogger()))
+	c := newThermalCollector(thermalsampler.NewSampler(src, cfg, "", log.NewNopLogger()))
 	c.start()
 	select {
 	case <-src.reads:
@@ -351,7 +352,7 @@ func TestThermalSamplerStopsOnClose(t *testing.T) {
 	}
 }
 
-// The flags' defaults are thermal.DefaultConfig, the configuration
+// The flags' defaults are judge.DefaultThermalConfig, the configuration
 // docs/thermal.md justifies, written into each flag's default and read back
 // unchanged; a bad value is refused naming its flag.
 func TestThermalFlags(t *testing.T) {
@@ -360,7 +361,7 @@ func TestThermalFlags(t *testing.T) {
 	if _, err := app.Parse(nil); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := flags.config(), thermal.DefaultConfig(); got != want {
+	if got, want := flags.config(), judge.DefaultThermalConfig(); got != want {
 		t.Errorf("defaults %+v, want %+v", got, want)
 	}
 	// As --help shows them, and as METRICS.md and docs/thermal.md give them.
@@ -392,7 +393,7 @@ func TestThermalFactoryRefusesAShortWindow(t *testing.T) {
 	if _, err := app.Parse([]string{"--thermal.window=10s", "--thermal.interval=5s"}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := sel.factories["thermal"](Env{Logger: log.NewNopLogger(), NVML: &fakeNVML{}})
+	_, err := sel.Build(Env{Logger: log.NewNopLogger(), NVML: &fakeNVML{}})
 	if err == nil || !strings.Contains(err.Error(), "--thermal") {
 		t.Errorf("error %v; want one naming the --thermal flags", err)
 	}
@@ -445,5 +446,31 @@ func TestThermalCounterSlowdown(t *testing.T) {
 		if !strings.Contains(l[0], w) {
 			t.Errorf("entering line lacks %q: %s", w, l[0])
 		}
+	}
+}
+
+// The status page shows the snapshot the latest scrape rendered, not one the
+// sampler took after it: the page and /metrics say the same.
+func TestThermalSnapshotIsTheRenderedOne(t *testing.T) {
+	src := &fakeSource{}
+	c, _ := newTestThermal(t, src, "")
+	e := NewExporter(map[string]Collector{"thermal": c}, nopLogger())
+	ctx := context.Background()
+	src.set([]gpu.Reading{reading(0, 90, 100, 0.97)}, nil)
+	c.sampler.Sample(ctx, tick(0))
+	if snap, _ := e.ThermalSnapshot(); snap.Samples != 1 {
+		t.Fatalf("before any scrape: %d samples, want the sampler's 1", snap.Samples)
+	}
+	got, err := collect(t, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.sampler.Sample(ctx, tick(1)) // after the scrape
+	snap, ok := e.ThermalSnapshot()
+	if !ok || snap.Samples != 1 || len(snap.GPUs) != 1 || len(snap.GPUs[0].Window) != 1 {
+		t.Fatalf("snapshot of %d samples (%v), want the one the scrape rendered", snap.Samples, ok)
+	}
+	if state := string(snap.GPUs[0].Verdict.State); got[`spark_thermal_state{gpu="0",state="`+state+`"}`] != 1 {
+		t.Errorf("the snapshot's state %q is not the one /metrics rendered: %v", state, got)
 	}
 }

@@ -17,7 +17,7 @@ import (
 // started with. The rule is one uncapped heavy job at a time (docs/design.md), so a
 // server's cap matters as much as its presence.
 func init() {
-	registerCollector("workloads", defaultEnabled, func(fg FlagGroup) Factory {
+	registerCollector("workloads", defaultEnabled, func(fg cliflag.FlagGroup) Factory {
 		patterns := cliflag.List(fg.Flag("workloads.match",
 			"Extra workload pattern role:kind:regex (role inference or training), matched against a process's "+
 				"arguments joined by spaces, before the built-in rules; repeatable. "+

@@ -28,24 +28,41 @@ const (
 	testsGlob    = "tests/*.test.yml"
 )
 
-// The alerts of README.md's table, by name, with their severity. The names are
-// binding: an alert renamed, added or dropped here breaks users' routes and silences.
-var contractAlerts = map[string]string{
-	"SparkGPUThrottling":            "warning",
-	"SparkGPUPowerPlateau":          "info",
-	"SparkGPUPowerStuckLow":         "warning",
-	"SparkPoolHeadroomLow":          "warning",
-	"SparkPageCacheHoldingHeadroom": "info",
-	"SparkMemoryEviction":           "warning",
-	"SparkOOMKill":                  "critical",
-	"SparkConcurrentHeavyWorkloads": "warning",
-	"SparkExporterCollectorFailing": "warning",
-	"SparkGPUNvmlDown":              "warning",
-	"SparkPlannedRunWontFit":        "warning",
-	"SparkHostSilent":               "critical",
-	"SparkPoolExhaustionImminent":   "warning",
-	"SparkSoCProchot":               "warning",
-	"SparkSystemPowerLimited":       "info",
+// alertsFile holds the table of alerts, the interface users route on: its
+// names and severities are checked against the rules file both ways.
+const alertsFile = "../docs/alerts.md"
+
+// alertRow is a row of alertsFile's table: | [`Name`](runbooks.md#name) | severity | fires when |
+var alertRow = regexp.MustCompile("^\\| \\[`(Spark[A-Za-z0-9]+)`\\]\\(runbooks\\.md#([a-z0-9-]+)\\) \\| ([a-z]+) \\| .+ \\|$")
+
+// documentedAlerts is alertsFile's table: each alert's severity, by name.
+func documentedAlerts(t *testing.T) map[string]string {
+	t.Helper()
+	data, err := os.ReadFile(alertsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alerts := map[string]string{}
+	for i, line := range strings.Split(string(data), "\n") {
+		if !strings.HasPrefix(line, "| [`Spark") {
+			continue
+		}
+		m := alertRow.FindStringSubmatch(line)
+		if m == nil {
+			t.Fatalf("%s:%d: an alert row not of the form | [`Name`](runbooks.md#name) | severity | fires when |", alertsFile, i+1)
+		}
+		if m[2] != strings.ToLower(m[1]) {
+			t.Errorf("%s:%d: %s links to runbooks.md#%s", alertsFile, i+1, m[1], m[2])
+		}
+		if _, dup := alerts[m[1]]; dup {
+			t.Errorf("%s:%d: %s listed twice", alertsFile, i+1, m[1])
+		}
+		alerts[m[1]] = m[3]
+	}
+	if len(alerts) == 0 {
+		t.Fatalf("%s: no alert table", alertsFile)
+	}
+	return alerts
 }
 
 type ruleFile struct {
@@ -113,22 +130,25 @@ func alerts(rules []rule) []rule {
 	return out
 }
 
-func TestAlertsAreTheContractsEleven(t *testing.T) {
+// The alerts of the rules file are those of docs/alerts.md, with the same
+// severities.
+func TestAlertsAreThoseOfDocsAlerts(t *testing.T) {
+	documented := documentedAlerts(t)
 	seen := map[string]bool{}
 	for _, a := range alerts(loadRules(t)) {
 		seen[a.Alert] = true
-		want, ok := contractAlerts[a.Alert]
+		want, ok := documented[a.Alert]
 		if !ok {
-			t.Errorf("alert %s is not in METRICS.md", a.Alert)
+			t.Errorf("alert %s of %s is not in %s's table: add its row (name, severity, fires when)", a.Alert, rulesFile, alertsFile)
 			continue
 		}
 		if got := a.Labels["severity"]; got != want {
-			t.Errorf("alert %s: severity %q, METRICS.md says %q", a.Alert, got, want)
+			t.Errorf("alert %s: severity %q in %s, %q in %s", a.Alert, got, rulesFile, want, alertsFile)
 		}
 	}
-	for name := range contractAlerts {
+	for name := range documented {
 		if !seen[name] {
-			t.Errorf("alert %s of METRICS.md is missing from %s", name, rulesFile)
+			t.Errorf("alert %s of %s is missing from %s", name, alertsFile, rulesFile)
 		}
 	}
 }
@@ -344,7 +364,7 @@ func TestEveryAlertIsTestedBothWays(t *testing.T) {
 			}
 		}
 	}
-	for name := range contractAlerts {
+	for name := range documentedAlerts(t) {
 		if !fires[name] {
 			t.Errorf("no promtool test where %s fires", name)
 		}
@@ -370,21 +390,26 @@ func TestPromtool(t *testing.T) {
 	run(t, promtool, append([]string{"test", "rules"}, testFiles(t)...)...)
 }
 
-// The rules also load in the Prometheus 2.42 of Debian 12 (/usr/bin/promtool
-// from the `prometheus` package), so they keep out of Prometheus-3-only
-// syntax. CI installs it and sets SPARK_REQUIRE_PROMTOOL2=1; elsewhere the
-// test is skipped without it.
+// The rules also load in the Prometheus 2.42 of Debian 12, so they keep out
+// of Prometheus-3-only syntax: $SPARK_PROMTOOL2, else the promtool `make deps`
+// unpacks from Debian's prometheus package into .build/debian, else
+// /usr/bin/promtool. CI sets SPARK_REQUIRE_PACKAGES=1, where a missing one
+// fails; elsewhere the test is skipped.
 func TestRulesLoadInPrometheus2(t *testing.T) {
 	promtool := os.Getenv("SPARK_PROMTOOL2")
 	if promtool == "" {
-		promtool = "/usr/bin/promtool"
+		promtool = filepath.Join(testexporter.Root(t), ".build", "debian", "usr", "bin", "promtool")
+		if _, err := os.Stat(promtool); err != nil {
+			promtool = "/usr/bin/promtool"
+		}
 	}
 	version, err := exec.Command(promtool, "--version").CombinedOutput()
 	if err != nil {
-		if os.Getenv("SPARK_REQUIRE_PROMTOOL2") == "1" {
-			t.Fatalf("Prometheus 2 promtool: %v (apt-get install --no-install-recommends prometheus)", err)
+		const install = "`make deps` unpacks Debian's into .build/debian"
+		if os.Getenv("SPARK_REQUIRE_PACKAGES") == "1" {
+			t.Fatalf("no Prometheus 2 promtool: %v (%s)", err, install)
 		}
-		t.Skipf("no Prometheus 2 promtool (Debian: apt-get install --no-install-recommends prometheus): %v", err)
+		t.Skipf("no Prometheus 2 promtool: SKIPPED; %s: %v", install, err)
 	}
 	if !regexp.MustCompile(`version 2\.`).Match(version) {
 		t.Fatalf("%s is not Prometheus 2:\n%s", promtool, version)
@@ -416,8 +441,9 @@ func TestRecommendedInhibitions(t *testing.T) {
 	if len(names) == 0 {
 		t.Fatal("the inhibitions name no alert")
 	}
+	documented := documentedAlerts(t)
 	for _, n := range names {
-		if _, ok := contractAlerts[n]; !ok {
+		if _, ok := documented[n]; !ok {
 			t.Errorf("inhibition names %s, which is not an alert", n)
 		}
 	}

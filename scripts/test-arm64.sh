@@ -5,8 +5,9 @@
 # binary must serve the same /metrics.
 #
 # Without the cross toolchain and qemu (Debian: gcc-aarch64-linux-gnu,
-# libc6-dev-arm64-cross, qemu-user) this is skipped with a message, unless
-# SPARK_REQUIRE_ARM64=1 (set by .ci/run), where it fails.
+# libc6-dev-arm64-cross, qemu-user; `make deps` installs them) this is
+# skipped with a message, unless SPARK_REQUIRE_PACKAGES=1 (set by .ci/run),
+# where it fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,8 +20,8 @@ missing=()
 command -v "$cc" >/dev/null || missing+=("$cc")
 if [ -n "$qemu" ]; then command -v "${qemu%% *}" >/dev/null || missing+=("${qemu%% *}"); fi
 if [ ${#missing[@]} -gt 0 ]; then
-  msg="test-arm64: missing ${missing[*]} (apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)"
-  if [ "${SPARK_REQUIRE_ARM64:-}" = 1 ]; then echo "$msg" >&2; exit 1; fi
+  msg="test-arm64: missing ${missing[*]} (apt-get install --no-install-recommends gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)"
+  if [ "${SPARK_REQUIRE_PACKAGES:-}" = 1 ]; then echo "$msg" >&2; exit 1; fi
   echo "$msg: SKIPPED" >&2
   exit 0
 fi

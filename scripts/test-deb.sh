@@ -5,17 +5,20 @@
 #     control fields, the exact file list with modes and owners, the conffile,
 #     the man page, the binary's ELF machine and its --version (the arm64 one
 #     under qemu);
-#  2. as root on a machine where systemd is not running (CI): the host's
-#     package installed for real with dpkg -i, every file and the system user
-#     checked, the installed binary serving /metrics from the packaged ARGS,
+#  2. only when asked (SPARK_TEST_DEB_INSTALL=1 or CI=true; .ci/run sets
+#     the first), as root on a machine where systemd is not running: the
+#     host's package installed for real with dpkg -i, every file and the
+#     system user checked, the installed binary serving /metrics from the packaged ARGS,
 #     the unit through systemd-analyze, a conffile edit kept across a
 #     reinstall, the maintainer scripts' systemd calls with systemd "running"
 #     (a private /run), then remove and purge and what each leaves.
 #
-# Part 2 installs and removes a package and a user, so it runs only as root
-# and only where no systemd would start the service for real; elsewhere it
-# is skipped with a message, unless SPARK_REQUIRE_DEB=1 (set by .ci/run),
-# where it fails. It purges the package on any exit.
+# Part 2 installs and removes a package and a user, so a contributor's
+# `make test` never runs it: without the variable it checks instead that
+# the host's package, user and files are as they were before. Asked, it
+# fails where it cannot run (not root, or systemd would start the service
+# for real). It purges the package on any exit. A tool missing for part 1
+# skips with a message, unless SPARK_REQUIRE_PACKAGES=1 (.ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 version=$1
@@ -27,12 +30,27 @@ host=$(go env GOARCH)
 
 fail() { echo "test-deb: $*" >&2; exit 1; }
 skip() {
-  [ "${SPARK_REQUIRE_DEB:-}" = 1 ] && fail "$*"
+  [ "${SPARK_REQUIRE_PACKAGES:-}" = 1 ] && fail "$*"
   echo "test-deb: $*: SKIPPED" >&2
 }
+install_asked=
+if [ "${SPARK_TEST_DEB_INSTALL:-}" = 1 ] || [ "${CI:-}" = true ]; then install_asked=1; fi
 tmp=$(mktemp -d)
 cleanup() { rm -rf "$tmp"; }
 trap cleanup EXIT
+
+# The host as it is before this script: the package's status, the user and
+# every packaged path; without part 2 it must be the same afterwards.
+host_state() {
+  dpkg-query -W -f '${db:Status-Status}\n' "$pkg" 2>/dev/null || echo "$pkg unknown to dpkg"
+  getent passwd "$user" || echo "no user $user"
+  getent group "$user" || echo "no group $user"
+  for p in /usr/bin/spark_exporter "$unit" "/etc/default/$pkg" "/usr/share/$pkg" "/usr/share/doc/$pkg" "$state" \
+    "/etc/systemd/system/multi-user.target.wants/$pkg.service" "/etc/systemd/system/$pkg.service"; do
+    if [ -e "$p" ] || [ -L "$p" ]; then stat -c '%n %a %U %G %s %Y' "$p"; else echo "$p absent"; fi
+  done
+}
+host_before=$(host_state)
 
 # Every file the package installs: mode, owner, group, path. Directories
 # are the usual root-owned 0755 ones (checked below too).
@@ -117,9 +135,17 @@ done
 
 # ---- 2. install, run, reinstall, remove, purge (root, no systemd) ---------
 deb=$PWD/.build/deb/${pkg}_${version}-1_$host.deb
-if [ "$(id -u)" != 0 ]; then skip "not root: dpkg -i not tried"; exit 0; fi
-if [ -d /run/systemd/system ]; then skip "systemd runs here: dpkg -i would start the service for real; not tried"; exit 0; fi
-for c in dpkg deb-systemd-helper curl setpriv; do command -v $c >/dev/null || { skip "$c missing: dpkg -i not tried"; exit 0; }; done
+if [ -z "$install_asked" ]; then
+  after=$(host_state)
+  [ "$after" = "$host_before" ] ||
+    fail "the host's package, user or files changed without SPARK_TEST_DEB_INSTALL:"$'\n'"$(diff <(echo "$host_before") <(echo "$after") || true)"
+  echo "test-deb: dpkg -i not tried on this host (SPARK_TEST_DEB_INSTALL=1 runs it, as root where systemd is not running);" \
+    "its $pkg package, user $user and files are as before"
+  exit 0
+fi
+[ "$(id -u)" = 0 ] || fail "SPARK_TEST_DEB_INSTALL: dpkg -i needs root"
+[ ! -d /run/systemd/system ] || fail "SPARK_TEST_DEB_INSTALL: systemd runs here: dpkg -i would start the service for real"
+for c in dpkg deb-systemd-helper curl setpriv; do command -v $c >/dev/null || fail "SPARK_TEST_DEB_INSTALL: $c missing"; done
 if dpkg-query -W -f '${db:Status-Status}' "$pkg" 2>/dev/null | grep -qv '^not-installed$'; then
   fail "$pkg is already installed here: purge it first (dpkg -P $pkg); this test will not touch it"
 fi

@@ -108,11 +108,12 @@ func sampleValue(body []byte, series string) (float64, bool) {
 	return 0, false
 }
 
-// complete says whether a scrape's body holds every collector, succeeded.
+// complete says whether a scrape's body holds every collector (gpu,
+// platform, pool, thermal, workloads), succeeded.
 var collectorSuccess = regexp.MustCompile(`(?m)^spark_scrape_collector_success\{collector="(\w+)"\} 1$`)
 
 func complete(body []byte) bool {
-	return len(collectorSuccess.FindAll(body, -1)) == 4 && bytes.Contains(body, []byte("spark_exporter_build_info{"))
+	return len(collectorSuccess.FindAll(body, -1)) == 5 && bytes.Contains(body, []byte("spark_exporter_build_info{"))
 }
 
 func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }

@@ -72,15 +72,16 @@ func newApp() (*kingpin.Application, map[string]command) {
 			"(a process stuck in the kernel holds its /proc files) fails its collector, not the scrape.").
 		Default(hostfs.DefaultTimeout.String()))
 
-	// Serving flags belong to the application, not to the serve command, so
-	// that `spark_exporter --help` lists them and existing command lines
-	// (spark_exporter --web.listen-address=…) read as for any exporter.
-	serve := app.Command("serve", "Serve metrics (the default command).").Default().FullCommand()
-	serveRun, collectors := serveCommand(app, procfs, sysfs, readTimeout)
+	// Serving flags belong to the serve command, so that each command's
+	// --help starts with its own flags; parse makes serve the command of a
+	// command line that names none (spark_exporter --web.listen-address=…),
+	// as for any exporter.
+	serveCmd := app.Command("serve", "Serve metrics (the default command).").Default()
+	serveRun := serveCommand(serveCmd, procfs, sysfs, readTimeout)
 	commands := map[string]command{
-		serve:    serveRun,
-		"plan":   planCommand(app, procfs, collectors.PoolReserve()),
-		"report": reportCommand(app),
+		serveCmd.FullCommand(): serveRun,
+		"plan":                 planCommand(app, procfs),
+		"report":               reportCommand(app),
 	}
 	commands["status"] = statusCommand(app)
 	return app, commands
@@ -92,5 +93,32 @@ func parse(app *kingpin.Application, args []string) (string, error) {
 	if err := cliflag.RefuseSwitchValues(app.Model(), args); err != nil {
 		return "", err
 	}
-	return app.Parse(args)
+	return app.Parse(withCommand(app.Model(), args))
+}
+
+// withCommand puts the default command first in args that name no command,
+// so that its flags parse: kingpin knows a command's flags only once the
+// command is named, and `spark_exporter --web.listen-address=:9100` (or
+// `spark_exporter --help`) means serve.
+func withCommand(app *kingpin.ApplicationModel, args []string) []string {
+	var def string
+	names := map[string]bool{"help": true}
+	for _, c := range app.Commands {
+		names[c.Name] = true
+		if c.Default {
+			def = c.Name
+		}
+	}
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if names[a] {
+			return args
+		}
+	}
+	if def == "" {
+		return args
+	}
+	return append([]string{def}, args...)
 }

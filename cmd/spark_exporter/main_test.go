@@ -61,7 +61,9 @@ var freeText = map[string]bool{
 	// report: files, and the instance label (checked against Prometheus).
 	"http.config.file": true, "prometheus.basic-auth-user": true, "prometheus.basic-auth-password-file": true,
 	"prometheus.tls-ca-file": true, "prometheus.tls-cert-file": true, "prometheus.tls-key-file": true,
-	"instance": true, "svg": true,
+	"instance": true, "svg": true, "gpu.name": true,
+	// status: a user name and a file, checked when the client is made.
+	"basic-auth-user": true, "basic-auth-password-file": true,
 }
 
 // Every flag of every command refuses a bad value naming the flag: a switch

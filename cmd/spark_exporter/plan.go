@@ -8,6 +8,7 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
+	"github.com/spark-exporter/spark_exporter/collector"
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/plan"
@@ -23,18 +24,20 @@ const (
 )
 
 // planCommand registers `spark_exporter plan` and its flags. It shares
-// --path.procfs and --pool.reserve (reserve) with the exporter, so that the
-// headroom it checks against is the one the pool collector exports.
-func planCommand(app *kingpin.Application, procfs *string, reserve *uint64) command {
+// --path.procfs with the exporter, and registers --pool.reserve through the
+// pool collector's code (collector.AddPoolFlags), so that the headroom it
+// checks against is the one the pool collector exports.
+func planCommand(app *kingpin.Application, procfs *string) command {
 	cmd := app.Command("plan", "Size a training run against the live unified memory pool before launch: "+
 		"weights + optimizer + gradients + activations (+ adapters), and the load transient. "+
 		"Exit status 0: ready or ready-with-warnings; 1: blocked; 2: bad input.")
 	p := planFlags(cmd)
+	poolFlags := collector.AddPoolFlags(cmd)
 	asJSON := cmd.Flag("json", "Print the report as JSON (the preflight env-report.json shape plus the estimate).").Bool()
 
 	return func(stdout, stderr io.Writer) int {
 		snap, readErr := pool.Read(*procfs)
-		r, err := plan.NewReport(*p, snap, readErr, *reserve, readPlatform(*procfs))
+		r, err := plan.NewReport(*p, snap, readErr, poolFlags.Reserve(), readPlatform(*procfs))
 		var fe *plan.FieldError
 		if errors.As(err, &fe) {
 			fmt.Fprintf(stderr, "%s: error: invalid flag --%s: %v; try --help\n", name, fe.Field, fe.Err)

@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
+	"math"
+	"net/http"
 	"net/url"
 	"os"
 	"strconv"
@@ -16,9 +17,11 @@ import (
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/config"
 
+	"github.com/spark-exporter/spark_exporter/collector"
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/report"
-	"github.com/spark-exporter/spark_exporter/internal/thermal"
 	"github.com/spark-exporter/spark_exporter/internal/thermallog"
 )
 
@@ -35,18 +38,22 @@ const reportTimeout = 2 * time.Minute
 // usageError is bad input, named by its flag or line.
 type usageError struct{ error }
 
-// reportCommand registers `spark_exporter report`. It shares the
-// --thermal.* flags with the exporter, so that a replay judges as the live
-// collector does.
+// reportCommand registers `spark_exporter report`. It judges with the
+// --thermal.* flags serve's thermal collector takes
+// (collector.AddThermalFlags), so that a replay judges as the live collector does.
 func reportCommand(app *kingpin.Application) command {
 	cmd := app.Command("report", "Summarise one run after the fact, from a thermal log (CSV) or from Prometheus: "+
 		"duration, energy, time busy and at the ~100 W plateau, throttle episodes, and from Prometheus the pool's headroom, "+
 		"OOM kills, memory stalls, contention and the alerts that fired; with a one-line verdict. "+
-		"Exit status 0: the report was made; 1: the source could not be read; 2: bad input.")
-	file := cmd.Arg("log", "Thermal log: the guide's thermal-sample.sh CSV, nvidia-smi --query-gpu=… --format=csv[,noheader][,nounits] output, or --thermal.csv-file.").String()
+		"Exit status 0: the report was made; 1: the source (the log file, Prometheus) could not be read; 2: bad input (a flag, or a log the report cannot read).")
+	file := cmd.Arg("log", "Thermal log: the guide's thermal-sample.sh CSV, nvidia-smi --query-gpu=… --format=csv[,noheader][,nounits] output, nvidia-smi dmon output, or --thermal.csv-file.").String()
+	zone := cliflag.Value(cmd.Flag("timezone", "Time zone of a log's timestamps written without an offset (nvidia-smi prints local time), e.g. Europe/Paris or UTC (default: this machine's).").PlaceHolder("ZONE"), time.LoadLocation)
+	logInterval := cliflag.Duration(cmd.Flag("log.interval", "Interval of a log without timestamps (nvidia-smi dmon without -o DT: its -d, 1s by default; a --query-gpu CSV without a timestamp column); its last row is taken to be the file's modification time, or --from its first.").PlaceHolder("1s"))
+	gpuName := cmd.Flag("gpu.name", "The GPU's model for a log without a name column, e.g. \"NVIDIA GB10\": GB10's 240 W rating and ~100 W plateau apply to a GB10 only.").PlaceHolder("NAME").String()
+	powerLimit := cliflag.Value(cmd.Flag("gpu.power-limit", "The GPU's power rating in W for a log without a power.limit column (another GPU than a GB10): the throttle signature judges power flat below it.").PlaceHolder("WATTS"), parseWatts)
 	promURL := cliflag.Value(cmd.Flag("prometheus.url", "Report from this Prometheus server instead of a log.").PlaceHolder("URL"), parseURL)
 	httpConfig := cmd.Flag("http.config.file", "HTTP client configuration for Prometheus (basic auth, TLS, …), as promtool and amtool take it.").PlaceHolder("FILE").String()
-	user := cmd.Flag("prometheus.basic-auth-user", "Basic auth user for Prometheus.").String()
+	user := cmd.Flag("prometheus.basic-auth-user", "Basic auth user for Prometheus; the password from --prometheus.basic-auth-password-file or the environment variable "+prometheusPasswordEnv+".").String()
 	passwordFile := cmd.Flag("prometheus.basic-auth-password-file", "File holding the basic auth password for Prometheus.").PlaceHolder("FILE").String()
 	caFile := cmd.Flag("prometheus.tls-ca-file", "CA certificate to verify Prometheus's.").PlaceHolder("FILE").String()
 	certFile := cmd.Flag("prometheus.tls-cert-file", "Client certificate for Prometheus.").PlaceHolder("FILE").String()
@@ -58,17 +65,23 @@ func reportCommand(app *kingpin.Application) command {
 	last := cliflag.Duration(cmd.Flag("last", "The run is the last this long before --to (default 6h when --from is not given).").PlaceHolder("6h"))
 	step := cliflag.Duration(cmd.Flag("step", "Resolution of Prometheus queries (default: 1s, coarser past 10,000 points)."))
 	asJSON := cmd.Flag("json", "Print the report as JSON (docs/report.md).").Bool()
+	thermal := collector.AddThermalFlags(cmd)
 	svgFile := cmd.Flag("svg", "Also draw temperature, power and SM clock over the run, throttle episodes shaded, to this SVG file.").PlaceHolder("FILE").String()
 
 	return func(stdout, stderr io.Writer) int {
-		cfg, err := thermalConfig(app)
+		cfg, err := thermal.Config()
+		if err != nil {
+			err = usageError{err}
+		}
 		var r report.Report
 		if err == nil {
 			switch {
 			case *file != "" && *promURL != "":
 				err = usageError{errors.New("give a log or --prometheus.url, not both")}
 			case *file != "":
-				r, err = reportLog(*file, *gpu, cfg, stderr)
+				opt := logOptions{gpu: report.LogOptions{GPU: *gpu, GPUName: *gpuName, PowerLimit: *powerLimit},
+					parse: thermallog.Options{Location: *zone, Interval: *logInterval}, from: *fromFlag}
+				r, err = reportLog(*file, opt, cfg, stderr)
 			case *promURL != "":
 				var q report.Query
 				var rt httpOptions
@@ -92,7 +105,11 @@ func reportCommand(app *kingpin.Application) command {
 			err = writeSVG(*svgFile, r)
 		}
 		var ue usageError
+		var se sourceError
 		switch {
+		case errors.As(err, &se):
+			fmt.Fprintf(stderr, "%s: error: %v\n", name, err)
+			return reportFailed
 		case errors.As(err, &ue):
 			fmt.Fprintf(stderr, "%s: error: %v; try --help\n", name, err)
 			return reportUsage
@@ -104,59 +121,58 @@ func reportCommand(app *kingpin.Application) command {
 	}
 }
 
-// thermalConfig is the analysis's configuration as the --thermal.* flags
-// give it.
-func thermalConfig(app *kingpin.Application) (thermal.Config, error) {
-	cfg := thermal.DefaultConfig()
-	durations := map[string]*time.Duration{"thermal.interval": &cfg.Interval, "thermal.window": &cfg.Window}
-	for flag, dst := range durations {
-		if v, ok := cliflag.Lookup[time.Duration](app.GetFlag(flag)); ok {
-			*dst = v
-		}
-	}
-	floats := map[string]*float64{
-		"thermal.nominal-power": &cfg.NominalPower, "thermal.below-nominal-ratio": &cfg.BelowNominalRatio,
-		"thermal.flat-power-spread": &cfg.FlatSpread, "thermal.busy-utilization": &cfg.BusyUtilization,
-		"thermal.busy-power": &cfg.BusyPower, "thermal.climbing-slope": &cfg.ClimbingSlope,
-		"thermal.hot-temperature": &cfg.HotTemperature,
-	}
-	for flag, dst := range floats {
-		if v, ok := cliflag.Lookup[float64](app.GetFlag(flag)); ok {
-			*dst = v
-		}
-	}
-	if _, ok := cliflag.Lookup[float64](app.GetFlag("thermal.climbing-slope")); ok {
-		cfg.ClimbingSlope /= 60 // the flag is in °C per minute
-	}
-	if err := cfg.Validate(); err != nil {
-		return cfg, usageError{fmt.Errorf("--thermal.* flags: %w", err)}
-	}
-	return cfg, nil
+// logOptions are the report flags that bear on a log.
+type logOptions struct {
+	gpu   report.LogOptions
+	parse thermallog.Options
+	from  time.Time // the first row's time, for a log without timestamps
 }
 
+// sourceError is a source that could not be read (exit 1).
+type sourceError struct{ error }
+
 // reportLog reports on a thermal log. Malformed lines are listed on stderr
-// and skipped; a log with no usable line is bad input, named by its first
-// malformed line.
-func reportLog(path string, gpu *int, cfg thermal.Config, stderr io.Writer) (report.Report, error) {
+// and skipped; a log with no usable line, or one the report cannot read
+// (its format, a missing column), is bad input, named by its line or
+// column; a file that cannot be read is named.
+func reportLog(path string, opt logOptions, cfg judge.ThermalConfig, stderr io.Writer) (report.Report, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return report.Report{}, usageError{fmt.Errorf("cannot read the log: %w", pathless(err))}
+		return report.Report{}, sourceError{fmt.Errorf("cannot read the log %q: %w", path, hostfs.OpWithoutPath(err))}
 	}
 	defer f.Close()
-	tr, err := thermallog.Parse(f)
+	tr, err := thermallog.ParseOptions(f, opt.parse)
 	var malformed thermallog.MalformedError
-	if err != nil && !errors.As(err, &malformed) {
-		return report.Report{}, usageError{fmt.Errorf("cannot read the log: %w", pathless(err))}
+	var format *thermallog.FormatError
+	switch {
+	case errors.As(err, &format):
+		return report.Report{}, usageError{fmt.Errorf("cannot read the log %q: %w", path, err)}
+	case err != nil && !errors.As(err, &malformed):
+		return report.Report{}, sourceError{fmt.Errorf("cannot read the log %q: %w", path, hostfs.OpWithoutPath(err))}
 	}
 	for _, e := range malformed {
 		fmt.Fprintf(stderr, "%s: warning: %v; line skipped\n", name, e)
 	}
-	r, err := report.FromLog(tr, cfg, gpu)
-	if err != nil {
-		return r, usageError{fmt.Errorf("--thermal.window: %w", err)}
+	if tr.Relative {
+		// Rows timed from the epoch: the first at --from, or the last at
+		// the file's modification time (a log is last written at its
+		// last row).
+		if n := len(tr.Rows); n > 0 {
+			at := opt.from.Sub(tr.Rows[0].Time)
+			if opt.from.IsZero() {
+				if info, err := f.Stat(); err == nil {
+					at = info.ModTime().Truncate(time.Second).Sub(tr.Rows[n-1].Time)
+				}
+			}
+			tr.Shift(at)
+		}
 	}
-	if r.Samples == 0 && len(malformed) > 0 {
+	r, err := report.FromLog(tr, cfg, opt.gpu)
+	switch {
+	case errors.Is(err, report.ErrNoSample) && len(malformed) > 0:
 		return r, usageError{fmt.Errorf("no usable line in the log; the first malformed one: %v", malformed[0])}
+	case err != nil:
+		return r, usageError{err}
 	}
 	return r, nil
 }
@@ -194,9 +210,20 @@ func parseTime(s string) (time.Time, error) {
 		return t, nil
 	}
 	if secs, err := strconv.ParseFloat(s, 64); err == nil && secs >= 0 && secs < 1e11 {
-		return time.Unix(0, int64(secs*1e9)), nil
+		// Seconds and nanoseconds apart: 1e11 s is past what int64
+		// nanoseconds hold (year 2262).
+		whole := math.Floor(secs)
+		return time.Unix(int64(whole), int64((secs-whole)*1e9)), nil
 	}
 	return time.Time{}, fmt.Errorf("%q is neither RFC 3339 (2025-11-24T14:00:00Z) nor Unix seconds", s)
+}
+
+func parseWatts(s string) (float64, error) {
+	w, err := strconv.ParseFloat(s, 64)
+	if err != nil || !(w > 0 && w <= thermallog.MaxPower) {
+		return 0, fmt.Errorf("%q is not a power in W", s)
+	}
+	return w, nil
 }
 
 func parseGPU(s string) (*int, error) {
@@ -207,12 +234,18 @@ func parseGPU(s string) (*int, error) {
 	return &n, nil
 }
 
+// parseURL accepts an http(s) URL; its error does not quote it (the flag's
+// error does, without credentials: cliflag.RedactURL).
 func parseURL(s string) (string, error) {
 	if u, err := url.Parse(s); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("%q is not an http(s) URL", s)
+		return "", errors.New("not an http(s) URL")
 	}
 	return s, nil
 }
+
+// prometheusPasswordEnv holds the basic auth password for Prometheus where
+// no file does: an environment variable is not shown by ps, as a flag is.
+const prometheusPasswordEnv = "SPARK_PROMETHEUS_PASSWORD"
 
 // httpOptions are the ways to reach a Prometheus behind auth or TLS.
 type httpOptions struct {
@@ -227,7 +260,7 @@ func (o httpOptions) client() (config.HTTPClientConfig, error) {
 		}
 		loaded, _, err := config.LoadHTTPConfigFile(o.configFile)
 		if err != nil {
-			return cfg, usageError{fmt.Errorf("invalid flag --http.config.file: %w", pathless(err))}
+			return cfg, usageError{fmt.Errorf("invalid flag --http.config.file: %w", hostfs.OpWithoutPath(err))}
 		}
 		return *loaded, nil
 	}
@@ -236,6 +269,9 @@ func (o httpOptions) client() (config.HTTPClientConfig, error) {
 			return cfg, usageError{errors.New("invalid flag --prometheus.basic-auth-password-file: give --prometheus.basic-auth-user too")}
 		}
 		cfg.BasicAuth = &config.BasicAuth{Username: o.user, PasswordFile: o.passwordFile}
+		if o.passwordFile == "" {
+			cfg.BasicAuth.Password = config.Secret(os.Getenv(prometheusPasswordEnv))
+		}
 	}
 	cfg.TLSConfig = config.TLSConfig{CAFile: o.caFile, CertFile: o.certFile, KeyFile: o.keyFile}
 	if err := cfg.Validate(); err != nil {
@@ -244,16 +280,21 @@ func (o httpOptions) client() (config.HTTPClientConfig, error) {
 	return cfg, nil
 }
 
-func reportPrometheus(address string, o httpOptions, q report.Query, cfg thermal.Config) (report.Report, error) {
+func reportPrometheus(address string, o httpOptions, q report.Query, cfg judge.ThermalConfig) (report.Report, error) {
 	httpCfg, err := o.client()
 	if err != nil {
 		return report.Report{}, err
 	}
-	rt, err := config.NewRoundTripperFromConfig(httpCfg, name+"_report")
+	// A client, not a round tripper: redirects are the client's, and
+	// follow_redirects: false is honoured only by one made from the
+	// configuration.
+	httpClient, err := config.NewClientFromConfig(httpCfg, name+"_report")
 	if err != nil {
-		return report.Report{}, usageError{fmt.Errorf("the Prometheus HTTP client: %w", err)}
+		return report.Report{}, usageError{fmt.Errorf("the Prometheus HTTP client: %w", hostfs.OpWithoutPath(err))}
 	}
-	client, err := api.NewClient(api.Config{Address: address, RoundTripper: rt})
+	// The answer's size capped as it is read (cappedTransport).
+	httpClient.Transport = cappedTransport{httpClient.Transport}
+	client, err := api.NewClient(api.Config{Address: address, Client: httpClient})
 	if err != nil {
 		return report.Report{}, usageError{fmt.Errorf("invalid flag --prometheus.url: %w", err)}
 	}
@@ -270,21 +311,47 @@ func reportPrometheus(address string, o httpOptions, q report.Query, cfg thermal
 func writeSVG(path string, r report.Report) error {
 	f, err := os.Create(path)
 	if err != nil {
-		return fmt.Errorf("--svg: %w", pathless(err))
+		return fmt.Errorf("--svg: %w", hostfs.OpWithoutPath(err))
 	}
 	if err := r.WriteSVG(f); err != nil {
 		f.Close()
 		return fmt.Errorf("--svg: %w", err)
 	}
-	return pathless(f.Close())
+	return hostfs.OpWithoutPath(f.Close())
 }
 
-// pathless keeps an error's operation and cause but drops the path an
-// *fs.PathError carries: paths stay out of messages.
-func pathless(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
+// maxAnswerBytes caps one Prometheus answer, as `status` caps its: the
+// report's largest, a series of 11,000 points, is well under 1 MiB.
+const maxAnswerBytes = 16 << 20
+
+// errAnswerTooLarge is an answer over maxAnswerBytes.
+var errAnswerTooLarge = fmt.Errorf("the answer is over %d MiB", maxAnswerBytes>>20)
+
+// cappedTransport fails the reading of an answer at maxAnswerBytes, so
+// that a huge answer costs at most that much memory.
+type cappedTransport struct{ http.RoundTripper }
+
+func (c cappedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.RoundTripper.RoundTrip(req)
+	if err == nil {
+		resp.Body = &cappedBody{ReadCloser: resp.Body}
 	}
-	return err
+	return resp, err
+}
+
+type cappedBody struct {
+	io.ReadCloser
+	read int64
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if left := maxAnswerBytes + 1 - b.read; int64(len(p)) > left {
+		p = p[:left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.read += int64(n)
+	if b.read > maxAnswerBytes {
+		return 0, errAnswerTooLarge
+	}
+	return n, err
 }

@@ -21,21 +21,25 @@ import (
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
-	"golang.org/x/net/netutil"
 
 	"github.com/spark-exporter/spark_exporter/collector"
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
+	"github.com/spark-exporter/spark_exporter/internal/connlimit"
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/logging"
 	"github.com/spark-exporter/spark_exporter/internal/status"
 )
 
-// serveCommand registers the serving flags on cmd and returns the command
-// that serves metrics until SIGINT or SIGTERM, and the collectors' flags,
-// whose --pool.reserve the plan command shares.
-func serveCommand(cmd *kingpin.Application, procfs, sysfs *string, readTimeout *time.Duration) (command, *collector.Selection) {
+// serveCommand registers the serving flags on cmd (the web, logging, NVML
+// and collector flags) and returns the command that serves metrics until
+// SIGINT or SIGTERM.
+func serveCommand(cmd *kingpin.CmdClause, procfs, sysfs *string, readTimeout *time.Duration) command {
 	webFlags := kingpinflag.AddFlags(cmd, defaultPort)
+	// The toolkit's help gives :9100 as its example, inside the range this
+	// exporter keeps out of (defaultPort): name ours instead.
+	cmd.GetFlag("web.listen-address").Help("Addresses on which to expose metrics and web interface. Repeatable for multiple addresses. " +
+		"Examples: `" + defaultPort + "` or `[::1]" + defaultPort + "` for http, `vsock://" + defaultPort + "` for vsock.")
 	metricsPath := cliflag.Value(cmd.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics"), parseURLPath)
 	disableExporterMetrics := cmd.Flag("web.disable-exporter-metrics",
 		"Exclude metrics about the exporter itself (promhttp_*, process_*, go_*).").Bool()
@@ -47,8 +51,9 @@ func serveCommand(cmd *kingpin.Application, procfs, sysfs *string, readTimeout *
 	maxProcs := cliflag.Int(cmd.Flag("runtime.gomaxprocs",
 		"The number of CPUs Go code runs on at once (GOMAXPROCS).").Envar("GOMAXPROCS").Default("1"), 1, 1<<16)
 	maxConnections := cliflag.Int(cmd.Flag("web.max-connections",
-		"Maximum number of open client connections; more wait to be accepted. Each holds a file descriptor, "+
-			"which the collectors need too.").Default("64"), 1, 1<<20)
+		"Maximum number of open client connections. Each holds a file descriptor, which the collectors need too. "+
+			"At the limit, a connection that has sent no request for a second is closed to make room (the oldest of "+
+			"the client holding the most); when all are being answered, more wait to be accepted.").Default("64"), 1, 1<<20)
 	webReadTimeout := cliflag.Duration(cmd.Flag("web.read-timeout",
 		"Deadline for reading a whole request, headers included; a client slower than this is disconnected.").Default("10s"))
 	idleTimeout := cliflag.Duration(cmd.Flag("web.idle-timeout",
@@ -105,37 +110,60 @@ func serveCommand(cmd *kingpin.Application, procfs, sysfs *string, readTimeout *
 		server := &http.Server{
 			// Only GET and HEAD, on every endpoint: a scrape reads.
 			Handler:           readOnly(mux),
-			ReadHeaderTimeout: *webReadTimeout,
+			ReadHeaderTimeout: min(*webReadTimeout, requestHeaderTimeout),
 			ReadTimeout:       *webReadTimeout,
+			// Which connections wait for a request: those may be closed
+			// to make room (serveBounded).
+			ConnState: connlimit.Track,
 			// A response not taken within a minute is given up: a
 			// scrape answers within its read deadlines.
 			WriteTimeout: time.Minute,
 			IdleTimeout:  *idleTimeout,
 		}
+		// Caught before the listener is announced: a signal sent once
+		// "Listening on" shows is handled.
+		stop := make(chan os.Signal, 1)
+		signal.Notify(stop, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+		defer signal.Stop(stop)
 		served := make(chan error, 1)
 		go func() {
 			served <- serveBounded(server, webFlags, *maxConnections, withWebConfigRedacted(slogger, *webFlags.WebConfigFile))
 		}()
 
-		stop := make(chan os.Signal, 1)
-		signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
-		defer signal.Stop(stop)
-		select {
-		case err := <-served:
-			level.Error(logger).Log("msg", "cannot serve; check --web.listen-address", "err", err)
-			return 1
-		case sig := <-stop:
-			level.Info(logger).Log("msg", "shutting down", "signal", sig.String())
+		for {
+			select {
+			case err := <-served:
+				level.Error(logger).Log("msg", "cannot serve; check --web.listen-address", "err", err)
+				return 1
+			case sig := <-stop:
+				if sig == syscall.SIGHUP {
+					// SIGHUP's default is a silent exit (a closed terminal,
+					// a reload habit): there is nothing to reload, since
+					// the web config is read at every request and the flags
+					// only at start, so it is logged and the exporter
+					// carries on.
+					level.Info(logger).Log("msg", "SIGHUP received: nothing to reload (--web.config.file is read at every request; flags need a restart); carrying on")
+					continue
+				}
+				level.Info(logger).Log("msg", "shutting down", "signal", sig.String())
+			}
+			break
 		}
 		shutDown = true
 		shutdown(server, served, closeCollectors, logger)
 		return 0
-	}, selection
+	}
 }
 
+// requestHeaderTimeout bounds the wait for a request's headers: a scraper
+// sends them at once, so a connection silent for seconds is one holding a
+// slot (a body, which no endpoint reads, is under --web.read-timeout).
+const requestHeaderTimeout = 5 * time.Second
+
 // serveBounded serves on the --web.listen-address listeners, each accepting
-// at most maxConnections at once (netutil.LimitListener): connections held
-// open, idle or slow, never take the descriptors the collectors need.
+// at most maxConnections at once (connlimit): connections held open, idle
+// or slow, never take the descriptors the collectors need, nor keep a new
+// scrape out.
 // exporter-toolkit's ListenAndServe makes its own listeners; its Serve
 // takes ours. Systemd socket activation and vsock addresses keep the
 // toolkit's listeners, without the bound.
@@ -155,7 +183,7 @@ func serveBounded(server *http.Server, flags *web.FlagConfig, maxConnections int
 			return err
 		}
 		defer l.Close()
-		listeners = append(listeners, netutil.LimitListener(l, maxConnections))
+		listeners = append(listeners, connlimit.New(l, maxConnections))
 	}
 	return web.ServeMultiple(listeners, server, flags, logger)
 }

@@ -7,12 +7,15 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/common/config"
 
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/status"
 )
 
@@ -22,18 +25,30 @@ import (
 // did not answer with a status.
 func statusCommand(app *kingpin.Application) command {
 	cmd := app.Command("status", "Print the status of a running exporter (its "+status.APIPath+") as a short text report. "+
-		"Basic auth credentials go in the URL (http://user:password@host:port).")
+		"Basic auth: --basic-auth-user with --basic-auth-password-file or the environment variable "+statusPasswordEnv+
+		", --http.config.file, or in the URL (http://user:password@host:port, which ps shows to every user).")
 	base := cliflag.Value(cmd.Flag("url", "The exporter's base URL.").Default("http://127.0.0.1"+defaultPort), parseBaseURL)
 	timeout := cliflag.Duration(cmd.Flag("timeout", "How long to wait for the answer.").Default("10s"))
 	asJSON := cmd.Flag("json", "Print the JSON model as served.").Bool()
+	httpConfig := cmd.Flag("http.config.file", "HTTP client configuration (basic auth, TLS, follow_redirects, …), as promtool and amtool take it.").PlaceHolder("FILE").String()
+	user := cmd.Flag("basic-auth-user", "Basic auth user; the password from --basic-auth-password-file or the environment variable "+statusPasswordEnv+".").String()
+	passwordFile := cmd.Flag("basic-auth-password-file", "File holding the basic auth password.").PlaceHolder("FILE").String()
 
 	return func(stdout, stderr io.Writer) int {
-		body, err := fetchStatus(*base, *timeout)
+		client, err := statusClient(*base, *httpConfig, *user, *passwordFile, *timeout)
+		var body []byte
+		if err == nil {
+			body, err = fetchStatus(client, *base)
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "%s status: %v\n", name, err)
 			return 1
 		}
 		if *asJSON {
+			if !json.Valid(body) {
+				fmt.Fprintf(stderr, "%s status: the answer is not JSON\n", name)
+				return 1
+			}
 			stdout.Write(body)
 			return 0
 		}
@@ -58,12 +73,55 @@ func parseBaseURL(s string) (*url.URL, error) {
 	return u, nil
 }
 
+// statusPasswordEnv holds the basic auth password where no file does: an
+// environment variable is not shown by ps, as a flag or a URL is.
+const statusPasswordEnv = "SPARK_EXPORTER_PASSWORD"
+
+// statusClient is the HTTP client the flags describe, made by
+// prometheus/common as promtool's: --http.config.file, or basic auth from
+// the flags, the environment or the URL (one of them).
+func statusClient(u *url.URL, configFile, user, passwordFile string, timeout time.Duration) (*http.Client, error) {
+	cfg := config.DefaultHTTPClientConfig
+	given := 0
+	for _, set := range []bool{configFile != "", user != "" || passwordFile != "", u.User != nil} {
+		if set {
+			given++
+		}
+	}
+	switch {
+	case given > 1:
+		return nil, errors.New("give credentials one way: --http.config.file, --basic-auth-user, or in --url")
+	case configFile != "":
+		loaded, _, err := config.LoadHTTPConfigFile(configFile)
+		if err != nil {
+			return nil, fmt.Errorf("invalid flag --http.config.file: %w", hostfs.OpWithoutPath(err))
+		}
+		cfg = *loaded
+	case user == "" && passwordFile != "":
+		return nil, errors.New("invalid flag --basic-auth-password-file: give --basic-auth-user too")
+	case user != "":
+		cfg.BasicAuth = &config.BasicAuth{Username: user, PasswordFile: passwordFile}
+		if passwordFile == "" {
+			cfg.BasicAuth.Password = config.Secret(os.Getenv(statusPasswordEnv))
+		}
+	}
+	client, err := config.NewClientFromConfig(cfg, name+"_status")
+	if err != nil {
+		return nil, fmt.Errorf("the HTTP client: %w", hostfs.OpWithoutPath(err))
+	}
+	client.Timeout = timeout
+	return client, nil
+}
+
+// maxStatusAnswer bounds the model read: a Spark's is a few KiB.
+const maxStatusAnswer = 16 << 20
+
 // fetchStatus gets the model's JSON from the exporter at u. Errors leave
-// the URL's credentials out.
-func fetchStatus(u *url.URL, timeout time.Duration) ([]byte, error) {
+// the URL's credentials out. An answer beyond maxStatusAnswer is an error,
+// never cut.
+func fetchStatus(client *http.Client, u *url.URL) ([]byte, error) {
 	shown := *u
 	shown.User = nil
-	client := &http.Client{Timeout: timeout}
 	req, err := http.NewRequest(http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: %v", shown.String(), err)
@@ -78,9 +136,12 @@ func fetchStatus(u *url.URL, timeout time.Duration) ([]byte, error) {
 		return nil, fmt.Errorf("GET %s: %v", shown.String(), err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxStatusAnswer+1))
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: %v", shown.String(), err)
+	}
+	if len(body) > maxStatusAnswer {
+		return nil, fmt.Errorf("GET %s: the answer is larger than 16 MiB, not a status model", shown.String())
 	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET %s: %s", shown.String(), resp.Status)

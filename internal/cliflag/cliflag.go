@@ -6,14 +6,20 @@ package cliflag
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
-	"github.com/alecthomas/units"
 )
+
+// FlagGroup is a kingpin application or command: where a feature
+// registers its flags (collector.AddFlags, gpu.AddFlags, logging.AddFlags).
+type FlagGroup interface {
+	Flag(name, help string) *kingpin.FlagClause
+}
 
 type parsed[T any] struct {
 	name  string
@@ -33,7 +39,18 @@ func (v *parsed[T]) Set(s string) error {
 }
 
 func refused(value, flag string, err error) error {
-	return fmt.Errorf("invalid value %q for flag --%s: %w", value, flag, err)
+	return fmt.Errorf("invalid value %q for flag --%s: %w", RedactURL(value), flag, err)
+}
+
+// userinfo is the credentials part of a URL, parseable or not:
+// scheme://user:password@.
+var userinfo = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@`)
+
+// RedactURL replaces the credentials a URL-like value carries
+// (http://user:password@host) by "xxxxx", so that an error quoting it
+// shows no password, whether or not the URL parses.
+func RedactURL(value string) string {
+	return userinfo.ReplaceAllString(value, "${1}xxxxx@")
 }
 
 func (v *parsed[T]) String() string { return v.text }
@@ -77,22 +94,6 @@ func List[T any](fc *kingpin.FlagClause, parse func(string) (T, error)) *[]T {
 	dst := new([]T)
 	fc.SetValue(&repeated[T]{name: fc.Model().Name, dst: dst, parse: parse})
 	return dst
-}
-
-// Lookup returns the parsed value of a flag that another part of the
-// program bound with Value (or Bytes, Int, …), for a command that shares the
-// flag rather than defining a second one with the same meaning. It reports
-// false when fc is nil or holds another type.
-func Lookup[T any](fc *kingpin.FlagClause) (T, bool) {
-	var zero T
-	if fc == nil {
-		return zero, false
-	}
-	v, ok := fc.Model().Value.(*parsed[T])
-	if !ok {
-		return zero, false
-	}
-	return *v.dst, true
 }
 
 // Bytes is a size with a unit, as in 4GiB or 512MiB.
@@ -139,15 +140,44 @@ func Enum(fc *kingpin.FlagClause, options ...string) *string {
 	})
 }
 
-// ParseBytes reads a non-negative size with a binary unit (4GiB, 512MiB,
-// 1024KiB) or a plain number of bytes.
+// byteUnits are the units a size may be written in: SI prefixes are powers
+// of 1000 and IEC prefixes powers of 1024, as the units' standards
+// (IEC 80000-13) and free(1)'s --si and --giga/--gibi agree.
+var byteUnits = map[string]float64{
+	"": 1, "B": 1,
+	"kB": 1e3, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
+	"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40,
+}
+
+// ParseBytes reads a size with its unit, or a plain number of bytes: 4GiB
+// is 4×2^30 bytes, 4GB 4×10^9.
+// A unit that could mean either (4G, 4g, 4gb) is refused, naming both
+// readings, rather than guessed. alecthomas/units reads GB as 2^30 in
+// ParseBase2Bytes and refuses GiB in ParseMetricBytes: neither keeps both
+// meanings apart, hence this small parser.
 func ParseBytes(s string) (uint64, error) {
-	b, err := units.ParseBase2Bytes(s)
-	if err != nil {
-		return 0, fmt.Errorf("not a size; use a unit such as 4GiB or 512MiB")
-	}
-	if b < 0 {
+	if strings.HasPrefix(s, "-") {
 		return 0, fmt.Errorf("must not be negative")
+	}
+	i := strings.IndexFunc(s, func(r rune) bool { return !(r >= '0' && r <= '9' || r == '.') })
+	if i < 0 {
+		i = len(s)
+	}
+	if i == 0 {
+		return 0, fmt.Errorf("not a size; use a unit such as 4GiB (4×2^30 bytes) or 4GB (4×10^9)")
+	}
+	number, unit := s[:i], s[i:]
+	n, err := strconv.ParseFloat(number, 64)
+	if err != nil {
+		return 0, fmt.Errorf("not a size; use a unit such as 4GiB (4×2^30 bytes) or 4GB (4×10^9)")
+	}
+	scale, ok := byteUnits[unit]
+	if !ok {
+		return 0, fmt.Errorf("unit %q is ambiguous or unknown; write GiB for 2^30 bytes or GB for 10^9 (likewise KiB/kB, MiB/MB, TiB/TB)", unit)
+	}
+	b := n * scale
+	if b >= 1<<64 {
+		return 0, fmt.Errorf("too large")
 	}
 	return uint64(b), nil
 }

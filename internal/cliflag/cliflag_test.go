@@ -1,6 +1,7 @@
 package cliflag
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -80,27 +81,6 @@ func TestListKeepsEveryValueAndNamesTheFlagOnABadOne(t *testing.T) {
 	}
 }
 
-func TestLookupSharesAFlag(t *testing.T) {
-	app := kingpin.New("t", "")
-	Bytes(app.Flag("pool.reserve", "").Default("4GiB"))
-	app.Flag("name", "").String()
-	if _, err := app.Parse([]string{"--pool.reserve=8GiB"}); err != nil {
-		t.Fatal(err)
-	}
-	if v, ok := Lookup[uint64](app.GetFlag("pool.reserve")); !ok || v != 8<<30 {
-		t.Errorf("Lookup = %d, %v; want 8GiB", v, ok)
-	}
-	if _, ok := Lookup[int](app.GetFlag("pool.reserve")); ok {
-		t.Error("a uint64 flag looked up as int")
-	}
-	if _, ok := Lookup[uint64](app.GetFlag("name")); ok {
-		t.Error("a kingpin string flag looked up as a cliflag value")
-	}
-	if _, ok := Lookup[uint64](app.GetFlag("missing")); ok {
-		t.Error("a missing flag found")
-	}
-}
-
 // Kingpin reads --switch=value as a switch and a stray argument, and says
 // only "unexpected value"; the value is refused naming the switch instead,
 // for the application's switches and its commands'.
@@ -132,5 +112,44 @@ func TestSwitchGivenAValueNamesTheFlag(t *testing.T) {
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%q: error %v, want it to contain %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// Issue 28, item 10: a URL refused is quoted without its credentials,
+// parseable or not.
+func TestRefusedURLHidesItsPassword(t *testing.T) {
+	for _, value := range []string{"ftp://user:Secret123@host", "http://user:Secret123@ho st:%zz/", "http://:Secret123@[::1", "gopher://Secret123@x/y@z"} {
+		app := kingpin.New("test", "")
+		Value(app.Flag("url", ""), func(s string) (string, error) { return "", errors.New("not an http(s) URL") })
+		_, err := app.Parse([]string{"--url=" + value})
+		if err == nil || strings.Contains(err.Error(), "Secret123") || !strings.Contains(err.Error(), "xxxxx@") {
+			t.Errorf("%s: %v", value, err)
+		}
+	}
+}
+
+// GB is 10^9 bytes and GiB 2^30, as the standards have them; a unit that
+// could be read either way is refused with both readings named.
+func TestParseBytesUnits(t *testing.T) {
+	for in, want := range map[string]uint64{
+		"4GiB": 4 << 30, "4GB": 4e9, "512MiB": 512 << 20, "512MB": 512e6, "1.5GiB": 3 << 29,
+		"2KiB": 2048, "2kB": 2000, "2KB": 2000, "1TiB": 1 << 40, "1TB": 1e12, "4096": 4096, "10B": 10, "0": 0,
+	} {
+		got, err := ParseBytes(in)
+		if err != nil || got != want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for in, msg := range map[string]string{
+		"4G": "ambiguous", "4g": "ambiguous", "4gb": "ambiguous", "4gib": "ambiguous",
+		"-1GiB": "negative", "GiB": "not a size", "": "not a size", "1.2.3GiB": "not a size", "1e30TiB": "ambiguous or unknown",
+		"99999999TiB": "too large",
+	} {
+		if _, err := ParseBytes(in); err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("ParseBytes(%q): error %v, want one saying %q", in, err, msg)
+		}
+	}
+	if _, err := ParseBytes("4G"); err == nil || !strings.Contains(err.Error(), "GiB for 2^30 bytes or GB for 10^9") {
+		t.Errorf("the ambiguous unit's error names neither reading: %v", err)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/alecthomas/kingpin/v2"
 	"github.com/go-kit/log"
 
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
@@ -32,11 +31,6 @@ type Settings struct {
 	MaxAge time.Duration
 }
 
-// FlagGroup is a kingpin application or command.
-type FlagGroup interface {
-	Flag(name, help string) *kingpin.FlagClause
-}
-
 // Flags are the registered --gpu.* flags; Settings reads them once parsed.
 type Flags struct {
 	library         *string
@@ -46,7 +40,7 @@ type Flags struct {
 // AddFlags registers the --gpu.* flags on fg. They are the process's, not a
 // collector's: there is one NVML client per process (see Settings.Open),
 // which the gpu and thermal collectors share.
-func AddFlags(fg FlagGroup) *Flags {
+func AddFlags(fg cliflag.FlagGroup) *Flags {
 	return &Flags{
 		library: fg.Flag("gpu.nvml-library",
 			"NVML library to load: a path, or a file name the dynamic loader looks up. Shared with the thermal collector.").

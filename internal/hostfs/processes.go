@@ -3,7 +3,6 @@ package hostfs
 import (
 	"encoding/binary"
 	"errors"
-	"os"
 	"strconv"
 	"syscall"
 )
@@ -37,9 +36,9 @@ type Processes struct {
 	fd int // the tree's directory, open from one List to the next; -1 before
 
 	kept map[keptKey]keptFile
-	// maxKept bounds the files kept open: each holds a descriptor and,
-	// in the kernel, a page for procfs's buffer.
-	maxKept int
+	// budget bounds the files kept open (keptDescriptors): each holds a
+	// descriptor and, in the kernel, a page for procfs's buffer.
+	budget *descriptorBudget
 	// listing counts the lists: a kept file that a whole scan did not
 	// read (its process exited, or no longer needs the file) is closed at
 	// the next List.
@@ -67,24 +66,7 @@ type keptFile struct {
 // Processes returns a reader of the process directories under the mount
 // point. Close it to release the files it keeps open.
 func (f FS) Processes() *Processes {
-	return &Processes{fs: f, fd: -1, kept: map[keptKey]keptFile{}, maxKept: maxKeptFiles()}
-}
-
-// keptMemory is the kernel memory the kept files may hold: procfs keeps a
-// page per open file for its buffer, so 1,024 files with 4 KiB pages and
-// 64 with 64 KiB ones.
-const keptMemory = 4 << 20
-
-// maxKeptFiles is how many files a Processes keeps open: what keptMemory
-// allows, and no more than a quarter of the descriptors the process may
-// open, so that the exporter's listener and scrapes always have theirs.
-func maxKeptFiles() int {
-	n := keptMemory / os.Getpagesize()
-	var limit syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &limit); err == nil && limit.Cur/4 < uint64(n) {
-		n = int(limit.Cur / 4)
-	}
-	return n
+	return &Processes{fs: f, fd: -1, kept: map[keptKey]keptFile{}, budget: keptDescriptors}
 }
 
 // List appends every process found to ps, and starts a scan: the reads
@@ -97,8 +79,7 @@ func (d *Processes) List(ps []Process) ([]Process, error) {
 	}
 	for key, f := range d.kept {
 		if f.listing != d.listing {
-			syscall.Close(f.fd)
-			delete(d.kept, key)
+			d.closeKept(key, f)
 		}
 	}
 	d.listing++
@@ -215,83 +196,28 @@ const maxArena = 1 << 20
 // RereadAll's. When a read blocks past the deadline, or a file's earlier
 // read is still blocked, RereadAll fails with an *fs.PathError naming the
 // file, whose Err is a *BlockedError, and each is not called: the files
-// after it were not read.
+// after it were not read. The batch holds at most the descriptor budget's
+// files open at once, whatever the number of processes.
 func (d *Processes) RereadAll(ps []Process, name string, each func(i int, data []byte, err error) error) error {
-	items := d.items[:0]
+	items := d.takeKept(ps, name)
 	arena := d.arena[:0]
 	// The batch's until it has returned.
 	d.items, d.arena = nil, nil
-	for _, p := range ps {
-		it := reread{p: p, rel: strconv.Itoa(p.PID) + "/" + name, slot: slot{fd: -1}}
-		key := keptKey{p.PID, name}
-		if f, ok := d.kept[key]; ok {
-			delete(d.kept, key)
-			if f.ino == p.Ino {
-				it.fd = f.fd
-			} else {
-				syscall.Close(f.fd)
-			}
-		}
-		items = append(items, it)
-	}
+	at := func(i int) *slot { return &items[i].slot }
+	// The worker may outlive the call, and the next List closes d.fd.
 	dir, limit := d.fd, d.fs.limitFor(name)
 	// stopped: a file of the batch is still blocked from an earlier one.
 	var stopped error
 	if blocked := d.fs.workers.run(d.fs, func(r *Reader) error {
-		var scratch []byte
-		for i := range items {
-			it := &items[i]
-			if it.fd >= 0 {
-				data, err := r.readFd(it.fd, it.rel, it.rel, scratch, taskFile, limit)
-				if errors.Is(err, ErrBlocked) {
-					stopped = err
-					return nil
-				}
-				if err == nil {
-					scratch = data
-					arena = it.store(arena, data)
-					continue
-				}
-				// ESRCH: the process exited, and its pid may already
-				// name another, which opening the path again finds.
-				syscall.Close(it.fd)
-				it.fd = -1
-			}
-			fd, err := d.openIn(r, dir, it.rel)
-			if errors.Is(err, ErrBlocked) {
-				stopped = err
-				return nil
-			}
-			if err != nil {
-				it.err = err
-				continue
-			}
-			it.fd = fd
-			data, err := r.readFd(fd, it.rel, it.rel, scratch, taskFile, limit)
-			if errors.Is(err, ErrBlocked) {
-				stopped = err
-				return nil
-			}
-			if err != nil {
-				it.err = err
-				continue
-			}
-			scratch = data
-			arena = it.store(arena, data)
-		}
+		arena, stopped = d.readBatch(r, items, dir, limit, arena)
 		return nil
-	}, func() {
-		for i := range items {
-			closeSlot(&items[i].slot)
-		}
-	}); blocked != nil {
+	}, func() { closeSlots(len(items), at, d.budget) }); blocked != nil {
 		// The worker has the descriptors and the buffer.
 		return blocked
 	}
 	// The files not reached, after one still blocked or an error of
 	// each, are kept as they were.
-	err := deliver(len(items), func(i int) *slot { return &items[i].slot }, arena, stopped, each,
-		func(i int) { d.keep(&items[i], name) })
+	err := deliver(len(items), at, arena, stopped, each, func(i int) { d.keep(&items[i], name) })
 	if cap(arena) <= maxArena {
 		d.arena = arena
 	}
@@ -299,29 +225,97 @@ func (d *Processes) RereadAll(ps []Process, name string, each func(i int, data [
 	return err
 }
 
-// keep keeps the file of it open for the next scan, or closes it.
+// takeKept makes the batch's items, each with the file kept open for its
+// process, if any, taken out of the kept files.
+func (d *Processes) takeKept(ps []Process, name string) []reread {
+	items := d.items[:0]
+	for _, p := range ps {
+		it := reread{p: p, rel: strconv.Itoa(p.PID) + "/" + name, slot: slot{fd: -1}}
+		key := keptKey{p.PID, name}
+		if f, ok := d.kept[key]; ok {
+			delete(d.kept, key)
+			it.fd = f.fd
+			if f.ino != p.Ino {
+				// Another process has the pid.
+				it.release(d.budget)
+			}
+		}
+		items = append(items, it)
+	}
+	return items
+}
+
+// readBatch reads the items, in the batch's worker, into arena; stopped is
+// the error of a read that found its file still blocked, after which
+// nothing more is read.
+func (d *Processes) readBatch(r *Reader, items []reread, dir, limit int, arena []byte) (_ []byte, stopped error) {
+	var scratch []byte
+	for i := range items {
+		it := &items[i]
+		if it.fd >= 0 {
+			data, err := r.readFd(it.fd, it.rel, it.rel, scratch, taskFile, limit)
+			if errors.Is(err, ErrBlocked) {
+				return arena, err
+			}
+			if err == nil {
+				scratch = data
+				arena = it.store(arena, data)
+				continue
+			}
+			// ESRCH: the process exited, and its pid may already
+			// name another, which opening the path again finds.
+			it.release(d.budget)
+		}
+		fd, err := d.openIn(r, dir, it.rel)
+		if errors.Is(err, ErrBlocked) {
+			return arena, err
+		}
+		if err != nil {
+			it.err = err
+			continue
+		}
+		it.fd = fd
+		data, err := r.readFd(fd, it.rel, it.rel, scratch, taskFile, limit)
+		// Kept only if it can tell its process from the next at the pid.
+		it.hold(d.budget, err == nil && it.p.Ino != 0)
+		if errors.Is(err, ErrBlocked) {
+			return arena, err
+		}
+		if err != nil {
+			it.err = err
+			continue
+		}
+		scratch = data
+		arena = it.store(arena, data)
+	}
+	return arena, nil
+}
+
+// keep keeps the file of it open for the next scan: it holds a place in
+// the budget (slot.hold) only if it may be kept.
 func (d *Processes) keep(it *reread, name string) {
-	if it.fd < 0 {
-		return
+	if it.fd >= 0 {
+		d.kept[keptKey{it.p.PID, name}] = keptFile{fd: it.fd, ino: it.p.Ino, listing: d.listing}
 	}
-	if it.err != nil || it.p.Ino == 0 || len(d.kept) >= d.maxKept {
-		syscall.Close(it.fd)
-		return
-	}
-	d.kept[keptKey{it.p.PID, name}] = keptFile{fd: it.fd, ino: it.p.Ino, listing: d.listing}
 }
 
 // Close closes the tree's directory and the files kept open.
 func (d *Processes) Close() error {
 	for key, f := range d.kept {
-		syscall.Close(f.fd)
-		delete(d.kept, key)
+		d.closeKept(key, f)
 	}
 	if d.fd >= 0 {
 		syscall.Close(d.fd)
 		d.fd = -1
 	}
 	return nil
+}
+
+// closeKept closes a kept file and gives its place in the budget back.
+func (d *Processes) closeKept(key keptKey, f keptFile) {
+	syscall.Close(f.fd)
+	delete(d.kept, key)
+	d.budget.give()
 }
 
 // openIn opens rel, "PID/NAME", relative to the tree's directory dir.

@@ -192,7 +192,7 @@ func TestProcessesKeepsAtMostMaxKept(t *testing.T) {
 	}
 	dir := New(root).Processes()
 	t.Cleanup(func() { dir.Close() })
-	dir.maxKept = 1
+	dir.budget = newDescriptorBudget(1)
 	entries, err := dir.List(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -272,4 +272,96 @@ func TestProcessesKeptFileOfARealProcess(t *testing.T) {
 // its directory vanished, or the kernel answers ESRCH for a dead task.
 func gone(err error) bool {
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH)
+}
+
+// openFiles counts the descriptors the test process has open.
+func openFiles(t *testing.T) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(entries)
+}
+
+// Issue 28, item 1: a batch holds at most the descriptor budget's files
+// open, whatever the number of processes (the rest are opened, read and
+// closed one at a time), and reads every one of them.
+func TestRereadAllHoldsAtMostTheBudget(t *testing.T) {
+	root := t.TempDir()
+	const processes, budget = 300, 10
+	for pid := 1; pid <= processes; pid++ {
+		path := filepath.Join(root, strconv.Itoa(pid), "stat")
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(strconv.Itoa(pid)+" (x) S 1"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := New(root).Processes()
+	t.Cleanup(func() { dir.Close() })
+	dir.budget = newDescriptorBudget(budget)
+	for scan := range 3 {
+		entries, err := dir.List(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, most, read := openFiles(t), 0, 0
+		if err := dir.RereadAll(entries, "stat", func(i int, data []byte, err error) error {
+			if want := strconv.Itoa(entries[i].PID) + " (x) S 1"; err != nil || string(data) != want {
+				t.Errorf("scan %d, pid %d: %q, %v; want %q", scan, entries[i].PID, data, err, want)
+			}
+			read++
+			most = max(most, openFiles(t)-before)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if read != processes {
+			t.Errorf("scan %d read %d processes, want %d", scan, read, processes)
+		}
+		if most > budget || len(dir.kept) > budget {
+			t.Errorf("scan %d: %d more descriptors open during the batch, %d kept; budget %d", scan, most, len(dir.kept), budget)
+		}
+	}
+	if dir.Close(); dir.budget.held != 0 {
+		t.Errorf("after Close the budget still counts %d descriptors", dir.budget.held)
+	}
+}
+
+// The same bound holds for KeptFiles, the sysfs reader.
+func TestKeptFilesHoldAtMostTheBudget(t *testing.T) {
+	root := t.TempDir()
+	const files, budget = 300, 10
+	var names []string
+	for i := range files {
+		name := "temp" + strconv.Itoa(i)
+		if err := os.WriteFile(filepath.Join(root, name), []byte("41000\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, name)
+	}
+	k := New(root).KeptFiles()
+	k.budget = newDescriptorBudget(budget)
+	t.Cleanup(func() { k.Close() })
+	for batch := range 3 {
+		before, most, read := openFiles(t), 0, 0
+		if err := k.ReadAll(names, func(i int, data []byte, err error) error {
+			if err != nil || string(data) != "41000\n" {
+				t.Errorf("batch %d, %s: %q, %v", batch, names[i], data, err)
+			}
+			read++
+			most = max(most, openFiles(t)-before)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if read != files || most > budget || len(k.kept) > budget {
+			t.Errorf("batch %d: %d files read, %d more descriptors open during the batch, %d kept; budget %d", batch, read, most, len(k.kept), budget)
+		}
+	}
+	if k.Close(); k.budget.held != 0 {
+		t.Errorf("after Close the budget still counts %d descriptors", k.budget.held)
+	}
 }

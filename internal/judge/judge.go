@@ -4,7 +4,7 @@
 // as an argument: no I/O, no NVML, no logging, so that each view calls the
 // same code and a threshold lives in one place.
 //
-// rules/spark.rules.yml cannot import Go; rules/rules_test.go parses its
+// rules/spark.rules.yml cannot import Go; rules/thresholds_test.go parses its
 // PromQL and checks each threshold number against the constants here.
 // docs/design.md gives the facts behind each figure with their public
 // sources.
@@ -90,4 +90,17 @@ const (
 	// RefaultsPerSecond is the rate of evicted pages read back from which
 	// the pool counts as thrashing (about 4 MB/s with 4 KiB pages).
 	RefaultsPerSecond = 1000.0
+)
+
+// Firmware limits and the exporter's own health.
+const (
+	// PowerLimitShare is the share of a firmware power limit (PL1, SysPL1)
+	// from which system power counts as held at the limit: 95% allows for
+	// the controller's 100 ms loop settling just under its cap.
+	PowerLimitShare = 0.95
+
+	// CollectorFailingShare is the share of scrapes a collector must
+	// succeed in: one that fails in more than half of them is failing,
+	// flapping included, while one failed scrape is not.
+	CollectorFailingShare = 0.5
 )

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 
-	"github.com/alecthomas/kingpin/v2"
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 	sloggokit "github.com/tjhop/slog-gokit"
@@ -21,13 +20,8 @@ type Config struct {
 	Format *string
 }
 
-// FlagGroup is a kingpin application or command.
-type FlagGroup interface {
-	Flag(name, help string) *kingpin.FlagClause
-}
-
 // AddFlags registers --log.level and --log.format.
-func AddFlags(fg FlagGroup) Config {
+func AddFlags(fg cliflag.FlagGroup) Config {
 	return Config{
 		Level: cliflag.Enum(fg.Flag("log.level", "Only log messages with the given severity or above. One of: [debug, info, warn, error]").
 			Default("info"), "debug", "info", "warn", "error"),
@@ -46,6 +40,8 @@ func New(w io.Writer, c Config) (log.Logger, *slog.Logger) {
 	} else {
 		base = log.NewLogfmtLogger(sw)
 	}
+
+	base = ordered(base)
 
 	var allow level.Option
 	var slogLevel slog.Level
@@ -67,4 +63,40 @@ func New(w io.Writer, c Config) (log.Logger, *slog.Logger) {
 	// line that logged.
 	logger := log.With(base, slog.TimeKey, log.DefaultTimestampUTC, "caller", log.Caller(5))
 	return level.NewFilter(logger, allow), bridged
+}
+
+// leadingKeys start every line, in this order, whoever logged it: the slog
+// bridge writes level, caller, time; go-kit's level wrapper puts level after
+// the logger's own keys and before any context (component=…).
+var leadingKeys = []string{slog.TimeKey, "caller", "level", "msg"}
+
+// ordered passes each line on with leadingKeys first, then the rest as
+// logged.
+func ordered(next log.Logger) log.Logger {
+	return log.LoggerFunc(func(keyvals ...any) error {
+		out := make([]any, 0, len(keyvals)+1)
+		for _, k := range leadingKeys {
+			for i := 0; i+1 < len(keyvals); i += 2 {
+				if keyvals[i] == k {
+					out = append(out, keyvals[i], keyvals[i+1])
+				}
+			}
+		}
+		for i := 0; i < len(keyvals); i += 2 {
+			if i+1 < len(keyvals) && isLeading(keyvals[i]) {
+				continue
+			}
+			out = append(out, keyvals[i:min(i+2, len(keyvals))]...)
+		}
+		return next.Log(out...)
+	})
+}
+
+func isLeading(k any) bool {
+	for _, l := range leadingKeys {
+		if k == l {
+			return true
+		}
+	}
+	return false
 }

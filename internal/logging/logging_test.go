@@ -3,10 +3,12 @@ package logging
 import (
 	"bytes"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/alecthomas/kingpin/v2"
+	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 )
 
@@ -65,5 +67,29 @@ func TestUnknownLevelRefused(t *testing.T) {
 	AddFlags(app)
 	if _, err := app.Parse([]string{"--log.level=loud"}); err == nil {
 		t.Fatal("--log.level=loud accepted")
+	}
+}
+
+// Every line starts time, caller, level, msg, in that order, whether the
+// exporter logged it (with context such as component=…) or a library
+// through the slog bridge.
+func TestOneKeyOrder(t *testing.T) {
+	var buf bytes.Buffer
+	logger, slogger := New(&buf, parse(t))
+	level.Info(logger).Log("msg", "plain", "collector", "gpu")
+	level.Warn(log.With(logger, "component", "nvml")).Log("msg", "with context", "err", "x")
+	slogger.Info("from slog", "address", "127.0.0.1:1")
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("want 3 lines, got %q", lines)
+	}
+	order := regexp.MustCompile(`^time=\S+ caller=\S+ level=(info|warn) msg=`)
+	for _, l := range lines {
+		if !order.MatchString(l) {
+			t.Errorf("line not in the order time, caller, level, msg: %s", l)
+		}
+	}
+	if !strings.HasSuffix(lines[1], "component=nvml err=x") || !strings.HasSuffix(lines[2], "address=127.0.0.1:1") {
+		t.Errorf("the other keys lost or reordered:\n%s", buf.String())
 	}
 }

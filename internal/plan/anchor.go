@@ -11,7 +11,9 @@ type Anchor struct {
 	Name string
 	// Plan is the anchor's run. Where the measurement gives no pack, batch or
 	// optimizer, these are Unsloth's defaults on a Spark: pack 2048 (1024
-	// where the measurement says so), batch 1, adamw-8bit, checkpointing on.
+	// where the measurement says so), batch 1, adamw-8bit (which is why
+	// DefaultOptimizer is adamw-8bit: a plan left to the defaults compares
+	// like with like), checkpointing on.
 	Plan Plan
 	// Measured is the total measured, in bytes; 0 where it says
 	// only that the run fits, and the worksheet's figure for Plan stands in.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 )
 
 // Level is the outcome of one check, in the vocabulary of the
@@ -73,9 +75,10 @@ type Budget struct {
 	AfterFlush float64 // free + flushable page cache − reserve: OOM ladder step 1
 }
 
-// Margin a plan should leave: the peak with 10% to spare, and the steady state
-// with its activation term doubled (the term is good to about a factor of 2).
-const spare = 0.10
+// The margin a plan should leave is judge.PlanSpareRatio above the peak, and
+// the steady state with its activation term doubled (the term is good to
+// about a factor of 2).
+const spare = judge.PlanSpareRatio
 
 // Assessment is a plan judged against a budget.
 type Assessment struct {
@@ -119,13 +122,13 @@ func Assess(p Plan, b *Budget) (Assessment, error) {
 	return a, nil
 }
 
-// fits is whether e's peak fits within budget bytes.
-func fits(e Estimate, budget float64) bool { return e.Peak <= budget }
+// fits is whether e's peak fits within budget bytes (judge.FitOf, with the
+// budget as both headroom and headroom after a flush).
+func fits(e Estimate, budget float64) bool { return judge.FitOf(e.Peak, budget, budget) == judge.Fits }
 
 // fitsWithMargin is whether e fits with the margin a plan should leave.
 func fitsWithMargin(e Estimate, budget float64) bool {
-	worse := max(e.Steady+e.Activations, e.Load)
-	return e.Peak*(1+spare) <= budget && worse <= budget
+	return judge.FitsWithMargin(e.Peak, max(e.Steady+e.Activations, e.Load), budget)
 }
 
 func fitChecks(e Estimate, b *Budget) []Check {

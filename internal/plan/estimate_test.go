@@ -51,7 +51,7 @@ func TestOptimizerAndGradientsPerTrainableParameter(t *testing.T) {
 		defaultApplied bool
 	}{
 		{BF16, AdamW, 8e9, 2e9, false},     // two fp32 moments
-		{BF16, "", 8e9, 2e9, true},         // adamw is the default
+		{BF16, "", 2e9, 2e9, true},         // adamw-8bit is the default
 		{BF16, AdamW8bit, 2e9, 2e9, false}, // docs/design.md's ≈2 B
 		{BF16, SGD, 4e9, 2e9, false},       // momentum buffer, fp32 (assumed)
 		{FP32, AdamW, 8e9, 4e9, false},     // fp32 training: fp32 gradients
@@ -61,8 +61,8 @@ func TestOptimizerAndGradientsPerTrainableParameter(t *testing.T) {
 			t.Errorf("%s %q: trainable %v optimizer %v gradients %v, want 1e9 %v %v",
 				tc.dtype, tc.opt, e.TrainableParams, e.Optimizer, e.Gradients, tc.optimizer, tc.gradients)
 		}
-		if tc.defaultApplied && e.Plan.Optimizer != AdamW {
-			t.Errorf("default optimizer %q, want adamw", e.Plan.Optimizer)
+		if tc.defaultApplied && e.Plan.Optimizer != AdamW8bit {
+			t.Errorf("default optimizer %q, want adamw-8bit", e.Plan.Optimizer)
 		}
 	}
 }
@@ -71,7 +71,7 @@ func TestLoRAAdapters(t *testing.T) {
 	// Explicit shapes: rank 8 × ((64+64) + (64+128)) × 2 layers = 5120
 	// parameters, the only trainable ones.
 	e := estimate(t, Plan{Params: 1e6, Method: LoRA, LoRARank: 8, Layers: 2, HiddenSize: 64,
-		LoRATargets: []Shape{{64, 64}, {64, 128}}})
+		LoRATargets: []Shape{{64, 64}, {64, 128}}, Optimizer: AdamW})
 	if e.AdapterParams != 5120 || e.TrainableParams != 5120 {
 		t.Errorf("adapter params %v trainable %v, want 5120", e.AdapterParams, e.TrainableParams)
 	}

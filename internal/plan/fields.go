@@ -38,7 +38,7 @@ var Fields = []Field{
 		Set: into(func(p *Plan) *Method { return &p.Method }, ParseMethod)},
 	{Name: "dtype", Help: "Base weight type: fp32, bf16, fp16, int8, nf4, nvfp4 (default: nf4 for qlora, bf16 otherwise).", PlaceHolder: "bf16",
 		Set: into(func(p *Plan) *DType { return &p.DType }, ParseDType)},
-	{Name: "optimizer", Help: "Optimizer: adamw (fp32 states, 8 B per trainable parameter), adamw-8bit (≈2 B) or sgd (with momentum, 4 B) (default: adamw).", PlaceHolder: "adamw",
+	{Name: "optimizer", Help: "Optimizer: adamw (fp32 states, 8 B per trainable parameter), adamw-8bit (≈2 B) or sgd (with momentum, 4 B) (default: adamw-8bit, as Unsloth trains and the measured anchors ran; Transformers' Trainer alone uses adamw).", PlaceHolder: "adamw-8bit",
 		Set: into(func(p *Plan) *Optimizer { return &p.Optimizer }, ParseOptimizer)},
 	{Name: "lora-rank", Help: "LoRA rank, lora and qlora only (default: 16).", PlaceHolder: "16",
 		Set: into(func(p *Plan) *int { return &p.LoRARank }, ParseRank)},

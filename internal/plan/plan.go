@@ -81,10 +81,12 @@ type Plan struct {
 
 // Defaults the plan command documents in its --help.
 const (
-	DefaultRank      = 16
-	DefaultPack      = 2048
-	DefaultBatch     = 1
-	DefaultOptimizer = AdamW // what PyTorch trainers use unless told otherwise; the larger estimate
+	DefaultRank  = 16
+	DefaultPack  = 2048
+	DefaultBatch = 1
+	// DefaultOptimizer is what the anchors ran with: Unsloth, on a Spark,
+	// trains with bitsandbytes' 8-bit AdamW unless told otherwise.
+	DefaultOptimizer = AdamW8bit
 )
 
 // Limits on inputs: anything outside is a typo or a unit mistake, refused

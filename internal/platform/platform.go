@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"path"
 	"slices"
 	"strconv"
@@ -29,6 +30,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
+	"github.com/spark-exporter/spark_exporter/internal/safetext"
 )
 
 // FS is the part of a file system Read needs: fs.ReadFileFS and
@@ -143,6 +145,10 @@ type Layout struct {
 	problems []Problem // found while discovering, reported with every read
 	blocked  *Problem  // a discovery read that blocked
 	files    []string  // the value files, in the order Snapshot reads them
+	// leftOut counts the entries (zones, channels) beyond the cap on
+	// value files, first names one.
+	leftOut int
+	first   string
 }
 
 // zoneFile is a thermal zone's temperature file and its labels.
@@ -151,13 +157,29 @@ type zoneFile struct {
 	t    Temperature
 }
 
-// valueFile is one spbm value: its file, its label, and how the driver
-// scaled it.
+// valueFile is one spbm value: its file, its label, how the driver
+// scaled it, and the values it can plausibly take, in base units.
 type valueFile struct {
 	file, label string
 	perUnit     float64 // hwmon units per base unit (1e6 µW per W)
 	driverScale uint64  // what the driver multiplied its 32-bit register by
+	lo, hi      float64
 }
+
+// The plausible range of a temperature: below −60 °C no electronics is
+// rated to run (−55 °C is the military grade's floor) and above 200 °C
+// none survives (automotive parts' junction limit is 150 °C, GB10's
+// tj_max 105 °C). Beyond are a sensor's error codes read as values: ACPI
+// zones giving −273.15 °C, all-ones registers 9.2e15 °C.
+const (
+	minCelsius = -60
+	maxCelsius = 200
+)
+
+// maxWatts bounds a power rail or limit: ten kilowatts is more than any
+// one machine on a wall socket draws (the Spark's brick is rated 240 W);
+// a 64-bit all-ones register reads 1.8e13 W.
+const maxWatts = 10_000
 
 type spbmFiles struct {
 	power, limits, energy, temps []valueFile
@@ -167,17 +189,30 @@ type spbmFiles struct {
 // Discover reads the parts of the platform that do not change under fsys.
 // It never fails as a whole; what it could not read is reported by every
 // Read of the layout.
-func Discover(fsys FS) *Layout {
+func Discover(fsys FS) *Layout { return DiscoverAtMost(fsys, math.MaxInt) }
+
+// DiscoverAtMost is Discover with at most max value files, so that a host
+// with thousands of thermal zones or hwmon channels costs a scrape no more
+// series, reads and kept descriptors than max: the spbm driver's channels
+// first (they are the Spark's power and temperatures), then the thermal
+// zones by index; LeftOut counts the rest.
+func DiscoverAtMost(fsys FS, max int) *Layout {
 	r := reader{fsys: fsys}
 	l := &Layout{}
 	l.identity = r.identity()
-	l.zones = r.zones()
-	l.spbm = r.spbm()
+	l.spbm = r.spbm(max)
+	l.zones = r.zones(max - l.spbm.count())
 	l.problems = r.problems
 	l.blocked = r.blocked
 	l.files = l.valueFiles()
+	l.leftOut, l.first = r.leftOut, r.first
 	return l
 }
+
+// LeftOut is how many thermal zones and spbm channels the cap on value
+// files left out of the layout, and the file of the first of them (""
+// when none).
+func (l *Layout) LeftOut() (n int, first string) { return l.leftOut, l.first }
 
 // ValueFiles are the files a read of the layout's values reads, in the
 // order Snapshot takes their contents: what a caller that reads them all in
@@ -235,6 +270,9 @@ func (l *Layout) Snapshot(value func(i int) ([]byte, error)) Snapshot {
 		}
 		t := z.t
 		t.Celsius = float64(milli) / 1000
+		if !v.plausible(z.file, t.Celsius, minCelsius, maxCelsius, "°C") {
+			continue
+		}
 		s.Zones = append(s.Zones, t)
 	}
 	if f := l.spbm; f != nil {
@@ -338,15 +376,41 @@ func (v *valueReader) readings(files []valueFile) []Reading {
 			v.problem(f.file, errors.New("all-ones register: the firmware gave no reading"))
 			continue
 		}
-		out = append(out, Reading{f.label, float64(n) / f.perUnit})
+		value := float64(n) / f.perUnit
+		if !v.plausible(f.file, value, f.lo, f.hi, "") {
+			continue
+		}
+		out = append(out, Reading{f.label, value})
 	}
 	return out
+}
+
+// plausible tells whether value is within [lo, hi], noting a problem when
+// it is not: a value no sensor of its kind reads is an error code, not a
+// reading.
+func (v *valueReader) plausible(file string, value, lo, hi float64, unit string) bool {
+	if value >= lo && value <= hi {
+		return true
+	}
+	v.problem(file, fmt.Errorf("%g%s is outside the plausible %g%s to %g%s", value, unit, lo, unit, hi, unit))
+	return false
 }
 
 type reader struct {
 	fsys     FS
 	problems []Problem
 	blocked  *Problem
+	// The entries left out by the cap on value files, and the first.
+	leftOut int
+	first   string
+}
+
+// leaveOut notes an entry beyond the cap, by its value file.
+func (r *reader) leaveOut(file string) {
+	if r.leftOut == 0 {
+		r.first = file
+	}
+	r.leftOut++
 }
 
 func (r *reader) problem(file string, err error) {
@@ -423,31 +487,34 @@ func zoneIndex(entry string) string {
 	return n
 }
 
-func (r *reader) zones() []zoneFile {
-	type zone struct {
+// zones names the thermal zones, by index, up to room of them.
+func (r *reader) zones(room int) []zoneFile {
+	type entry struct {
 		index int
-		z     zoneFile
+		name  string
 	}
-	var zs []zone
+	var entries []entry
 	for _, e := range r.dir(thermalDir) {
-		n := zoneIndex(e.Name())
-		if n == "" {
+		if n := zoneIndex(e.Name()); n != "" {
+			index, _ := strconv.Atoi(n)
+			entries = append(entries, entry{index, e.Name()})
+		}
+	}
+	// thermal_zone10 after thermal_zone9, whatever order the listing gave.
+	slices.SortFunc(entries, func(a, b entry) int { return a.index - b.index })
+	var out []zoneFile
+	for _, e := range entries {
+		dir := path.Join(thermalDir, e.name)
+		if len(out) >= room {
+			r.leaveOut(path.Join(dir, "temp"))
 			continue
 		}
-		dir := path.Join(thermalDir, e.Name())
 		t, ok := r.zone(dir)
 		if !ok {
 			continue
 		}
-		t.Zone = n
-		index, _ := strconv.Atoi(n)
-		zs = append(zs, zone{index, zoneFile{path.Join(dir, "temp"), t}})
-	}
-	// thermal_zone10 after thermal_zone9, whatever order the listing gave.
-	slices.SortFunc(zs, func(a, b zone) int { return a.index - b.index })
-	var out []zoneFile
-	for _, z := range zs {
-		out = append(out, z.z)
+		t.Zone = strconv.Itoa(e.index)
+		out = append(out, zoneFile{path.Join(dir, "temp"), t})
 	}
 	return out
 }
@@ -531,14 +598,63 @@ func parseAttribute(file string) (ch channel, attr string, ok bool) {
 // driver warns "telemetry may be inactive" on it). It is no reading.
 const allOnes = 0xFFFFFFFF
 
-func (r *reader) spbm() *spbmFiles {
+// spbm finds the spbm driver's channels and their labels, up to room value
+// files.
+func (r *reader) spbm(room int) *spbmFiles {
 	dir := r.spbmDir()
 	if dir == "" {
 		return nil
 	}
-	var channels []channel
-	attrs := map[channel]map[string]bool{}
-	files := map[string]bool{}
+	channels, attrs, files := r.spbmChannels(dir)
+	s := &spbmFiles{}
+	// PROCHOT and the power-limit level first: one file each, and what
+	// tells a throttle.
+	for _, f := range []struct {
+		name string
+		to   *string
+	}{{"prochot", &s.prochot}, {"pl_level", &s.plLevel}} {
+		if !files[f.name] {
+			continue
+		}
+		if s.count() >= room {
+			r.leaveOut(path.Join(dir, f.name))
+			continue
+		}
+		*f.to = path.Join(dir, f.name)
+	}
+	seen := map[string]bool{} // kind/label, so that no series repeats
+	for _, ch := range channels {
+		has := attrs[ch]
+		if !has["input"] {
+			continue
+		}
+		prefix := path.Join(dir, ch.kind+strconv.Itoa(ch.index))
+		need := 1
+		if ch.kind == "power" && has["cap"] {
+			need = 2
+		}
+		if s.count()+need > room {
+			r.leaveOut(prefix + "_input")
+			continue
+		}
+		label, ok := r.channelLabel(prefix, ch, has["label"])
+		if !ok {
+			continue
+		}
+		if seen[ch.kind+"/"+label] {
+			r.problem(prefix+"_label", fmt.Errorf("label %q repeats an earlier %s channel's", label, ch.kind))
+			continue
+		}
+		seen[ch.kind+"/"+label] = true
+		s.add(ch.kind, prefix, label, has["cap"])
+	}
+	return s
+}
+
+// spbmChannels lists the hwmon device's channels, by kind and index, the
+// attributes each has, and the device's files.
+func (r *reader) spbmChannels(dir string) (channels []channel, attrs map[channel]map[string]bool, files map[string]bool) {
+	attrs, files = map[channel]map[string]bool{}, map[string]bool{}
 	for _, e := range r.dir(dir) {
 		files[e.Name()] = true
 		ch, attr, ok := parseAttribute(e.Name())
@@ -557,57 +673,60 @@ func (r *reader) spbm() *spbmFiles {
 		}
 		return a.index - b.index
 	})
+	return channels, attrs, files
+}
 
-	s := &spbmFiles{}
-	seen := map[string]bool{} // kind/label, so that no series repeats
-	for _, ch := range channels {
-		if !attrs[ch]["input"] {
-			continue
-		}
-		prefix := path.Join(dir, ch.kind+strconv.Itoa(ch.index))
-		label := ch.kind + strconv.Itoa(ch.index) // the channel's own name, without a label file
-		if attrs[ch]["label"] {
-			data, ok := r.file(prefix + "_label")
-			if !ok {
-				continue
-			}
-			l, err := ParseLabel(data)
-			if err == nil && l == "" {
-				err = errors.New("empty")
-			}
-			if err != nil {
-				r.problem(prefix+"_label", err)
-				continue
-			}
-			label = l
-		}
-		if seen[ch.kind+"/"+label] {
-			r.problem(prefix+"_label", fmt.Errorf("label %q repeats an earlier %s channel's", label, ch.kind))
-			continue
-		}
-		seen[ch.kind+"/"+label] = true
+// channelLabel is the channel's label file's, or its own name (power3)
+// without one; ok is false when the label file is there but unreadable or
+// bad (a problem, noted).
+func (r *reader) channelLabel(prefix string, ch channel, hasLabel bool) (label string, ok bool) {
+	if !hasLabel {
+		return ch.kind + strconv.Itoa(ch.index), true
+	}
+	data, ok := r.file(prefix + "_label")
+	if !ok {
+		return "", false
+	}
+	l, err := ParseLabel(data)
+	if err == nil && l == "" {
+		err = errors.New("empty")
+	}
+	if err != nil {
+		r.problem(prefix+"_label", err)
+		return "", false
+	}
+	return l, true
+}
 
-		// hwmon units: µW, µJ, m°C; the driver scales 32-bit firmware
-		// registers in mW, mJ and c°C.
-		switch ch.kind {
-		case "power":
-			s.power = append(s.power, valueFile{prefix + "_input", label, 1e6, 1000})
-			if attrs[ch]["cap"] {
-				s.limits = append(s.limits, valueFile{prefix + "_cap", label, 1e6, 1000})
-			}
-		case "energy":
-			s.energy = append(s.energy, valueFile{prefix + "_input", label, 1e6, 1000})
-		case "temp":
-			s.temps = append(s.temps, valueFile{prefix + "_input", label, 1e3, 10})
+// add adds a channel's value files. hwmon units: µW, µJ, m°C; the driver
+// scales 32-bit firmware registers in mW, mJ and c°C.
+func (s *spbmFiles) add(kind, prefix, label string, hasCap bool) {
+	switch kind {
+	case "power":
+		s.power = append(s.power, valueFile{prefix + "_input", label, 1e6, 1000, 0, maxWatts})
+		if hasCap {
+			s.limits = append(s.limits, valueFile{prefix + "_cap", label, 1e6, 1000, 0, maxWatts})
+		}
+	case "energy":
+		// At most what the driver's scaled 32-bit counter holds.
+		s.energy = append(s.energy, valueFile{prefix + "_input", label, 1e6, 1000, 0, allOnes * 1000 / 1e6})
+	case "temp":
+		s.temps = append(s.temps, valueFile{prefix + "_input", label, 1e3, 10, minCelsius, maxCelsius})
+	}
+}
+
+// count is how many value files s has; 0 for nil.
+func (s *spbmFiles) count() int {
+	if s == nil {
+		return 0
+	}
+	n := len(s.power) + len(s.limits) + len(s.energy) + len(s.temps)
+	for _, f := range []string{s.prochot, s.plLevel} {
+		if f != "" {
+			n++
 		}
 	}
-	if files["prochot"] {
-		s.prochot = path.Join(dir, "prochot")
-	}
-	if files["pl_level"] {
-		s.plLevel = path.Join(dir, "pl_level")
-	}
-	return s
+	return n
 }
 
 // maxValue is longer than any decimal integer sysfs writes.
@@ -657,15 +776,21 @@ const maxLabel = 128
 
 // ParseLabel turns a one-line text attribute (a DMI string, a hwmon label,
 // a zone type) into a label value: trimmed, valid UTF-8. More than one
-// line, a control character or more than maxLabel bytes is refused rather
+// line, a control or format character (ESC, U+202E RIGHT-TO-LEFT
+// OVERRIDE: safetext.Unsafe) or more than maxLabel bytes is refused rather
 // than cut: such a file is not what the attribute is.
 func ParseLabel(data []byte) (string, error) {
 	s := strings.TrimSpace(strings.ToValidUTF8(string(data), string(utf8.RuneError)))
 	if len(s) > maxLabel {
 		return "", fmt.Errorf("%d bytes, more than the %d of a label", len(s), maxLabel)
 	}
-	if i := strings.IndexFunc(s, unicode.IsControl); i >= 0 {
-		return "", fmt.Errorf("control character %q in a one-line attribute", s[i])
+	if i := safetext.Index(s); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(s[i:])
+		kind := "format"
+		if unicode.IsControl(r) {
+			kind = "control"
+		}
+		return "", fmt.Errorf("%s character %U in a one-line attribute", kind, r)
 	}
 	return s, nil
 }

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -211,6 +212,37 @@ func TestBadFilesCostOnlyTheirReading(t *testing.T) {
 		{name: "an all-ones spbm register", data: map[string]string{spbm + "power7_input": "4294967295000\n"},
 			problem: spbm + "power7_input", reason: "all-ones",
 			check: func(t *testing.T, s Snapshot) { rails(t, s, 13, "dc_input", false) }},
+		// Issue 28: error codes read as values are no readings.
+		{name: "a zone at absolute zero", data: map[string]string{zone0 + "temp": "-273150\n"},
+			problem: zone0 + "temp", reason: "outside the plausible",
+			check: func(t *testing.T, s Snapshot) { zones(t, s, 6, "TSOC", false) }},
+		{name: "a zone at 9.2e15 °C", data: map[string]string{zone0 + "temp": "9223372036854775807\n"},
+			problem: zone0 + "temp", reason: "outside the plausible",
+			check: func(t *testing.T, s Snapshot) { zones(t, s, 6, "TSOC", false) }},
+		{name: "a 64-bit all-ones spbm rail", data: map[string]string{spbm + "power7_input": "18446744073709551615\n"},
+			problem: spbm + "power7_input", reason: "outside the plausible",
+			check: func(t *testing.T, s Snapshot) { rails(t, s, 13, "dc_input", false) }},
+		{name: "a 64-bit all-ones spbm temperature", data: map[string]string{spbm + "temp2_input": "18446744073709551615\n"},
+			problem: spbm + "temp2_input", reason: "outside the plausible",
+			check: func(t *testing.T, s Snapshot) {
+				if len(s.SPBM.Temps) != 7 {
+					t.Errorf("temps = %v, want the seven plausible", s.SPBM.Temps)
+				}
+			}},
+		{name: "a right-to-left override in the BIOS version", data: map[string]string{"class/dmi/id/bios_version": "5.36\u202e810MUCA0_\n"},
+			problem: "class/dmi/id/bios_version", reason: "format character U+202E",
+			check: func(t *testing.T, s Snapshot) {
+				if s.Identity == nil || s.Identity.BIOSVersion != "" || s.Identity.Vendor != "NVIDIA" {
+					t.Errorf("identity = %+v, want all but the BIOS version", s.Identity)
+				}
+			}},
+		{name: "an escape sequence in a product name", data: map[string]string{"class/dmi/id/product_name": "\x1b[2JSpark\n"},
+			problem: "class/dmi/id/product_name", reason: "control character U+001B",
+			check: func(t *testing.T, s Snapshot) {
+				if s.Identity == nil || s.Identity.ProductName != "" {
+					t.Errorf("identity = %+v", s.Identity)
+				}
+			}},
 		{name: "two spbm rails with one label", data: map[string]string{spbm + "power2_label": "sys_total\n"},
 			problem: spbm + "power2_label", reason: "repeats",
 			check: func(t *testing.T, s Snapshot) { rails(t, s, 13, "sys_total", true) }},
@@ -505,5 +537,46 @@ func TestLayoutValueFilesAndSnapshot(t *testing.T) {
 	s := l.BlockedAt(blocked)
 	if s.Blocked == nil || s.Blocked.File != blocked.Path || !errors.Is(s.Blocked.Err, hostfs.ErrBlocked) || strings.Contains(s.Blocked.Err.Error(), "hwmon") {
 		t.Errorf("a batch blocked: %+v", s.Blocked)
+	}
+}
+
+// Issue 28, item 2: thousands of thermal zones and spbm channels cost a
+// read no more than the cap's value files: the spbm channels first, then
+// the zones by index, the rest counted and the first named.
+func TestDiscoverAtMostCapsTheValueFiles(t *testing.T) {
+	m := mapOf(t, "spark")
+	for i := 7; i < 1000; i++ {
+		dir := "class/thermal/thermal_zone" + strconv.Itoa(i) + "/"
+		m[dir+"type"] = &fstest.MapFile{Data: []byte("fake\n")}
+		m[dir+"temp"] = &fstest.MapFile{Data: []byte("40000\n")}
+	}
+	for i := 100; i < 400; i++ {
+		m["class/hwmon/hwmon1/temp"+strconv.Itoa(i)+"_input"] = &fstest.MapFile{Data: []byte("3100\n")}
+	}
+	full := Discover(m)
+	if n := len(full.ValueFiles()); n != 1000+30+300+2 {
+		t.Fatalf("uncapped: %d value files", n)
+	}
+	const max = 256
+	l := DiscoverAtMost(m, max)
+	if n := len(l.ValueFiles()); n != max {
+		t.Errorf("capped at %d: %d value files", max, n)
+	}
+	// The Spark's 32 spbm files, 224 of the 300 extra channels, no zone.
+	left, first := l.LeftOut()
+	if want := 1000 + 30 + 300 + 2 - max; left != want || first != "class/hwmon/hwmon1/temp324_input" {
+		t.Errorf("left out %d, first %q; want %d, the first temperature channel beyond the cap", left, first, want)
+	}
+	s := l.Read(m.ReadFile)
+	if len(s.Zones) != 0 || s.SPBM == nil || len(s.SPBM.Power) != 14 || s.SPBM.Prochot == nil {
+		t.Errorf("capped read: %d zones, spbm %+v", len(s.Zones), s.SPBM)
+	}
+	// Room for zones: the first by index.
+	l = DiscoverAtMost(mapOf(t, "spark"), 35)
+	if s := l.Read(m.ReadFile); len(s.Zones) != 3 || s.Zones[2].Zone != "2" {
+		t.Errorf("with room for three zones: %+v", s.Zones)
+	}
+	if left, first := l.LeftOut(); left != 4 || first != "class/thermal/thermal_zone3/temp" {
+		t.Errorf("left out %d, first %q; want the four zones after the third", left, first)
 	}
 }

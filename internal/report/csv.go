@@ -1,50 +1,113 @@
 package report
 
 import (
+	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/thermal"
 	"github.com/spark-exporter/spark_exporter/internal/thermallog"
 )
 
+// LogOptions say what a log does not: which GPU, and what it is.
+type LogOptions struct {
+	// GPU selects the GPU of a log with an index column (nil: the
+	// lowest index in the log).
+	GPU *int
+	// GPUName is the GPU's model where the log has no name column
+	// (--gpu.name): GB10's rating and plateau apply to a GB10 only.
+	GPUName string
+	// PowerLimit is the GPU's power rating in W where the log has no
+	// power.limit column (--gpu.power-limit); 0 when not known.
+	PowerLimit float64
+}
+
+// ColumnError is a log that lacks a column the report needs.
+type ColumnError struct {
+	Column string
+	Format string
+	Has    []string
+}
+
+func (e *ColumnError) Error() string {
+	has := "none the report reads"
+	if len(e.Has) > 0 {
+		has = strings.Join(e.Has, ", ")
+	}
+	return fmt.Sprintf("the log (%s) has no %s column (it has %s): the report needs temperature.gpu and power.draw", e.Format, e.Column, has)
+}
+
+// ErrNoSample is a log whose rows never give temperature and power
+// together.
+var ErrNoSample = errors.New("no row of the log has both temperature.gpu and power.draw")
+
 // FromLog reports on a parsed thermal log. cfg is the analysis's
 // configuration but for its Interval, which is the log's own cadence (the
-// median time between its rows). With an index column, gpu selects the
-// GPU (nil: the lowest index in the log).
-func FromLog(tr thermallog.Trace, cfg thermal.Config, gpu *int) (Report, error) {
-	rows, index := selectGPU(tr.Rows, gpu)
-	var samples []thermal.Sample
-	for _, row := range rows {
-		if s := thermal.SampleOf(row); s != nil {
-			samples = append(samples, *s)
+// median time between its rows), and its NominalPower, which is the
+// GPU's (GB10: cfg's; another GPU: its power limit, or unknown).
+//
+// Time is linear in the log's rows: each step reads at most a window of
+// MaxWindowSamples samples, and a silence costs a few steps whatever its
+// length. Memory is the rows, the samples (one per row, about 100 bytes)
+// and one window.
+func FromLog(tr thermallog.Trace, cfg judge.ThermalConfig, opt LogOptions) (Report, error) {
+	for _, col := range []string{"temperature.gpu", "power.draw"} {
+		if !tr.Has(col) {
+			return Report{}, &ColumnError{col, tr.Format, tr.Columns}
 		}
+	}
+	rows, index, gpus := selectGPU(tr.Rows, opt.GPU)
+	if opt.GPU != nil && len(gpus) > 0 && len(rows) == 0 {
+		return Report{}, fmt.Errorf("the log has no GPU %d (it has %s): --gpu", *opt.GPU, joinInts(gpus))
+	}
+	gpu := identify(rows, opt, cfg)
+	cfg.NominalPower = gpu.rating
+
+	// The samples in time order: a sample not after the one before is
+	// left out, counted and named by its line.
+	var samples []judge.ThermalSample
+	var back Backward
+	back.RepeatedHour = tr.Repeated
+	for _, row := range rows {
+		s := thermal.SampleOf(row)
+		if s == nil {
+			continue
+		}
+		if n := len(samples); n > 0 && !s.Time.After(samples[n-1].Time) {
+			if back.Samples == 0 {
+				back.FirstLine = row.Line
+			}
+			back.Samples++
+			continue
+		}
+		samples = append(samples, *s)
+	}
+	if len(samples) == 0 {
+		return Report{}, ErrNoSample
 	}
 	if interval, ok := cadence(samples); ok {
 		cfg.Interval = interval
 	}
 	if err := cfg.Validate(); err != nil {
-		return Report{}, fmt.Errorf("the log's samples come every %v: %w", cfg.Interval, err)
+		return Report{}, fmt.Errorf("the log's samples come every %v: %w (--thermal.window)", cfg.Interval, err)
 	}
-	replayed := thermal.Replay(samples, cfg)
-	var episodes []Episode
-	for _, e := range replayed.Episodes {
-		ep := Episode{Start: e.Start, End: e.End, Open: e.Open, Evidence: e.Evidence()}
-		ep.ThermalSlowdownSeconds = slowdownGrowth(rows, e.Start, e.End)
-		episodes = append(episodes, ep)
+	judged, stepCfg := samples, cfg
+	if step := cfg.Window / MaxWindowSamples; cfg.Interval < step {
+		judged, stepCfg.Interval = average(samples, step), step
 	}
-	// The samples the Monitor took, in time order (a log whose clock
-	// stepped back has samples it left out).
-	var taken []thermal.Sample
-	for _, st := range replayed.Steps {
-		if st.Sample != nil {
-			taken = append(taken, *st.Sample)
-		}
-	}
-	r := build(taken, episodes, replayed.Throttled, nil, cfg)
-	r.Source, r.Throttle.From = "csv", "replay"
+	replayed := replay(judged, stepCfg)
+	r := build(samples, replayed.episodes, replayed.throttled, nil, cfg, gpu.gb10)
+	r.StepSeconds = round(stepCfg.Interval.Seconds())
+	r.Source, r.Format, r.Throttle.From = "csv", tr.Format, "replay"
 	r.GPU = index
+	if len(gpus) > 1 {
+		r.GPUs = gpus
+	}
+	gpu.fill(&r)
+	r.Backward = back
 	for _, e := range tr.Skipped {
 		r.SkippedLines = append(r.SkippedLines, SkippedLine{Line: e.Line, Error: e.Err.Error()})
 	}
@@ -52,9 +115,90 @@ func FromLog(tr thermallog.Trace, cfg thermal.Config, gpu *int) (Report, error) 
 	return r, nil
 }
 
+// gpuModel is what the report knows of the log's GPU.
+type gpuModel struct {
+	name   string
+	gb10   bool
+	rating float64 // W; a GPU of unknown rating gets one no power is below
+	known  bool    // the rating is known
+	why    []string
+}
+
+// unknownRating makes "power flat below the rating" false whatever the
+// power: with no rating to compare against, the signature is not judged.
+const unknownRating = 1e-9
+
+// identify finds the GPU's model and rating: a GB10 (by the log's name
+// column, or --gpu.name) is judged against GB10's rating (cfg); another
+// GPU against its power limit where the log or --gpu.power-limit gives
+// one, else not at all.
+func identify(rows []thermallog.Row, opt LogOptions, cfg judge.ThermalConfig) gpuModel {
+	var name string
+	var limit float64
+	for _, r := range rows {
+		if name == "" && r.Name != "" {
+			name = r.Name
+		}
+		if r.PowerLimit != nil {
+			limit = max(limit, *r.PowerLimit)
+		}
+	}
+	if name == "" {
+		name = opt.GPUName
+	}
+	return identifyGPU(name, limit, opt.PowerLimit, cfg)
+}
+
+// identifyGPU is identify's judgement on a name and a power limit (0:
+// none), given limit, a rating the user gave (0: none).
+func identifyGPU(name string, limit, given float64, cfg judge.ThermalConfig) gpuModel {
+	g := gpuModel{name: name}
+	g.gb10 = strings.Contains(strings.ToUpper(g.name), "GB10")
+	switch {
+	case g.gb10:
+		g.rating, g.known = cfg.NominalPower, true
+	case given > 0:
+		g.rating, g.known = given, true
+	case limit > 0:
+		g.rating, g.known = limit, true
+	default:
+		g.rating = unknownRating
+	}
+	if !g.gb10 {
+		what := "the GPU is not named (no name column or spark_gpu_info, no --gpu.name)"
+		if g.name != "" {
+			what = "the GPU is not a GB10"
+		}
+		g.why = append(g.why, what+": GB10's ~100 W plateau is not assumed")
+		if !g.known {
+			g.why = append(g.why, "no power rating (no power.limit column or spark_gpu_power_limit_watts, no --gpu.power-limit): the throttle signature, power flat below the rating, is not judged; only the driver's slowdown reasons and counters are")
+		}
+	}
+	return g
+}
+
+func (g gpuModel) fill(r *Report) {
+	if g.name != "" {
+		r.GPUName = ptr(g.name)
+	}
+	if g.known {
+		r.PowerRatingWatts = ptr(round(g.rating))
+	}
+	r.Assumptions = append(r.Assumptions, g.why...)
+}
+
 // selectGPU keeps the rows of one GPU of a log with an index column; rows
 // without an index (a log without the column) are all kept.
-func selectGPU(rows []thermallog.Row, gpu *int) ([]thermallog.Row, int) {
+func selectGPU(rows []thermallog.Row, gpu *int) ([]thermallog.Row, int, []int) {
+	seen := map[int]bool{}
+	var gpus []int
+	for _, r := range rows {
+		if r.GPU != nil && !seen[*r.GPU] {
+			seen[*r.GPU] = true
+			gpus = append(gpus, *r.GPU)
+		}
+	}
+	sort.Ints(gpus)
 	index := -1
 	if gpu != nil {
 		index = *gpu
@@ -71,13 +215,13 @@ func selectGPU(rows []thermallog.Row, gpu *int) ([]thermallog.Row, int) {
 			out = append(out, r)
 		}
 	}
-	return out, max(index, 0)
+	return out, max(index, 0), gpus
 }
 
 // cadence is the median time between consecutive samples, to the
 // millisecond nvidia-smi prints: the log's sampling interval, which missed
 // samples do not move.
-func cadence(samples []thermal.Sample) (time.Duration, bool) {
+func cadence(samples []judge.ThermalSample) (time.Duration, bool) {
 	var gaps []time.Duration
 	for i := 1; i < len(samples); i++ {
 		if d := samples[i].Time.Sub(samples[i-1].Time); d > 0 {
@@ -89,36 +233,4 @@ func cadence(samples []thermal.Sample) (time.Duration, bool) {
 	}
 	sort.Slice(gaps, func(i, j int) bool { return gaps[i] < gaps[j] })
 	return max(gaps[len(gaps)/2].Round(time.Millisecond), time.Millisecond), true
-}
-
-// thermalReasons are the clock event reasons that are heat.
-var thermalReasons = []string{"sw_thermal_slowdown", "hw_thermal_slowdown"}
-
-// slowdownGrowth is how much the driver's thermal slowdown counters grew
-// from the first row at or after start to the last at or before end; nil
-// when the log has no such counter there.
-func slowdownGrowth(rows []thermallog.Row, start, end time.Time) *float64 {
-	var total float64
-	found := false
-	for _, reason := range thermalReasons {
-		first, last, ok := -1.0, -1.0, false
-		for _, r := range rows {
-			v, has := r.EventSeconds[reason]
-			if !has || r.Time.Before(start) || r.Time.After(end) {
-				continue
-			}
-			if !ok {
-				first, ok = v, true
-			}
-			last = v
-		}
-		if ok && last >= first {
-			total += last - first
-			found = true
-		}
-	}
-	if !found {
-		return nil
-	}
-	return &total
 }

@@ -13,6 +13,7 @@ import (
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/thermal"
 )
 
@@ -38,7 +39,7 @@ var ErrInstance = errors.New("instance")
 // series its exporter left in Prometheus. cfg is the exporter's thermal
 // configuration, used for the busy test and, where the thermal collector
 // was off (no spark_thermal_state), to replay the scraped samples.
-func FromPrometheus(ctx context.Context, api v1.API, q Query, cfg thermal.Config) (Report, error) {
+func FromPrometheus(ctx context.Context, api v1.API, q Query, cfg judge.ThermalConfig) (Report, error) {
 	if q.Step <= 0 {
 		q.Step = Resolution(q.To.Sub(q.From))
 	}
@@ -53,17 +54,64 @@ func FromPrometheus(ctx context.Context, api v1.API, q Query, cfg thermal.Config
 	sel := fmt.Sprintf(`instance=%s,gpu=%s`, strconv.Quote(p.q.Instance), strconv.Quote(q.GPU))
 	inst := fmt.Sprintf(`instance=%s`, strconv.Quote(p.q.Instance))
 
+	samples := p.samples(sel)
+	cfg.Interval = q.Step
+	gpu := p.gpu(sel, cfg)
+	cfg.NominalPower = gpu.rating
+	episodes, throttled, from := p.throttle(sel, samples, cfg)
+	var energy *float64
+	if j, ok := p.growth(`spark_gpu_energy_joules_total{` + sel + `}`); ok {
+		energy = &j
+	}
+	r := build(samples, episodes, throttled, energy, cfg, gpu.gb10)
+	r.Source, r.Instance, r.Throttle.From = "prometheus", p.q.Instance, from
+	gpu.fill(&r)
+	if n, err := strconv.Atoi(q.GPU); err == nil {
+		r.GPU = n
+	}
+	if r.Samples == 0 {
+		// No sample: the run is the range asked for.
+		r.Start, r.End = q.From, q.To
+		r.DurationSeconds = round(q.To.Sub(q.From).Seconds())
+	}
+	r.Memory = p.memory(inst)
+	r.Alerts = p.alerts(inst)
+	if p.err != nil {
+		return Report{}, p.err
+	}
+	r.Verdict = verdict(r)
+	return r, nil
+}
+
+// gpu is what the exporter said of the GPU: its name (spark_gpu_info) and
+// power limit (spark_gpu_power_limit_watts, absent on a GB10).
+func (p *prom) gpu(sel string, cfg judge.ThermalConfig) gpuModel {
+	var name string
+	vec, _ := p.query(`max by (name) (last_over_time(spark_gpu_info{`+sel+`}`+p.span+`))`, p.q.To).(model.Vector)
+	if len(vec) > 0 {
+		name = string(vec[0].Metric["name"])
+	}
+	var limit float64
+	if w := p.scalar(`max_over_time(spark_gpu_power_limit_watts{` + sel + `}` + p.span + `)`); w != nil && *w > 0 {
+		limit = *w
+	}
+	return identifyGPU(name, limit, 0, cfg)
+}
+
+// samples are the GPU's scraped temperature and power (with utilisation
+// and SM clock where scraped), at the query's steps.
+func (p *prom) samples(sel string) []judge.ThermalSample {
 	temp := p.series(`spark_gpu_temperature_celsius{` + sel + `}`)
 	power := p.series(`spark_gpu_power_watts{` + sel + `}`)
 	util := p.series(`spark_gpu_utilization_ratio{` + sel + `}`)
 	clock := p.series(`spark_gpu_sm_clock_hertz{` + sel + `}`)
-	var samples []thermal.Sample
+	var samples []judge.ThermalSample
 	for _, t := range sortedTimes(temp) {
 		w, ok := power[t]
 		if !ok {
 			continue
 		}
-		s := thermal.Sample{Time: t, Temperature: temp[t], Power: w}
+		s := judge.ThermalSample{Time: t, Temperature: temp[t], Power: w}
 		if v, ok := util[t]; ok {
 			s.Utilization = ptr(v)
 		}
@@ -72,8 +120,15 @@ func FromPrometheus(ctx context.Context, api v1.API, q Query, cfg thermal.Config
 		}
 		samples = append(samples, s)
 	}
+	return samples
+}
 
-	cfg.Interval = q.Step
+// throttle is the run's throttle episodes and time throttled: the
+// verdicts the live collector recorded (from "recorded"), or, where the
+// thermal collector was off, the scraped samples replayed ("replay").
+// Each episode's evidence gains the driver's thermal slowdown counters
+// where they grew over it.
+func (p *prom) throttle(sel string, samples []judge.ThermalSample, cfg judge.ThermalConfig) ([]Episode, time.Duration, string) {
 	var episodes []Episode
 	var throttled time.Duration
 	from := "recorded"
@@ -82,9 +137,9 @@ func FromPrometheus(ctx context.Context, api v1.API, q Query, cfg thermal.Config
 		signature := p.series(`spark_thermal_throttle_signature{` + sel + `}`)
 		slowdown := p.series(`max(spark_gpu_clocks_event_active{` + sel + `,reason=~"sw_thermal_slowdown|hw_thermal_slowdown"}) ` +
 			`or sum(irate(spark_gpu_clocks_event_seconds_total{` + sel + `,reason=~"sw_thermal_slowdown|hw_thermal_slowdown"}[5m])) > bool 0`)
-		episodes = recordedEpisodes(state, signature, slowdown, q.Step)
+		episodes = recordedEpisodes(state, signature, slowdown, p.q.Step)
 		if secs, ok := p.growth(`spark_thermal_throttled_seconds_total{` + sel + `}`); ok {
-			throttled = time.Duration(secs * float64(time.Second))
+			throttled = time.Duration(min(secs, p.q.To.Sub(p.q.From).Seconds()) * float64(time.Second))
 		} else {
 			for _, e := range episodes {
 				throttled += e.End.Sub(e.Start)
@@ -92,15 +147,12 @@ func FromPrometheus(ctx context.Context, api v1.API, q Query, cfg thermal.Config
 		}
 	} else if err := cfg.Validate(); err == nil {
 		from = "replay"
-		replayed := thermal.Replay(samples, cfg)
-		for _, e := range replayed.Episodes {
-			episodes = append(episodes, Episode{Start: e.Start, End: e.End, Open: e.Open, Evidence: e.Evidence()})
-		}
-		throttled = replayed.Throttled
+		replayed := replay(samples, cfg)
+		episodes, throttled = replayed.episodes, replayed.throttled
 	}
 	for i := range episodes {
 		if secs, ok := p.growthBetween(`spark_gpu_clocks_event_seconds_total{`+sel+`,reason=~"sw_thermal_slowdown|hw_thermal_slowdown"}`, episodes[i].Start, episodes[i].End); ok {
-			episodes[i].ThermalSlowdownSeconds = ptr(secs)
+			episodes[i].ThermalSlowdownSeconds = ptr(round(secs))
 			if secs > 0 && !strings.Contains(episodes[i].Evidence, "thermal_slowdown_counters") {
 				// The driver's counters grew over the episode: the
 				// evidence the live collector names so.
@@ -108,40 +160,28 @@ func FromPrometheus(ctx context.Context, api v1.API, q Query, cfg thermal.Config
 			}
 		}
 	}
+	return episodes, throttled, from
+}
 
-	var energy *float64
-	if j, ok := p.growth(`spark_gpu_energy_joules_total{` + sel + `}`); ok {
-		energy = &j
-	}
-	r := build(samples, episodes, throttled, energy, cfg)
-	r.Source, r.Instance, r.Throttle.From = "prometheus", p.q.Instance, from
-	if n, err := strconv.Atoi(q.GPU); err == nil {
-		r.GPU = n
-	}
-
+// memory is the pool over the run.
+func (p *prom) memory(inst string) *Memory {
 	m := &Memory{Contention: []Span{}, PlansStoppedFitting: []PlanMissed{}}
 	m.LowestHeadroomBytes = p.scalar(`min_over_time(spark_pool_headroom_bytes{` + inst + `}` + p.span + `)`)
 	m.LowestHeadroomAfterFlushBytes = p.scalar(`min_over_time(spark_pool_headroom_after_flush_bytes{` + inst + `}` + p.span + `)`)
 	m.PageCachePeakBytes = p.scalar(`max_over_time(spark_pool_page_cache_bytes{` + inst + `}` + p.span + `)`)
-	if kills, ok := p.growth(`spark_pool_oom_kills_total{` + inst + `}`); ok {
+	if kills, ok := p.growth(`spark_pool_oom_kills_total{` + inst + `}`); ok && kills < 1e9 {
 		m.OOMKills = ptr(int(math.Round(kills)))
 	}
 	if stall, ok := p.growth(`spark_pool_pressure_stall_seconds_total{` + inst + `,kind="full"}`); ok {
-		m.StallMinutes = ptr(stall / 60)
+		m.StallMinutes = ptr(round(stall / 60))
 	}
 	contention := p.series(`(max(spark_workloads{` + inst + `,role="training"}) > 0) and (max(spark_workloads{` + inst + `,role="inference"}) > 0)`)
-	m.Contention = append(m.Contention, spans(sortedTimes(contention), q.Step)...)
+	m.Contention = append(m.Contention, spans(sortedTimes(contention), p.q.Step)...)
 	for plan, times := range p.labelled(`spark_plan_required_bytes{`+inst+`} > on(instance) group_left() spark_pool_headroom_after_flush_bytes{`+inst+`}`, "plan") {
 		m.PlansStoppedFitting = append(m.PlansStoppedFitting, PlanMissed{Plan: plan, Start: times[0]})
 	}
 	sort.Slice(m.PlansStoppedFitting, func(i, j int) bool { return m.PlansStoppedFitting[i].Plan < m.PlansStoppedFitting[j].Plan })
-	r.Memory = m
-	r.Alerts = p.alerts(inst)
-	if p.err != nil {
-		return Report{}, p.err
-	}
-	r.Verdict = verdict(r)
-	return r, nil
+	return m
 }
 
 // prom runs the queries of one report; the first error is kept and the
@@ -186,7 +226,7 @@ func (p *prom) series(expr string) map[time.Time]float64 {
 		return out
 	}
 	for _, s := range m[0].Values {
-		if v := float64(s.Value); !math.IsNaN(v) && !math.IsInf(v, 0) {
+		if v := float64(s.Value); finite(v) {
 			out[s.Timestamp.Time()] = v
 		}
 	}
@@ -205,13 +245,17 @@ func (p *prom) labelled(expr, label string) map[string][]time.Time {
 	return out
 }
 
+// scalar is the first value of an instant query at the end of the range;
+// nil when there is none, or it is NaN or infinite (no figure to give).
 func (p *prom) scalar(expr string) *float64 {
 	vec, _ := p.query(expr, p.q.To).(model.Vector)
-	if len(vec) == 0 {
+	if len(vec) == 0 || !finite(float64(vec[0].Value)) {
 		return nil
 	}
 	return ptr(float64(vec[0].Value))
 }
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 // growth is how much a counter grew over the range, from its raw samples
 // (no extrapolation: one OOM kill is 1, not the 1.5 increase() may read),
@@ -230,15 +274,28 @@ func (p *prom) growthBetween(sel string, from, to time.Time) (float64, bool) {
 		return 0, false
 	}
 	var total float64
+	found := false
 	for _, s := range m {
-		for i := 1; i < len(s.Values); i++ {
-			prev, cur := float64(s.Values[i-1].Value), float64(s.Values[i].Value)
-			if cur >= prev {
-				total += cur - prev
-			} else {
-				total += cur
+		prev := math.NaN()
+		for _, v := range s.Values {
+			// NaN and ±Inf are no counter values: skipped.
+			cur := float64(v.Value)
+			if !finite(cur) {
+				continue
 			}
+			found = true
+			if !math.IsNaN(prev) {
+				if cur >= prev {
+					total += cur - prev
+				} else {
+					total += cur
+				}
+			}
+			prev = cur
 		}
+	}
+	if !found || !finite(total) {
+		return 0, false
 	}
 	return total, true
 }

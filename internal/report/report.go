@@ -4,10 +4,11 @@
 // the pool's headroom, OOM kills, memory stalls, contention and the alerts
 // that fired, with a one-line verdict to paste into a run log.
 //
-// Throttle episodes from a log are the verdicts of thermal.Replay, which
-// steps the live collector's own Monitor; from Prometheus they are the
-// verdicts the live collector recorded (spark_thermal_state). The package
-// holds no second thermal analysis. docs/report.md documents the JSON.
+// Throttle episodes from a log are the verdicts of the live collector's
+// own analysis (judge.AnalyzeThermal), stepped as its Monitor steps it (replay);
+// from Prometheus they are the verdicts the live collector recorded
+// (spark_thermal_state). The package holds no second thermal analysis.
+// docs/report.md documents the JSON.
 package report
 
 import (
@@ -15,39 +16,48 @@ import (
 	"sort"
 	"time"
 
-	"github.com/spark-exporter/spark_exporter/internal/thermal"
-)
-
-// The ~100 W plateau: a busy GB10 draws about 100 W sustained, capped by
-// the platform well under its 240 W brick (docs/design.md). The band is
-// the one SparkGPUPowerPlateau (rules/spark.yml) calls the plateau, 80 to
-// 120 W, so that the report and the alert agree on what "at the plateau"
-// means.
-const (
-	PlateauLowWatts  = 80.0
-	PlateauHighWatts = 120.0
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 )
 
 // Report is one run's summary. Its JSON is stable: docs/report.md
 // documents each field. Absent figures are null, never 0.
 type Report struct {
 	Source   string `json:"source"` // "csv" or "prometheus"
+	Format   string `json:"format,omitempty"`
 	Instance string `json:"instance,omitempty"`
 	GPU      int    `json:"gpu"`
+	// GPUs are the GPUs a log holds, by index (--gpu chooses).
+	GPUs []int `json:"gpus_in_log,omitempty"`
+	// GPUName is the GPU's model as the log (or --gpu.name) names it.
+	GPUName *string `json:"gpu_name"`
+	// PowerRatingWatts is the power the throttle signature judges "flat
+	// below the rating" against: GB10's 240 W brick, or the log's
+	// power.limit; null where neither is known.
+	PowerRatingWatts *float64 `json:"power_rating_watts"`
+	// Assumptions are what the report could not assume about the GPU, in
+	// words.
+	Assumptions []string `json:"assumptions"`
 
 	Start           time.Time `json:"start"`
 	End             time.Time `json:"end"`
 	DurationSeconds float64   `json:"duration_seconds"`
 	Samples         int       `json:"samples"`
 	IntervalSeconds float64   `json:"interval_seconds"`
+	// StepSeconds is the time between the judged steps: the interval, or
+	// coarser where a fast log's rows are averaged (MaxWindowSamples).
+	StepSeconds float64 `json:"step_seconds"`
 	// SkippedLines are the malformed lines of a log (CSV only).
 	SkippedLines []SkippedLine `json:"skipped_lines"`
+	// Time that did not move forward (CSV only).
+	Backward Backward `json:"time_stepped_back"`
 
 	EnergyWattHours *float64 `json:"energy_wh"`
 	EnergySource    string   `json:"energy_source,omitempty"` // energy_counter or integrated_power
 	BusySeconds     float64  `json:"busy_seconds"`
 	BusyBy          string   `json:"busy_by"` // utilization or power
-	PlateauSeconds  float64  `json:"plateau_seconds"`
+	// PlateauSeconds is the time busy at GB10's ~100 W plateau; null for
+	// another GPU.
+	PlateauSeconds *float64 `json:"plateau_seconds"`
 
 	Temperature *Range `json:"temperature_celsius"`
 	Power       *Range `json:"power_watts"`
@@ -60,8 +70,21 @@ type Report struct {
 	Verdict string `json:"verdict"`
 
 	// For the picture: the samples and the thermal configuration.
-	samples []thermal.Sample
-	cfg     thermal.Config
+	samples []judge.ThermalSample
+	cfg     judge.ThermalConfig
+}
+
+// Backward is what a log's clock did when it did not move forward.
+type Backward struct {
+	// RepeatedHour counts the samples of a local-time log read at the
+	// later offset of a fall-back to standard time: the repeated hour,
+	// kept in order.
+	RepeatedHour int `json:"repeated_hour_samples"`
+	// Samples counts the samples left out because their time was not
+	// after the one before (a clock set back, logs concatenated out of
+	// order); FirstLine is the first of them.
+	Samples   int `json:"left_out_samples"`
+	FirstLine int `json:"first_line,omitempty"`
 }
 
 // SkippedLine is a malformed line of a log, skipped.
@@ -106,6 +129,9 @@ type Episode struct {
 
 	// What was seen at some step of a recorded episode.
 	Signature, NVML bool `json:"-"`
+	// The first and latest thermal slowdown counter of the episode's
+	// samples, while describe reads them.
+	slowdown []float64
 }
 
 // Memory is the pool over the run, from Prometheus.
@@ -141,22 +167,24 @@ type Alert struct {
 	End      time.Time `json:"end"`
 }
 
-// build fills the figures that come from the samples alone; the episodes
-// are given. energy is the counter's figure in joules, nil to integrate
-// power.
-func build(samples []thermal.Sample, episodes []Episode, throttled time.Duration, energy *float64, cfg thermal.Config) Report {
-	r := Report{samples: samples, cfg: cfg, SkippedLines: []SkippedLine{}, BusyBy: "power",
+// build fills the figures that come from the samples alone (time order,
+// each after the one before); the episodes are given. energy is the
+// counter's figure in joules, nil to integrate power. plateau says the GPU
+// is a GB10, whose time at the ~100 W plateau is counted.
+func build(samples []judge.ThermalSample, episodes []Episode, throttled time.Duration, energy *float64, cfg judge.ThermalConfig, plateau bool) Report {
+	r := Report{samples: samples, cfg: cfg, SkippedLines: []SkippedLine{}, Assumptions: []string{}, BusyBy: "power",
 		Throttle: Throttle{Episodes: episodes}}
 	if r.Throttle.Episodes == nil {
 		r.Throttle.Episodes = []Episode{}
 	}
 	r.Samples = len(samples)
-	r.IntervalSeconds = cfg.Interval.Seconds()
+	r.IntervalSeconds = round(cfg.Interval.Seconds())
+	r.StepSeconds = r.IntervalSeconds
 	if len(samples) == 0 {
 		return r
 	}
 	r.Start, r.End = samples[0].Time, samples[len(samples)-1].Time
-	r.DurationSeconds = r.End.Sub(r.Start).Seconds()
+	r.DurationSeconds = round(r.End.Sub(r.Start).Seconds())
 	for _, s := range samples {
 		if s.Utilization != nil {
 			r.BusyBy = "utilization"
@@ -164,7 +192,7 @@ func build(samples []thermal.Sample, episodes []Episode, throttled time.Duration
 		}
 	}
 
-	var joules float64
+	var joules, busySeconds, plateauSeconds float64
 	temp, power := newAcc(), newAcc()
 	clock := newAcc()
 	for i, s := range samples {
@@ -180,17 +208,21 @@ func build(samples []thermal.Sample, episodes []Episode, throttled time.Duration
 		// than a gap the analysis still reads as unbroken: nobody saw
 		// what happened in a longer silence.
 		gap := samples[i+1].Time.Sub(s.Time)
-		if gap > cfg.MaxGap() {
+		if gap <= 0 || gap > cfg.MaxGap() {
 			continue
 		}
 		w := gap.Seconds()
 		joules += (s.Power + samples[i+1].Power) / 2 * w
 		if busy(s, cfg) {
-			r.BusySeconds += w
-			if s.Power >= PlateauLowWatts && s.Power <= PlateauHighWatts {
-				r.PlateauSeconds += w
+			busySeconds += w
+			if s.Power >= judge.PlateauLowWatts && s.Power <= judge.PlateauHighWatts {
+				plateauSeconds += w
 			}
 		}
+	}
+	r.BusySeconds = round(busySeconds)
+	if plateau {
+		r.PlateauSeconds = ptr(round(plateauSeconds))
 	}
 	r.Temperature, r.Power, r.SMClock = temp.rng(), power.rng(), clock.rng()
 	if energy != nil {
@@ -204,51 +236,64 @@ func build(samples []thermal.Sample, episodes []Episode, throttled time.Duration
 	for i := range r.Throttle.Episodes {
 		describe(&r.Throttle.Episodes[i], samples, cfg)
 	}
-	r.Throttle.ThrottledSeconds = throttled.Seconds()
+	r.Throttle.ThrottledSeconds = round(throttled.Seconds())
 	if r.DurationSeconds > 0 {
 		r.Throttle.ThrottledRatio = round(r.Throttle.ThrottledSeconds / r.DurationSeconds)
 	}
 	return r
 }
 
-// busy is the analysis's test of a busy GPU (thermal.Config's
+// busy is the analysis's test of a busy GPU (judge.ThermalConfig's
 // BusyUtilization, or BusyPower where utilisation is not reported),
 // applied to one sample.
-func busy(s thermal.Sample, cfg thermal.Config) bool {
+func busy(s judge.ThermalSample, cfg judge.ThermalConfig) bool {
 	if s.Utilization != nil {
 		return *s.Utilization >= cfg.BusyUtilization
 	}
 	return s.Power >= cfg.BusyPower
 }
 
-// describe fills an episode's figures from the samples: peak temperature,
-// mean power and median SM clock during it, and the median SM clock of the
-// busy samples of the window before it.
-func describe(e *Episode, samples []thermal.Sample, cfg thermal.Config) {
-	e.DurationSeconds = e.End.Sub(e.Start).Seconds()
+// describe fills an episode's figures from the samples (time order):
+// peak temperature, mean power and median SM clock during it, and the
+// median SM clock of the busy samples of the window before it. It reads
+// only the samples of the episode and of the window before it.
+func describe(e *Episode, samples []judge.ThermalSample, cfg judge.ThermalConfig) {
+	e.DurationSeconds = round(e.End.Sub(e.Start).Seconds())
+	at := func(t time.Time) int {
+		return sort.Search(len(samples), func(i int) bool { return !samples[i].Time.Before(t) })
+	}
+	from, start := at(e.Start.Add(-cfg.Window)), at(e.Start)
 	var during, before []float64
+	for _, s := range samples[from:start] {
+		if s.SMClock != nil && busy(s, cfg) {
+			before = append(before, *s.SMClock)
+		}
+	}
 	peak, sum, n := math.Inf(-1), 0.0, 0
-	for _, s := range samples {
-		switch {
-		case !s.Time.Before(e.Start) && !s.Time.After(e.End):
-			peak = max(peak, s.Temperature)
-			sum += s.Power
-			n++
-			if s.SMClock != nil {
-				during = append(during, *s.SMClock)
-			}
-		case s.Time.Before(e.Start) && !s.Time.Before(e.Start.Add(-cfg.Window)):
-			if s.SMClock != nil && busy(s, cfg) {
-				before = append(before, *s.SMClock)
-			}
+	for _, s := range samples[start:] {
+		if s.Time.After(e.End) {
+			break
+		}
+		peak = max(peak, s.Temperature)
+		sum += s.Power
+		n++
+		if s.SMClock != nil {
+			during = append(during, *s.SMClock)
+		}
+		if s.ThermalSlowdownSeconds != nil {
+			e.slowdown = append(e.slowdown[:min(len(e.slowdown), 1)], *s.ThermalSlowdownSeconds)
 		}
 	}
 	if n > 0 {
-		e.PeakTemperatureCelsius = ptr(peak)
+		e.PeakTemperatureCelsius = ptr(round(peak))
 		e.PowerMeanWatts = ptr(round(sum / float64(n)))
 	}
 	e.SMClockDuringHertz = median(during)
 	e.SMClockBeforeHertz = median(before)
+	if e.ThermalSlowdownSeconds == nil && len(e.slowdown) == 2 && e.slowdown[1] >= e.slowdown[0] {
+		e.ThermalSlowdownSeconds = ptr(round(e.slowdown[1] - e.slowdown[0]))
+	}
+	e.slowdown = nil
 }
 
 func median(v []float64) *float64 {
@@ -260,6 +305,7 @@ func median(v []float64) *float64 {
 	if len(v)%2 == 0 {
 		m = (v[len(v)/2-1] + m) / 2
 	}
+	m = round(m)
 	return &m
 }
 

@@ -14,6 +14,8 @@ import (
 	"github.com/go-kit/log"
 
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
+	"github.com/spark-exporter/spark_exporter/internal/gpu/thermalsampler"
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/thermal"
 	"github.com/spark-exporter/spark_exporter/internal/thermallog"
 )
@@ -40,6 +42,9 @@ var goldenLogs = map[string]string{
 	"two-episodes":         "../../testdata/thermal/two-episodes.csv",
 }
 
+// gb10 says what the guide's logs do not: they come from a GB10.
+var gb10 = LogOptions{GPUName: "NVIDIA GB10"}
+
 func readLog(t *testing.T, path string) thermallog.Trace {
 	t.Helper()
 	f, err := os.Open(path)
@@ -61,7 +66,7 @@ func readLog(t *testing.T, path string) thermallog.Trace {
 func TestGolden(t *testing.T) {
 	for name, path := range goldenLogs {
 		t.Run(name, func(t *testing.T) {
-			r, err := FromLog(readLog(t, path), thermal.DefaultConfig(), nil)
+			r, err := FromLog(readLog(t, path), judge.DefaultThermalConfig(), gb10)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -98,8 +103,8 @@ func TestGolden(t *testing.T) {
 // once, from the onset their comments state plus at most a window; the
 // malformed lines are named by number; the SM clock falls.
 func TestReportsNameTheEpisodeAndTheLines(t *testing.T) {
-	cfg := thermal.DefaultConfig()
-	r, err := FromLog(readLog(t, goldenLogs["guide-noheader"]), cfg, nil)
+	cfg := judge.DefaultThermalConfig()
+	r, err := FromLog(readLog(t, goldenLogs["guide-noheader"]), cfg, gb10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +119,7 @@ func TestReportsNameTheEpisodeAndTheLines(t *testing.T) {
 		t.Errorf("guide log: every %vs, %d episodes; want 30 s and one", r.IntervalSeconds, len(r.Throttle.Episodes))
 	}
 
-	u, err := FromLog(readLog(t, goldenLogs["nvidia-smi-units"]), cfg, nil)
+	u, err := FromLog(readLog(t, goldenLogs["nvidia-smi-units"]), cfg, gb10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +182,7 @@ func TestReplayAgreesWithTheLiveSampler(t *testing.T) {
 
 func replayAgrees(t *testing.T, name string, full bool) {
 	tr := readLog(t, filepath.Join("..", "..", "testdata", "thermal", name+".csv"))
-	cfg := thermal.DefaultConfig()
+	cfg := judge.DefaultThermalConfig()
 	cfg.Interval, _ = cadence(samplesOf(tr.Rows))
 	// The sampler is told each sampling time; a time without a row is a
 	// failed read.
@@ -198,10 +203,10 @@ func replayAgrees(t *testing.T, name string, full bool) {
 		src.readings = append(src.readings, &r)
 	}
 	csv := filepath.Join(t.TempDir(), "thermal.csv")
-	s := thermal.NewSampler(src, cfg, csv, log.NewNopLogger())
-	var live []thermal.State
+	s := thermalsampler.NewSampler(src, cfg, csv, log.NewNopLogger())
+	var live []judge.ThermalState
 	var episodes []Episode
-	var prev thermal.State
+	var prev judge.ThermalState
 	for _, now := range times {
 		s.Sample(context.Background(), now)
 		snap := s.Snapshot()
@@ -210,9 +215,9 @@ func replayAgrees(t *testing.T, name string, full bool) {
 		}
 		state := snap.GPUs[0].Verdict.State
 		switch {
-		case state == thermal.Throttled && prev != thermal.Throttled:
+		case state == judge.Throttled && prev != judge.Throttled:
 			episodes = append(episodes, Episode{Start: now, End: times[len(times)-1], Open: true})
-		case state != thermal.Throttled && prev == thermal.Throttled:
+		case state != judge.Throttled && prev == judge.Throttled:
 			episodes[len(episodes)-1].End, episodes[len(episodes)-1].Open = now, false
 		}
 		prev = state
@@ -227,7 +232,7 @@ func replayAgrees(t *testing.T, name string, full bool) {
 	if !full {
 		logged := readLog(t, csv)
 		samples = samplesOf(logged.Rows)
-		r, err := FromLog(logged, thermal.DefaultConfig(), nil)
+		r, err := FromLog(logged, judge.DefaultThermalConfig(), gb10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -257,8 +262,8 @@ func replayAgrees(t *testing.T, name string, full bool) {
 	}
 }
 
-func samplesOf(rows []thermallog.Row) []thermal.Sample {
-	var out []thermal.Sample
+func samplesOf(rows []thermallog.Row) []judge.ThermalSample {
+	var out []judge.ThermalSample
 	for _, r := range rows {
 		if s := thermal.SampleOf(r); s != nil {
 			out = append(out, *s)

@@ -8,7 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spark-exporter/spark_exporter/internal/thermal"
+	"github.com/spark-exporter/spark_exporter/internal/judge"
+	"github.com/spark-exporter/spark_exporter/internal/safetext"
 )
 
 // The picture's geometry, in SVG user units.
@@ -26,7 +27,7 @@ const (
 type panel struct {
 	title  string
 	unit   string
-	value  func(thermal.Sample) (float64, bool)
+	value  func(judge.ThermalSample) (float64, bool)
 	lo, hi float64
 	color  string
 	marks  func(b *strings.Builder, y func(float64) float64)
@@ -111,17 +112,23 @@ func (r Report) panels() []panel {
 	if c := r.SMClock; c != nil {
 		clockHi = math.Max(0.5, math.Ceil(c.Max/1e9*2)/2)
 	}
-	nominal := r.cfg.NominalPower
+	nominal := 0.0
+	if w := r.PowerRatingWatts; w != nil {
+		nominal = *w
+	}
+	plateau := r.PlateauSeconds != nil
 	ps := []panel{
 		{title: "temperature", unit: "°C", lo: 20, hi: tempHi, color: "#c0392b",
-			value: func(s thermal.Sample) (float64, bool) { return s.Temperature, true }},
+			value: func(s judge.ThermalSample) (float64, bool) { return s.Temperature, true }},
 		{title: "power", unit: "W", lo: 0, hi: powerHi, color: "#1f6fb2",
-			value: func(s thermal.Sample) (float64, bool) { return s.Power, true },
+			value: func(s judge.ThermalSample) (float64, bool) { return s.Power, true },
 			marks: func(b *strings.Builder, y func(float64) float64) {
-				fmt.Fprintf(b, `<rect x="%d" y="%.1f" width="%d" height="%.1f" fill="#2e9e5b" fill-opacity="0.14"/>`+"\n",
-					svgLeft, y(PlateauHighWatts), svgWidth-svgLeft-svgRight, y(PlateauLowWatts)-y(PlateauHighWatts))
-				fmt.Fprintf(b, `<text x="%d" y="%.1f" text-anchor="end" fill="#2e7d4f">~100 W plateau (%.0f–%.0f W)</text>`+"\n",
-					svgWidth-svgRight-6, y(PlateauHighWatts)-3, PlateauLowWatts, PlateauHighWatts)
+				if plateau {
+					fmt.Fprintf(b, `<rect x="%d" y="%.1f" width="%d" height="%.1f" fill="#2e9e5b" fill-opacity="0.14"/>`+"\n",
+						svgLeft, y(judge.PlateauHighWatts), svgWidth-svgLeft-svgRight, y(judge.PlateauLowWatts)-y(judge.PlateauHighWatts))
+					fmt.Fprintf(b, `<text x="%d" y="%.1f" text-anchor="end" fill="#2e7d4f">~100 W plateau (%.0f–%.0f W)</text>`+"\n",
+						svgWidth-svgRight-6, y(judge.PlateauHighWatts)-3, judge.PlateauLowWatts, judge.PlateauHighWatts)
+				}
 				if nominal > 0 {
 					fmt.Fprintf(b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#555" stroke-dasharray="6 4"/><text x="%d" y="%.1f" text-anchor="end" fill="#555">%.0f W rating</text>`+"\n",
 						svgLeft, svgWidth-svgRight, y(nominal), y(nominal), svgWidth-svgRight-6, y(nominal)-3, nominal)
@@ -130,7 +137,7 @@ func (r Report) panels() []panel {
 	}
 	if r.SMClock != nil {
 		ps = append(ps, panel{title: "SM clock", unit: "GHz", lo: 0, hi: clockHi, color: "#7d3c98",
-			value: func(s thermal.Sample) (float64, bool) {
+			value: func(s judge.ThermalSample) (float64, bool) {
 				if s.SMClock == nil {
 					return 0, false
 				}
@@ -207,7 +214,8 @@ func timeTicks(start, end time.Time) []time.Time {
 	span := end.Sub(start)
 	step := time.Minute
 	for _, s := range []time.Duration{time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute,
-		30 * time.Minute, time.Hour, 2 * time.Hour, 3 * time.Hour, 6 * time.Hour, 12 * time.Hour, 24 * time.Hour} {
+		30 * time.Minute, time.Hour, 2 * time.Hour, 3 * time.Hour, 6 * time.Hour, 12 * time.Hour, 24 * time.Hour,
+		7 * 24 * time.Hour, 30 * 24 * time.Hour, 365 * 24 * time.Hour, 3650 * 24 * time.Hour, 36500 * 24 * time.Hour} {
 		step = s
 		if span/s <= 10 {
 			break
@@ -226,4 +234,8 @@ func trimFloat(v float64) string {
 	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", v), "0"), ".")
 }
 
-func esc(s string) string { return html.EscapeString(s) }
+// esc makes a string from elsewhere (an instance label, a verdict) text of
+// the SVG: escaped, and without the control characters XML 1.0 forbids
+// even as references, nor those that act on whoever reads it
+// (safetext).
+func esc(s string) string { return html.EscapeString(safetext.Strip(s)) }

@@ -7,6 +7,10 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/spark-exporter/spark_exporter/internal/judge"
+	"github.com/spark-exporter/spark_exporter/internal/safetext"
+	"github.com/spark-exporter/spark_exporter/internal/units"
 )
 
 // verdict is the one line a person pastes into a run log.
@@ -37,12 +41,18 @@ func verdict(r Report) string {
 	} else {
 		busyShare := r.BusySeconds / math.Max(r.DurationSeconds, 1)
 		fmt.Fprintf(&b, "not throttled: busy %s of %s", percent(busyShare), duration(r.DurationSeconds))
-		if r.BusySeconds > 0 && r.PlateauSeconds/r.BusySeconds >= 0.5 {
-			fmt.Fprintf(&b, ", %s of it at the ~100 W plateau (the platform's cap, not a fault)", percent(r.PlateauSeconds/r.BusySeconds))
+		if p := r.PlateauSeconds; p != nil && r.BusySeconds > 0 && *p/r.BusySeconds >= 0.5 {
+			fmt.Fprintf(&b, ", %s of it at the ~100 W plateau (the platform's cap, not a fault)", percent(*p/r.BusySeconds))
 		}
 		if r.Temperature != nil {
 			fmt.Fprintf(&b, ", peak %.0f °C", r.Temperature.Max)
 		}
+		if r.PowerRatingWatts == nil {
+			b.WriteString(" (power rating unknown: the throttle signature was not judged)")
+		}
+	}
+	if n := r.Backward.Samples; n > 0 {
+		fmt.Fprintf(&b, "; %d sample(s) left out, their time stepped back (from line %d)", n, r.Backward.FirstLine)
 	}
 	if m := r.Memory; m != nil && m.OOMKills != nil && *m.OOMKills > 0 {
 		fmt.Fprintf(&b, "; %d OOM kill(s)", *m.OOMKills)
@@ -80,6 +90,14 @@ func episodesPower(eps []Episode) *float64 {
 		return nil
 	}
 	return ptr(sum / weight)
+}
+
+func joinInts(v []int) string {
+	parts := make([]string, len(v))
+	for i, n := range v {
+		parts[i] = fmt.Sprint(n)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func percent(ratio float64) string { return fmt.Sprintf("%.0f %%", 100*ratio) }
@@ -125,15 +143,33 @@ func (r Report) WriteJSON(w io.Writer) error {
 func (r Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	line := func(label, format string, args ...any) {
-		fmt.Fprintf(&b, "%-13s %s\n", label, fmt.Sprintf(format, args...))
+		// Strings from a Prometheus server (instance, alert names)
+		// reach a terminal: stripped of what would act on it.
+		fmt.Fprintf(&b, "%-13s %s\n", label, fmt.Sprintf(format, safetext.Args(args)...))
 	}
 	source := "thermal log"
 	if r.Source == "prometheus" {
 		source = "Prometheus, instance " + r.Instance
 	}
+	if r.Format != "" {
+		source += " (" + r.Format + ")"
+	}
 	line("source", "%s, GPU %d, %d samples every %s", source, r.GPU, r.Samples, duration(r.IntervalSeconds))
-	if r.Samples > 0 {
-		line("run", "%s → %s (%s)", r.Start.Format("2006-01-02 15:04:05"), stamp(r.End, r.Start), duration(r.DurationSeconds))
+	if len(r.GPUs) > 1 {
+		line("GPUs", "the log holds GPUs %s; --gpu chooses", joinInts(r.GPUs))
+	}
+	if r.GPUName != nil {
+		line("GPU", "%s", *r.GPUName)
+	}
+	if r.StepSeconds > r.IntervalSeconds {
+		line("judged", "every %s (the rows averaged: a window holds at most %d steps)", duration(r.StepSeconds), MaxWindowSamples)
+	}
+	line("run", "%s → %s (%s)", r.Start.Format("2006-01-02 15:04:05 -07:00"), stamp(r.End, r.Start), duration(r.DurationSeconds))
+	if n := r.Backward.RepeatedHour; n > 0 {
+		line("clock", "%d sample(s) in the hour repeated when the clock fell back to standard time, read at the later offset", n)
+	}
+	if n := r.Backward.Samples; n > 0 {
+		line("clock", "%d sample(s) left out: their time was not after the one before (first at line %d)", n, r.Backward.FirstLine)
 	}
 	if e := r.EnergyWattHours; e != nil {
 		how := "integrated from power"
@@ -145,13 +181,19 @@ func (r Report) WriteText(w io.Writer) error {
 	if r.Samples > 0 {
 		share := func(s float64) string { return percent(s / math.Max(r.DurationSeconds, 1)) }
 		line("busy", "%s (%s; judged by %s)", duration(r.BusySeconds), share(r.BusySeconds), r.BusyBy)
-		line("plateau", "%s (%s) busy at %.0f–%.0f W, the ~100 W plateau", duration(r.PlateauSeconds), share(r.PlateauSeconds), PlateauLowWatts, PlateauHighWatts)
+		if p := r.PlateauSeconds; p != nil {
+			line("plateau", "%s (%s) busy at %.0f–%.0f W, the ~100 W plateau", duration(*p), share(*p), judge.PlateauLowWatts, judge.PlateauHighWatts)
+		}
 	}
 	if t := r.Temperature; t != nil {
 		line("temperature", "%.0f–%.0f °C, mean %.0f °C", t.Min, t.Max, t.Mean)
 	}
 	if p := r.Power; p != nil {
-		line("power", "%.0f–%.0f W, mean %.0f W (rating %.0f W)", p.Min, p.Max, p.Mean, r.cfg.NominalPower)
+		rating := "rating unknown"
+		if w := r.PowerRatingWatts; w != nil {
+			rating = fmt.Sprintf("rating %.0f W", *w)
+		}
+		line("power", "%.0f–%.0f W, mean %.0f W (%s)", p.Min, p.Max, p.Mean, rating)
 	}
 	if c := r.SMClock; c != nil {
 		line("SM clock", "%s–%s GHz", ghz(c.Min), ghz(c.Max))
@@ -173,7 +215,7 @@ func (r Report) WriteText(w io.Writer) error {
 		if e.SMClockBeforeHertz != nil && e.SMClockDuringHertz != nil {
 			fmt.Fprintf(&b, ", SM clock %s → %s GHz", ghz(*e.SMClockBeforeHertz), ghz(*e.SMClockDuringHertz))
 		}
-		fmt.Fprintf(&b, ", evidence %s", e.Evidence)
+		fmt.Fprintf(&b, ", evidence %s", safetext.Strip(e.Evidence))
 		if s := e.ThermalSlowdownSeconds; s != nil {
 			fmt.Fprintf(&b, " (driver thermal slowdown counters +%s)", duration(*s))
 		}
@@ -192,8 +234,11 @@ func (r Report) WriteText(w io.Writer) error {
 	for _, s := range r.SkippedLines {
 		line("skipped", "line %d: %s", s.Line, s.Error)
 	}
+	for _, a := range r.Assumptions {
+		line("not assumed", "%s", a)
+	}
 	line("verdict", "%s", r.Verdict)
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, safetext.StripText(b.String()))
 	return err
 }
 
@@ -221,7 +266,7 @@ func writeMemory(b *strings.Builder, line func(string, string, ...any), m *Memor
 	}
 }
 
-func gib(bytes float64) string { return fmt.Sprintf("%.1f GiB", bytes/(1<<30)) }
+func gib(bytes float64) string { return units.FormatGiB(bytes) }
 
 // stamp writes t as a time of day when it falls on ref's day.
 func stamp(t, ref time.Time) string {

@@ -11,23 +11,9 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/thermal"
 )
-
-// PlateauWatts is the GB10's sustained draw under load: about 100 W,
-// well below the 240 W rating of its power brick. It is the platform's cap,
-// not a fault (NVIDIA DGX Spark user guide, and owners' reports on the
-// NVIDIA developer forum), so the power chart marks it.
-const PlateauWatts = 100
-
-// HeavyCap is the largest memory cap at which an inference server may run
-// beside a training job: the operations guide's "cap it at 0.5" (the
-// SparkConcurrentHeavyWorkloads alert's threshold).
-const HeavyCap = 0.5
-
-// flushWorthBytes is the least flushable page cache worth a flush: the
-// SparkPageCacheHoldingHeadroom alert's 4 GiB.
-const flushWorthBytes = 4 << 30
 
 // MaxPoints bounds the samples of a chart: a window of 10 minutes at 5 s
 // holds 120; a long window at a short interval is thinned to this many.
@@ -36,7 +22,7 @@ const MaxPoints = 240
 // ThermalInput is what the status takes from the thermal sampler.
 type ThermalInput struct {
 	Snapshot thermal.Snapshot
-	Config   thermal.Config
+	Config   judge.ThermalConfig
 }
 
 // Build makes the model from one gather of the exporter's registry and,
@@ -125,6 +111,20 @@ func matches(m *dto.Metric, pairs []string) bool {
 
 func (s series) bytes(name string) int64 {
 	v, _ := s.get(name)
+	return saturated(v)
+}
+
+// saturated is a byte count as an int64, held at the type's bounds rather
+// than wrapped: int64(6.3e20) is MinInt64, which would read as "fits".
+func saturated(v float64) int64 {
+	switch {
+	case math.IsNaN(v):
+		return 0
+	case v >= math.MaxInt64:
+		return math.MaxInt64
+	case v <= math.MinInt64:
+		return math.MinInt64
+	}
 	return int64(v)
 }
 
@@ -183,16 +183,15 @@ func pool(s series) *Pool {
 // enough to flush while free is below the reserve, or while a planned run
 // fits only after a flush and no training runs), or fine.
 func (p *Pool) judge(plans *Plans, training bool) {
-	cacheWorth := p.FlushableBytes >= flushWorthBytes
 	planNeedsFlush := false
-	if plans != nil && !training {
+	if plans != nil {
 		for _, pl := range plans.List {
-			planNeedsFlush = planNeedsFlush || pl.RequiredBytes > p.HeadroomBytes
+			planNeedsFlush = planNeedsFlush || pl.State != string(judge.Fits)
 		}
 	}
 	below := p.FreeBytes < p.ReserveBytes
 	switch {
-	case cacheWorth && (below || planNeedsFlush):
+	case judge.CacheHoldsHeadroom(float64(p.FlushableBytes), below, planNeedsFlush, training):
 		p.State = "cache_holds_headroom"
 		p.Text = fmt.Sprintf("The page cache holds %s that a flush would give back: headroom %s now, %s after a flush.",
 			Bytes(p.FlushableBytes), Bytes(p.HeadroomBytes), Bytes(p.HeadroomAfterFlushBytes))
@@ -226,7 +225,7 @@ func workloads(s series) *Workloads {
 		}
 		wl := Workload{PID: pid, Kind: label(m, "kind"), Role: label(m, "role")}
 		if v, ok := s.get("spark_workload_resident_bytes", "pid", label(m, "pid")); ok {
-			b := int64(v)
+			b := saturated(v)
 			wl.ResidentBytes = &b
 		}
 		for _, c := range s["spark_workload_memory_cap_ratio"] {
@@ -234,7 +233,7 @@ func workloads(s series) *Workloads {
 				wl.Cap = &Cap{Ratio: value(c), Source: label(c, "source")}
 			}
 		}
-		wl.Heavy = wl.Role == "inference" && (wl.Cap == nil || wl.Cap.Ratio > HeavyCap)
+		wl.Heavy = wl.Role == "inference" && judge.Heavy(wl.Cap != nil, capRatio(wl.Cap))
 		w.List = append(w.List, wl)
 	}
 	slices.SortFunc(w.List, func(a, b Workload) int {
@@ -244,8 +243,15 @@ func workloads(s series) *Workloads {
 	return w
 }
 
+func capRatio(c *Cap) float64 {
+	if c == nil {
+		return math.NaN()
+	}
+	return c.Ratio
+}
+
 // judge is the one-heavy-job rule: a training job and an inference server
-// with no cap, or a cap above HeavyCap, do not share the pool.
+// with no cap, or a cap above judge.HeavyCapRatio, do not share the pool.
 func (w *Workloads) judge() {
 	var heavy []string
 	for _, wl := range w.List {
@@ -260,10 +266,10 @@ func (w *Workloads) judge() {
 	case w.Training > 0 && len(heavy) > 0:
 		w.State = "contention"
 		w.Text = fmt.Sprintf("Training beside an uncapped inference server: %s. Both draw on the one pool and will evict each other's pages without an OOM in the log. Cap the server at %.1f or less, or stop it before a long run.",
-			strings.Join(heavy, ", "), HeavyCap)
+			strings.Join(heavy, ", "), judge.HeavyCapRatio)
 	case w.Training > 0 && w.Inference > 0:
 		w.State = "ok"
-		w.Text = fmt.Sprintf("Training beside inference capped at %.1f or less: one heavy job at a time, fine.", HeavyCap)
+		w.Text = fmt.Sprintf("Training beside inference capped at %.1f or less: one heavy job at a time, fine.", judge.HeavyCapRatio)
 	case w.Training > 1:
 		w.State = "ok"
 		w.Text = fmt.Sprintf("%d training jobs share the pool: check that the sum of their needs fits.", w.Training)
@@ -286,19 +292,22 @@ func capText(c *Cap) string {
 func plans(s series, p *Pool, training bool) *Plans {
 	out := &Plans{TrainingRunning: training, List: []Plan{}}
 	for _, m := range s["spark_plan_required_bytes"] {
-		pl := Plan{Name: label(m, "plan"), RequiredBytes: int64(value(m))}
-		switch {
-		case p == nil:
+		required := value(m)
+		pl := Plan{Name: label(m, "plan"), RequiredBytes: saturated(required)}
+		if p == nil {
 			pl.Text = "The pool is not known."
-		case pl.RequiredBytes <= p.HeadroomBytes:
-			pl.State = "fits"
+			out.List = append(out.List, pl)
+			continue
+		}
+		fit := judge.FitOf(required, float64(p.HeadroomBytes), float64(p.HeadroomAfterFlushBytes))
+		pl.State = string(fit)
+		switch fit {
+		case judge.Fits:
 			pl.Text = fmt.Sprintf("Fits now: needs %s at its peak, %s of headroom.", Bytes(pl.RequiredBytes), Bytes(p.HeadroomBytes))
-		case pl.RequiredBytes <= p.HeadroomAfterFlushBytes:
-			pl.State = "fits_after_flush"
+		case judge.FitsAfterFlush:
 			pl.Text = fmt.Sprintf("Fits after a flush: needs %s at its peak, %s of headroom after a flush.", Bytes(pl.RequiredBytes), Bytes(p.HeadroomAfterFlushBytes))
 		default:
-			pl.State = "wont_fit"
-			pl.Text = fmt.Sprintf("Will not fit: needs %s at its peak, %s more than the headroom after a flush.", Bytes(pl.RequiredBytes), Bytes(pl.RequiredBytes-p.HeadroomAfterFlushBytes))
+			pl.Text = fmt.Sprintf("Will not fit: needs %s at its peak, %s more than the headroom after a flush.", Bytes(pl.RequiredBytes), Bytes(saturated(required-float64(p.HeadroomAfterFlushBytes))))
 		}
 		if training && pl.State != "fits" && pl.State != "" {
 			pl.Text += " A training job runs now; it may be this run."
@@ -366,7 +375,7 @@ func gpus(s series, th *ThermalInput, now time.Time) []GPU {
 	return out
 }
 
-func thermalOf(st thermal.GPUState, cfg thermal.Config, now time.Time) *Thermal {
+func thermalOf(st thermal.GPUState, cfg judge.ThermalConfig, now time.Time) *Thermal {
 	v := st.Verdict
 	t := &Thermal{
 		State:            string(v.State),
@@ -377,14 +386,14 @@ func thermalOf(st thermal.GPUState, cfg thermal.Config, now time.Time) *Thermal 
 		Window:           window(st.Window, cfg, now),
 	}
 	switch v.State {
-	case thermal.Collecting:
+	case judge.Collecting:
 		t.Text = fmt.Sprintf("Collecting: the samples cover %s of the %s window; the verdict waits for a whole one.",
 			Duration(v.Span), Duration(cfg.Window))
-	case thermal.Normal:
+	case judge.Normal:
 		t.Text = "Normal: not throttling."
-	case thermal.Watching:
+	case judge.Watching:
 		t.Text = "Watching: the temperature is rising while power is not flat below the rating, as in a warm-up. Not throttling yet."
-	case thermal.Throttled:
+	case judge.Throttled:
 		t.Text = "Throttling: the GPU is slowing itself down because of heat; expect slower steps."
 	}
 	return t
@@ -392,7 +401,7 @@ func thermalOf(st thermal.GPUState, cfg thermal.Config, now time.Time) *Thermal 
 
 // evidence is the verdict's parts in words, with their figures against the
 // thresholds.
-func evidence(v thermal.Verdict, cfg thermal.Config) []string {
+func evidence(v judge.ThermalVerdict, cfg judge.ThermalConfig) []string {
 	out := []string{}
 	if v.ThermalSlowdown {
 		out = append(out, fmt.Sprintf("NVML reports a thermal slowdown, for %s now.", Duration(v.SlowdownFor)))
@@ -438,11 +447,11 @@ func evidence(v thermal.Verdict, cfg thermal.Config) []string {
 }
 
 // window is the samples of the latest window, thinned to MaxPoints.
-func window(samples []thermal.Sample, cfg thermal.Config, now time.Time) Window {
+func window(samples []judge.ThermalSample, cfg judge.ThermalConfig, now time.Time) Window {
 	w := Window{Seconds: cfg.Window.Seconds(), IntervalSeconds: cfg.Interval.Seconds(),
-		NominalWatts: cfg.NominalPower, PlateauWatts: PlateauWatts, Samples: []Point{}}
+		NominalWatts: cfg.NominalPower, PlateauWatts: judge.PlateauWatts, Samples: []Point{}}
 	from := now.Add(-cfg.Window)
-	var in []thermal.Sample
+	var in []judge.ThermalSample
 	for _, s := range samples {
 		if !s.Time.Before(from) && !s.Time.After(now) {
 			in = append(in, s)

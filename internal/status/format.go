@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/spark-exporter/spark_exporter/internal/units"
 )
 
 // The figures in words, as the page shows them. page.js formats the same
@@ -12,7 +14,7 @@ import (
 // Bytes is a size in GiB with one decimal, as free -g counts (negative
 // headroom keeps its sign).
 func Bytes(b int64) string {
-	return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
+	return units.FormatGiB(float64(b))
 }
 
 // Percent is a 0–1 ratio as a whole percentage.

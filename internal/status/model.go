@@ -154,7 +154,7 @@ type Workload struct {
 	// Cap is the memory share the program was started with; nil when
 	// it has none (uncapped).
 	Cap *Cap `json:"cap"`
-	// Heavy: an inference server with no cap or a cap above HeavyCap.
+	// Heavy: an inference server with no cap or a cap above judge.HeavyCapRatio.
 	Heavy bool `json:"heavy"`
 }
 

@@ -4,13 +4,17 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/spark-exporter/spark_exporter/internal/safetext"
 )
 
 // Report writes the model as a short text report for a terminal: the
 // verdicts in words and the figures behind them, as the page shows them.
 func Report(w io.Writer, m Model) error {
 	var b strings.Builder
-	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	// The model's strings come from a server: stripped of what would act
+	// on the terminal, and of newlines that would start a line of their own.
+	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", safetext.Args(args)...) }
 	version := ""
 	if m.Exporter.Version != "" {
 		version = " (spark_exporter " + m.Exporter.Version + ")"
@@ -79,6 +83,6 @@ func Report(w io.Writer, m Model) error {
 		health = "failing collectors: " + strings.Join(failing, ", ")
 	}
 	line("Exporter %s; %s", strings.TrimSuffix(m.NVML.Text, "."), health)
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, safetext.StripText(b.String()))
 	return err
 }

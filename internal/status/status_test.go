@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/testing/jsonschema"
 	"github.com/spark-exporter/spark_exporter/internal/thermal"
 )
@@ -128,6 +129,17 @@ func TestVerdicts(t *testing.T) {
 			}
 			return ""
 		}},
+		// A need beyond int64 (issue: 6.3e20 bytes wrapped to MinInt64 and
+		// read "Fits now") is judged as the float the exposition gives.
+		{"impossible plan", []string{
+			`spark_plan_required_bytes{plan="gemma-2-27b-lora"} 1.08e+11`, `spark_plan_required_bytes{plan="gemma-2-27b-lora"} 6.3e+20`}, func(m Model) string {
+			for _, pl := range m.Plans.List {
+				if pl.Name == "gemma-2-27b-lora" && (pl.State != "wont_fit" || pl.RequiredBytes <= 0 || !strings.Contains(pl.Text, "Will not fit")) {
+					return pl.State + ": " + pl.Text
+				}
+			}
+			return ""
+		}},
 		{"pool collector failing", []string{`spark_scrape_collector_success{collector="pool"} 1`, `spark_scrape_collector_success{collector="pool"} 0`}, func(m Model) string {
 			if m.Pool != nil {
 				return "a pool from a failed collector"
@@ -147,11 +159,11 @@ func TestVerdicts(t *testing.T) {
 // gets at most MaxPoints of them, the latest among them, and only the
 // window's.
 func TestWindowThinned(t *testing.T) {
-	cfg := thermal.DefaultConfig()
+	cfg := judge.DefaultThermalConfig()
 	cfg.Interval = time.Second
-	var samples []thermal.Sample
+	var samples []judge.ThermalSample
 	for i := 1200; i >= 0; i-- {
-		samples = append(samples, thermal.Sample{Time: now.Add(-time.Duration(i) * time.Second), Temperature: float64(i), Power: 100})
+		samples = append(samples, judge.ThermalSample{Time: now.Add(-time.Duration(i) * time.Second), Temperature: float64(i), Power: 100})
 	}
 	w := window(samples, cfg, now)
 	if n := len(w.Samples); n > MaxPoints || n < MaxPoints/2 {
@@ -239,11 +251,11 @@ func TestSourceSharesOneGather(t *testing.T) {
 func TestHandler(t *testing.T) {
 	g := &gatherer{fams: families(t, sparkMetrics(t)), release: make(chan struct{})}
 	close(g.release)
-	cfg := thermal.DefaultConfig()
-	v := thermal.Verdict{State: thermal.Throttled, ThermalSlowdown: true, SlowdownFor: time.Minute,
-		Stats: &thermal.Stats{PowerMean: 99, PowerMax: 100, PowerSpread: 2, TemperatureMean: 90}}
+	cfg := judge.DefaultThermalConfig()
+	v := judge.ThermalVerdict{State: judge.Throttled, ThermalSlowdown: true, SlowdownFor: time.Minute,
+		Stats: &judge.ThermalStats{PowerMean: 99, PowerMax: 100, PowerSpread: 2, TemperatureMean: 90}}
 	clock := 1.8e9
-	snap := thermal.Snapshot{GPUs: []thermal.GPUState{{Index: 0, Verdict: v, Window: []thermal.Sample{
+	snap := thermal.Snapshot{GPUs: []thermal.GPUState{{Index: 0, Verdict: v, Window: []judge.ThermalSample{
 		{Time: now.Add(-10 * time.Second), Temperature: 89, Power: 99, SMClock: &clock},
 		{Time: now, Temperature: 90, Power: 100, SMClock: &clock},
 	}}}}
@@ -317,9 +329,9 @@ func TestHandler(t *testing.T) {
 // slowdown counters growing. The evidence says so, and tells the power
 // cap's counter (the platform cap) apart from throttling.
 func TestEvidenceOfTheCounters(t *testing.T) {
-	v := thermal.Verdict{State: thermal.Throttled, CounterSlowdown: true, HasCounters: true, SlowdownSeconds: 12,
+	v := judge.ThermalVerdict{State: judge.Throttled, CounterSlowdown: true, HasCounters: true, SlowdownSeconds: 12,
 		HasPowerCap: true, PowerCapSeconds: 300}
-	got := strings.Join(evidence(v, thermal.DefaultConfig()), "\n")
+	got := strings.Join(evidence(v, judge.DefaultThermalConfig()), "\n")
 	for _, want := range []string{"thermal slowdown counters are growing (12s of slowdown", "SW power cap held the clocks for 5m", "not throttling"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("evidence lacks %q:\n%s", want, got)

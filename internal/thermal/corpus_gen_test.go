@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/thermallog"
 )
 
@@ -67,8 +68,8 @@ const (
 	idleUtil  = 0.0
 	gpuIdle   = 0x1
 	swPowCap  = 0x4
-	swThermal = ReasonSWThermalSlowdown
-	hwThermal = ReasonHWThermalSlowdown
+	swThermal = judge.ReasonSWThermalSlowdown
+	hwThermal = judge.ReasonHWThermalSlowdown
 )
 
 func minutes(m float64) time.Duration { return time.Duration(m * float64(time.Minute)) }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/thermallog"
 )
 
@@ -26,11 +27,11 @@ type expectation struct {
 	throttled bool
 	onset     time.Duration
 	episodes  int
-	states    map[time.Duration]State
+	states    map[time.Duration]judge.ThermalState
 }
 
 func parseExpectation(comments []string) (expectation, error) {
-	e := expectation{states: map[time.Duration]State{}, episodes: -1}
+	e := expectation{states: map[time.Duration]judge.ThermalState{}, episodes: -1}
 	var sawExpect bool
 	for _, c := range comments {
 		key, value, ok := strings.Cut(c, ":")
@@ -58,7 +59,7 @@ func parseExpectation(comments []string) (expectation, error) {
 		case strings.HasPrefix(key, "state "):
 			var at time.Duration
 			at, err = time.ParseDuration(strings.TrimPrefix(key, "state "))
-			e.states[at] = State(value)
+			e.states[at] = judge.ThermalState(value)
 		}
 		if err != nil {
 			return e, err
@@ -80,7 +81,7 @@ func parseExpectation(comments []string) (expectation, error) {
 // step is one Step of the replay.
 type step struct {
 	at    time.Duration // since the trace's first row
-	state State
+	state judge.ThermalState
 	tr    Transition
 }
 
@@ -96,17 +97,17 @@ type replayResult struct {
 
 // replay feeds a trace to a Monitor as the collector would: one Step per
 // row, and one empty Step per sampling time with no row (NVML silent).
-func replay(rows []thermallog.Row, cfg Config) replayResult {
+func replay(rows []thermallog.Row, cfg judge.ThermalConfig) replayResult {
 	m := NewMonitor(cfg)
 	res := replayResult{firstThrottled: -1}
 	start := rows[0].Time
 	var entered time.Duration
-	record := func(now time.Time, s *Sample) {
+	record := func(now time.Time, s *judge.ThermalSample) {
 		tr := m.Step(now, s)
 		at := now.Sub(start)
 		state := m.Verdict().State
 		res.steps = append(res.steps, step{at, state, tr})
-		if state == Throttled && res.firstThrottled < 0 {
+		if state == judge.Throttled && res.firstThrottled < 0 {
 			res.firstThrottled = at
 		}
 		if tr.Entered {
@@ -127,7 +128,7 @@ func replay(rows []thermallog.Row, cfg Config) replayResult {
 		prev = r.Time
 	}
 	last := res.steps[len(res.steps)-1]
-	if last.state == Throttled {
+	if last.state == judge.Throttled {
 		res.episodeTime += last.at - entered
 	}
 	res.episodes = m.Episodes()
@@ -138,16 +139,16 @@ func replay(rows []thermallog.Row, cfg Config) replayResult {
 
 // rowSample is the sample a row gives, nil when temperature or power is
 // missing (as the collector does with a reading).
-func rowSample(r thermallog.Row) *Sample {
+func rowSample(r thermallog.Row) *judge.ThermalSample {
 	if r.Temperature == nil || r.Power == nil {
 		return nil
 	}
-	return &Sample{Time: r.Time, Temperature: *r.Temperature, Power: *r.Power,
+	return &judge.ThermalSample{Time: r.Time, Temperature: *r.Temperature, Power: *r.Power,
 		SMClock: r.SMClock, Utilization: r.Utilization, Reasons: r.Reasons}
 }
 
 // stateAt is the state of the last step at or before at.
-func (r replayResult) stateAt(at time.Duration) (State, bool) {
+func (r replayResult) stateAt(at time.Duration) (judge.ThermalState, bool) {
 	i := sort.Search(len(r.steps), func(i int) bool { return r.steps[i].at > at })
 	if i == 0 {
 		return "", false
@@ -184,7 +185,7 @@ func TestCorpus(t *testing.T) {
 			t.Errorf("%s: expectations: %v", name, err)
 			continue
 		}
-		cfg := DefaultConfig()
+		cfg := judge.DefaultThermalConfig()
 		cfg.Interval = want.interval
 		res := replay(tr.Rows, cfg)
 		target := cfg.Window + 2*cfg.Interval
@@ -232,5 +233,5 @@ func TestCorpus(t *testing.T) {
 	}
 	t.Logf("thermal corpus report (window %v, 5s traces unless noted):\n%s\n"+
 		"throttling traces detected: %d of %d, worst delay after onset %v; false throttled on non-throttling traces: %d",
-		DefaultConfig().Window, strings.Join(report, "\n"), detected, throttling, worstDelay, falsePositives)
+		judge.DefaultThermalConfig().Window, strings.Join(report, "\n"), detected, throttling, worstDelay, falsePositives)
 }

@@ -1,15 +1,19 @@
 package thermal
 
-import "time"
+import (
+	"time"
+
+	"github.com/spark-exporter/spark_exporter/internal/judge"
+)
 
 // Monitor follows one GPU: its window of samples, the latest verdict, and
 // the throttle episodes so far. The sampler calls Step once per interval;
 // time only moves when Step is told it does.
 type Monitor struct {
-	cfg     Config
+	cfg     judge.ThermalConfig
 	window  *Window
-	samples []Sample // the window as the latest Step analysed it
-	verdict Verdict
+	samples []judge.ThermalSample // the window as the latest Step analysed it
+	verdict judge.ThermalVerdict
 	stepped bool
 	last    time.Time // time of the previous Step
 
@@ -20,8 +24,8 @@ type Monitor struct {
 
 // NewMonitor starts a GPU's monitor with a configuration that has passed
 // Validate.
-func NewMonitor(cfg Config) *Monitor {
-	return &Monitor{cfg: cfg, window: NewWindow(cfg.Capacity()), verdict: Verdict{State: Collecting}}
+func NewMonitor(cfg judge.ThermalConfig) *Monitor {
+	return &Monitor{cfg: cfg, window: NewWindow(cfg.Capacity()), verdict: judge.ThermalVerdict{State: judge.Collecting}}
 }
 
 // Transition says what a Step changed.
@@ -37,29 +41,29 @@ type Transition struct {
 
 // Step adds s (nil when no reading came this time) and judges the window
 // at now.
-func (m *Monitor) Step(now time.Time, s *Sample) Transition {
+func (m *Monitor) Step(now time.Time, s *judge.ThermalSample) Transition {
 	var tr Transition
 	if s != nil {
 		tr.Refused = m.window.Add(*s) != nil
 	}
 	was := m.verdict.State
-	if m.stepped && was == Throttled {
+	if m.stepped && was == judge.Throttled {
 		// The state held from the previous step until now. A long stall
 		// of the sampler itself counts for at most a gap: nobody saw
 		// what happened meanwhile.
 		m.throttled += min(now.Sub(m.last), m.cfg.MaxGap())
 	}
 	m.samples = m.window.Samples()
-	m.verdict = Analyze(m.samples, now, was, m.cfg)
+	m.verdict = judge.AnalyzeThermal(m.samples, now, was, m.cfg)
 	m.stepped = true
 	m.last = now
 
 	switch is := m.verdict.State; {
-	case is == Throttled && was != Throttled:
+	case is == judge.Throttled && was != judge.Throttled:
 		m.episodes++
 		m.episodeStart = now
 		tr.Entered = true
-	case is != Throttled && was == Throttled:
+	case is != judge.Throttled && was == judge.Throttled:
 		tr.Left = true
 		tr.Episode = now.Sub(m.episodeStart)
 	}
@@ -67,12 +71,12 @@ func (m *Monitor) Step(now time.Time, s *Sample) Transition {
 }
 
 // Verdict is the verdict of the latest Step.
-func (m *Monitor) Verdict() Verdict { return m.verdict }
+func (m *Monitor) Verdict() judge.ThermalVerdict { return m.verdict }
 
 // Samples is the window's samples as the latest Step analysed them, oldest
 // first. Each Step makes a new slice and never changes an old one, so the
 // caller may keep it; it must not modify it.
-func (m *Monitor) Samples() []Sample { return m.samples }
+func (m *Monitor) Samples() []judge.ThermalSample { return m.samples }
 
 // Episodes is the number of entries into Throttled.
 func (m *Monitor) Episodes() int { return m.episodes }

@@ -3,12 +3,14 @@ package thermal
 import (
 	"testing"
 	"time"
+
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 )
 
 func TestWindowKeepsTheLatestInOrder(t *testing.T) {
 	w := NewWindow(3)
 	for i := range 5 {
-		if err := w.Add(Sample{Time: t0.Add(time.Duration(i) * time.Second), Temperature: float64(i)}); err != nil {
+		if err := w.Add(judge.ThermalSample{Time: t0.Add(time.Duration(i) * time.Second), Temperature: float64(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -21,10 +23,10 @@ func TestWindowKeepsTheLatestInOrder(t *testing.T) {
 			t.Errorf("sample %d is %v, want %d", i, s.Temperature, i+2)
 		}
 	}
-	if err := w.Add(Sample{Time: t0.Add(4 * time.Second)}); err == nil {
+	if err := w.Add(judge.ThermalSample{Time: t0.Add(4 * time.Second)}); err == nil {
 		t.Error("a sample at the newest sample's time was accepted")
 	}
-	if err := w.Add(Sample{Time: t0}); err == nil {
+	if err := w.Add(judge.ThermalSample{Time: t0}); err == nil {
 		t.Error("a sample older than the newest was accepted")
 	}
 }
@@ -36,12 +38,12 @@ func TestMonitorEpisodes(t *testing.T) {
 	cfg := smallConfig()
 	m := NewMonitor(cfg)
 	at := func(i int) time.Time { return t0.Add(time.Duration(i) * 10 * time.Second) }
-	hot := func(i int) *Sample {
-		return &Sample{Time: at(i), Temperature: 90, Power: 100, Utilization: ptr(0.97)}
+	hot := func(i int) *judge.ThermalSample {
+		return &judge.ThermalSample{Time: at(i), Temperature: 90, Power: 100, Utilization: ptr(0.97)}
 	}
 	var entered, left []int
 	var episode time.Duration
-	step := func(i int, s *Sample) {
+	step := func(i int, s *judge.ThermalSample) {
 		tr := m.Step(at(i), s)
 		if tr.Entered {
 			entered = append(entered, i)
@@ -54,7 +56,7 @@ func TestMonitorEpisodes(t *testing.T) {
 	for i := range 10 { // 0 s … 90 s
 		step(i, hot(i))
 	}
-	if m.Verdict().State != Throttled || m.Episodes() != 1 || len(entered) != 1 || entered[0] != 6 {
+	if m.Verdict().State != judge.Throttled || m.Episodes() != 1 || len(entered) != 1 || entered[0] != 6 {
 		t.Fatalf("after 90 s hot: state %s, episodes %d, entered at %v; want throttled once, at 60 s",
 			m.Verdict().State, m.Episodes(), entered)
 	}
@@ -62,7 +64,7 @@ func TestMonitorEpisodes(t *testing.T) {
 	if got := m.ThrottledTime(); got != 30*time.Second {
 		t.Errorf("throttled time %v, want 30s", got)
 	}
-	step(10, &Sample{Time: at(10), Temperature: 90, Power: 5, Utilization: ptr(0.0)})
+	step(10, &judge.ThermalSample{Time: at(10), Temperature: 90, Power: 5, Utilization: ptr(0.0)})
 	if len(left) != 1 || left[0] != 10 || episode != 40*time.Second {
 		t.Errorf("left at %v after an episode of %v; want at 100 s after 40s", left, episode)
 	}
@@ -81,27 +83,39 @@ func TestMonitorEpisodes(t *testing.T) {
 func TestMonitorCapsAStalledStep(t *testing.T) {
 	cfg := smallConfig()
 	m := NewMonitor(cfg)
-	s := Sample{Time: t0, Temperature: 70, Power: 100, Reasons: ptr(ReasonHWThermalSlowdown)}
+	s := judge.ThermalSample{Time: t0, Temperature: 70, Power: 100, Reasons: ptr(judge.ReasonHWThermalSlowdown)}
 	m.Step(t0, &s)
-	if m.Verdict().State != Throttled {
+	if m.Verdict().State != judge.Throttled {
 		t.Fatalf("state %s, want throttled", m.Verdict().State)
 	}
 	tr := m.Step(t0.Add(time.Hour), nil)
 	if got := m.ThrottledTime(); got != cfg.MaxGap() {
 		t.Errorf("throttled time after a one-hour stall: %v, want %v", got, cfg.MaxGap())
 	}
-	if !tr.Left || m.Verdict().State != Collecting {
+	if !tr.Left || m.Verdict().State != judge.Collecting {
 		t.Errorf("after the stall: left %v, state %s; want left, collecting", tr.Left, m.Verdict().State)
 	}
 }
 
 func TestMonitorRefusesTimeGoingBack(t *testing.T) {
 	m := NewMonitor(smallConfig())
-	m.Step(t0, &Sample{Time: t0, Temperature: 40, Power: 4})
-	if tr := m.Step(t0.Add(10*time.Second), &Sample{Time: t0.Add(-time.Second), Temperature: 40, Power: 4}); !tr.Refused {
+	m.Step(t0, &judge.ThermalSample{Time: t0, Temperature: 40, Power: 4})
+	if tr := m.Step(t0.Add(10*time.Second), &judge.ThermalSample{Time: t0.Add(-time.Second), Temperature: 40, Power: 4}); !tr.Refused {
 		t.Error("an older sample was not refused")
 	}
 	if m.Verdict().Samples != 1 {
 		t.Errorf("%d samples analysed, want 1", m.Verdict().Samples)
 	}
+}
+
+var t0 = time.Date(2025, 11, 24, 14, 0, 0, 0, time.UTC)
+
+func ptr[T any](v T) *T { return &v }
+
+// A small window keeps the tests short: one minute of 10 s samples.
+func smallConfig() judge.ThermalConfig {
+	cfg := judge.DefaultThermalConfig()
+	cfg.Window = time.Minute
+	cfg.Interval = 10 * time.Second
+	return cfg
 }

@@ -13,10 +13,8 @@
 package thermallog
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"regexp"
 	"strconv"
@@ -46,6 +44,18 @@ type Row struct {
 	// has held the clocks down for it since the driver loaded. Nil when
 	// the log has none.
 	EventSeconds map[string]float64
+	// Name is the GPU's name (nvidia-smi's name column), "" where the log
+	// has none.
+	Name string
+	// PowerLimit is the power limit in W (power.limit or
+	// enforced.power.limit), where the log has it.
+	PowerLimit *float64
+	// Line is the row's line in the log, from 1 (0 for a row not read
+	// from a log).
+	Line int
+
+	key   string // uuid or pci.bus_id: tells GPUs apart without an index
+	local bool   // the timestamp had no offset (while parsing)
 }
 
 // Format renders the row's timestamp, temperature and power as nvidia-smi
@@ -68,6 +78,45 @@ type Trace struct {
 	Rows     []Row
 	Comments []string
 	Skipped  []LineError
+	// Format is how the log was written: FormatCSV (nvidia-smi
+	// --query-gpu with its header), FormatHeaderless (the guide's three
+	// columns) or FormatDmon (nvidia-smi dmon).
+	Format string
+	// Columns are the quantities the log's columns give, by their
+	// nvidia-smi --query-gpu names (timestamp, temperature.gpu,
+	// power.draw, …), whatever the log called them.
+	Columns []string
+	// Repeated counts the rows of a local-time log read at the later of
+	// two offsets: the hour a fall-back to standard time repeats.
+	Repeated int
+	// Relative is set when the log has no timestamps and its rows were
+	// timed by Options.Interval from the Unix epoch: the caller places
+	// them (Shift).
+	Relative bool
+}
+
+// The formats of a log.
+const (
+	FormatCSV        = "nvidia-smi --query-gpu CSV"
+	FormatHeaderless = "headerless CSV (timestamp, temperature.gpu, power.draw)"
+	FormatDmon       = "nvidia-smi dmon"
+)
+
+// Has reports whether the log has a column giving the named quantity.
+func (t Trace) Has(column string) bool {
+	for _, c := range t.Columns {
+		if c == column {
+			return true
+		}
+	}
+	return false
+}
+
+// Shift moves every row's time by d.
+func (t Trace) Shift(d time.Duration) {
+	for i := range t.Rows {
+		t.Rows[i].Time = t.Rows[i].Time.Add(d)
+	}
 }
 
 // LineError is a malformed line, by its number (from 1).
@@ -106,16 +155,23 @@ var Reasons = map[string]uint64{
 }
 
 var columns = map[string]column{
-	"timestamp":       parseTime,
+	// The timestamp is read by the parser itself, in the log's zone.
+	"timestamp":       func(*Row, string) error { return nil },
 	"index":           parseIndex,
-	"temperature.gpu": number(func(r *Row, v float64) { r.Temperature = &v }, "", -273, 1000),
-	"power.draw":      number(func(r *Row, v float64) { r.Power = &v }, "W", 0, 1e5),
+	"temperature.gpu": number("temperature.gpu", "°C", func(r *Row, v float64) { r.Temperature = &v }, "", MinTemperature, MaxTemperature),
+	"power.draw":      number("power.draw", "W", func(r *Row, v float64) { r.Power = &v }, "W", 0, MaxPower),
 	// Newer drivers name the instantaneous reading apart from the
 	// one-second average that power.draw became.
-	"power.draw.instant":             number(func(r *Row, v float64) { r.Power = &v }, "W", 0, 1e5),
-	"utilization.gpu":                number(func(r *Row, v float64) { v /= 100; r.Utilization = &v }, "%", 0, 100),
-	"clocks.sm":                      number(func(r *Row, v float64) { v *= 1e6; r.SMClock = &v }, "MHz", 0, 1e6),
-	"clocks.current.sm":              number(func(r *Row, v float64) { v *= 1e6; r.SMClock = &v }, "MHz", 0, 1e6),
+	"power.draw.instant":             number("power.draw.instant", "W", func(r *Row, v float64) { r.Power = &v }, "W", 0, MaxPower),
+	"power.draw.average":             number("power.draw.average", "W", func(r *Row, v float64) { r.Power = &v }, "W", 0, MaxPower),
+	"power.limit":                    number("power.limit", "W", func(r *Row, v float64) { r.PowerLimit = &v }, "W", 0, MaxPower),
+	"enforced.power.limit":           number("enforced.power.limit", "W", func(r *Row, v float64) { r.PowerLimit = &v }, "W", 0, MaxPower),
+	"name":                           func(r *Row, v string) error { r.Name = v; return nil },
+	"uuid":                           func(r *Row, v string) error { r.key = v; return nil },
+	"pci.bus_id":                     func(r *Row, v string) error { r.key = v; return nil },
+	"utilization.gpu":                number("utilization.gpu", "%", func(r *Row, v float64) { v /= 100; r.Utilization = &v }, "%", 0, 100),
+	"clocks.sm":                      number("clocks.sm", "MHz", func(r *Row, v float64) { v *= 1e6; r.SMClock = &v }, "MHz", 0, 1e6),
+	"clocks.current.sm":              number("clocks.current.sm", "MHz", func(r *Row, v float64) { v *= 1e6; r.SMClock = &v }, "MHz", 0, 1e6),
 	"clocks_event_reasons.active":    parseReasons,
 	"clocks_throttle_reasons.active": parseReasons,
 }
@@ -154,107 +210,29 @@ func lookup(name string) column {
 	return nil
 }
 
-// The columns of a log without a header: the guide's thermal-sample.sh
-// and the exporter's --thermal.csv-file.
-var headerless = strings.Split(Header, ",")
-
-// Parse reads a log. Without a header line, the columns are the three of
-// Header; a header line may come again later (logs concatenated) and then
-// holds from there on. Columns it does not know are skipped. A malformed
-// line is skipped, never guessed at, and listed in Trace.Skipped; Parse
-// then returns the rows it could read with a MalformedError. Any other
-// error is the reader's.
-func Parse(r io.Reader) (Trace, error) {
-	var tr Trace
-	names := headerless
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 4096), 1<<20)
-	for line := 1; sc.Scan(); line++ {
-		text := strings.TrimSpace(sc.Text())
-		switch {
-		case text == "":
-			continue
-		case strings.HasPrefix(text, "#"):
-			tr.Comments = append(tr.Comments, strings.TrimSpace(text[1:]))
-			continue
-		}
-		fields := strings.Split(text, ",")
-		if h, ok := headerNames(fields); ok {
-			names = h
-			continue
-		}
-		row, err := parseRow(fields, names)
-		if err != nil {
-			tr.Skipped = append(tr.Skipped, LineError{line, err})
-			continue
-		}
-		tr.Rows = append(tr.Rows, row)
-	}
-	if err := sc.Err(); err != nil {
-		return tr, err
-	}
-	if len(tr.Skipped) > 0 {
-		return tr, MalformedError(tr.Skipped)
-	}
-	return tr, nil
-}
-
-func parseRow(fields, names []string) (Row, error) {
-	var row Row
-	if len(fields) != len(names) {
-		return row, fmt.Errorf("%d fields, the header has %d", len(fields), len(names))
-	}
-	for i, f := range fields {
-		parse := lookup(names[i])
-		if parse == nil {
-			continue
-		}
-		if err := parse(&row, strings.TrimSpace(f)); err != nil {
-			return row, fmt.Errorf("%s: %w", names[i], err)
-		}
-	}
-	if row.Time.IsZero() {
-		return row, errors.New("no timestamp")
-	}
-	return row, nil
-}
-
 // headerName is a column name as nvidia-smi's header prints it, with its
 // unit when --format has no nounits: `power.draw [W]`.
 var headerName = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_.]*)(?: \[[^\]]*\])?$`)
 
 // headerNames takes a header line (`timestamp, power.draw [W]`) to plain
 // names; ok is false for a line that is not a header: one whose fields are
-// not all names, or that names no column the reader knows.
+// not all names.
 func headerNames(fields []string) ([]string, bool) {
 	names := make([]string, len(fields))
-	known := false
 	for i, f := range fields {
 		m := headerName.FindStringSubmatch(strings.TrimSpace(f))
 		if m == nil {
 			return nil, false
 		}
 		names[i] = strings.ToLower(m[1])
-		known = known || lookup(names[i]) != nil
 	}
-	return names, known
+	return names, true
 }
 
 // notReported is how nvidia-smi prints a value it cannot give: [N/A],
 // [Not Supported], [Unknown Error], …
 func notReported(field string) bool {
-	return strings.HasPrefix(field, "[") && strings.HasSuffix(field, "]") || field == "N/A"
-}
-
-// parseTime takes nvidia-smi's timestamp, with or without its
-// milliseconds (Go reads a fraction after the seconds whatever the layout).
-func parseTime(r *Row, field string) error {
-	t, err := time.ParseInLocation(timeLayout[:len(timeLayout)-4], field, time.Local)
-	if err != nil {
-		return fmt.Errorf("not a timestamp like 2025/11/24 14:08:55.751")
-	}
-	r.Time = t
-	return nil
+	return strings.HasPrefix(field, "[") && strings.HasSuffix(field, "]") || field == "N/A" || field == "-"
 }
 
 func parseIndex(r *Row, field string) error {
@@ -267,8 +245,9 @@ func parseIndex(r *Row, field string) error {
 }
 
 // number parses a value with an optional unit suffix (`12.34 W`) within
-// [lo, hi] and stores it with set.
-func number(set func(*Row, float64), unit string, lo, hi float64) column {
+// [lo, hi] and stores it with set; name and shown (the unit as a person
+// reads it) are for the error.
+func number(name, shown string, set func(*Row, float64), unit string, lo, hi float64) column {
 	return func(r *Row, field string) error {
 		if notReported(field) {
 			return nil
@@ -278,7 +257,7 @@ func number(set func(*Row, float64), unit string, lo, hi float64) column {
 			return err
 		}
 		if v < lo || v > hi {
-			return fmt.Errorf("%g is out of range [%g, %g]", v, lo, hi)
+			return &implausible{name, v, shown, lo, hi}
 		}
 		set(r, v)
 		return nil

@@ -321,3 +321,83 @@ func TestWriterRefusesANamedPipe(t *testing.T) {
 		t.Errorf("a pipe with a reader: %v, want a refusal", err)
 	}
 }
+
+// The reader with what a log may not say itself (its zone, the interval of
+// a log without timestamps), on nvidia-smi dmon, ISO 8601, epoch seconds
+// and local times around a fall-back: no panic; every row timed, inside
+// the plausible ranges; a log without timestamps is timed from the epoch.
+func FuzzParseOptions(f *testing.F) {
+	f.Add("#Date       Time        gpu    pwr  gtemp  mtemp     sm    mem   mclk   pclk\n 20240212   14:31:06      0     69     41      -      0      0   6001   1410\n")
+	f.Add("# gpu   pwr gtemp mtemp    sm   mem   enc   dec  mclk  pclk\n# Idx     W     C     C     %     %     %     %   MHz   MHz\n    0    70    48     -     5     1     0     0  7000  1350\n    1    68    48     -    11     1     0     0  7000  1350\n")
+	f.Add("timestamp, name, index, temperature.gpu, power.draw [W], power.limit [W]\n2025-11-24T14:08:55+01:00, NVIDIA GB10, 0, 38, 12.34 W, [N/A]\n1732457335.5, NVIDIA GB10, 0, 39, 12.5 W, [N/A]\n")
+	f.Add("2025/10/26 02:59:55.000, 70, 98 W\n2025/10/26 02:00:00.000, 70, 98 W\n2025/10/26 02:00:05.000, 71, 98 W\n")
+	f.Add("uuid, temperature.gpu, power.draw\nGPU-1, 50, 100\nGPU-2, 51, 101\n")
+	f.Add("hello, world\n")
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		berlin = time.UTC
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		tr, err := ParseOptions(strings.NewReader(in), Options{Location: berlin, Interval: time.Second})
+		var malformed MalformedError
+		if err != nil && !errors.As(err, &malformed) {
+			var format *FormatError
+			if !errors.As(err, &format) {
+				t.Fatalf("an error of neither kind: %v", err)
+			}
+			return
+		}
+		for _, r := range tr.Rows {
+			switch {
+			case r.Time.IsZero():
+				t.Fatal("a row without a time")
+			case tr.Relative && r.Time.Before(time.Unix(0, 0)):
+				t.Fatalf("a row timed before the epoch: %v", r.Time)
+			case r.Temperature != nil && (*r.Temperature < MinTemperature || *r.Temperature > MaxTemperature):
+				t.Fatalf("temperature %v out of range", *r.Temperature)
+			case r.Power != nil && (*r.Power < 0 || *r.Power > MaxPower):
+				t.Fatalf("power %v out of range", *r.Power)
+			case r.Line < 1:
+				t.Fatalf("row without its line: %+v", r)
+			}
+		}
+	})
+}
+
+// A log without a header is the guide's three columns only when its values
+// can be: a clock of 890 where the temperature goes, a clock in MHz or a
+// share in % refuse the whole log, naming the column, never "peak 890 °C".
+func TestHeaderlessColumnsAreChecked(t *testing.T) {
+	for in, want := range map[string]string{
+		"2026/08/30 13:52:29.943, 890, 96\n":          "line 1: temperature.gpu: 890 °C is out of range",
+		"2026/08/30 13:52:29.943, 890 MHz, 96 %\n":    `line 1: temperature.gpu reads "890 MHz"`,
+		"2026/08/30 13:52:29.943, 45, 2400\n":         "line 1: power.draw: 2400 W is out of range",
+		"2026/08/30 13:52:29.943, 45, 40 %\n":         `line 1: power.draw reads "40 %"`,
+		"2026/08/30 13:52:29.943, 45, 2400, 1, 2\n":   "line 1: no header line, and 5 fields",
+		"gpu_id, clock_mhz, util\n0, 2400, 96\n":      "line 1: a header naming no column the report reads (found gpu_id, clock_mhz, util",
+		"# gpu pwr gtemp sm\n0 100 50 90\n":           "nvidia-smi dmon without -o DT prints no timestamps",
+		"index, temperature.gpu, power.draw\n0,1,2\n": "the header names no timestamp column",
+	} {
+		_, err := Parse(strings.NewReader(in))
+		var format *FormatError
+		if !errors.As(err, &format) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v; want a FormatError saying %q", in, err, want)
+		}
+	}
+}
+
+// ISO 8601 with its offset, Unix seconds, and nvidia-smi's local time in
+// the zone given; the offsets are kept.
+func TestParseTimestamps(t *testing.T) {
+	tokyo := time.FixedZone("JST", 9*3600)
+	in := "2025-11-24T14:08:55+01:00, 38, 12 W\n1764000000.5, 38, 12 W\n2025/11/24 14:08:55.751, 38, 12 W\n2025-11-24 14:08:56, 38, 12 W\n"
+	tr, err := ParseOptions(strings.NewReader(in), Options{Location: tokyo})
+	if err != nil || len(tr.Rows) != 4 {
+		t.Fatalf("%d rows, %v", len(tr.Rows), err)
+	}
+	for i, want := range []string{"2025-11-24T14:08:55+01:00", "2025-11-25T01:00:00.5+09:00", "2025-11-24T14:08:55.751+09:00", "2025-11-24T14:08:56+09:00"} {
+		if got := tr.Rows[i].Time.Format(time.RFC3339Nano); got != want {
+			t.Errorf("row %d at %s, want %s", i+1, got, want)
+		}
+	}
+}

@@ -17,6 +17,12 @@ type stat struct {
 	StartTime uint64
 	// Comm is the command name, in the data parsed: valid while it is.
 	Comm []byte
+	// ArgStart and ArgEnd are where the command line lies in the
+	// process's memory: an exec makes a new stack, placed at random, so
+	// they change even when pid, start time and comm do not. The kernel
+	// shows them only to a reader that may ptrace the process (root, or
+	// its owner); to others, and before Linux 3.5, they are 0.
+	ArgStart, ArgEnd uint64
 }
 
 // The parsers below are hand-written rather than prometheus/procfs's: a scan
@@ -37,7 +43,7 @@ var (
 // bytes of it (proc_task_name), and no ')' in the fields after it, so the
 // search for that ')' stops 64 bytes past the '('. Every known process's
 // stat is parsed at every scrape: the fields are walked byte by byte, and
-// only ppid and starttime parsed.
+// only ppid, starttime, arg_start and arg_end parsed.
 func parseStat(data []byte) (stat, error) {
 	const maxComm = 64
 	l := bytes.IndexByte(data, '(')
@@ -47,9 +53,10 @@ func parseStat(data []byte) (stat, error) {
 	}
 	s := stat{Comm: data[l+1 : r]}
 	// Fields after comm, counted from 0: state (0), ppid (1), …,
-	// starttime (19), as in proc(5) where they are fields 3, 4 and 22.
+	// starttime (19), arg_start (45), arg_end (46), as in proc(5) where
+	// they are fields 3, 4, 22, 48 and 49.
 	i := r + 1
-	for field := 0; field <= 19; field++ {
+	for field := 0; field <= 46; field++ {
 		for i < len(data) && data[i] == ' ' {
 			i++
 		}
@@ -58,6 +65,9 @@ func parseStat(data []byte) (stat, error) {
 			i++
 		}
 		if i == start {
+			if field > 19 {
+				break // a kernel before 3.5: no arg_start
+			}
 			return stat{}, errStatShort
 		}
 		value := data[start:i]
@@ -71,12 +81,33 @@ func parseStat(data []byte) (stat, error) {
 			s.PPID = int(ppid)
 		case 19:
 			s.StartTime, err = strconv.ParseUint(string(value), 10, 64)
+		case 45:
+			s.ArgStart, err = parseAddress(value)
+		case 46:
+			s.ArgEnd, err = parseAddress(value)
 		}
 		if err != nil {
 			return stat{}, errStatBadField
 		}
 	}
 	return s, nil
+}
+
+// parseAddress parses an address field of stat, a decimal of at most 20
+// digits, without the string strconv would be given.
+func parseAddress(value []byte) (uint64, error) {
+	if len(value) > 20 {
+		return 0, errStatBadField
+	}
+	var n uint64
+	for _, c := range value {
+		d := uint64(c - '0')
+		if d > 9 || n > (math.MaxUint64-d)/10 {
+			return 0, errStatBadField
+		}
+		n = n*10 + d
+	}
+	return n, nil
 }
 
 // parseVmRSS reads VmRSS from /proc/PID/status, in bytes. Kernel threads and

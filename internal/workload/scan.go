@@ -67,9 +67,16 @@ type procFiles interface {
 }
 
 // Scanner finds workloads in a /proc tree. It remembers each process it has
-// classified by pid and start time, so that a command line is read once in a
-// process's life rather than on every scrape, and forgets processes once
-// they exit. It is safe for concurrent use; scans run one at a time.
+// classified by pid and start time, so that a command line is parsed and
+// classified once in a process's life rather than on every scrape, and
+// forgets processes once they exit. A process that execs keeps its pid,
+// start time and, when the program file has the same name (python3 →
+// python3 -m vllm serve), its comm; its stat's arg_start and arg_end, where
+// the kernel shows them (to root, or the process's owner), change, and
+// cost nothing more to read. Where they are hidden, only the command line
+// tells: it is reread at every scan with the stats, kept open (one pread),
+// and compared by a hash. It is safe for concurrent use; scans run one at a
+// time.
 type Scanner struct {
 	proc     procFiles
 	patterns []Pattern
@@ -87,15 +94,30 @@ type Scanner struct {
 	// of members[i].
 	rereads, members []hostfs.Process
 	owners           []*Workload
+	// The processes whose command line the scan compares with the one
+	// classified, and their nodes' indexes.
+	checks     []hostfs.Process
+	checkNodes []int
+	// rechecks counts the processes this scan marked recheck.
+	rechecks int
 }
 
 // known is what is remembered of a process: never its command line.
 type known struct {
 	startTime uint64
 	// comm changes on exec and when a program renames itself: its command
-	// line may have changed too, so it is read again.
-	comm     string
+	// line may have changed too, so it is read again. So does where its
+	// command line lies (stat's arg_start and arg_end, 0 when hidden).
+	comm             string
+	argStart, argEnd uint64
+	// cmdline is the hash of the command line classified: one that
+	// differs is an exec under the same comm, or a program renaming
+	// itself, and is classified again.
+	cmdline  uint64
 	identity *Identity
+	// recheck: this scan found the process unchanged by its stat, and
+	// compares its command line.
+	recheck bool
 	// scan is the last scan that saw the process.
 	scan uint64
 	// reported: its problem, if any, has been handed out.
@@ -131,6 +153,7 @@ func (s *Scanner) Scan() (Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.scans++
+	s.rechecks = 0
 
 	var err error
 	s.entries, err = s.proc.List(s.entries[:0])
@@ -154,6 +177,12 @@ func (s *Scanner) Scan() (Result, error) {
 			// fails at once, naming the file, rather than waiting on
 			// each of its files in turn.
 			return err
+		}
+		if hostfs.OutOfDescriptors(err) {
+			// The exporter, not the process, is short: the scan has
+			// not seen what is there, and fails rather than count the
+			// process unreadable (and the workloads it hides gone).
+			return fmt.Errorf("reading processes: %w", hostfs.WithoutPath(err))
 		}
 		if err != nil {
 			res.Unreadable++
@@ -186,6 +215,10 @@ func (s *Scanner) Scan() (Result, error) {
 		s.buf = nil
 		return Result{}, err
 	}
+	if err := s.recheck(nodes); err != nil {
+		s.buf = nil
+		return Result{}, err
+	}
 	s.nodes = nodes
 	for pid, k := range s.known {
 		if k.scan != s.scans {
@@ -202,6 +235,63 @@ func (s *Scanner) Scan() (Result, error) {
 	// would have pinned as much.
 	s.buf = nil
 	return res, nil
+}
+
+// recheck rereads the command line of every process that its stat found
+// unchanged but whose stat hides arg_start (another user's, to a reader
+// that is not root), at once, and classifies again those whose command line is not
+// the one classified: an exec that kept the comm.
+func (s *Scanner) recheck(nodes []Node) error {
+	if s.rechecks == 0 {
+		// Every stat showed arg_start (the exporter runs as root).
+		return nil
+	}
+	s.rechecks = 0
+	checks, at := s.checks[:0], s.checkNodes[:0]
+	for i, n := range nodes {
+		if k := s.known[n.PID]; k.recheck {
+			checks = append(checks, hostfs.Process{PID: n.PID, Ino: k.ino})
+			at = append(at, i)
+		}
+	}
+	s.checks, s.checkNodes = checks, at
+	return s.proc.RereadAll(checks, "cmdline", func(i int, cmdline []byte, err error) error {
+		if hostfs.OutOfDescriptors(err) {
+			return fmt.Errorf("reading processes: %w", hostfs.WithoutPath(err))
+		}
+		// A process gone since its stat, or whose command line cannot be
+		// read now, keeps what it was classified as for this scan.
+		if err != nil || len(cmdline) == 0 {
+			return nil
+		}
+		pid := checks[i].PID
+		k := s.known[pid]
+		if h := hashCmdline(cmdline); h != k.cmdline {
+			k.cmdline, k.identity = h, s.classifyCmdline(cmdline, k.comm)
+			s.known[pid] = k
+			nodes[at[i]].Matched = k.identity != nil
+		}
+		return nil
+	})
+}
+
+// classifyCmdline is the identity of a command line, nil for none.
+func (s *Scanner) classifyCmdline(cmdline []byte, comm string) *Identity {
+	if id, ok := Classify(Command{Argv: splitCmdline(cmdline), Comm: comm}, s.patterns); ok {
+		return &id
+	}
+	return nil
+}
+
+// hashCmdline is FNV-1a, 64 bits, of a command line: to tell that it
+// changed, not to resist one made to collide.
+func hashCmdline(data []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, c := range data {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	return h
 }
 
 // group makes one workload of each matched process that has no matched
@@ -240,6 +330,9 @@ func (s *Scanner) group(nodes []Node, blind map[int]bool, res *Result) error {
 		if gone(err) {
 			// A process that has gone counts for nothing.
 			return nil
+		}
+		if hostfs.OutOfDescriptors(err) {
+			return fmt.Errorf("reading processes: %w", hostfs.WithoutPath(err))
 		}
 		var rss uint64
 		if err == nil {
@@ -301,10 +394,14 @@ func (s *Scanner) classify(e hostfs.Process, stat []byte, err error) (n Node, pr
 
 	// Comparing comm to the one remembered allocates nothing; only a new
 	// one is copied out of the buffer that the next read reuses.
-	if !seen || k.startTime != st.StartTime || k.comm != string(st.Comm) {
-		k = known{startTime: st.StartTime, comm: string(st.Comm)}
+	kernel := pid == 2 || st.PPID == 2
+	zombie := st.State == 'Z' || st.State == 'X'
+	changed := !seen || k.startTime != st.StartTime || k.comm != string(st.Comm) ||
+		k.argStart != st.ArgStart || k.argEnd != st.ArgEnd
+	if changed {
+		k = known{startTime: st.StartTime, comm: string(st.Comm), argStart: st.ArgStart, argEnd: st.ArgEnd}
 		// Kernel threads have no command line to read.
-		if pid != 2 && st.PPID != 2 {
+		if !kernel {
 			s.buf, err = s.proc.Read(pid, "cmdline", s.buf)
 			if gone(err) {
 				return Node{}, false, nil
@@ -312,13 +409,17 @@ func (s *Scanner) classify(e hostfs.Process, stat []byte, err error) (n Node, pr
 			if err != nil {
 				return n, true, err
 			}
-			if id, ok := Classify(Command{Argv: splitCmdline(s.buf), Comm: k.comm}, s.patterns); ok {
-				k.identity = &id
-			}
+			k.cmdline, k.identity = hashCmdline(s.buf), s.classifyCmdline(s.buf, k.comm)
 		}
 	}
+	// Without arg_start, the command line tells an exec; a zombie's is
+	// empty: there is nothing to compare.
+	k.recheck = !changed && !kernel && !zombie && st.ArgStart == 0
+	if k.recheck {
+		s.rechecks++
+	}
 	k.scan = s.scans
-	k.kernel, k.ino, k.ppid = pid == 2 || st.PPID == 2, e.Ino, st.PPID
+	k.kernel, k.ino, k.ppid = kernel, e.Ino, st.PPID
 	s.known[pid] = k
 	// A zombie has exited: it still links its children to the tree, but
 	// holds no memory and is no workload of its own.

@@ -1,10 +1,12 @@
 package workload
 
 import (
+	"errors"
 	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -56,6 +58,8 @@ func TestScanGroupsProgramsAndSumsTheirMemory(t *testing.T) {
 	}
 }
 
+// A command line is read once in a process's life, while its stat shows
+// where it lies (arg_start, arg_end: to root, as the tests run).
 func TestScanReadsACommandLineOnceInAProcessLife(t *testing.T) {
 	root := fakeproc.WriteTree(t, host(vllmServer, engineCore)...)
 	w := watch(root)
@@ -123,6 +127,44 @@ func TestScanReadsACommandLineOnceInAProcessLife(t *testing.T) {
 	}
 }
 
+// Issue 28, item 11: a process that execs a program of the same name
+// keeps its pid, start time and comm (python3 launcher.py →
+// execv(python3 -m vllm serve …)); the next scan sees the server, and the
+// reverse drops the classification, as a fresh scanner would.
+func TestScanExecUnderTheSameCommIsClassifiedAgain(t *testing.T) {
+	// hidden: stat hides arg_start and arg_end, as from a reader that is
+	// not root; the command line is then reread at every scan.
+	for _, hidden := range []bool{false, true} {
+		launcher := fakeproc.Process{PID: 2600, PPID: 1987, Comm: "python3", Start: 4900000, RSSKB: 1 << 20,
+			Argv: []string{"/usr/bin/python3", "launcher.py"}, HideMM: hidden}
+		root := fakeproc.WriteTree(t, host(launcher)...)
+		w := watch(root)
+		s := newScanner(fsFiles{w}, nil)
+		if res := scanOnce(t, s); len(res.Workloads) != 0 {
+			t.Fatalf("the launcher alone: %+v", res.Workloads)
+		}
+		w.readsOf("cmdline")
+		scanOnce(t, s)
+		if n, want := w.readsOf("cmdline"), map[bool]int{false: 0, true: 1}[hidden]; n != want {
+			t.Errorf("hidden %v: a scan with nothing changed read %d command lines, want %d", hidden, n, want)
+		}
+		server := launcher
+		server.Argv = []string{"/usr/bin/python3", "-m", "vllm.entrypoints.openai.api_server", "--model", "m"}
+		server.Write(t, root)
+		fresh := scanOnce(t, newScanner(fsFiles{watch(root)}, nil))
+		if len(fresh.Workloads) != 1 || fresh.Workloads[0].Kind != KindVLLM {
+			t.Fatalf("a fresh scanner after the exec: %+v, want the vLLM server", fresh.Workloads)
+		}
+		if res := scanOnce(t, s); !reflect.DeepEqual(res.Workloads, fresh.Workloads) {
+			t.Errorf("hidden %v: after the exec: %+v, want %+v as a fresh scanner sees", hidden, res.Workloads, fresh.Workloads)
+		}
+		launcher.Write(t, root)
+		if res := scanOnce(t, s); len(res.Workloads) != 0 {
+			t.Errorf("hidden %v: after the exec back to the launcher: %+v, want none", hidden, res.Workloads)
+		}
+	}
+}
+
 func TestScanCountsUnreadableEntries(t *testing.T) {
 	hidden := fakeproc.Process{PID: 2500, PPID: 1, Comm: "sshd", Start: 3000, Argv: []string{"sshd: spark [priv]"}, RSSKB: 9000}
 	secret := fakeproc.Process{PID: 2501, PPID: 1, Comm: "python3", Start: 3100, Argv: []string{"python3", "-m", "vllm.entrypoints.openai.api_server"}, RSSKB: 9000}
@@ -151,6 +193,31 @@ func TestScanCountsUnreadableEntries(t *testing.T) {
 	}
 	if len(res.Workloads) != 2 || res.Unreadable != 2 {
 		t.Errorf("got %+v, unreadable %d; want two servers, 2 unreadable", res.Workloads, res.Unreadable)
+	}
+}
+
+// Issue 28, item 1: the exporter out of descriptors (EMFILE, ENFILE) has
+// not seen the processes it could not open: the scan fails, whichever
+// file it was, rather than count them unreadable and the workloads they
+// are as gone.
+func TestScanOutOfDescriptorsFailsTheScan(t *testing.T) {
+	for _, file := range []string{"2101/stat", "2101/cmdline", "2140/status"} {
+		for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE} {
+			root := fakeproc.WriteTree(t, host(vllmServer, engineCore)...)
+			w := watch(root)
+			s := newScanner(fsFiles{w}, nil)
+			if file == "2140/status" {
+				scanOnce(t, s) // the engine core's status is read once it is a workload's
+			}
+			w.fail[file] = errno
+			res, err := s.Scan()
+			if !errors.Is(err, errno) {
+				t.Errorf("%s failing with %v: scan %+v, error %v; want the scan failed", file, errno, res, err)
+			}
+			if err != nil && strings.Contains(err.Error(), root) {
+				t.Errorf("the error names the tree: %v", err)
+			}
+		}
 	}
 }
 

@@ -19,9 +19,23 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
 
-// The whole run, stack start-up excepted, ends by this long after the
-// stack is ready: every wait below shares the one deadline.
-const runBudget = 2 * time.Minute
+// Every wait has a deadline of its own, derived from the scenario: the
+// moment its event is due — the start of a stimulus plus what the scenario
+// and the shortened rules make it take (a scenario minute, an alert's
+// `for:` and window) — stretched by dueSlack, plus dueAllowance for the
+// chain's fixed delays (scrapes, rule evaluation, Alertmanager's
+// group_wait, a busy 2-core machine). A wait fails once its own event is
+// overdue, not when an unrelated one has used up a shared budget.
+const (
+	dueSlack     = 3
+	dueAllowance = 30 * time.Second
+)
+
+// due is the deadline of a wait for an event expected within expected of
+// from.
+func due(from time.Time, expected time.Duration) time.Time {
+	return from.Add(dueSlack*expected + dueAllowance)
+}
 
 // One Prometheus and one Alertmanager serve every scenario at once; each
 // scenario is its own exporter on its own copy of a /proc tree, told apart
@@ -59,7 +73,6 @@ func TestEndToEnd(t *testing.T) {
 		{instance: "leak", procfs: leak, nvml: "gb10-idle"},
 	}
 	s := startStack(t, targets)
-	deadline := s.ready.Add(runBudget)
 	t.Logf("stack ready: Prometheus %s, Alertmanager %s, pager %s; configurations in %s (kept, with every log, if the run fails)",
 		s.prom.URL, s.am.URL, s.hooks.srv.URL, s.dir)
 
@@ -73,13 +86,14 @@ func TestEndToEnd(t *testing.T) {
 	// increase() extrapolates less far to the left and reads one kill as
 	// 1.5, "2" in the description, as a just-started Prometheus would.
 	window := s.window(t, "SparkOOMKill")
-	s.waitFor(t, deadline, fmt.Sprintf(`count_over_time(spark_pool_oom_kills_total{instance="oom"}[1h]) > %d`, int(window/scrapeInterval)+1),
+	s.waitFor(t, due(s.ready, window+2*scrapeInterval), fmt.Sprintf(`count_over_time(spark_pool_oom_kills_total{instance="oom"}[1h]) > %d`, int(window/scrapeInterval)+1),
 		"Prometheus to hold the OOM Spark's counter for %v", window)
 	bumpCounter(t, filepath.Join(oom, "vmstat"), "oom_kill")
+	killed := time.Now()
 
 	// The wedged Spark's stimulus: its exporter stops answering, as the
 	// exporter of a frozen host does.
-	s.waitFor(t, deadline, `count_over_time(spark_exporter_build_info{instance="wedged"}[1h]) >= 3`,
+	s.waitFor(t, due(s.ready, 3*scrapeInterval), `count_over_time(spark_exporter_build_info{instance="wedged"}[1h]) >= 3`,
 		"Prometheus to have scraped the wedged Spark a few times")
 	stopped := time.Now()
 	s.exporters["wedged"].Stop(t)
@@ -89,11 +103,11 @@ func TestEndToEnd(t *testing.T) {
 	// the free memory at any moment.
 	pool := startPoolSchedule(t, filepath.Join(leak, "meminfo"))
 
-	runbooks := s.runbooks(t, deadline, root)
+	runbooks := s.runbooks(t, due(s.ready, scrapeInterval), root)
 
 	paged := false
 	t.Run("OOMKill", func(t *testing.T) {
-		a := s.waitPage(t, deadline, map[string]string{
+		a := s.waitPage(t, due(killed, s.firesWithin("SparkOOMKill")), map[string]string{
 			"alertname": "SparkOOMKill", "instance": "oom", "job": "spark", "severity": "critical",
 		})
 		paged = true
@@ -104,7 +118,7 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	t.Run("HostSilent", func(t *testing.T) {
-		a := s.waitPage(t, deadline, map[string]string{
+		a := s.waitPage(t, due(stopped, s.firesWithin("SparkHostSilent")), map[string]string{
 			"alertname": "SparkHostSilent", "instance": "wedged", "job": "spark", "severity": "critical",
 		})
 		t.Logf("page seen %v after the exporter stopped (a 2-minute `for:` here %v)", time.Since(stopped).Round(100*time.Millisecond), 2*time.Minute/speedup)
@@ -119,7 +133,7 @@ func TestEndToEnd(t *testing.T) {
 		// Warm-up (power near its peak, temperature rising: watching, not
 		// throttling) until scenario minute 20, then temperature climbing
 		// under a flat ~100 W: the throttle signature, held 5 minutes.
-		a := s.waitPage(t, deadline, map[string]string{
+		a := s.waitPage(t, due(s.ready, 20*perScenarioMinute+s.firesWithin("SparkGPUThrottling")), map[string]string{
 			"alertname": "SparkGPUThrottling", "instance": "throttle", "job": "spark", "severity": "warning",
 			"gpu": "0", "signal": "throttle_signature",
 		})
@@ -148,14 +162,14 @@ func TestEndToEnd(t *testing.T) {
 		// clear (the stand-in's GB10 default): the counters are the only
 		// word from NVML. The thermal collector reads them as throttling,
 		// and so do the rules.
-		s.waitFor(t, deadline, `max_over_time(spark_thermal_state{instance="throttle",state="throttled"}[1h]) == 1`,
+		s.waitFor(t, due(s.ready, 35*perScenarioMinute+thermalWindow), `max_over_time(spark_thermal_state{instance="throttle",state="throttled"}[1h]) == 1`,
 			"spark_thermal_state{instance=throttle} to reach throttled")
 		if flags, err := s.query(`max_over_time(spark_gpu_clocks_event_active{instance="throttle",reason=~"sw_thermal_slowdown|hw_thermal_slowdown"}[1h]) > 0`); err != nil {
 			t.Fatal(err)
 		} else if len(flags) > 0 {
 			t.Errorf("a thermal slowdown flag was set; the scenario keeps them clear: %v", flags)
 		}
-		a := s.waitPage(t, deadline, map[string]string{
+		a := s.waitPage(t, due(s.ready, 35*perScenarioMinute+s.firesWithin("SparkGPUThrottling")), map[string]string{
 			"alertname": "SparkGPUThrottling", "instance": "throttle", "job": "spark", "severity": "warning",
 			"gpu": "0", "signal": "thermal_slowdown_counters",
 		})
@@ -179,7 +193,7 @@ func TestEndToEnd(t *testing.T) {
 
 	t.Run("GPUPowerStuckLow", func(t *testing.T) {
 		// The USB-PD capture: 96% busy at 5.8-19.5 W and 481-858 MHz.
-		a := s.waitPage(t, deadline, map[string]string{
+		a := s.waitPage(t, due(s.ready, s.firesWithin("SparkGPUPowerStuckLow")), map[string]string{
 			"alertname": "SparkGPUPowerStuckLow", "instance": "usbpd", "job": "spark", "severity": "warning", "gpu": "0",
 		})
 		runbooks.check(t, a, "sparkgpupowerstucklow")
@@ -194,7 +208,7 @@ func TestEndToEnd(t *testing.T) {
 		if settle := pool.loadFor + 2*s.forOf(t, "SparkPoolExhaustionImminent"); pool.leakStart.Sub(pool.loadStart) <= settle {
 			t.Fatalf("the pause after the load (%v) is not longer than the load and twice the alert's `for:` (%v)", pool.leakStart.Sub(pool.loadStart), settle)
 		}
-		testexporter.Eventually(t, remaining(deadline), func() bool { return time.Now().After(pool.leakStart.Add(2 * scrapeInterval)) },
+		testexporter.Eventually(t, remaining(due(pool.leakStart, 2*scrapeInterval)), func() bool { return time.Now().After(pool.leakStart.Add(2 * scrapeInterval)) },
 			"the model load and its pause to pass")
 		during := fmt.Sprintf(`max_over_time(ALERTS{alertname="SparkPoolExhaustionImminent",instance="leak",alertstate="firing"}[%ds] @ %d)`,
 			int(pool.leakStart.Sub(pool.start).Seconds())+2, pool.leakStart.Unix())
@@ -205,7 +219,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 		// The leak: half a GiB a (scenario) minute. The page must come
 		// while free memory is still above the reserve.
-		a := s.waitPage(t, deadline, map[string]string{
+		a := s.waitPage(t, due(pool.leakStart, s.firesWithin("SparkPoolExhaustionImminent")), map[string]string{
 			"alertname": "SparkPoolExhaustionImminent", "instance": "leak", "job": "spark", "severity": "warning",
 		})
 		free := pool.freeAt(time.Now())
@@ -220,7 +234,7 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	t.Run("MemoryEviction", func(t *testing.T) {
-		a := s.waitPage(t, deadline, map[string]string{
+		a := s.waitPage(t, due(s.ready, s.firesWithin("SparkMemoryEviction")), map[string]string{
 			"alertname": "SparkMemoryEviction", "instance": "eviction", "job": "spark", "severity": "warning",
 			"signal": "psi_full_stall",
 		})
@@ -244,7 +258,7 @@ func TestEndToEnd(t *testing.T) {
 			// longer than it (the rules' windows: 2 to 30 minutes, `for:`
 			// 2 to 15): Prometheus must have watched the Spark that long.
 			settle := 2*s.maxFor() + 5*scrapeInterval
-			s.waitFor(t, deadline, fmt.Sprintf(`count_over_time(up{instance=%q}[1h]) >= %d`, quiet, int(settle/scrapeInterval)),
+			s.waitFor(t, due(s.ready, settle), fmt.Sprintf(`count_over_time(up{instance=%q}[1h]) >= %d`, quiet, int(settle/scrapeInterval)),
 				"Prometheus to have watched the %s Spark for %v", quiet, settle)
 
 			if pending, err := s.query(fmt.Sprintf(`ALERTS{instance=%q, severity=~"warning|critical"}`, quiet)); err != nil {
@@ -272,7 +286,7 @@ func TestEndToEnd(t *testing.T) {
 		// Only sw_power_cap grows: the plateau note, from the counter,
 		// shown (nothing inhibits it) and routed to the quiet receiver.
 		var plateau alertState
-		testexporter.Eventually(t, remaining(deadline), func() bool {
+		testexporter.Eventually(t, remaining(due(s.ready, s.firesWithin("SparkGPUPowerPlateau"))), func() bool {
 			for _, a := range s.alerts(t) {
 				if a.Labels["alertname"] == "SparkGPUPowerPlateau" && a.Labels["instance"] == "sustained" {
 					plateau = a
@@ -293,7 +307,7 @@ func TestEndToEnd(t *testing.T) {
 		// routed to the quiet receiver and, beside the throttling page,
 		// inhibited (examples/alertmanager.yml).
 		var plateau alertState
-		testexporter.Eventually(t, remaining(deadline), func() bool {
+		testexporter.Eventually(t, remaining(due(s.ready, 20*perScenarioMinute+s.firesWithin("SparkGPUPowerPlateau"))), func() bool {
 			for _, a := range s.alerts(t) {
 				if a.Labels["alertname"] == "SparkGPUPowerPlateau" && a.Labels["instance"] == "throttle" {
 					plateau = a
@@ -319,7 +333,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 		// The OOM kill leaves the 10-minute (here 10 s) window: the page
 		// receiver, which asks for resolved notifications, is told.
-		testexporter.Eventually(t, remaining(deadline), func() bool {
+		testexporter.Eventually(t, remaining(due(killed, s.firesWithin("SparkOOMKill")+alertmanagerResolve)), func() bool {
 			return len(s.hooks.find("page", "resolved", map[string]string{"alertname": "SparkOOMKill", "instance": "oom"})) > 0
 		}, "SparkOOMKill{instance=oom} to be resolved at the page receiver")
 	})
@@ -485,6 +499,40 @@ func startStall(t *testing.T, path string, share float64) {
 	}()
 	t.Cleanup(func() { close(stop); <-done })
 }
+
+// firesWithin is how long an alert's condition must hold before it fires on
+// the faster clock: its longest `for:` and its longest range window.
+func (s *stack) firesWithin(alert string) time.Duration {
+	var forOf, window time.Duration
+	for _, c := range s.rules {
+		if c.Rule != alert {
+			continue
+		}
+		switch c.Field {
+		case "for":
+			forOf = max(forOf, c.Parsed())
+		case "expr":
+			window = max(window, c.Parsed())
+		}
+	}
+	return forOf + window
+}
+
+// thermalWindow is the thermal collector's window in the run (thermalFlags).
+var thermalWindow = func() time.Duration {
+	for _, f := range thermalFlags {
+		if v, ok := strings.CutPrefix(f, "--thermal.window="); ok {
+			if d, err := time.ParseDuration(v); err == nil {
+				return d
+			}
+		}
+	}
+	panic("thermalFlags set no --thermal.window")
+}()
+
+// alertmanagerResolve is how late a resolved notification may come:
+// examples/alertmanager.yml's group_interval (5m) on the faster clock.
+const alertmanagerResolve = 5 * time.Minute / speedup
 
 // remaining is the time left until deadline, at least nothing.
 func remaining(deadline time.Time) time.Duration { return max(0, time.Until(deadline)) }

@@ -21,6 +21,11 @@ type Process struct {
 	Argv      []string
 	RSSKB     uint64 // VmRSS; none when NoRSS
 	NoRSS     bool
+	// HideMM writes stat's memory-layout fields as the kernel does for a
+	// reader that may not ptrace the process (not root, another user's):
+	// 0. Otherwise arg_end - arg_start is the command line's length, as
+	// the kernel's are.
+	HideMM bool
 }
 
 // Write puts the process's stat, status and cmdline under root, as a
@@ -35,10 +40,19 @@ func (p Process) Write(t testing.TB, root string) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	cmdline := ""
+	if len(p.Argv) > 0 {
+		cmdline = strings.Join(p.Argv, "\x00") + "\x00"
+	}
+	mm := fmt.Sprintf("187650793357312 187650796240932 281474523285200 0 0 0 0 16781312 134234618 0 0 0 17 3 0 0 0 0 0 "+
+		"187650796323872 187650796388424 187651099299840 281474523291333 %d 281474523291468 281474523295715",
+		281474523291333+len(cmdline))
+	if p.HideMM {
+		mm = "1 1 0 0 0 0 0 16781312 134234618 0 0 0 17 3 0 0 0 0 0 0 0 0 0 0 0 0"
+	}
 	stat := fmt.Sprintf("%d (%s) %c %d %d %d 0 -1 4194560 18233 0 12 0 4512 1204 0 0 20 0 12 0 %d 9136275456 %d "+
-		"18446744073709551615 187650793357312 187650796240932 281474523285200 0 0 0 0 16781312 134234618 0 0 0 17 3 0 0 0 0 0 "+
-		"187650796323872 187650796388424 187651099299840 281474523291333 281474523291468 281474523291468 281474523295715 0\n",
-		p.PID, p.Comm, state, p.PPID, p.PID, p.PPID, p.Start, p.RSSKB/4)
+		"18446744073709551615 %s 0\n",
+		p.PID, p.Comm, state, p.PPID, p.PID, p.PPID, p.Start, p.RSSKB/4, mm)
 	status := fmt.Sprintf("Name:\t%s\nUmask:\t0022\nState:\t%c (sleeping)\nTgid:\t%d\nNgid:\t0\nPid:\t%d\nPPid:\t%d\n"+
 		"TracerPid:\t0\nUid:\t1000\t1000\t1000\t1000\nGid:\t1000\t1000\t1000\t1000\nFDSize:\t256\n",
 		p.Comm, state, p.PID, p.PID, p.PPID)
@@ -47,10 +61,6 @@ func (p Process) Write(t testing.TB, root string) {
 			"VmRSS:\t %8d kB\nRssAnon:\t %8d kB\nRssFile:\t  204800 kB\nVmSwap:\t       0 kB\n", p.RSSKB, p.RSSKB, p.RSSKB)
 	}
 	status += "Threads:\t12\nSigQ:\t0/491123\nvoluntary_ctxt_switches:\t1204\nnonvoluntary_ctxt_switches:\t31\n"
-	cmdline := ""
-	if len(p.Argv) > 0 {
-		cmdline = strings.Join(p.Argv, "\x00") + "\x00"
-	}
 	for name, data := range map[string]string{"stat": stat, "status": status, "cmdline": cmdline, "comm": p.Comm + "\n"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o444); err != nil {
 			t.Fatal(err)

@@ -146,3 +146,48 @@ func TestLayoutErrors(t *testing.T) {
 		t.Errorf("%d errors, want 5 (one per broken rule):\n%s", n, got)
 	}
 }
+
+// The packages that only judge or present what was read, with the
+// libraries they must not link: the status page and `report` run where
+// no GPU driver is, and internal/judge takes plain values. ("os" itself
+// cannot be refused: fmt imports it.)
+var pureOf = map[string][]string{
+	"internal/judge":   {"github.com/NVIDIA/go-nvml", "github.com/go-kit/log", "net/http", "os/exec"},
+	"internal/thermal": {"github.com/NVIDIA/go-nvml", "github.com/go-kit/log", "net/http", "os/exec"},
+	"internal/status":  {"github.com/NVIDIA/go-nvml"},
+	"internal/report":  {"github.com/NVIDIA/go-nvml"},
+}
+
+// forbiddenDeps names each dependency of a pure package that it must not
+// have; a forbidden path matches the package itself and those under it.
+func forbiddenDeps(deps, forbidden []string) []string {
+	var bad []string
+	for _, d := range deps {
+		for _, f := range forbidden {
+			if d == f || strings.HasPrefix(d, f+"/") {
+				bad = append(bad, d)
+			}
+		}
+	}
+	return bad
+}
+
+func TestPurePackagesLinkNoIO(t *testing.T) {
+	for rel, forbidden := range pureOf {
+		deps := strings.Fields(string(goList(t, "-deps", "-f", "{{.ImportPath}}", "./"+rel)))
+		if len(deps) == 0 {
+			t.Fatalf("go list -deps ./%s listed nothing", rel)
+		}
+		for _, d := range forbiddenDeps(deps, forbidden) {
+			t.Errorf("%s depends on %s", rel, d)
+		}
+	}
+}
+
+func TestForbiddenDeps(t *testing.T) {
+	deps := []string{"fmt", "github.com/NVIDIA/go-nvml/pkg/nvml", "os/exec", "os"}
+	got := forbiddenDeps(deps, []string{"github.com/NVIDIA/go-nvml", "os"})
+	if strings.Join(got, " ") != "github.com/NVIDIA/go-nvml/pkg/nvml os/exec os" {
+		t.Errorf("forbiddenDeps = %v", got)
+	}
+}

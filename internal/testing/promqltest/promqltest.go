@@ -29,9 +29,19 @@ var builtins = map[string]bool{"ALERTS": true, "ALERTS_FOR_STATE": true, "up": t
 
 // Result is what the parser made of one expression.
 type Result struct {
-	Metrics   []string   `json:"metrics"`
-	Selectors []Selector `json:"selectors"`
-	Error     string     `json:"error"`
+	Metrics    []string    `json:"metrics"`
+	Selectors  []Selector  `json:"selectors"`
+	Thresholds []Threshold `json:"thresholds"`
+	Error      string      `json:"error"`
+}
+
+// Threshold is one comparison of an expression with a number, the
+// expression on the left: Expr is its PromQL text as Prometheus prints it,
+// Op the operator, Value the number (constant arithmetic evaluated).
+type Threshold struct {
+	Expr  string  `json:"expr"`
+	Op    string  `json:"op"`
+	Value float64 `json:"value"`
 }
 
 // Selector is one vector selector: a metric name and its label matchers,
@@ -55,7 +65,8 @@ var (
 )
 
 // Parse parses every expression with Prometheus' parser and returns, in
-// order, the metric names each one selects or its parse error.
+// order, the metric names each one selects and the numbers it compares
+// with, or its parse error.
 func Parse(t testing.TB, exprs []string) []Result {
 	t.Helper()
 	root := testexporter.Root(t)

@@ -71,7 +71,7 @@ func Binary(t testing.TB) string {
 		path := filepath.Join(dir, "spark_exporter")
 		cmd := exec.Command("go", "build", "-o", path, "./cmd/spark_exporter")
 		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=1", "CGO_CFLAGS=-Wno-deprecated-declarations")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=1", "CGO_CFLAGS=-O2 -g -Wno-deprecated-declarations")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return "", fmt.Errorf("go build: %v\n%s", err, out)
 		}

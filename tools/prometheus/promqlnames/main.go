@@ -4,9 +4,10 @@
 // without putting github.com/prometheus/prometheus in the exporter's go.mod.
 //
 // Input on stdin: a JSON array of expressions. Output on stdout: a JSON array
-// of the same length, each element {"metrics": [...], "selectors": [...]} or
-// {"error": "..."}: the metric names selected, and each vector selector with
-// its label matchers (the metric name's own matcher left out). A selector
+// of the same length, each element {"metrics": [...], "selectors": [...],
+// "thresholds": [...]} or {"error": "..."}: the metric names selected, each
+// vector selector with its label matchers (the metric name's own matcher left
+// out), and each comparison of an expression with a number. A selector
 // without a plain metric name ({__name__=~"..."}) is listed as its PromQL
 // text, so a caller that expects names sees it as unknown.
 package main
@@ -14,6 +15,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"sort"
 
@@ -21,9 +23,20 @@ import (
 )
 
 type result struct {
-	Metrics   []string   `json:"metrics,omitempty"`
-	Selectors []selector `json:"selectors,omitempty"`
-	Error     string     `json:"error,omitempty"`
+	Metrics    []string    `json:"metrics,omitempty"`
+	Selectors  []selector  `json:"selectors,omitempty"`
+	Thresholds []threshold `json:"thresholds,omitempty"`
+	Error      string      `json:"error,omitempty"`
+}
+
+// threshold is one comparison of an expression with a number: the
+// expression compared (its PromQL text), the operator as written with the
+// expression on its left, and the number (constant arithmetic such as
+// 4 * 1024^3 evaluated).
+type threshold struct {
+	Expr  string  `json:"expr"`
+	Op    string  `json:"op"`
+	Value float64 `json:"value"`
 }
 
 type selector struct {
@@ -64,6 +77,13 @@ func names(p parser.Parser, input string) result {
 	seen := map[string]bool{}
 	var r result
 	parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
+		if be, ok := n.(*parser.BinaryExpr); ok && be.Op.IsComparisonOperator() {
+			if v, ok := constant(be.RHS); ok {
+				r.Thresholds = append(r.Thresholds, threshold{Expr: be.LHS.String(), Op: be.Op.String(), Value: v})
+			} else if v, ok := constant(be.LHS); ok {
+				r.Thresholds = append(r.Thresholds, threshold{Expr: be.RHS.String(), Op: mirrored[be.Op.String()], Value: v})
+			}
+		}
 		if vs, ok := n.(*parser.VectorSelector); ok {
 			name := vs.Name
 			if name == "" {
@@ -85,4 +105,42 @@ func names(p parser.Parser, input string) result {
 	}
 	sort.Strings(r.Metrics)
 	return r
+}
+
+// mirrored is the operator with its sides swapped: 5 < x is x > 5.
+var mirrored = map[string]string{"==": "==", "!=": "!=", "<": ">", ">": "<", "<=": ">=", ">=": "<="}
+
+// constant evaluates an expression made only of numbers.
+func constant(e parser.Expr) (float64, bool) {
+	switch e := e.(type) {
+	case *parser.NumberLiteral:
+		return e.Val, true
+	case *parser.ParenExpr:
+		return constant(e.Expr)
+	case *parser.UnaryExpr:
+		v, ok := constant(e.Expr)
+		if e.Op == parser.SUB {
+			v = -v
+		}
+		return v, ok
+	case *parser.BinaryExpr:
+		a, okA := constant(e.LHS)
+		b, okB := constant(e.RHS)
+		if !okA || !okB {
+			return 0, false
+		}
+		switch e.Op {
+		case parser.ADD:
+			return a + b, true
+		case parser.SUB:
+			return a - b, true
+		case parser.MUL:
+			return a * b, true
+		case parser.DIV:
+			return a / b, true
+		case parser.POW:
+			return math.Pow(a, b), true
+		}
+	}
+	return 0, false
 }

@@ -1,4 +1,7 @@
-package thermal
+// Package thermalsampler is the thermal watch beside the run: it reads the
+// GPUs through internal/gpu, steps a thermal.Monitor per GPU, appends to the
+// CSV log and logs episodes. The judging itself is internal/judge's.
+package thermalsampler
 
 import (
 	"context"
@@ -12,6 +15,8 @@ import (
 	"github.com/go-kit/log/level"
 
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
+	"github.com/spark-exporter/spark_exporter/internal/judge"
+	"github.com/spark-exporter/spark_exporter/internal/thermal"
 	"github.com/spark-exporter/spark_exporter/internal/thermallog"
 )
 
@@ -25,13 +30,13 @@ import (
 // gives it the ticker's times.
 type Sampler struct {
 	src    gpu.Source
-	cfg    Config
+	cfg    judge.ThermalConfig
 	logger log.Logger
 	csv    *thermallog.Writer // nil without a CSV log
 
 	// mu serialises Sample and Close; the fields below are theirs.
 	mu          sync.Mutex
-	monitors    map[int]*Monitor // by NVML device index
+	monitors    map[int]*thermal.Monitor // by NVML device index
 	samples     uint64
 	csvErrors   int
 	csvFailing  bool
@@ -39,54 +44,27 @@ type Sampler struct {
 	everRead    bool // a reading has come at least once
 	closed      bool
 
-	snap atomic.Pointer[Snapshot]
+	snap atomic.Pointer[thermal.Snapshot]
 }
 
 // NewSampler returns a sampler of src with a configuration that has passed
 // Validate. With csvFile set, every sample is appended to it
 // (thermallog's format); the file is opened on the first sample.
-func NewSampler(src gpu.Source, cfg Config, csvFile string, logger log.Logger) *Sampler {
-	s := &Sampler{src: src, cfg: cfg, logger: logger, monitors: map[int]*Monitor{}}
+func NewSampler(src gpu.Source, cfg judge.ThermalConfig, csvFile string, logger log.Logger) *Sampler {
+	s := &Sampler{src: src, cfg: cfg, logger: logger, monitors: map[int]*thermal.Monitor{}}
 	if csvFile != "" {
 		s.csv = thermallog.NewWriter(csvFile)
 	}
-	s.snap.Store(&Snapshot{CSV: s.csv != nil})
+	s.snap.Store(&thermal.Snapshot{CSV: s.csv != nil})
 	return s
 }
 
-// Snapshot is what the sampler knows after its latest sample. A new one is
-// made by every sample, and none is changed once made: readers may keep it
-// and read it without locks, and must not modify it.
-type Snapshot struct {
-	// Samples counts the samples taken so far: a reader that keeps what
-	// it built from a snapshot builds again when it changes.
-	Samples uint64
-	// CSV says whether samples are appended to a CSV log; CSVErrors
-	// counts the samples that could not be.
-	CSV       bool
-	CSVErrors int
-	// GPUs has one entry per GPU that gave a usable reading at least
-	// once, by NVML index, ascending.
-	GPUs []GPUState
-}
-
-// GPUState is one GPU's thermal state after a sample.
-type GPUState struct {
-	Index     int // NVML device index
-	Verdict   Verdict
-	Episodes  int           // entries into Throttled
-	Throttled time.Duration // time spent Throttled
-	// Window is the samples the verdict judged, oldest first: the
-	// window's and up to as many older ones (Config.Capacity).
-	Window []Sample
-}
-
 // Snapshot returns the state after the latest sample.
-func (s *Sampler) Snapshot() Snapshot { return *s.snap.Load() }
+func (s *Sampler) Snapshot() thermal.Snapshot { return *s.snap.Load() }
 
-// Config is the configuration the sampler judges with, for readers that
+// judge.ThermalConfig is the configuration the sampler judges with, for readers that
 // show a snapshot beside its thresholds (the status page).
-func (s *Sampler) Config() Config { return s.cfg }
+func (s *Sampler) Config() judge.ThermalConfig { return s.cfg }
 
 // Run samples at once, then once per interval, until ctx ends. A read in
 // progress is interrupted when ctx ends.
@@ -136,7 +114,7 @@ func (s *Sampler) Sample(ctx context.Context, now time.Time) {
 		readings = nil
 	}
 
-	samples := map[int]*Sample{}
+	samples := map[int]*judge.ThermalSample{}
 	var rows []thermallog.Row
 	for _, r := range readings {
 		row := logRow(r, now)
@@ -144,9 +122,9 @@ func (s *Sampler) Sample(ctx context.Context, now time.Time) {
 			rows = append(rows, row)
 		}
 		if row.Temperature != nil && row.Power != nil {
-			samples[r.Index] = &Sample{Time: now, Temperature: *row.Temperature, Power: *row.Power,
-				SMClock: nonNegative(r.SMClockHertz), Utilization: ratio(r.Utilization), Reasons: r.ClockEventReasons,
-				ThermalSlowdownSeconds: ThermalSlowdownSeconds(r.ClockEventSeconds), PowerCapSeconds: counter(r.ClockEventSeconds, "sw_power_cap")}
+			samples[r.Index] = &judge.ThermalSample{Time: now, Temperature: *row.Temperature, Power: *row.Power,
+				SMClock: thermal.NonNegative(r.SMClockHertz), Utilization: ratio(r.Utilization), Reasons: r.ClockEventReasons,
+				ThermalSlowdownSeconds: thermal.ThermalSlowdownSeconds(r.ClockEventSeconds), PowerCapSeconds: thermal.PowerCapSeconds(r.ClockEventSeconds)}
 		}
 	}
 	s.noteRead(err)
@@ -155,7 +133,7 @@ func (s *Sampler) Sample(ctx context.Context, now time.Time) {
 	}
 	for idx := range samples {
 		if s.monitors[idx] == nil {
-			s.monitors[idx] = NewMonitor(s.cfg)
+			s.monitors[idx] = thermal.NewMonitor(s.cfg)
 		}
 	}
 	for idx, m := range s.monitors {
@@ -167,11 +145,11 @@ func (s *Sampler) Sample(ctx context.Context, now time.Time) {
 }
 
 // snapshot makes the snapshot of the state now; s.mu is held.
-func (s *Sampler) snapshot() *Snapshot {
-	snap := &Snapshot{Samples: s.samples, CSV: s.csv != nil, CSVErrors: s.csvErrors,
-		GPUs: make([]GPUState, 0, len(s.monitors))}
+func (s *Sampler) snapshot() *thermal.Snapshot {
+	snap := &thermal.Snapshot{Samples: s.samples, CSV: s.csv != nil, CSVErrors: s.csvErrors,
+		GPUs: make([]thermal.GPUState, 0, len(s.monitors))}
 	for idx, m := range s.monitors {
-		snap.GPUs = append(snap.GPUs, GPUState{Index: idx, Verdict: m.Verdict(),
+		snap.GPUs = append(snap.GPUs, thermal.GPUState{Index: idx, Verdict: m.Verdict(),
 			Episodes: m.Episodes(), Throttled: m.ThrottledTime(), Window: m.Samples()})
 	}
 	sort.Slice(snap.GPUs, func(i, j int) bool { return snap.GPUs[i].Index < snap.GPUs[j].Index })
@@ -188,15 +166,8 @@ func logRow(r gpu.Reading, now time.Time) thermallog.Row {
 	if t := r.TemperatureCelsius; t != nil && !math.IsNaN(*t) && !math.IsInf(*t, 0) && *t > -273.15 {
 		row.Temperature = t
 	}
-	row.Power = nonNegative(r.PowerWatts)
+	row.Power = thermal.NonNegative(r.PowerWatts)
 	return row
-}
-
-func nonNegative(v *float64) *float64 {
-	if v == nil || !(*v >= 0) || math.IsInf(*v, 1) {
-		return nil
-	}
-	return v
 }
 
 func ratio(v *float64) *float64 {
@@ -240,7 +211,7 @@ func (s *Sampler) noteCSV(err error) {
 
 // logTransition writes the explicit throttle log: one warning on entering
 // an episode, one line on leaving it, nothing in between.
-func (s *Sampler) logTransition(idx int, v Verdict, tr Transition) {
+func (s *Sampler) logTransition(idx int, v judge.ThermalVerdict, tr thermal.Transition) {
 	if tr.Refused {
 		level.Debug(s.logger).Log("msg", "sample older than the previous one left out (clock stepped back)", "gpu", idx)
 	}
@@ -271,7 +242,7 @@ func (s *Sampler) logTransition(idx int, v Verdict, tr Transition) {
 // counterFields are the seconds NVML's counters grew over the window:
 // thermal slowdown (evidence) and SW power cap (the platform cap, never
 // throttling), where the driver reports them.
-func counterFields(v Verdict) []any {
+func counterFields(v judge.ThermalVerdict) []any {
 	var kv []any
 	if v.HasCounters {
 		kv = append(kv, "window_thermal_slowdown_seconds", round2(v.SlowdownSeconds))
@@ -282,31 +253,7 @@ func counterFields(v Verdict) []any {
 	return kv
 }
 
-// ThermalSlowdownSeconds adds up NVML's SW and HW thermal slowdown
-// counters (seconds by reason); nil when there is neither.
-func ThermalSlowdownSeconds(secs map[string]float64) *float64 {
-	sw, hw := counter(secs, "sw_thermal_slowdown"), counter(secs, "hw_thermal_slowdown")
-	switch {
-	case sw == nil:
-		return hw
-	case hw == nil:
-		return sw
-	}
-	sum := *sw + *hw
-	return &sum
-}
-
-// counter is one clock event counter, nil when absent or not a count of
-// seconds.
-func counter(secs map[string]float64, reason string) *float64 {
-	v, ok := secs[reason]
-	if !ok {
-		return nil
-	}
-	return nonNegative(&v)
-}
-
-func latestFields(v Verdict) []any {
+func latestFields(v judge.ThermalVerdict) []any {
 	var kv []any
 	if s := v.Latest; s != nil {
 		kv = append(kv, "temperature_celsius", round2(s.Temperature), "power_watts", round2(s.Power))

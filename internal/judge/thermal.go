@@ -1,4 +1,4 @@
-package thermal
+package judge
 
 import (
 	"errors"
@@ -8,25 +8,25 @@ import (
 	"time"
 )
 
-// State is the verdict on a GPU's window.
-type State string
+// ThermalState is the verdict on a GPU's window.
+type ThermalState string
 
 const (
 	// Collecting: the samples do not yet cover a whole window (just
 	// started, or after a gap in the samples).
-	Collecting State = "collecting"
+	Collecting ThermalState = "collecting"
 	// Normal: nothing to watch.
-	Normal State = "normal"
+	Normal ThermalState = "normal"
 	// Watching: temperature climbs while power is not flat below the
 	// rating (a warm-up near peak power): not yet throttling, keep watching.
-	Watching State = "watching"
+	Watching ThermalState = "watching"
 	// Throttled: the throttle signature, or NVML reporting a thermal
 	// slowdown (its flags, or its thermal slowdown counters growing).
-	Throttled State = "throttled"
+	Throttled ThermalState = "throttled"
 )
 
-// States lists every state, for one-hot export.
-var States = []State{Collecting, Normal, Watching, Throttled}
+// ThermalStates lists every state, for one-hot export.
+var ThermalStates = []ThermalState{Collecting, Normal, Watching, Throttled}
 
 // GapIntervals is how many sampling intervals may pass between two samples
 // before the window is taken as broken: a few missed reads are tolerated,
@@ -40,8 +40,8 @@ const GapIntervals = 3
 // gap: what was seen within it still counts as now.
 const CounterLookback = GapIntervals
 
-// Config holds the sampling cadence and every threshold of the verdict.
-type Config struct {
+// ThermalConfig holds the sampling cadence and every threshold of the verdict.
+type ThermalConfig struct {
 	Interval time.Duration // time between samples
 	Window   time.Duration // span analysed
 
@@ -54,13 +54,13 @@ type Config struct {
 	HotTemperature    float64 // °C: temperature holds hot when its window mean is at least this
 }
 
-// DefaultConfig is the configuration the flags default to; docs/thermal.md
+// DefaultThermalConfig is the configuration the flags default to; docs/thermal.md
 // gives the reasons for each figure.
-func DefaultConfig() Config {
-	return Config{
+func DefaultThermalConfig() ThermalConfig {
+	return ThermalConfig{
 		Interval:          5 * time.Second,
 		Window:            10 * time.Minute,
-		NominalPower:      240,
+		NominalPower:      RatingWatts,
 		BelowNominalRatio: 0.9,
 		FlatSpread:        20,
 		BusyUtilization:   0.5,
@@ -74,7 +74,7 @@ func DefaultConfig() Config {
 const maxSamples = 1 << 17
 
 // Validate refuses a configuration the analysis cannot work with.
-func (c Config) Validate() error {
+func (c ThermalConfig) Validate() error {
 	switch {
 	case c.Interval <= 0:
 		return errors.New("the sampling interval must be positive")
@@ -102,14 +102,14 @@ func (c Config) Validate() error {
 
 // MaxGap is the longest silence between samples that still counts as one
 // unbroken run.
-func (c Config) MaxGap() time.Duration { return GapIntervals * c.Interval }
+func (c ThermalConfig) MaxGap() time.Duration { return GapIntervals * c.Interval }
 
 // Capacity is the number of samples a Window needs: a whole window and
 // room for jitter in the sampling times.
-func (c Config) Capacity() int { return 2*int(c.Window/c.Interval) + 4 }
+func (c ThermalConfig) Capacity() int { return 2*int(c.Window/c.Interval) + 4 }
 
-// Stats are the figures of the analysed samples.
-type Stats struct {
+// ThermalStats are the figures of the analysed samples.
+type ThermalStats struct {
 	PowerMean       float64 // W
 	PowerSpread     float64 // W: max − min
 	PowerMax        float64 // W
@@ -125,9 +125,9 @@ type Stats struct {
 	HasEarlySlope, HasRecentSlope bool
 }
 
-// Verdict is the analysis of one GPU's window at one moment.
-type Verdict struct {
-	State State
+// ThermalVerdict is the analysis of one GPU's window at one moment.
+type ThermalVerdict struct {
+	State ThermalState
 	// Signature: the window shows the throttle signature (busy, power
 	// flat below the rating, temperature climbing or holding hot).
 	Signature bool
@@ -150,11 +150,11 @@ type Verdict struct {
 	HasPowerCap     bool
 	PowerCapSeconds float64
 
-	Covered bool          // the samples cover the whole window without a gap
-	Span    time.Duration // from the first analysed sample to now
-	Samples int           // samples analysed
-	Latest  *Sample       // the newest sample, nil when none is recent
-	Stats   *Stats        // nil when no sample is recent
+	Covered bool           // the samples cover the whole window without a gap
+	Span    time.Duration  // from the first analysed sample to now
+	Samples int            // samples analysed
+	Latest  *ThermalSample // the newest sample, nil when none is recent
+	Stats   *ThermalStats  // nil when no sample is recent
 
 	// The parts of the verdict, for logs and tests. Rising: temperature
 	// going up over the window and its latest half. Climbing: rising and
@@ -178,17 +178,17 @@ const (
 // warm-up still rising near peak power is Watching.
 const settlingRatio = 0.5
 
-// Analyze judges the samples (oldest first) as they stand at now; prev is
+// AnalyzeThermal judges the samples (oldest first) as they stand at now; prev is
 // the state of the previous verdict (hysteresis). Only the unbroken run of
 // samples ending near now counts: a gap of more than MaxGap cuts the run,
 // and the state stays Collecting until the run covers a whole window again.
-func Analyze(samples []Sample, now time.Time, prev State, cfg Config) Verdict {
+func AnalyzeThermal(samples []ThermalSample, now time.Time, prev ThermalState, cfg ThermalConfig) ThermalVerdict {
 	run := unbroken(samples, now, cfg.MaxGap())
 	if len(run) == 0 {
-		return Verdict{State: Collecting}
+		return ThermalVerdict{State: Collecting}
 	}
 	windowStart := now.Add(-cfg.Window)
-	v := Verdict{Covered: !run[0].Time.After(windowStart)}
+	v := ThermalVerdict{Covered: !run[0].Time.After(windowStart)}
 	if v.Covered {
 		run = since(run, windowStart)
 	}
@@ -203,11 +203,11 @@ func Analyze(samples []Sample, now time.Time, prev State, cfg Config) Verdict {
 	if v.ThermalSlowdown {
 		v.SlowdownFor = now.Sub(slowdownStart(run))
 	}
-	thermalCounter := func(s Sample) *float64 { return s.ThermalSlowdownSeconds }
+	thermalCounter := func(s ThermalSample) *float64 { return s.ThermalSlowdownSeconds }
 	v.SlowdownSeconds, v.HasCounters = growth(run, thermalCounter)
 	recent, _ := growth(run[max(0, len(run)-1-CounterLookback):], thermalCounter)
 	v.CounterSlowdown = recent > 0
-	v.PowerCapSeconds, v.HasPowerCap = growth(run, func(s Sample) *float64 { return s.PowerCapSeconds })
+	v.PowerCapSeconds, v.HasPowerCap = growth(run, func(s ThermalSample) *float64 { return s.PowerCapSeconds })
 
 	climbing, hot, flat := cfg.ClimbingSlope, cfg.HotTemperature, cfg.FlatSpread
 	if prev == Throttled {
@@ -240,7 +240,7 @@ func Analyze(samples []Sample, now time.Time, prev State, cfg Config) Verdict {
 // unbroken returns the latest run of samples with no gap longer than
 // maxGap, ignoring samples after now; it is empty when the newest sample
 // is older than maxGap.
-func unbroken(samples []Sample, now time.Time, maxGap time.Duration) []Sample {
+func unbroken(samples []ThermalSample, now time.Time, maxGap time.Duration) []ThermalSample {
 	end := len(samples)
 	for end > 0 && samples[end-1].Time.After(now) {
 		end--
@@ -256,7 +256,7 @@ func unbroken(samples []Sample, now time.Time, maxGap time.Duration) []Sample {
 }
 
 // since returns the samples at or after t.
-func since(samples []Sample, t time.Time) []Sample {
+func since(samples []ThermalSample, t time.Time) []ThermalSample {
 	for i, s := range samples {
 		if !s.Time.Before(t) {
 			return samples[i:]
@@ -265,8 +265,8 @@ func since(samples []Sample, t time.Time) []Sample {
 	return nil
 }
 
-func stats(run []Sample, recentFrom time.Time) Stats {
-	st := Stats{PowerMax: math.Inf(-1)}
+func stats(run []ThermalSample, recentFrom time.Time) ThermalStats {
+	st := ThermalStats{PowerMax: math.Inf(-1)}
 	minPower := math.Inf(1)
 	for _, s := range run {
 		st.PowerMean += s.Power
@@ -286,18 +286,18 @@ func stats(run []Sample, recentFrom time.Time) Stats {
 
 // rises: the temperature goes up at least at rate over the window and
 // over its latest half (it is still going up now).
-func rises(st Stats, rate float64) bool {
+func rises(st ThermalStats, rate float64) bool {
 	return st.HasSlope && st.HasRecentSlope && st.Slope >= rate && st.RecentSlope >= rate
 }
 
 // settling: the latest half climbs far slower than the earlier one, as a
 // temperature levelling off after a rise in load does.
-func settling(st Stats) bool {
+func settling(st ThermalStats) bool {
 	return st.HasEarlySlope && st.HasRecentSlope && st.RecentSlope < settlingRatio*st.EarlySlope
 }
 
 // slope is the least-squares slope of temperature against time, in °C/s.
-func slope(run []Sample) (float64, bool) {
+func slope(run []ThermalSample) (float64, bool) {
 	if len(run) < 2 {
 		return 0, false
 	}
@@ -324,7 +324,7 @@ func slope(run []Sample) (float64, bool) {
 }
 
 // busy: by utilisation where NVML reports it, by power where it does not.
-func busy(run []Sample, st Stats, cfg Config) bool {
+func busy(run []ThermalSample, st ThermalStats, cfg ThermalConfig) bool {
 	var sum float64
 	var n int
 	for _, s := range run {
@@ -341,7 +341,7 @@ func busy(run []Sample, st Stats, cfg Config) bool {
 
 // slowdownStart is the time of the first sample of the latest unbroken
 // stretch of thermal slowdown reasons.
-func slowdownStart(run []Sample) time.Time {
+func slowdownStart(run []ThermalSample) time.Time {
 	i := len(run) - 1
 	for i > 0 && run[i-1].ThermalSlowdown() {
 		i--
@@ -353,7 +353,7 @@ func slowdownStart(run []Sample) time.Time {
 // samples without it. A counter that went down was reset (the driver
 // reloaded) and counts from zero again, as Prometheus's increase() reads
 // it. ok is false when no two samples carry the counter.
-func growth(run []Sample, counter func(Sample) *float64) (total float64, ok bool) {
+func growth(run []ThermalSample, counter func(ThermalSample) *float64) (total float64, ok bool) {
 	var prev *float64
 	for _, s := range run {
 		c := counter(s)
@@ -377,7 +377,7 @@ func growth(run []Sample, counter func(Sample) *float64) (total float64, ok bool
 // signature (the window's shape), nvml_thermal_slowdown (NVML's flags),
 // thermal_slowdown_counters (NVML's counters growing). It is empty for a
 // verdict with none.
-func (v Verdict) Evidence() string {
+func (v ThermalVerdict) Evidence() string {
 	var parts []string
 	if v.Signature {
 		parts = append(parts, "signature")

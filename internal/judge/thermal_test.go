@@ -1,4 +1,4 @@
-package thermal
+package judge
 
 import (
 	"math"
@@ -18,15 +18,15 @@ func TestThermalReasonsMatchNVML(t *testing.T) {
 	}
 	for _, other := range []uint64{nvml.ClocksEventReasonGpuIdle, nvml.ClocksEventReasonSwPowerCap,
 		nvml.ClocksThrottleReasonHwSlowdown, nvml.ClocksThrottleReasonHwPowerBrakeSlowdown} {
-		if (Sample{Reasons: &other}).ThermalSlowdown() {
+		if (ThermalSample{Reasons: &other}).ThermalSlowdown() {
 			t.Errorf("reason %#x taken for a thermal slowdown", other)
 		}
 	}
 }
 
 // A small window keeps the tables short: one minute of 10 s samples.
-func smallConfig() Config {
-	cfg := DefaultConfig()
+func smallConfig() ThermalConfig {
+	cfg := DefaultThermalConfig()
 	cfg.Window = time.Minute
 	cfg.Interval = 10 * time.Second
 	return cfg
@@ -38,10 +38,10 @@ func ptr[T any](v T) *T { return &v }
 
 // series builds samples every 10 s from t0, one per temperature; power
 // and utilisation cycle through their lists (nil util: not reported).
-func series(temps, powers []float64, util *float64) []Sample {
-	out := make([]Sample, len(temps))
+func series(temps, powers []float64, util *float64) []ThermalSample {
+	out := make([]ThermalSample, len(temps))
 	for i, temp := range temps {
-		out[i] = Sample{Time: t0.Add(time.Duration(i) * 10 * time.Second), Temperature: temp,
+		out[i] = ThermalSample{Time: t0.Add(time.Duration(i) * 10 * time.Second), Temperature: temp,
 			Power: powers[i%len(powers)], Utilization: util}
 	}
 	return out
@@ -69,10 +69,10 @@ func TestAnalyzeStates(t *testing.T) {
 	end := t0.Add(time.Minute) // seven samples, 0 s to 60 s, cover the window
 	for _, tc := range []struct {
 		name      string
-		samples   []Sample
+		samples   []ThermalSample
 		now       time.Time
-		prev      State
-		want      State
+		prev      ThermalState
+		want      ThermalState
 		signature bool
 	}{
 		{"no samples", nil, end, Normal, Collecting, false},
@@ -100,7 +100,7 @@ func TestAnalyzeStates(t *testing.T) {
 		{"spread 25 W, staying", series(flat(90, 7), []float64{100, 75}, busyUtil), end, Throttled, Throttled, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v := Analyze(tc.samples, tc.now, tc.prev, smallConfig())
+			v := AnalyzeThermal(tc.samples, tc.now, tc.prev, smallConfig())
 			if v.State != tc.want || v.Signature != tc.signature {
 				t.Errorf("state %s signature %v, want %s %v (busy %v flat %v below %v rising %v climbing %v hot %v)",
 					v.State, v.Signature, tc.want, tc.signature, v.Busy, v.Flat, v.BelowNominal, v.Rising, v.Climbing, v.Hot)
@@ -114,19 +114,19 @@ func TestAnalyzeGaps(t *testing.T) {
 	busyUtil := ptr(0.97)
 	samples := series(linear(70, 1, 7), []float64{100}, busyUtil)
 	// Remove 10 s to 40 s: a 40 s hole inside the window.
-	holed := append(append([]Sample{}, samples[:1]...), samples[5:]...)
-	v := Analyze(holed, t0.Add(time.Minute), Normal, cfg)
+	holed := append(append([]ThermalSample{}, samples[:1]...), samples[5:]...)
+	v := AnalyzeThermal(holed, t0.Add(time.Minute), Normal, cfg)
 	if v.State != Collecting || v.Covered || v.Samples != 2 {
 		t.Errorf("window with a 40 s hole: state %s covered %v samples %d, want collecting on the 2 samples after the hole",
 			v.State, v.Covered, v.Samples)
 	}
 	// A 30 s hole is within the tolerance.
-	tolerated := append(append([]Sample{}, samples[:2]...), samples[4:]...)
-	if v := Analyze(tolerated, t0.Add(time.Minute), Normal, cfg); v.State != Throttled || !v.Covered {
+	tolerated := append(append([]ThermalSample{}, samples[:2]...), samples[4:]...)
+	if v := AnalyzeThermal(tolerated, t0.Add(time.Minute), Normal, cfg); v.State != Throttled || !v.Covered {
 		t.Errorf("window with a 30 s hole: state %s covered %v, want throttled and covered", v.State, v.Covered)
 	}
 	// Nothing for 40 s: the window is stale, nothing is reported from it.
-	v = Analyze(samples, t0.Add(100*time.Second), Throttled, cfg)
+	v = AnalyzeThermal(samples, t0.Add(100*time.Second), Throttled, cfg)
 	if v.State != Collecting || v.Stats != nil || v.Latest != nil {
 		t.Errorf("stale window: state %s stats %v latest %v, want collecting with neither", v.State, v.Stats, v.Latest)
 	}
@@ -138,13 +138,13 @@ func TestAnalyzeThermalSlowdown(t *testing.T) {
 	samples[1].Reasons = ptr(ReasonSWThermalSlowdown)
 	samples[2].Reasons = ptr(ReasonHWThermalSlowdown | 0x4)
 	now := t0.Add(20 * time.Second)
-	v := Analyze(samples, now, Normal, cfg)
+	v := AnalyzeThermal(samples, now, Normal, cfg)
 	if v.State != Throttled || !v.ThermalSlowdown || v.Signature || v.SlowdownFor != 10*time.Second {
 		t.Errorf("state %s slowdown %v for %v signature %v; want throttled by NVML's reasons for 10s, without the signature",
 			v.State, v.ThermalSlowdown, v.SlowdownFor, v.Signature)
 	}
 	samples[2].Reasons = ptr(uint64(0x4)) // power cap only
-	if v := Analyze(samples, now, Throttled, cfg); v.State != Collecting || v.ThermalSlowdown {
+	if v := AnalyzeThermal(samples, now, Throttled, cfg); v.State != Collecting || v.ThermalSlowdown {
 		t.Errorf("after the reasons cleared: state %s slowdown %v, want collecting", v.State, v.ThermalSlowdown)
 	}
 }
@@ -154,7 +154,7 @@ func TestAnalyzeStats(t *testing.T) {
 	// (0 s, 0 °C), (10 s, 1 °C), (20 s, 5 °C): slope = Σ(t−10)(y−2)/Σ(t−10)²
 	// = (20 + 0 + 30)/200 = 0.25 °C/s.
 	samples := series([]float64{0, 1, 5}, []float64{10, 40, 16}, nil)
-	v := Analyze(samples, t0.Add(20*time.Second), Normal, cfg)
+	v := AnalyzeThermal(samples, t0.Add(20*time.Second), Normal, cfg)
 	st := v.Stats
 	if st == nil {
 		t.Fatal("no stats")
@@ -170,7 +170,7 @@ func TestAnalyzeStats(t *testing.T) {
 		t.Errorf("samples %d span %v latest %v", v.Samples, v.Span, v.Latest)
 	}
 
-	one := Analyze(samples[:1], t0, Normal, cfg)
+	one := AnalyzeThermal(samples[:1], t0, Normal, cfg)
 	if one.Stats.HasSlope || one.Stats.PowerSpread != 0 {
 		t.Errorf("one sample: has slope %v, spread %v", one.Stats.HasSlope, one.Stats.PowerSpread)
 	}
@@ -181,30 +181,30 @@ func TestAnalyzeStats(t *testing.T) {
 func TestAnalyzeUsesTheWindowOnly(t *testing.T) {
 	cfg := smallConfig()
 	samples := series(append(flat(40, 5), flat(90, 7)...), append(flat(5, 5), flat(100, 7)...), nil)
-	v := Analyze(samples, samples[len(samples)-1].Time, Normal, cfg)
+	v := AnalyzeThermal(samples, samples[len(samples)-1].Time, Normal, cfg)
 	if v.Samples != 7 || v.Stats.PowerSpread != 0 || v.State != Throttled {
 		t.Errorf("samples %d spread %v state %s; want the last 7 samples, flat and hot", v.Samples, v.Stats.PowerSpread, v.State)
 	}
 }
 
 func TestConfigValidate(t *testing.T) {
-	if err := DefaultConfig().Validate(); err != nil {
+	if err := DefaultThermalConfig().Validate(); err != nil {
 		t.Fatalf("default config: %v", err)
 	}
-	for name, change := range map[string]func(*Config){
-		"zero interval":       func(c *Config) { c.Interval = 0 },
-		"window of 2 samples": func(c *Config) { c.Window = 2 * c.Interval },
-		"window too long":     func(c *Config) { c.Interval = time.Millisecond; c.Window = 24 * time.Hour },
-		"zero nominal power":  func(c *Config) { c.NominalPower = 0 },
-		"NaN nominal power":   func(c *Config) { c.NominalPower = math.NaN() },
-		"ratio over 1":        func(c *Config) { c.BelowNominalRatio = 1.5 },
-		"negative spread":     func(c *Config) { c.FlatSpread = -1 },
-		"utilisation over 1":  func(c *Config) { c.BusyUtilization = 2 },
-		"negative busy power": func(c *Config) { c.BusyPower = -1 },
-		"infinite slope":      func(c *Config) { c.ClimbingSlope = math.Inf(1) },
-		"NaN hot temperature": func(c *Config) { c.HotTemperature = math.NaN() },
+	for name, change := range map[string]func(*ThermalConfig){
+		"zero interval":       func(c *ThermalConfig) { c.Interval = 0 },
+		"window of 2 samples": func(c *ThermalConfig) { c.Window = 2 * c.Interval },
+		"window too long":     func(c *ThermalConfig) { c.Interval = time.Millisecond; c.Window = 24 * time.Hour },
+		"zero nominal power":  func(c *ThermalConfig) { c.NominalPower = 0 },
+		"NaN nominal power":   func(c *ThermalConfig) { c.NominalPower = math.NaN() },
+		"ratio over 1":        func(c *ThermalConfig) { c.BelowNominalRatio = 1.5 },
+		"negative spread":     func(c *ThermalConfig) { c.FlatSpread = -1 },
+		"utilisation over 1":  func(c *ThermalConfig) { c.BusyUtilization = 2 },
+		"negative busy power": func(c *ThermalConfig) { c.BusyPower = -1 },
+		"infinite slope":      func(c *ThermalConfig) { c.ClimbingSlope = math.Inf(1) },
+		"NaN hot temperature": func(c *ThermalConfig) { c.HotTemperature = math.NaN() },
 	} {
-		cfg := DefaultConfig()
+		cfg := DefaultThermalConfig()
 		change(&cfg)
 		if cfg.Validate() == nil {
 			t.Errorf("%s: accepted", name)
@@ -213,22 +213,22 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func BenchmarkAnalyzeDefaultWindow(b *testing.B) {
-	cfg := DefaultConfig()
+	cfg := DefaultThermalConfig()
 	n := int(cfg.Window / cfg.Interval)
-	samples := make([]Sample, n+1)
+	samples := make([]ThermalSample, n+1)
 	for i := range samples {
-		samples[i] = Sample{Time: t0.Add(time.Duration(i) * cfg.Interval), Temperature: 70 + float64(i)/60, Power: 100}
+		samples[i] = ThermalSample{Time: t0.Add(time.Duration(i) * cfg.Interval), Temperature: 70 + float64(i)/60, Power: 100}
 	}
 	now := samples[n].Time
 	b.ReportAllocs()
 	for b.Loop() {
-		Analyze(samples, now, Normal, cfg)
+		AnalyzeThermal(samples, now, Normal, cfg)
 	}
 }
 
 // withCounters sets each sample's thermal slowdown and power cap counters
 // (nil entries: not reported).
-func withCounters(samples []Sample, slowdown, powerCap []*float64) []Sample {
+func withCounters(samples []ThermalSample, slowdown, powerCap []*float64) []ThermalSample {
 	for i := range samples {
 		samples[i].ThermalSlowdownSeconds = slowdown[i]
 		samples[i].PowerCapSeconds = powerCap[i]
@@ -254,7 +254,7 @@ func TestCounterEvidence(t *testing.T) {
 	for _, tc := range []struct {
 		name            string
 		slowdown, cap   []*float64
-		want            State
+		want            ThermalState
 		counterSlowdown bool
 		slowdownSeconds float64
 		powerCapSeconds float64
@@ -277,7 +277,7 @@ func TestCounterEvidence(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			samples := withCounters(series(cool, []float64{100}, busy), tc.slowdown, tc.cap)
-			v := Analyze(samples, samples[len(samples)-1].Time, Normal, cfg)
+			v := AnalyzeThermal(samples, samples[len(samples)-1].Time, Normal, cfg)
 			if v.State != tc.want || v.CounterSlowdown != tc.counterSlowdown || v.Signature || v.ThermalSlowdown {
 				t.Errorf("state %s, counter slowdown %v (signature %v, flags %v); want %s, %v",
 					v.State, v.CounterSlowdown, v.Signature, v.ThermalSlowdown, tc.want, tc.counterSlowdown)
@@ -304,14 +304,14 @@ func TestCounterEvidence(t *testing.T) {
 // are enough.
 func TestCounterEvidenceBeforeTheWindowIsFull(t *testing.T) {
 	samples := withCounters(series(flat(50, 2), []float64{30}, ptr(0.4)), counters(10, 10.5), counters(0, 0))
-	v := Analyze(samples, samples[1].Time, Collecting, smallConfig())
+	v := AnalyzeThermal(samples, samples[1].Time, Collecting, smallConfig())
 	if v.Covered || v.State != Throttled || !v.CounterSlowdown {
 		t.Errorf("covered %v, state %s, counter slowdown %v; want throttled before the window is covered", v.Covered, v.State, v.CounterSlowdown)
 	}
 }
 
 func TestEvidenceNamesEveryPart(t *testing.T) {
-	v := Verdict{Signature: true, ThermalSlowdown: true, CounterSlowdown: true}
+	v := ThermalVerdict{Signature: true, ThermalSlowdown: true, CounterSlowdown: true}
 	if got := v.Evidence(); got != "signature+nvml_thermal_slowdown+thermal_slowdown_counters" {
 		t.Errorf("evidence %q", got)
 	}

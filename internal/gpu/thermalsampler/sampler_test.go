@@ -1,4 +1,4 @@
-package thermal
+package thermalsampler
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"github.com/go-kit/log"
 
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 )
 
 // source serves what set gave it last.
@@ -60,24 +61,24 @@ func TestSamplerSnapshot(t *testing.T) {
 		t.Fatalf("after ten samples of GPUs 1 and 0: %+v", snap)
 	}
 	hot := snap.GPUs[0]
-	if hot.Verdict.State != Throttled || hot.Episodes != 1 || hot.Throttled != 30*time.Second {
+	if hot.Verdict.State != judge.Throttled || hot.Episodes != 1 || hot.Throttled != 30*time.Second {
 		t.Errorf("GPU 0: %s, %d episodes, %v throttled; want throttled since the sample at 60 s, one episode, 30 s",
 			hot.Verdict.State, hot.Episodes, hot.Throttled)
 	}
 	if len(hot.Window) != 10 || !hot.Window[0].Time.Equal(at(0)) || !hot.Window[9].Time.Equal(at(9)) || hot.Window[9].Power != 100 {
 		t.Errorf("GPU 0's window: %d samples, %v to %v", len(hot.Window), hot.Window[0].Time, hot.Window[len(hot.Window)-1].Time)
 	}
-	if idle := snap.GPUs[1]; idle.Verdict.State != Normal || idle.Episodes != 0 {
+	if idle := snap.GPUs[1]; idle.Verdict.State != judge.Normal || idle.Episodes != 0 {
 		t.Errorf("GPU 1: %s, %d episodes; want normal, none", idle.Verdict.State, idle.Episodes)
 	}
 
 	src.set([]gpu.Reading{reading(0, 88, 5, 0)}, nil)
 	s.Sample(context.Background(), at(10))
-	if later := s.Snapshot(); later.GPUs[0].Verdict.State == Throttled || later.GPUs[0].Throttled != 40*time.Second ||
+	if later := s.Snapshot(); later.GPUs[0].Verdict.State == judge.Throttled || later.GPUs[0].Throttled != 40*time.Second ||
 		len(later.GPUs[0].Window) != 11 {
 		t.Errorf("after power dropped: %+v", later.GPUs[0])
 	}
-	if hot.Verdict.State != Throttled || len(hot.Window) != 10 || snap.Samples != 10 {
+	if hot.Verdict.State != judge.Throttled || len(hot.Window) != 10 || snap.Samples != 10 {
 		t.Error("a snapshot taken earlier changed with a later sample")
 	}
 	if lines := strings.Split(strings.TrimSpace(logs.String()), "\n"); len(lines) != 2 ||
@@ -97,7 +98,7 @@ func TestSamplerFailedRead(t *testing.T) {
 		s.Sample(context.Background(), at(i))
 	}
 	snap := s.Snapshot()
-	if snap.Samples != 6 || len(snap.GPUs) != 1 || snap.GPUs[0].Verdict.State != Collecting || len(snap.GPUs[0].Window) != 1 {
+	if snap.Samples != 6 || len(snap.GPUs) != 1 || snap.GPUs[0].Verdict.State != judge.Collecting || len(snap.GPUs[0].Window) != 1 {
 		t.Errorf("after five failed reads: %+v", snap)
 	}
 }
@@ -152,3 +153,15 @@ func TestSamplerRunAndClose(t *testing.T) {
 type sourceFunc func(context.Context) ([]gpu.Reading, error)
 
 func (f sourceFunc) Read(ctx context.Context) ([]gpu.Reading, error) { return f(ctx) }
+
+// A small window keeps the tests short: one minute of 10 s samples.
+func smallConfig() judge.ThermalConfig {
+	cfg := judge.DefaultThermalConfig()
+	cfg.Window = time.Minute
+	cfg.Interval = 10 * time.Second
+	return cfg
+}
+
+var t0 = time.Date(2025, 11, 24, 14, 0, 0, 0, time.UTC)
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,142 @@
+package connlimit
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// serve serves handler on 127.0.0.1 behind a Listener of max connections
+// with no grace, and returns its address.
+func serve(t *testing.T, max int, handler http.Handler) string {
+	t.Helper()
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := New(inner, max)
+	l.grace = 0
+	server := &http.Server{Handler: handler, ConnState: Track, ReadHeaderTimeout: time.Minute}
+	go server.Serve(l)
+	t.Cleanup(func() { server.Close() })
+	return inner.Addr().String()
+}
+
+func dial(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	return c
+}
+
+func get(t *testing.T, c net.Conn) *http.Response {
+	t.Helper()
+	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: test\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp
+}
+
+// Connections that never finish their headers hold every slot: a new
+// client's request is answered all the same, the stalled ones closed to
+// make room, oldest first.
+func TestStalledConnectionsMakeRoom(t *testing.T) {
+	addr := serve(t, 4, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	stalled := make([]net.Conn, 20)
+	for i := range stalled {
+		stalled[i] = dial(t, addr)
+		io.WriteString(stalled[i], "GET / HTTP/1.1\r\nHost: te")
+	}
+	if resp := get(t, dial(t, addr)); resp.StatusCode != http.StatusOK {
+		t.Errorf("a new request beside 20 stalled connections: %s", resp.Status)
+	}
+	// The first stalled connection was closed: its read ends (EOF, or a
+	// reset since it left bytes unread), not at the deadline.
+	_, err := stalled[0].Read(make([]byte, 1))
+	if ne, ok := err.(net.Error); err == nil || ok && ne.Timeout() {
+		t.Errorf("the oldest stalled connection: read %v, want it closed", err)
+	}
+}
+
+// A connection being answered is never closed for room: the one over the
+// limit waits until an answer ends.
+func TestAnsweredConnectionsAreNotClosed(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan struct{}, 2)
+	addr := serve(t, 2, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hold" {
+			entered <- struct{}{}
+			<-release
+		}
+	}))
+	held := make([]net.Conn, 2)
+	answers := make(chan *http.Response, 2)
+	for i := range held {
+		held[i] = dial(t, addr)
+		io.WriteString(held[i], "GET /hold HTTP/1.1\r\nHost: test\r\n\r\n")
+		<-entered
+		go func(c net.Conn) {
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Error("a held request:", err)
+			}
+			answers <- resp
+		}(held[i])
+	}
+	third := dial(t, addr)
+	io.WriteString(third, "GET / HTTP/1.1\r\nHost: test\r\n\r\n")
+	close(release)
+	for range held {
+		if resp := <-answers; resp == nil || resp.StatusCode != http.StatusOK {
+			t.Errorf("a held request was not answered: %v", resp)
+		}
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(third), nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("the third request once the answers ended: %v %v", resp, err)
+	}
+}
+
+// A server shut down while its Accept waits for room (every connection
+// being answered) stops serving: Close ends the wait.
+func TestCloseEndsAWaitingAccept(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := New(inner, 1)
+	entered, release := make(chan struct{}), make(chan struct{})
+	server := &http.Server{ConnState: Track, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(entered)
+		<-release
+	})}
+	served := make(chan error, 1)
+	go func() { served <- server.Serve(l) }()
+	held := dial(t, inner.Addr().String())
+	io.WriteString(held, "GET / HTTP/1.1\r\nHost: test\r\n\r\n")
+	<-entered
+	dial(t, inner.Addr().String()) // accepted, waiting for room
+	l.Close()
+	select {
+	case err := <-served:
+		if err == nil {
+			t.Error("Serve returned no error after Close")
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("Serve still waiting for room 30 s after Close")
+	}
+	close(release)
+	server.Close()
+}

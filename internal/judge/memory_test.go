@@ -1,0 +1,82 @@
+package judge
+
+import (
+	"math"
+	"testing"
+)
+
+func TestFitOf(t *testing.T) {
+	const gib = 1 << 30
+	for _, tc := range []struct {
+		name                           string
+		required, headroom, afterFlush float64
+		want                           PlanFit
+	}{
+		{"within the headroom", 10 * gib, 20 * gib, 30 * gib, Fits},
+		{"exactly the headroom", 20 * gib, 20 * gib, 30 * gib, Fits},
+		{"only after a flush", 25 * gib, 20 * gib, 30 * gib, FitsAfterFlush},
+		{"beyond a flush", 31 * gib, 20 * gib, 30 * gib, WontFit},
+		{"headroom negative", 1, -gib, -gib, WontFit},
+		// 6.3e20 bytes wraps to MinInt64 as an int64 and would "fit".
+		{"beyond any integer", 6.3e20, 20 * gib, 30 * gib, WontFit},
+		{"infinite", math.Inf(1), 20 * gib, 30 * gib, WontFit},
+		{"not a number", math.NaN(), 20 * gib, 30 * gib, WontFit},
+	} {
+		if got := FitOf(tc.required, tc.headroom, tc.afterFlush); got != tc.want {
+			t.Errorf("%s: FitOf(%g, %g, %g) = %s, want %s", tc.name, tc.required, tc.headroom, tc.afterFlush, got, tc.want)
+		}
+	}
+}
+
+func TestFitsWithMargin(t *testing.T) {
+	if !FitsWithMargin(90, 90, 100) {
+		t.Error("peak 90 of 100 (11% to spare) refused")
+	}
+	if FitsWithMargin(95, 90, 100) {
+		t.Error("peak 95 of 100 (5% to spare) accepted")
+	}
+	if FitsWithMargin(50, 101, 100) {
+		t.Error("worst case over the budget accepted")
+	}
+}
+
+func TestCacheHoldsHeadroom(t *testing.T) {
+	for _, tc := range []struct {
+		flushable                  float64
+		below, planNeeds, training bool
+		want                       bool
+	}{
+		{FlushWorthBytes, true, false, false, true},
+		{FlushWorthBytes - 1, true, false, false, false},
+		{FlushWorthBytes, false, true, false, true},
+		{FlushWorthBytes, false, true, true, false},
+		{FlushWorthBytes, false, false, false, false},
+	} {
+		if got := CacheHoldsHeadroom(tc.flushable, tc.below, tc.planNeeds, tc.training); got != tc.want {
+			t.Errorf("CacheHoldsHeadroom(%g, below %v, plan %v, training %v) = %v", tc.flushable, tc.below, tc.planNeeds, tc.training, got)
+		}
+	}
+}
+
+func TestHeavy(t *testing.T) {
+	for _, tc := range []struct {
+		hasCap bool
+		ratio  float64
+		want   bool
+	}{{false, 0, true}, {true, 0.9, true}, {true, HeavyCapRatio, false}, {true, 0.3, false}, {true, math.NaN(), true}} {
+		if got := Heavy(tc.hasCap, tc.ratio); got != tc.want {
+			t.Errorf("Heavy(%v, %g) = %v, want %v", tc.hasCap, tc.ratio, got, tc.want)
+		}
+	}
+}
+
+func TestPowerJudgements(t *testing.T) {
+	for w, want := range map[float64]bool{PlateauLowWatts: true, 100: true, PlateauHighWatts: true, 79.9: false, 120.1: false, StuckLowWatts: false} {
+		if AtPlateau(w) != want {
+			t.Errorf("AtPlateau(%g) = %v", w, !want)
+		}
+	}
+	if ThermalSlowdownCounts(ThermalSlowdownShare) || !ThermalSlowdownCounts(0.06) {
+		t.Error("the thermal slowdown share is not strictly above ThermalSlowdownShare")
+	}
+}

@@ -1,0 +1,514 @@
+package thermallog
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Plausible readings: a value outside is a malformed line under a header
+// that names its column, and, in a log without a header, proof that the
+// columns are not the guide's three (a clock of 890 MHz is no temperature).
+// No GPU runs below −40 °C or above 150 °C (the driver shuts down near
+// 100 °C); the largest NVIDIA boards draw about 1.2 kW.
+const (
+	MinTemperature = -40.0
+	MaxTemperature = 150.0
+	MaxPower       = 5000.0
+	// maxHeaderlessPower bounds power in a log without a header, where a
+	// misread column must not pass for watts.
+	maxHeaderlessPower = 1500.0
+)
+
+// MaxLineBytes is the longest line read; a longer one is skipped as
+// malformed, by its number.
+const MaxLineBytes = 1 << 20
+
+// Options say how to read what a log does not say itself.
+type Options struct {
+	// Location is the zone of timestamps written without an offset
+	// (nvidia-smi prints local time); nil is time.Local.
+	Location *time.Location
+	// Interval times the rows of a log without timestamps (nvidia-smi
+	// dmon without -o DT, a --query-gpu CSV without a timestamp column):
+	// one row per GPU every Interval, from the Unix epoch (Trace.Relative).
+	// Zero refuses such a log.
+	Interval time.Duration
+}
+
+// FormatError is a log that cannot be read at all: a header naming no
+// column the reader knows, a log without a header whose columns are not
+// the guide's, a log without timestamps and no Options.Interval.
+type FormatError struct {
+	Line int // 0 for the log as a whole
+	Msg  string
+}
+
+func (e *FormatError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("line %d: %s", e.Line, e.Msg)
+	}
+	return e.Msg
+}
+
+// Parse reads a log with the default Options.
+func Parse(r io.Reader) (Trace, error) { return ParseOptions(r, Options{}) }
+
+// ParseOptions reads a log: an nvidia-smi --query-gpu CSV under its header
+// (any column order, with or without units), the guide's three columns
+// without a header, or nvidia-smi dmon's output. A header line may come
+// again later (logs concatenated) and then holds from there on. Columns it
+// does not know are skipped. A malformed line is skipped, never guessed at,
+// and listed in Trace.Skipped; ParseOptions then returns the rows it could
+// read with a MalformedError. A log it cannot read at all is a
+// *FormatError; any other error is the reader's.
+func ParseOptions(r io.Reader, opt Options) (Trace, error) {
+	if opt.Location == nil {
+		opt.Location = time.Local
+	}
+	p := &parser{opt: opt, last: map[int]time.Time{}, keys: map[string]int{}, columns: map[string]bool{}, lastIndex: -1}
+	br := bufio.NewReaderSize(r, 64<<10)
+	for line := 1; ; line++ {
+		text, tooLong, err := readLine(br)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return p.trace(), err
+		}
+		if tooLong {
+			p.tr.Skipped = append(p.tr.Skipped, LineError{line, fmt.Errorf("longer than %d bytes", MaxLineBytes)})
+			continue
+		}
+		if line == 1 {
+			text = strings.TrimPrefix(text, "\ufeff")
+		}
+		if err := p.line(line, text); err != nil {
+			return p.trace(), err
+		}
+	}
+	tr := p.trace()
+	if len(tr.Skipped) > 0 {
+		return tr, MalformedError(tr.Skipped)
+	}
+	return tr, nil
+}
+
+// readLine reads one line without its end; a line over MaxLineBytes is
+// read to its end and dropped, tooLong set. err is io.EOF at the end.
+func readLine(br *bufio.Reader) (line string, tooLong bool, err error) {
+	var buf []byte
+	for {
+		chunk, more, err := br.ReadLine()
+		if err != nil {
+			return "", false, err
+		}
+		if !tooLong {
+			if len(buf)+len(chunk) > MaxLineBytes {
+				tooLong, buf = true, nil
+			} else {
+				buf = append(buf, chunk...)
+			}
+		}
+		if !more {
+			return string(buf), tooLong, nil
+		}
+	}
+}
+
+type parser struct {
+	opt Options
+	tr  Trace
+
+	names    []string // the CSV's columns, nil before a header
+	dmon     []string // dmon's columns while reading dmon output
+	data     bool     // a data line was read
+	relative bool     // rows timed by opt.Interval
+	// The latest time per GPU, for the hour a fall-back repeats.
+	last map[int]time.Time
+	// GPU numbers by uuid or bus id, for a log without an index.
+	keys map[string]int
+	// Relative timing: the sample's number, and the previous row's GPU.
+	tick, lastIndex int
+	columns         map[string]bool
+}
+
+func (p *parser) trace() Trace {
+	tr := p.tr
+	for c := range p.columns {
+		tr.Columns = append(tr.Columns, c)
+	}
+	sort.Strings(tr.Columns)
+	tr.Relative = p.relative
+	switch {
+	case p.dmon != nil:
+		tr.Format = FormatDmon
+	case p.names != nil:
+		tr.Format = FormatCSV
+	case p.data:
+		tr.Format = FormatHeaderless
+	}
+	return tr
+}
+
+// headerless are the columns of a log without a header: the guide's
+// thermal-sample.sh and the exporter's --thermal.csv-file.
+var headerless = strings.Split(Header, ",")
+
+func (p *parser) line(n int, text string) error {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return nil
+	}
+	if strings.HasPrefix(text, "#") {
+		if names, ok := dmonHeader(text); ok {
+			return p.startDmon(n, names)
+		}
+		p.tr.Comments = append(p.tr.Comments, strings.TrimSpace(text[1:]))
+		return nil
+	}
+	if p.dmon != nil {
+		row, err := p.dmonRow(n, strings.Fields(text))
+		return p.keep(n, row, err, false)
+	}
+	fields := strings.Split(text, ",")
+	// A lone word ("Killed") is a malformed line, not a header.
+	if names, ok := headerNames(fields); ok && (len(names) > 1 || lookup(names[0]) != nil) {
+		return p.startCSV(n, names)
+	}
+	if p.names == nil && !p.data && len(fields) != len(headerless) {
+		return &FormatError{n, fmt.Sprintf("no header line, and %d fields: without nvidia-smi's header (--format=csv, not noheader) only the guide's three columns, %s, can be read",
+			len(fields), strings.Join(headerless, ", "))}
+	}
+	if p.names == nil && !p.data {
+		for _, c := range headerless {
+			p.columns[c] = true
+		}
+	}
+	p.data = true
+	row, err := p.csvRow(n, fields)
+	return p.keep(n, row, err, p.names == nil)
+}
+
+// keep adds a parsed row, or lists its line as skipped. In a log without
+// a header an implausible value is not a bad line but a misread column:
+// the whole log is refused.
+func (p *parser) keep(n int, row Row, err error, headerless bool) error {
+	var bad *implausible
+	var unit *wrongUnit
+	switch {
+	case headerless && errors.As(err, &bad):
+		return &FormatError{n, fmt.Sprintf("%v: the log has no header line, and this column is not the guide's %s; give the log nvidia-smi's header line (--format=csv)", err, bad.column)}
+	case headerless && errors.As(err, &unit):
+		return &FormatError{n, fmt.Sprintf("%v: the log has no header line, and this column is not the guide's %s; give the log nvidia-smi's header line (--format=csv)", err, unit.column)}
+	}
+	if err != nil {
+		p.tr.Skipped = append(p.tr.Skipped, LineError{n, err})
+		return nil
+	}
+	p.place(&row)
+	p.tr.Rows = append(p.tr.Rows, row)
+	return nil
+}
+
+// startCSV takes a header line's names.
+func (p *parser) startCSV(n int, names []string) error {
+	known := false
+	for _, name := range names {
+		known = known || lookup(name) != nil
+	}
+	if !known {
+		return &FormatError{n, fmt.Sprintf("a header naming no column the report reads (found %s; it reads timestamp, temperature.gpu, power.draw, utilization.gpu, clocks.sm, index, name, power.limit, …)",
+			strings.Join(names, ", "))}
+	}
+	hasTime := false
+	for _, name := range names {
+		if c := canonical(name); c != "" {
+			p.columns[c] = true
+		}
+		hasTime = hasTime || name == "timestamp"
+	}
+	if err := p.timing(n, hasTime, "the header names no timestamp column"); err != nil {
+		return err
+	}
+	p.names, p.dmon = names, nil
+	return nil
+}
+
+// timing decides how rows are timed: by their timestamps, or by
+// Options.Interval where they have none.
+func (p *parser) timing(n int, hasTime bool, why string) error {
+	if hasTime {
+		p.relative = false
+		return nil
+	}
+	if p.opt.Interval <= 0 {
+		return &FormatError{n, why + ": give the interval the log was written at (--log.interval)"}
+	}
+	p.relative = true
+	p.columns["timestamp"] = true
+	return nil
+}
+
+func (p *parser) csvRow(n int, fields []string) (Row, error) {
+	names := p.names
+	if names == nil {
+		names = headerless
+	}
+	row := Row{Line: n}
+	if len(fields) != len(names) {
+		return row, fmt.Errorf("%d fields, the header has %d", len(fields), len(names))
+	}
+	if p.names == nil {
+		if err := headerlessUnits(fields); err != nil {
+			return row, err
+		}
+	}
+	local := false
+	for i, f := range fields {
+		f = strings.TrimSpace(f)
+		if names[i] == "timestamp" {
+			if p.relative {
+				continue
+			}
+			t, isLocal, err := parseTimestamp(f, p.opt.Location)
+			if err != nil {
+				return row, fmt.Errorf("timestamp: %w", err)
+			}
+			row.Time, local = t, isLocal
+			continue
+		}
+		parse := lookup(names[i])
+		if parse == nil {
+			continue
+		}
+		if err := parse(&row, f); err != nil {
+			return row, fmt.Errorf("%s: %w", names[i], err)
+		}
+	}
+	if p.names == nil {
+		if err := plausibleHeaderless(row); err != nil {
+			return row, err
+		}
+	}
+	return row, p.timeRow(&row, local)
+}
+
+// implausible is a value no GPU reports in the column it was read from.
+type implausible struct {
+	column string
+	value  float64
+	unit   string
+	lo, hi float64
+}
+
+func (e *implausible) Error() string {
+	return fmt.Sprintf("%g %s is out of range [%g, %g]", e.value, e.unit, e.lo, e.hi)
+}
+
+// wrongUnit is a value whose unit is not its column's: a clock in MHz
+// where the guide's log has its temperature.
+type wrongUnit struct{ column, field string }
+
+func (e *wrongUnit) Error() string {
+	return fmt.Sprintf("%s reads %q, not a value in its unit", e.column, e.field)
+}
+
+// headerlessUnits checks the units nvidia-smi printed (without nounits)
+// in a log without a header: temperature.gpu has none, power.draw W.
+func headerlessUnits(fields []string) error {
+	// The units that may still be the column's (a malformed line at
+	// worst), by column.
+	own := []map[string]bool{nil, {"C": true, "°C": true}, {"W": true, "mW": true}}
+	for i := 1; i < len(headerless); i++ {
+		f := strings.TrimSpace(fields[i])
+		sp := strings.LastIndexByte(f, ' ')
+		if notReported(f) || sp < 0 || own[i][f[sp+1:]] {
+			continue
+		}
+		if _, err := strconv.ParseFloat(f[:sp], 64); err == nil {
+			// A number with another unit: another column.
+			return &wrongUnit{headerless[i], f}
+		}
+	}
+	return nil
+}
+
+func plausibleHeaderless(r Row) error {
+	if r.Power != nil && *r.Power > maxHeaderlessPower {
+		return fmt.Errorf("power.draw: %w", &implausible{"power.draw", *r.Power, "W", 0, maxHeaderlessPower})
+	}
+	return nil
+}
+
+// timeRow checks the row's time, or gives it one in a log without
+// timestamps. local says the timestamp had no offset.
+func (p *parser) timeRow(r *Row, local bool) error {
+	if p.relative {
+		index := -1
+		if r.GPU != nil {
+			index = *r.GPU
+		}
+		if p.tick == 0 || index <= p.lastIndex || index < 0 {
+			p.tick++
+		}
+		p.lastIndex = index
+		r.Time = time.Unix(0, 0).UTC().Add(time.Duration(p.tick-1) * p.opt.Interval)
+		return nil
+	}
+	if r.Time.IsZero() {
+		return errors.New("no timestamp")
+	}
+	r.local = local
+	return nil
+}
+
+// place gives a row without an index the GPU its uuid or bus id names,
+// and moves a local time into the repeated hour of a fall-back where the
+// time would otherwise step back.
+func (p *parser) place(r *Row) {
+	if r.GPU == nil && r.key != "" {
+		i, ok := p.keys[r.key]
+		if !ok {
+			i = len(p.keys)
+			p.keys[r.key] = i
+		}
+		r.GPU = &i
+	}
+	gpu := -1
+	if r.GPU != nil {
+		gpu = *r.GPU
+	}
+	prev, seen := p.last[gpu]
+	if r.local && seen && r.Time.Before(prev) {
+		if later, ok := laterOccurrence(r.Time, p.opt.Location); ok && later.After(prev) {
+			r.Time = later
+			p.tr.Repeated++
+		}
+	}
+	p.last[gpu] = r.Time
+	r.local = false
+}
+
+// laterOccurrence is the second instant that shows the same wall clock as
+// t in loc, where a fall-back repeats it.
+func laterOccurrence(t time.Time, loc *time.Location) (time.Time, bool) {
+	const wall = "2006-01-02 15:04:05.999999999"
+	clock := t.In(loc).Format(wall)
+	for _, d := range []time.Duration{30 * time.Minute, time.Hour, 2 * time.Hour} {
+		if c := t.Add(d); c.In(loc).Format(wall) == clock {
+			return c.In(loc), true
+		}
+	}
+	return t, false
+}
+
+// earliestOccurrence is the first instant that shows the same wall clock
+// as t in loc (t itself but in the hour a fall-back repeats).
+func earliestOccurrence(t time.Time, loc *time.Location) time.Time {
+	_, off := t.Zone()
+	if _, before := t.Add(-2 * time.Hour).Zone(); before == off {
+		return t // no change of offset near t
+	}
+	const wall = "2006-01-02 15:04:05.999999999"
+	clock := t.Format(wall)
+	for _, d := range []time.Duration{2 * time.Hour, time.Hour, 30 * time.Minute} {
+		if c := t.Add(-d).In(loc); c.Format(wall) == clock {
+			return c
+		}
+	}
+	return t
+}
+
+// Timestamps with an offset, then without one (read in the log's zone).
+var (
+	offsetLayouts = []string{
+		"2006-01-02T15:04:05Z07:00", "2006-01-02 15:04:05Z07:00",
+		"2006-01-02T15:04:05Z0700", "2006-01-02 15:04:05Z0700",
+		"2006-01-02 15:04:05 Z07:00", "2006-01-02 15:04:05 Z0700",
+		"2006/01/02 15:04:05Z07:00", "2006/01/02 15:04:05 Z07:00",
+	}
+	localLayouts = []string{
+		"2006/01/02 15:04:05", // nvidia-smi
+		"2006-01-02T15:04:05", "2006-01-02 15:04:05",
+	}
+)
+
+// parseTimestamp takes nvidia-smi's timestamp (local time, milliseconds
+// optional), ISO 8601 with or without an offset (`date -Iseconds`,
+// `date --rfc-3339=ns`) or Unix seconds (`date +%s`, with a fraction or
+// not; milliseconds from 1e11 on). local says there was no offset.
+func parseTimestamp(field string, loc *time.Location) (t time.Time, local bool, err error) {
+	if isDecimal(field) {
+		v, err := strconv.ParseFloat(field, 64)
+		if err == nil && v < 1e14 {
+			if v >= 1e11 {
+				v /= 1000
+			}
+			sec := int64(v)
+			return time.Unix(sec, int64((v-float64(sec))*1e9)).Round(time.Microsecond).In(loc), false, nil
+		}
+	}
+	if len(field) > 4 && field[4] == '/' {
+		// nvidia-smi's own, the common case: tried first.
+		if t, err := time.ParseInLocation(localLayouts[0], field, loc); err == nil {
+			return earliestOccurrence(t, loc), true, nil
+		}
+	}
+	for _, layout := range offsetLayouts {
+		if t, err := time.Parse(layout, field); err == nil {
+			return t, false, nil
+		}
+	}
+	for _, layout := range localLayouts {
+		if t, err := time.ParseInLocation(layout, field, loc); err == nil {
+			// Of the two instants a fall-back gives one wall clock, the
+			// earlier; place moves a row to the later where time would
+			// otherwise step back.
+			return earliestOccurrence(t, loc), true, nil
+		}
+	}
+	return time.Time{}, false, errors.New("not a timestamp like 2025/11/24 14:08:55.751, 2025-11-24T14:08:55+01:00 or Unix seconds")
+}
+
+func isDecimal(s string) bool {
+	if s == "" {
+		return false
+	}
+	dot := false
+	for i, c := range s {
+		switch {
+		case c >= '0' && c <= '9':
+		case c == '.' && !dot && i > 0:
+			dot = true
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// canonical is the --query-gpu name of the quantity a known column gives,
+// "" for a column the reader skips.
+func canonical(name string) string {
+	switch {
+	case lookup(name) == nil:
+		return ""
+	case strings.HasPrefix(name, "power.draw"):
+		return "power.draw"
+	case name == "clocks.current.sm":
+		return "clocks.sm"
+	case name == "enforced.power.limit":
+		return "power.limit"
+	case name == "uuid" || name == "pci.bus_id":
+		return "index"
+	case strings.HasPrefix(name, "clocks_event_reasons") || strings.HasPrefix(name, "clocks_throttle_reasons"):
+		return "clocks_event_reasons"
+	}
+	return name
+}

@@ -1,0 +1,125 @@
+package rules_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/spark-exporter/spark_exporter/internal/judge"
+	"github.com/spark-exporter/spark_exporter/internal/testing/promqltest"
+)
+
+// constant is a threshold the rules must write as internal/judge has it.
+type constant struct {
+	name  string
+	value float64
+}
+
+// Structural comparisons test a 0/1 gauge or a count against 0 or 1; they
+// are not thresholds anyone tunes.
+var (
+	zero = constant{"0 (a count, or a 0/1 gauge)", 0}
+	one  = constant{"1 (a 0/1 gauge)", 1}
+)
+
+// thresholds is every comparison with a number in spark.rules.yml, by
+// alert (#n: its nth rule) or recording rule, compared expression and
+// operator, with the constant of internal/judge it must equal.
+var thresholds = map[string]constant{
+	`SparkPageCacheHoldingHeadroom#1 spark_pool_flushable_bytes >=`:                                                                                   {"judge.FlushWorthBytes", judge.FlushWorthBytes},
+	`SparkPageCacheHoldingHeadroom#1 spark_workloads{role="training"} >`:                                                                              zero,
+	`SparkMemoryEviction#1 instance:spark_pool_pressure_stall_seconds:rate5m{kind="full"} >`:                                                          {"judge.PressureStallShare", judge.PressureStallShare},
+	`SparkMemoryEviction#2 instance:spark_pool_refaults:rate5m >`:                                                                                     {"judge.RefaultsPerSecond", judge.RefaultsPerSecond},
+	`SparkOOMKill#1 increase(spark_pool_oom_kills_total[10m]) >`:                                                                                      zero,
+	`SparkPlannedRunWontFit#1 spark_workloads{role="training"} >`:                                                                                     zero,
+	`SparkPoolExhaustionImminent#1 delta(spark_pool_free_bytes[5m]) <`:                                                                                zero,
+	`SparkGPUThrottling#1 spark_thermal_throttle_signature ==`:                                                                                        one,
+	`SparkGPUThrottling#2 max_over_time(spark_gpu_clocks_event_active{reason=~"sw_thermal_slowdown|hw_thermal_slowdown"}[2m]) ==`:                     one,
+	`instance_limit:spark_platform_power_per_limit:ratio#1 spark_platform_power_limit_watts >`:                                                        zero,
+	`SparkGPUThrottling#3 sum without (reason) (rate(spark_gpu_clocks_event_seconds_total{reason=~"sw_thermal_slowdown|hw_thermal_slowdown"}[5m])) >`: {"judge.ThermalSlowdownShare", judge.ThermalSlowdownShare},
+	`SparkGPUPowerPlateau#1 instance_gpu:spark_gpu_power_watts:avg10m >`:                                                                              {"judge.PlateauLowWatts", judge.PlateauLowWatts},
+	`SparkGPUPowerPlateau#1 instance_gpu:spark_gpu_power_watts:avg10m <`:                                                                              {"judge.PlateauHighWatts", judge.PlateauHighWatts},
+	`SparkGPUPowerPlateau#1 instance_gpu:spark_gpu_power_watts:spread10m <`:                                                                           {"judge.PlateauSpreadWatts", judge.PlateauSpreadWatts},
+	`SparkGPUPowerPlateau#1 instance_gpu:spark_gpu_utilization_ratio:avg10m >=`:                                                                       {"judge.BusyUtilizationRatio", judge.BusyUtilizationRatio},
+	`SparkGPUPowerPlateau#2 instance_gpu:spark_gpu_power_watts:avg10m >`:                                                                              {"judge.StuckLowWatts", judge.StuckLowWatts},
+	`SparkGPUPowerPlateau#2 instance_gpu:spark_gpu_power_watts:avg10m <`:                                                                              {"judge.PlateauHighWatts", judge.PlateauHighWatts},
+	`SparkGPUPowerPlateau#2 instance_gpu:spark_gpu_utilization_ratio:avg10m >=`:                                                                       {"judge.BusyUtilizationRatio", judge.BusyUtilizationRatio},
+	`SparkGPUPowerPlateau#2 rate(spark_gpu_clocks_event_seconds_total{reason="sw_power_cap"}[10m]) >=`:                                                {"judge.PowerCapShare", judge.PowerCapShare},
+	`SparkGPUPowerStuckLow#1 instance_gpu:spark_gpu_power_watts:avg10m <`:                                                                             {"judge.StuckLowWatts", judge.StuckLowWatts},
+	`SparkGPUPowerStuckLow#1 instance_gpu:spark_gpu_utilization_ratio:avg10m >=`:                                                                      {"judge.BusyUtilizationRatio", judge.BusyUtilizationRatio},
+	`SparkGPUPowerStuckLow#1 instance_gpu:spark_gpu_sm_clock_per_max:ratio_avg10m <`:                                                                  {"judge.StuckLowClockRatio", judge.StuckLowClockRatio},
+	`SparkGPUNvmlDown#1 spark_gpu_nvml_up ==`:                                                                                                         zero,
+	`SparkGPUNvmlDown#1 max_over_time(spark_gpu_nvml_up[1w]) ==`:                                                                                      one,
+	`SparkConcurrentHeavyWorkloads#1 spark_workload_memory_cap_ratio <=`:                                                                              {"judge.HeavyCapRatio", judge.HeavyCapRatio},
+	`SparkConcurrentHeavyWorkloads#1 spark_workloads{role="training"} >`:                                                                              zero,
+	`SparkSoCProchot#1 spark_platform_prochot ==`:                                                                                                     one,
+	`SparkSystemPowerLimited#1 instance_limit:spark_platform_power_per_limit:ratio{limit=~"pl1|syspl1"} >=`:                                           {"judge.PowerLimitShare", judge.PowerLimitShare},
+	`SparkSystemPowerLimited#1 max by (instance, job) (instance_gpu:spark_gpu_utilization_ratio:avg10m) >=`:                                           {"judge.BusyUtilizationRatio", judge.BusyUtilizationRatio},
+	`SparkExporterCollectorFailing#1 avg_over_time(spark_scrape_collector_success[15m]) <`:                                                            {"judge.CollectorFailingShare", judge.CollectorFailingShare},
+}
+
+// thresholdKey names one comparison of the nth rule called name.
+func thresholdKey(name string, n int, th promqltest.Threshold) string {
+	return fmt.Sprintf("%s#%d %s %s", name, n, th.Expr, th.Op)
+}
+
+// thresholdErrors checks the comparisons found in each rule against the
+// table: a number that differs from its constant, a comparison the table
+// does not know, and a table entry no rule has any more.
+func thresholdErrors(found map[string]float64, want map[string]constant) []string {
+	var errs []string
+	for key, v := range found {
+		c, ok := want[key]
+		switch {
+		case !ok:
+			errs = append(errs, fmt.Sprintf("%s %g: a threshold internal/judge does not define; add the constant and tie it here", key, v))
+		case v != c.value:
+			errs = append(errs, fmt.Sprintf("%s %g, but %s is %g", key, v, c.name, c.value))
+		}
+	}
+	for key := range want {
+		if _, ok := found[key]; !ok {
+			errs = append(errs, fmt.Sprintf("%s: no such comparison in %s any more", key, rulesFile))
+		}
+	}
+	return errs
+}
+
+// Every number the rules compare with is internal/judge's, so the alerts,
+// the status page, `plan` and `report` judge alike.
+func TestRuleThresholdsAreJudges(t *testing.T) {
+	rules := loadRules(t)
+	exprs := make([]string, len(rules))
+	for i, r := range rules {
+		exprs[i] = r.Expr
+	}
+	results := promqltest.Parse(t, exprs)
+	found := map[string]float64{}
+	seen := map[string]int{}
+	for i, r := range rules {
+		if results[i].Error != "" {
+			t.Fatalf("%s: %s", r.name(), results[i].Error)
+		}
+		seen[r.name()]++
+		for _, th := range results[i].Thresholds {
+			found[thresholdKey(r.name(), seen[r.name()], th)] = th.Value
+		}
+	}
+	if len(found) == 0 {
+		t.Fatal("no threshold found in the rules: the parser helper reports none")
+	}
+	for _, e := range thresholdErrors(found, thresholds) {
+		t.Error(e)
+	}
+}
+
+// A rule whose number drifts from the constant fails, naming both.
+func TestThresholdErrorsNameBoth(t *testing.T) {
+	want := map[string]constant{"A#1 x >": {"judge.X", 80}, "A#1 y <": {"judge.Y", 1}}
+	got := strings.Join(thresholdErrors(map[string]float64{"A#1 x >": 85, "B#1 z ==": 3}, want), "\n")
+	for _, part := range []string{"A#1 x > 85, but judge.X is 80", "B#1 z == 3: a threshold internal/judge does not define", "A#1 y <: no such comparison"} {
+		if !strings.Contains(got, part) {
+			t.Errorf("errors %q lack %q", got, part)
+		}
+	}
+}
