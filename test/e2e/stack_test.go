@@ -272,7 +272,17 @@ type series struct {
 
 // query runs an instant query through Prometheus' HTTP API, now.
 func (s *stack) query(expr string) ([]series, error) {
-	resp, err := s.client.Get(s.prom.URL + "/api/v1/query?" + url.Values{"query": {expr}}.Encode())
+	return s.queryAt(expr, time.Time{})
+}
+
+// queryAt runs an instant query at a given time (now when zero), so that
+// several queries read the same samples.
+func (s *stack) queryAt(expr string, at time.Time) ([]series, error) {
+	params := url.Values{"query": {expr}}
+	if !at.IsZero() {
+		params.Set("time", strconv.FormatFloat(float64(at.UnixMilli())/1000, 'f', 3, 64))
+	}
+	resp, err := s.client.Get(s.prom.URL + "/api/v1/query?" + params.Encode())
 	if err != nil {
 		return nil, err
 	}
