@@ -31,24 +31,29 @@ local withSelector(expr, sel) =
     local n = std.length(expr);
     local identEnd(i) = if i < n && isIdent(expr[i]) then identEnd(i + 1) else i;
     local spaceEnd(i) = if i < n && std.member(' \t\n', expr[i]) then spaceEnd(i + 1) else i;
+    // Each step builds a plain object from strings already evaluated:
+    // an object extended step by step (st { out+: c }) would leave a chain
+    // of lazy fields as long as the expression, past jsonnet's stack.
+    local state(out, skip, quoted) =
+      if std.length(out) >= 0 then { out: out, skip: skip, quoted: quoted } else error 'unreachable';
     local done = std.foldl(
       function(st, i)
         if i < st.skip then st
         else
           local c = expr[i];
-          if st.quoted then st { out+: c, quoted: !(c == '"' && expr[i - 1] != '\\') }
-          else if c == '"' then st { out+: c, quoted: true }
+          if st.quoted then state(st.out + c, st.skip, !(c == '"' && expr[i - 1] != '\\'))
+          else if c == '"' then state(st.out + c, st.skip, true)
           else if std.substr(expr, i, 6) == 'spark_' && (i == 0 || !isIdent(expr[i - 1])) then
             local j = identEnd(i);
             local k = spaceEnd(j);
             if k < n && expr[k] == '{' then
               local empty = spaceEnd(k + 1) < n && expr[spaceEnd(k + 1)] == '}';
-              st { out+: std.substr(expr, i, j - i) + '{' + sel + (if empty then '' else ', '), skip: k + 1 }
+              state(st.out + std.substr(expr, i, j - i) + '{' + sel + (if empty then '' else ', '), k + 1, false)
             else
-              st { out+: std.substr(expr, i, j - i) + '{' + sel + '}', skip: j }
-          else st { out+: c },
+              state(st.out + std.substr(expr, i, j - i) + '{' + sel + '}', j, false)
+          else state(st.out + c, st.skip, false),
       std.range(0, n - 1),
-      { out: '', skip: 0, quoted: false },
+      state('', 0, false),
     );
     done.out;
 
