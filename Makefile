@@ -48,7 +48,7 @@ QEMU_ARM64 ?= $(if $(filter arm64,$(HOST_ARCH)),,qemu-aarch64 -L /usr/aarch64-li
 
 .PHONY: all build run deps test unit e2e rules fuzz lint fmt vet staticcheck tools bench clean \
 	crossbuild test-arm64 release test-release deb test-deb docker kubernetes-rules \
-	nvml-standin demo screenshots report-example
+	nvml-standin demo screenshots report-example dashboards
 
 all: build
 
@@ -101,8 +101,12 @@ deps:
 ## test: everything CI checks.
 test: deps lint nvml-standin unit e2e fuzz test-arm64 test-release test-deb
 
+# tools/dashboards is its own module (Grafana's SDK, go-jsonnet): its tests
+# check the dashboards against their code and the mixin against the shipped
+# files.
 unit: tools
 	$(GO) test -count=1 ./...
+	$(GO) -C tools/dashboards test -count=1 ./...
 
 ## e2e: exporter → real Prometheus 3 → shipped rules → real Alertmanager →
 ## a webhook pager, on 127.0.0.1, with every dashboard query run against it
@@ -170,9 +174,11 @@ fmt:
 # The e2e tag takes test/e2e in too.
 vet:
 	$(GO) vet -tags e2e ./...
+	$(GO) -C tools/dashboards vet ./...
 
 staticcheck: $(TOOLS)/staticcheck
 	$(TOOLS)/staticcheck -tags e2e ./...
+	cd tools/dashboards && $(CURDIR)/$(TOOLS)/staticcheck ./...
 
 ## tools: the real Prometheus parts, pinned in tools/*/go.mod, kept out of
 ## the product's go.mod. Each set is rebuilt only when its pins change: the
@@ -236,6 +242,11 @@ docker:
 		--platform $(subst $(space),$(comma),$(strip $(PLATFORMS))) \
 		--build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) --build-arg BRANCH=$(BRANCH) \
 		-t $(DOCKER_IMAGE):$(VERSION) $(DOCKER_FLAGS) .
+
+## dashboards: dashboards/*.json from their Go code in tools/dashboards
+## (Grafana's foundation SDK); the tests fail when the two differ.
+dashboards:
+	$(GO) generate ./dashboards
 
 ## kubernetes-rules: examples/kubernetes/prometheusrule.yaml from rules/*.yml.
 kubernetes-rules:

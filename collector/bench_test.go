@@ -172,3 +172,19 @@ func BenchmarkPlatform(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFabric is the fabric collector on the healthy two-Spark fixture
+// (four functions, one port each: 4 listings of the class and ports, about
+// 45 files a function), on the Spark fixture without RDMA devices (one
+// listing that finds nothing), and on this machine's own /sys.
+func BenchmarkFabric(b *testing.B) {
+	for _, bc := range []struct{ name, tree string }{
+		{"sys=four-functions", sysFixture("spark-fabric")},
+		{"sys=no-rdma", sysFixture("spark")},
+		{"sys=host", "/sys"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			drain(b, newFabricCollector(bc.tree, 0, nopLogger()))
+		})
+	}
+}

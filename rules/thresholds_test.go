@@ -55,7 +55,14 @@ var thresholds = map[string]constant{
 	`SparkSoCProchot#1 spark_platform_prochot ==`:                                                                                                     one,
 	`SparkSystemPowerLimited#1 instance_limit:spark_platform_power_per_limit:ratio{limit=~"pl1|syspl1"} >=`:                                           {"judge.PowerLimitShare", judge.PowerLimitShare},
 	`SparkSystemPowerLimited#1 max by (instance, job) (instance_gpu:spark_gpu_utilization_ratio:avg10m) >=`:                                           {"judge.BusyUtilizationRatio", judge.BusyUtilizationRatio},
-	`SparkExporterCollectorFailing#1 avg_over_time(spark_scrape_collector_success[15m]) <`:                                                            {"judge.CollectorFailingShare", judge.CollectorFailingShare},
+	`SparkFabricLinkDown#1 spark_fabric_link_up ==`:                                                                                                   zero,
+	`SparkFabricLinkDown#1 max_over_time(spark_fabric_link_up[1d]) ==`:                                                                                one,
+	`SparkFabricRailImbalance#1 max without (port) (spark_fabric_link_up) ==`:                                                                         one,
+	`SparkFabricRailImbalance#1 max without (device) (label_replace(instance_device:spark_fabric_bytes:rate5m{device=~"roce(P[0-9]+)?p[0-9]+s[0-9]+f[0-9]+"} and ignoring (direction) max without (port) (spark_fabric_link_up) == 1, "pair", "$1", "device", "roce(?:P[0-9]+)?(p[0-9]+s[0-9]+f[0-9]+)")) >`:    {"judge.FabricTransferBytesPerSecond", judge.FabricTransferBytesPerSecond},
+	`SparkFabricRailImbalance#1 count without (device) (label_replace(instance_device:spark_fabric_bytes:rate5m{device=~"roce(P[0-9]+)?p[0-9]+s[0-9]+f[0-9]+"} and ignoring (direction) max without (port) (spark_fabric_link_up) == 1, "pair", "$1", "device", "roce(?:P[0-9]+)?(p[0-9]+s[0-9]+f[0-9]+)")) ==`: {"judge.FabricFunctionsPerPort", judge.FabricFunctionsPerPort},
+	`SparkFabricErrors#1 sum without (counter) (increase(spark_fabric_port_errors_total{counter!="link_downed"}[10m])) >`:                                                                                              zero,
+	`SparkFabricErrors#1 sum without (counter) (increase(spark_fabric_roce_events_total{counter=~"out_of_sequence|packet_seq_err|local_ack_timeout_err|implied_nak_seq_err|out_of_buffer|rnr_nak_retry_err"}[10m])) >`: zero,
+	`SparkExporterCollectorFailing#1 avg_over_time(spark_scrape_collector_success[15m]) <`:                                                                                                                             {"judge.CollectorFailingShare", judge.CollectorFailingShare},
 }
 
 // thresholdKey names one comparison of the nth rule called name.

@@ -61,6 +61,7 @@ expected_files="\
 644 root root /usr/share/man/man1/spark_exporter.1.gz
 644 root root /usr/share/$pkg/rules/spark.rules.yml
 644 root root /usr/share/$pkg/dashboards/spark.json
+644 root root /usr/share/$pkg/dashboards/fleet.json
 644 root root /usr/share/doc/$pkg/copyright
 644 root root /usr/share/doc/$pkg/changelog.Debian.gz
 644 root root /usr/share/lintian/overrides/$pkg"
@@ -114,7 +115,9 @@ for arch in arm64 amd64; do
     grep -qF -- "$want" <<<"$man" || fail "$deb: man page lacks $want"
   done
   cmp -s rules/spark.rules.yml "$tmp/x/usr/share/$pkg/rules/spark.rules.yml" || fail "$deb: rules differ from rules/spark.rules.yml"
-  cmp -s dashboards/spark.json "$tmp/x/usr/share/$pkg/dashboards/spark.json" || fail "$deb: dashboard differs from dashboards/spark.json"
+  for d in spark fleet; do
+    cmp -s "dashboards/$d.json" "$tmp/x/usr/share/$pkg/dashboards/$d.json" || fail "$deb: dashboard differs from dashboards/$d.json"
+  done
 
   run=()
   if [ "$arch" != "$host" ]; then

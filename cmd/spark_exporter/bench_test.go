@@ -122,6 +122,9 @@ func BenchmarkScrape(b *testing.B) {
 		// The cost of the platform collector (on the Spark /sys fixture,
 		// spbm included): default less this.
 		{"no-platform", busy, true, []string{"--no-collector.platform"}},
+		// The cost of the fabric collector on a host without RDMA devices
+		// (the Spark /sys fixture has none): default less this.
+		{"no-fabric", busy, true, []string{"--no-collector.fabric"}},
 		// This machine's own /proc: the kernel's procfs rather than files
 		// on ext4, with however many processes run here.
 		{"proc=host", "/proc", true, nil},

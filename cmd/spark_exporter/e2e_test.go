@@ -192,6 +192,21 @@ func TestGoldenPlatform(t *testing.T) {
 	}
 }
 
+// The fabric collector on a healthy Spark (one cable, two of its four
+// functions up), a degraded one (a function down, one trained at PCIe x2)
+// and a Spark without RDMA devices.
+func TestGoldenFabric(t *testing.T) {
+	for _, tree := range []string{"spark-fabric", "spark-fabric-degraded", "spark"} {
+		t.Run(tree, func(t *testing.T) {
+			p := testexporter.Start(t, nil,
+				"--path.procfs="+fixtureDir(t, "spark"),
+				"--path.sysfs="+sysFixture(t, tree),
+				noGPU, "--web.disable-exporter-metrics")
+			golden(t, "fabric-"+tree+".metrics", normalise(p.Get(t, "/metrics?collect[]=fabric")))
+		})
+	}
+}
+
 // A /proc source that disappears fails its collector alone, and the
 // collector recovers when the source comes back.
 func TestLostSourceFailsOnlyItsCollector(t *testing.T) {

@@ -352,6 +352,61 @@ func TestPlatformAsNonRootUser(t *testing.T) {
 	}
 }
 
+// The fabric collector run as nobody on a copy of the healthy Spark's
+// tree, its class/ links into devices/ kept as links: the walk through
+// them works unprivileged, a counter only root may read is left out (and
+// named at debug level, without the mount point), and the collector
+// succeeds.
+func TestFabricAsNonRootUser(t *testing.T) {
+	base := nobodyDir(t)
+	procfs, sysfs := filepath.Join(base, "proc"), filepath.Join(base, "sys")
+	for dst, src := range map[string]string{procfs: fixtureDir(t, "spark"), sysfs: sysFixture(t, "spark-fabric")} {
+		if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+			t.Fatal(err)
+		}
+		err := filepath.WalkDir(dst, func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.Type()&os.ModeSymlink != 0 {
+				return err // a link's mode is its target's
+			}
+			mode := os.FileMode(0o644)
+			if d.IsDir() {
+				mode = 0o755
+			}
+			return os.Chmod(path, mode)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fi, err := os.Lstat(filepath.Join(sysfs, "class/infiniband/rocep1s0f0")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the copy lost the class/ link: %v %v", fi, err)
+	}
+	const rootOnly = "class/infiniband/rocep1s0f0/ports/1/hw_counters/out_of_sequence"
+	if err := os.Chmod(filepath.Join(sysfs, rootOnly), 0o400); err != nil {
+		t.Fatal(err)
+	}
+	p := startAsNobody(t, base, "--path.procfs="+procfs, "--path.sysfs="+sysfs, "--log.level=debug")
+	m := boundedGet(t, p, "/metrics?collect[]=fabric")
+	for series, want := range map[string]float64{
+		`spark_scrape_collector_success{collector="fabric"}`:                                       1,
+		`spark_fabric_link_up{device="rocep1s0f0",port="1"}`:                                       1,
+		`spark_fabric_pcie_link_width{device="roceP2p1s0f0",which="current"}`:                      4,
+		`spark_fabric_roce_events_total{counter="out_of_sequence",device="roceP2p1s0f0",port="1"}`: 0,
+	} {
+		if v, ok := value(m, series); !ok || v != want {
+			t.Errorf("%s = %v (present %v), want %v", series, v, ok, want)
+		}
+	}
+	if strings.Contains(m, `counter="out_of_sequence",device="rocep1s0f0"`) {
+		t.Errorf("a counter only root may read is exported:\n%s", m)
+	}
+	p.WaitLog(t, "permission denied")
+	p.Stop(t)
+	if logs := p.Logs(); strings.Contains(logs, base) || !strings.Contains(logs, rootOnly) {
+		t.Errorf("the log names a path, or not the file relative to --path.sysfs:\n%s", logs)
+	}
+}
+
 // A real procfs mounted with hidepid=1 (invisible=noaccess): other users'
 // processes are listed but cannot be read. The exporter, as nobody, counts
 // them as unreadable, and the workloads collector still succeeds.

@@ -104,3 +104,22 @@ const (
 	// flapping included, while one failed scrape is not.
 	CollectorFailingShare = 0.5
 )
+
+// The ConnectX-7 link between two Sparks (the fabric collector). Each QSFP
+// port is two PCIe functions carrying about half of its 200 Gb/s each
+// (docs/design.md: ~92.6 and ~97.3 Gb/s in ib_write_bw).
+const (
+	// FabricFunctionsPerPort is how many PCIe functions (RDMA devices) a
+	// Spark's QSFP port shows as: the rails judged against each other.
+	FabricFunctionsPerPort = 2
+
+	// FabricTransferBytesPerSecond is the throughput of a function, 1 Gb/s,
+	// from which the link counts as carrying a transfer rather than
+	// background traffic: a healthy rail carries about 90 times more.
+	FabricTransferBytesPerSecond = 125e6
+
+	// FabricRailImbalanceRatio: during a transfer, one rail carrying under
+	// this share of its twin's throughput is stuck or unused (NCCL given
+	// one function); healthy twins differ by a few percent.
+	FabricRailImbalanceRatio = 0.25
+)

@@ -47,6 +47,7 @@ type target struct {
 	instance string
 	procfs   string   // its /proc tree, a writable copy
 	nvml     string   // the GB10 stand-in's scenario (testdata/nvml/scenarios), played speedup times faster
+	sysfs    string   // its /sys tree; testdata/sys/spark when ""
 	args     []string // beside --path.procfs, --path.sysfs, the thermal and the NVML flags
 }
 
@@ -128,9 +129,12 @@ func startStack(t *testing.T, targets []target) *stack {
 			"SPARK_NVML_SCENARIO=" + testexporter.Scenario(t, tg.nvml),
 			"SPARK_NVML_SPEED=" + strconv.Itoa(speedup),
 		}
-		// Every target a Spark with the spbm driver, whatever this
-		// machine's own /sys holds.
-		sysfs := filepath.Join(testexporter.Root(t), "testdata", "sys", "spark")
+		// Every target a Spark with the spbm driver unless it names its
+		// own tree, whatever this machine's own /sys holds.
+		sysfs := tg.sysfs
+		if sysfs == "" {
+			sysfs = filepath.Join(testexporter.Root(t), "testdata", "sys", "spark")
+		}
 		args := slices.Concat([]string{"--path.procfs=" + tg.procfs, "--path.sysfs=" + sysfs, "--gpu.nvml-library=" + testexporter.StandInNVML(t)},
 			thermalFlags, tg.args)
 		p := testexporter.Start(t, env, args...)
@@ -268,7 +272,17 @@ type series struct {
 
 // query runs an instant query through Prometheus' HTTP API, now.
 func (s *stack) query(expr string) ([]series, error) {
-	resp, err := s.client.Get(s.prom.URL + "/api/v1/query?" + url.Values{"query": {expr}}.Encode())
+	return s.queryAt(expr, time.Time{})
+}
+
+// queryAt runs an instant query at a given time (now when zero), so that
+// several queries read the same samples.
+func (s *stack) queryAt(expr string, at time.Time) ([]series, error) {
+	params := url.Values{"query": {expr}}
+	if !at.IsZero() {
+		params.Set("time", strconv.FormatFloat(float64(at.UnixMilli())/1000, 'f', 3, 64))
+	}
+	resp, err := s.client.Get(s.prom.URL + "/api/v1/query?" + params.Encode())
 	if err != nil {
 		return nil, err
 	}

@@ -1,110 +1,56 @@
-// Package dashboard is the part of Grafana's JSON model that the checks of
-// dashboards/spark.json read: dashboards/'s tests check the JSON and the
-// PromQL; the end-to-end test (test/e2e) runs every query against a real
-// Prometheus. Test scaffolding: nothing here ships.
+// Package dashboard gives the exporter's tests the PromQL of the shipped
+// Grafana dashboards (dashboards/*.json): dashboards/'s tests check it
+// parses and names only exported or recorded metrics; the end-to-end test
+// (test/e2e) runs it against a real Prometheus. The dashboards are read by
+// Grafana's own types, in tools/dashboards (`dashboards -queries`), whose
+// module holds Grafana's SDK so that the exporter's go.mod does not. Test
+// scaffolding: nothing here ships.
 package dashboard
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
-	"regexp"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"testing"
 )
 
-// File is the dashboard's file name, in dashboards/.
-const File = "spark.json"
-
-type DatasourceRef struct {
-	Type string `json:"type"`
-	UID  string `json:"uid"`
+// Query is one PromQL expression of a dashboard and where it is.
+type Query struct {
+	File   string `json:"file"`   // spark.json, fleet.json
+	Where  string `json:"where"`  // `panel "Pool headroom" query A`, `variable instance`, …
+	Panel  string `json:"panel"`  // the panel's title; "" for a variable or an annotation
+	Expr   string `json:"expr"`   // as written, Grafana variables included
+	Legend string `json:"legend"` // legendFormat
+	Table  bool   `json:"table"`  // format table: labels become columns
 }
 
-type Target struct {
-	RefID        string         `json:"refId"`
-	Expr         string         `json:"expr"`
-	LegendFormat string         `json:"legendFormat"`
-	Format       string         `json:"format"`
-	Datasource   *DatasourceRef `json:"datasource"`
-}
-
-type Panel struct {
-	ID          int            `json:"id"`
-	Type        string         `json:"type"`
-	Title       string         `json:"title"`
-	Description string         `json:"description"`
-	Datasource  *DatasourceRef `json:"datasource"`
-	GridPos     struct {
-		X, Y, W, H int
-	} `json:"gridPos"`
-	Targets     []Target `json:"targets"`
-	FieldConfig struct {
-		Defaults struct {
-			Unit string `json:"unit"`
-		} `json:"defaults"`
-	} `json:"fieldConfig"`
-	Panels []Panel `json:"panels"` // a row's panels
-}
-
-type Variable struct {
-	Type       string          `json:"type"`
-	Name       string          `json:"name"`
-	Query      json.RawMessage `json:"query"`
-	Definition string          `json:"definition"`
-	Multi      bool            `json:"multi"`
-	IncludeAll bool            `json:"includeAll"`
-	Datasource *DatasourceRef  `json:"datasource"`
-}
-
-type Annotation struct {
-	Name       string         `json:"name"`
-	Expr       string         `json:"expr"`
-	Datasource *DatasourceRef `json:"datasource"`
-}
-
-type Dashboard struct {
-	UID           string `json:"uid"`
-	Title         string `json:"title"`
-	SchemaVersion int    `json:"schemaVersion"`
-	Panels        []Panel
-	Templating    struct {
-		List []Variable `json:"list"`
-	} `json:"templating"`
-	Annotations struct {
-		List []Annotation `json:"list"`
-	} `json:"annotations"`
-}
-
-// Load reads a dashboard's JSON: one object and nothing after it.
-func Load(path string) (Dashboard, error) {
-	data, err := os.ReadFile(path)
+// Queries lists the PromQL of every panel target, annotation and query
+// variable of every dashboard in root/dashboards, as Grafana's types read
+// them. A variable's label_values(metric, label) is Grafana's, not PromQL:
+// its metric stands for it, as a selector.
+func Queries(t testing.TB, root string) []Query {
+	t.Helper()
+	cmd := exec.Command("go", "run", ".", "-queries", filepath.Join(root, "dashboards"))
+	cmd.Dir = filepath.Join(root, "tools", "dashboards")
+	// The SDK is pure Go; no cgo keeps this build off the C compiler.
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		return Dashboard{}, err
+		t.Fatalf("tools/dashboards -queries: %v\n%s", err, stderr.String())
 	}
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	var d Dashboard
-	if err := dec.Decode(&d); err != nil {
-		return Dashboard{}, fmt.Errorf("not valid JSON: %w", err)
+	var qs []Query
+	if err := json.Unmarshal(out, &qs); err != nil {
+		t.Fatalf("tools/dashboards -queries: %v", err)
 	}
-	if dec.More() {
-		return Dashboard{}, fmt.Errorf("data after the dashboard object")
+	if len(qs) == 0 {
+		t.Fatal("tools/dashboards -queries listed no query")
 	}
-	return d, nil
-}
-
-// All returns every panel, those nested in rows included.
-func (d Dashboard) All() []Panel {
-	var out []Panel
-	var walk func([]Panel)
-	walk = func(ps []Panel) {
-		for _, p := range ps {
-			out = append(out, p)
-			walk(p.Panels)
-		}
-	}
-	walk(d.Panels)
-	return out
+	return qs
 }
 
 // AbsentOnGB10 are the metrics of fields GB10's NVML answers Not Supported
@@ -118,41 +64,12 @@ var AbsentOnGB10 = map[string]bool{
 	"spark_gpu_power_limit_watts":  true,
 }
 
-// Query is one PromQL expression of the dashboard and where it is.
-type Query struct {
-	Where string // `panel "Pool headroom" query A`, `variable instance`, …
-	Panel string // the panel's title; "" for a variable or an annotation
-	Expr  string // as written, Grafana variables included
-}
-
-var labelValues = regexp.MustCompile(`^label_values\(([a-zA-Z_:][a-zA-Z0-9_:]*),\s*[a-zA-Z_][a-zA-Z0-9_]*\)$`)
-
-// Queries lists the PromQL of every panel target, annotation and query
-// variable. A variable's label_values(metric, label) is Grafana's, not
-// PromQL: its metric stands for it, as a selector.
-func (d Dashboard) Queries() ([]Query, error) {
-	var qs []Query
-	for _, p := range d.All() {
-		for _, tg := range p.Targets {
-			qs = append(qs, Query{fmt.Sprintf("panel %q query %s", p.Title, tg.RefID), p.Title, tg.Expr})
-		}
-	}
-	for _, a := range d.Annotations.List {
-		if a.Expr != "" {
-			qs = append(qs, Query{fmt.Sprintf("annotation %q", a.Name), "", a.Expr})
-		}
-	}
-	for _, v := range d.Templating.List {
-		if v.Type != "query" {
-			continue
-		}
-		m := labelValues.FindStringSubmatch(v.Definition)
-		if m == nil {
-			return nil, fmt.Errorf("variable %s: query %q is not label_values(metric, label)", v.Name, v.Definition)
-		}
-		qs = append(qs, Query{"variable " + v.Name, "", m[1]})
-	}
-	return qs, nil
+// Fabric says whether a metric is the fabric collector's: a Spark without
+// RDMA devices (no ConnectX-7 driver, or a run on testdata/sys/spark) has
+// none but spark_fabric_field_supported, and an exporter older than the
+// collector none at all, so the fabric row may be empty.
+func Fabric(metric string) bool {
+	return strings.HasPrefix(metric, "spark_fabric_")
 }
 
 // Vars are the values given to Grafana's variables when a query is run

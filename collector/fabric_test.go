@@ -1,0 +1,248 @@
+package collector
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-kit/log"
+
+	"github.com/spark-exporter/spark_exporter/internal/fabric"
+	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
+)
+
+func fabricOn(t *testing.T, root string, logger log.Logger) (map[string]float64, error) {
+	t.Helper()
+	return collect(t, newFabricCollector(root, 0, logger))
+}
+
+func TestFabricOnAHealthySpark(t *testing.T) {
+	got, err := fabricOn(t, sysFixture("spark-fabric"), nopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for series, want := range map[string]float64{
+		`spark_fabric_info{device="rocep1s0f0",link_layer="Ethernet",netdev="enp1s0f0np0",port="1"}`:     1,
+		`spark_fabric_info{device="roceP2p1s0f1",link_layer="Ethernet",netdev="enP2p1s0f1np1",port="1"}`: 1,
+		`spark_fabric_link_up{device="rocep1s0f0",port="1"}`:                                             1,
+		`spark_fabric_link_up{device="roceP2p1s0f0",port="1"}`:                                           1,
+		`spark_fabric_link_up{device="rocep1s0f1",port="1"}`:                                             0,
+		`spark_fabric_link_rate_bits_per_second{device="roceP2p1s0f0",port="1"}`:                         200e9,
+		`spark_fabric_pcie_link_width{device="rocep1s0f0",which="current"}`:                              4,
+		`spark_fabric_pcie_link_width{device="rocep1s0f0",which="max"}`:                                  4,
+		`spark_fabric_pcie_link_transfers_per_second{device="roceP2p1s0f1",which="current"}`:             32e9,
+		`spark_fabric_receive_bytes_total{device="rocep1s0f0",port="1"}`:                                 4 * 2864127401,
+		`spark_fabric_transmit_bytes_total{device="roceP2p1s0f0",port="1"}`:                              4 * 2853312550,
+		`spark_fabric_port_errors_total{counter="symbol_error",device="rocep1s0f0",port="1"}`:            0,
+		`spark_fabric_roce_events_total{counter="np_cnp_sent",device="rocep1s0f0",port="1"}`:             1842,
+		`spark_fabric_field_supported{field="rdma"}`:                                                     1,
+		`spark_fabric_field_supported{field="hw_counters"}`:                                              1,
+		`spark_fabric_field_supported{field="pcie_link"}`:                                                1,
+	} {
+		if v, ok := got[series]; !ok || v != want {
+			t.Errorf("%s = %v (present %v), want %v", series, v, ok, want)
+		}
+	}
+	// The ports without a cable negotiated nothing: no rate.
+	if _, ok := got[`spark_fabric_link_rate_bits_per_second{device="rocep1s0f1",port="1"}`]; ok {
+		t.Error("a rate for a port that is down")
+	}
+	for s := range got {
+		if strings.Contains(s, "/") || strings.Contains(s, "0000") {
+			t.Errorf("a path in %s", s)
+		}
+	}
+	if n := countSeries(got, "spark_fabric_roce_events_total{"); n != 4*len(fabric.EventCounters) {
+		t.Errorf("%d RoCE event series, want %d", n, 4*len(fabric.EventCounters))
+	}
+}
+
+func countSeries(got map[string]float64, prefix string) int {
+	n := 0
+	for s := range got {
+		if strings.HasPrefix(s, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+func TestFabricOnADegradedSpark(t *testing.T) {
+	got, err := fabricOn(t, sysFixture("spark-fabric-degraded"), nopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for series, want := range map[string]float64{
+		`spark_fabric_link_up{device="roceP2p1s0f0",port="1"}`:                                   0,
+		`spark_fabric_pcie_link_width{device="rocep1s0f0",which="current"}`:                      2,
+		`spark_fabric_pcie_link_width{device="rocep1s0f0",which="max"}`:                          4,
+		`spark_fabric_port_errors_total{counter="link_downed",device="roceP2p1s0f0",port="1"}`:   1,
+		`spark_fabric_roce_events_total{counter="out_of_sequence",device="rocep1s0f0",port="1"}`: 17,
+	} {
+		if v, ok := got[series]; !ok || v != want {
+			t.Errorf("%s = %v (present %v), want %v", series, v, ok, want)
+		}
+	}
+}
+
+// Without class/infiniband: the gap said, nothing else, and success.
+func TestFabricWithoutRDMA(t *testing.T) {
+	for _, root := range []string{sysFixture("spark"), sysFixture("x86-server"), t.TempDir()} {
+		got, err := fabricOn(t, root, nopLogger())
+		if err != nil {
+			t.Fatalf("%s: %v", root, err)
+		}
+		if len(got) != 1 || got[`spark_fabric_field_supported{field="rdma"}`] != 0 {
+			t.Errorf("%s: %v", root, got)
+		}
+		if _, ok := got[`spark_fabric_field_supported{field="rdma"}`]; !ok {
+			t.Errorf("%s: no field_supported{rdma}", root)
+		}
+	}
+}
+
+// An unreadable counter is left out (and named at debug level, relative to
+// the mount point), the rest is read.
+func TestFabricUnreadableFile(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads a mode 000 file; cmd/spark_exporter's TestFabricAsNonRootUser runs as nobody")
+	}
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(sysFixture("spark-fabric"))); err != nil {
+		t.Fatal(err)
+	}
+	name := "class/infiniband/rocep1s0f0/ports/1/counters/symbol_error"
+	if err := os.Chmod(filepath.Join(dir, name), 0); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	got, err := fabricOn(t, dir, log.NewLogfmtLogger(&buf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := got[`spark_fabric_port_errors_total{counter="symbol_error",device="rocep1s0f0",port="1"}`]; ok {
+		t.Error("an unreadable counter exported")
+	}
+	if got[`spark_fabric_link_up{device="rocep1s0f0",port="1"}`] != 1 {
+		t.Error("the rest of the device lost")
+	}
+	if !strings.Contains(buf.String(), name) || strings.Contains(buf.String(), dir) {
+		t.Errorf("log:\n%s", buf.String())
+	}
+}
+
+// A scrape reads the values again through the files kept open (sysfs
+// writes an attribute afresh for each read), without listing the devices
+// again; a minute later, or at once after a file of the layout has gone,
+// the devices are discovered afresh.
+func TestFabricRereadsValuesAndRediscovers(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(sysFixture("spark-fabric"))); err != nil {
+		t.Fatal(err)
+	}
+	c := newFabricCollector(dir, 0, nopLogger())
+	defer c.Close()
+	now := time.Unix(1e9, 0)
+	c.now = func() time.Time { return now }
+	scrape := func() map[string]float64 {
+		t.Helper()
+		got, err := collect(t, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	write := func(rel, data string) {
+		t.Helper()
+		// In place, as sysfs changes a value: the same file.
+		if err := os.WriteFile(filepath.Join(dir, rel), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const rcv = `spark_fabric_receive_bytes_total{device="rocep1s0f0",port="1"}`
+	const up = `spark_fabric_link_up{device="roceP2p1s0f0",port="1"}`
+	scrape()
+	write("class/infiniband/rocep1s0f0/ports/1/counters/port_rcv_data", "3000000000\n")
+	write("class/infiniband/roceP2p1s0f0/ports/1/state", "1: DOWN\n")
+	got := scrape()
+	if got[rcv] != 12e9 || got[up] != 0 {
+		t.Errorf("values not read again: %s = %v, %s = %v", rcv, got[rcv], up, got[up])
+	}
+
+	// A new device shows only once the layout is discovered again.
+	gone := filepath.Join(dir, "class/infiniband/rocep1s0f1")
+	if err := os.Rename(gone, gone+"x"); err != nil {
+		t.Fatal(err)
+	}
+	got = scrape() // reads the files kept open: the device's are still there
+	if _, ok := got[`spark_fabric_link_up{device="rocep1s0f1x",port="1"}`]; ok {
+		t.Error("the listing was made again before a minute passed")
+	}
+	now = now.Add(rediscoverEvery)
+	got = scrape()
+	if _, ok := got[`spark_fabric_link_up{device="rocep1s0f1x",port="1"}`]; !ok {
+		t.Error("a minute later, the device under its new name is not there")
+	}
+
+	// A file of the layout that goes makes the next scrape discover.
+	if err := os.Remove(filepath.Join(dir, "class/infiniband/roceP2p1s0f1/ports/1/state")); err != nil {
+		t.Fatal(err)
+	}
+	c.kept.Close() // as a driver unbinding under an open file answers ENODEV: reopened, not found
+	scrape()
+	if c.layout != nil {
+		t.Error("a file of the layout went, and the layout is kept")
+	}
+	if got := scrape(); got[`spark_fabric_field_supported{field="rdma"}`] != 1 || countSeries(got, "spark_fabric_link_up{") != 3 {
+		t.Errorf("after rediscovery: %d link_up series", countSeries(got, "spark_fabric_link_up{"))
+	}
+}
+
+// An attribute whose read blocks (a driver stuck in a firmware command)
+// fails the collector at the deadline, naming the file relative to
+// --path.sysfs, and the next scrape fails at once while it is still
+// blocked; once it returns, the collector reads again.
+func TestFabricBlockedRead(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(sysFixture("spark-fabric"))); err != nil {
+		t.Fatal(err)
+	}
+	const state = "class/infiniband/rocep1s0f0/ports/1/state"
+	path := filepath.Join(dir, state)
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := newFabricCollector(dir, 50*time.Millisecond, nopLogger())
+	defer c.Close()
+	_, err := collect(t, c)
+	if err == nil || !strings.Contains(err.Error(), state) || !strings.Contains(err.Error(), "blocked") || strings.Contains(err.Error(), dir) {
+		t.Fatalf("a blocked read: %v", err)
+	}
+	if _, err = collect(t, c); err == nil || !strings.Contains(err.Error(), state) || !strings.Contains(err.Error(), "still blocked") {
+		t.Fatalf("the next scrape while the read is blocked: %v", err)
+	}
+	w, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	os.Remove(path)
+	if err := os.WriteFile(path, []byte("4: ACTIVE\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]float64
+	testexporter.Eventually(t, 10*time.Second, func() bool {
+		got, err = collect(t, c)
+		return err == nil
+	}, "a scrape once the blocked read returned")
+	if got[`spark_fabric_link_up{device="rocep1s0f0",port="1"}`] != 1 {
+		t.Errorf("after the read returned: %v", got)
+	}
+}

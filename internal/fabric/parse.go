@@ -1,0 +1,208 @@
+package fabric
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// maxLine bounds a one-line attribute: the longest the kernel writes here
+// is a rate ("400 Gb/sec (4X NDR)") or a PCIe speed ("32.0 GT/s PCIe").
+const maxLine = 64
+
+// line is the one line of an attribute, without its newline.
+func line(data []byte) (string, error) {
+	v := bytes.TrimSpace(data)
+	switch {
+	case len(v) == 0:
+		return "", errors.New("empty")
+	case len(v) > maxLine:
+		return "", fmt.Errorf("%d bytes, not an attribute of its kind", len(data))
+	case bytes.ContainsAny(v, "\n\r\x00"):
+		return "", errors.New("more than one line")
+	}
+	return string(v), nil
+}
+
+// quote keeps an error message short and printable whatever the file held.
+func quote(s string) string {
+	if len(s) > 32 {
+		s = s[:32]
+	}
+	return strconv.Quote(s)
+}
+
+// ParseCounter parses a decimal counter ("123456\n").
+func ParseCounter(data []byte) (uint64, error) {
+	v, err := line(data)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("not a counter: %s", quote(v))
+	}
+	return n, nil
+}
+
+// ParseState parses a port's state or phys_state, "4: ACTIVE" or
+// "5: LinkUp" (Documentation/ABI/stable/sysfs-class-infiniband), into the
+// kernel's word. The word is one of a short list the kernel defines; any
+// word of letters is accepted, so that a newer kernel's is not refused.
+func ParseState(data []byte) (string, error) {
+	v, err := line(data)
+	if err != nil {
+		return "", err
+	}
+	num, word, ok := strings.Cut(v, ":")
+	word = strings.TrimSpace(word)
+	if _, err := strconv.ParseUint(strings.TrimSpace(num), 10, 8); !ok || err != nil || !isWord(word) {
+		return "", fmt.Errorf("not a port state: %s", quote(v))
+	}
+	return word, nil
+}
+
+// isWord is letters, digits and _ only, starting with a letter: what the
+// kernel's state names are ("ACTIVE", "LinkUp", "ACTIVE_DEFER").
+func isWord(s string) bool {
+	if s == "" || len(s) > 32 {
+		return false
+	}
+	for i, c := range s {
+		switch {
+		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z':
+		case i > 0 && (c >= '0' && c <= '9' || c == '_'):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// ParseWord parses a one-word attribute such as link_layer ("Ethernet",
+// "InfiniBand").
+func ParseWord(data []byte) (string, error) {
+	v, err := line(data)
+	if err != nil {
+		return "", err
+	}
+	if !isWord(v) {
+		return "", fmt.Errorf("not a word: %s", quote(v))
+	}
+	return v, nil
+}
+
+// ParseRate parses a port's rate, "200 Gb/sec (4X HDR)" or
+// "2.5 Gb/sec (1X SDR)", into bits per second. The kernel writes the
+// figure in Gb/sec, with ".5" when it is not whole (drivers/infiniband/
+// core/sysfs.c, rate_show).
+func ParseRate(data []byte) (float64, error) {
+	v, err := line(data)
+	if err != nil {
+		return 0, err
+	}
+	num, rest, _ := strings.Cut(v, " ")
+	if rest != "Gb/sec" && !strings.HasPrefix(rest, "Gb/sec (") {
+		return 0, fmt.Errorf("not a rate in Gb/sec: %s", quote(v))
+	}
+	gbits, err := parseDecimal(num)
+	if err != nil {
+		return 0, fmt.Errorf("not a rate: %s", quote(v))
+	}
+	return gbits * 1e9, nil
+}
+
+// ParseLinkWidth parses a PCIe link width ("4", as current_link_width
+// and max_link_width give it). 0, which a link not trained reads, is
+// refused: it is no width.
+func ParseLinkWidth(data []byte) (float64, error) {
+	v, err := line(data)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseUint(v, 10, 8)
+	if err != nil || n == 0 || n > 32 {
+		return 0, fmt.Errorf("not a PCIe link width: %s", quote(v))
+	}
+	return float64(n), nil
+}
+
+// ParseLinkSpeed parses a PCIe link speed, "32.0 GT/s PCIe" (Linux 4.18
+// and later) or "8 GT/s" (earlier), into transfers per second. "Unknown"
+// (a link not trained) is refused.
+func ParseLinkSpeed(data []byte) (float64, error) {
+	v, err := line(data)
+	if err != nil {
+		return 0, err
+	}
+	num, rest, _ := strings.Cut(v, " ")
+	if rest != "GT/s" && rest != "GT/s PCIe" {
+		return 0, fmt.Errorf("not a PCIe link speed: %s", quote(v))
+	}
+	gt, err := parseDecimal(num)
+	if err != nil || gt == 0 {
+		return 0, fmt.Errorf("not a PCIe link speed: %s", quote(v))
+	}
+	return gt * 1e9, nil
+}
+
+// parseDecimal parses a plain non-negative decimal ("200", "2.5", "32.0"),
+// nothing else strconv.ParseFloat would take (no exponent, no Inf, no
+// sign, no hex).
+func parseDecimal(s string) (float64, error) {
+	whole, frac, dot := strings.Cut(s, ".")
+	if whole == "" || len(s) > 12 || strings.Trim(whole, "0123456789") != "" ||
+		(dot && (frac == "" || strings.Trim(frac, "0123456789") != "")) {
+		return 0, fmt.Errorf("not a decimal: %s", quote(s))
+	}
+	return strconv.ParseFloat(s, 64)
+}
+
+// ValidNetDev tells a network interface name as the kernel allows it
+// (dev_valid_name): 1 to 15 bytes, no '/', ':' or white space, not "." or
+// "..". Only printable ASCII is accepted here, so that a label never
+// carries anything else.
+func ValidNetDev(name string) bool {
+	if name == "" || len(name) > 15 || name == "." || name == ".." {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c <= ' ' || c >= 0x7f || c == '/' || c == ':' {
+			return false
+		}
+	}
+	return true
+}
+
+// ParseNetDev parses gid_attrs/ndevs/N, the name of the interface bound to
+// the GID.
+func ParseNetDev(data []byte) (string, error) {
+	v, err := line(data)
+	if err != nil {
+		return "", err
+	}
+	if !ValidNetDev(v) {
+		return "", fmt.Errorf("not an interface name: %s", quote(v))
+	}
+	return v, nil
+}
+
+// validName tells an RDMA device name fit for a label: 1 to 63 bytes
+// (IB_DEVICE_NAME_MAX is 64 with its NUL) of letters, digits, '_', '-'
+// and '.'. Names are the kernel's ("mlx5_0") or rdma-core's udev rules'
+// ("rocep1s0f0"); anything else is not a device.
+func validName(name string) bool {
+	if name == "" || len(name) > 63 || name[0] == '.' {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '-', c == '.':
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,145 @@
+package main
+
+//lint:file-ignore SA1019 the classic dashboard model (dashboard, not dashboardv2), which Grafana 12 imports and provisions by default; schema v2 still needs a feature flag there (docs/dashboards.md)
+
+import (
+	"fmt"
+
+	"github.com/grafana/grafana-foundation-sdk/go/common"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+
+	"github.com/spark-exporter/spark_exporter/internal/judge"
+)
+
+// sparkDashboardUID is spark.json's uid: the fleet table links each Spark to
+// it.
+const sparkDashboardUID = "spark-exporter"
+
+// thermalCode turns the one-hot spark_thermal_state into one value per
+// Spark, its worst GPU's state: 0 collecting, 1 normal, 2 watching, 3
+// throttled (thermalStates maps them back to words).
+const thermalCode = `max by (instance) (
+    (spark_thermal_state{instance=~"$instance", state="collecting"} == 1) * 0
+  or (spark_thermal_state{instance=~"$instance", state="normal"} == 1) * 1
+  or (spark_thermal_state{instance=~"$instance", state="watching"} == 1) * 2
+  or (spark_thermal_state{instance=~"$instance", state="throttled"} == 1) * 3
+)`
+
+var thermalStates = valueMap(
+	"0", "collecting", "blue",
+	"1", "normal", "green",
+	"2", "watching", "yellow",
+	"3", "throttled", "red",
+)
+
+// fleet is every Spark in one table, for owners of several. Each column is
+// one instant query aggregated by instance, so a row holds one Spark's
+// figures and nothing of another's; where the raw series would be many per
+// Spark (a process each, every alert Prometheus holds) the column reads a
+// recording rule of rules/spark.rules.yml instead (docs/dashboards.md gives
+// the series each query touches).
+func fleet() *dashboard.DashboardBuilder {
+	b := dashboard.NewDashboardBuilder("DGX Spark fleet").
+		Uid("spark-exporter-fleet").
+		Description("Every DGX Spark that runs spark_exporter in one table: headroom, thermal state, power, the workloads on the pool, firing alerts, exporter version. Click a Spark for its own dashboard.").
+		Tags([]string{"spark", "gb10", "nvidia", "fleet"}).
+		Editable().
+		Tooltip(dashboard.DashboardCursorSyncCrosshair).
+		Refresh("1m").
+		Time("now-1h", "now").
+		Timezone(common.TimeZoneBrowser).
+		Version(1).
+		WithVariable(datasourceVariable()).
+		WithVariable(instanceVariable()).
+		Annotation(builtInAnnotations())
+
+	b.WithRow(row(1, "The fleet now"))
+	b.WithPanel(statPanel(2, "Sparks reporting",
+		"Sparks whose exporter answered the last scrape. Fewer than you own: a Spark is down or unreachable (SparkHostSilent pages for it).",
+		"none", 6, 4).
+		Decimals(0).
+		TextMode(common.BigValueTextModeValue).
+		Thresholds(thresholds("blue")).
+		WithTarget(instantQuery("A", `count(spark_exporter_build_info{instance=~"$instance"})`, "Sparks")))
+	b.WithPanel(statPanel(3, "Below the reserve",
+		"Sparks whose free memory is under their reserve (headroom below 0): the next allocation there may be OOM-killed. Sort the table by headroom and open the Spark.",
+		"none", 6, 4).
+		Decimals(0).
+		TextMode(common.BigValueTextModeValue).
+		Thresholds(thresholds("green", step(1, "red"))).
+		WithTarget(instantQuery("A", `count(spark_pool_headroom_bytes{instance=~"$instance"} < 0) or vector(0)`, "Sparks")))
+	b.WithPanel(statPanel(4, "Throttled",
+		"Sparks with a GPU in the throttled state (temperature climbing or holding hot while power sits flat below the rating): check their airflow and room.",
+		"none", 6, 4).
+		Decimals(0).
+		TextMode(common.BigValueTextModeValue).
+		Thresholds(thresholds("green", step(1, "red"))).
+		WithTarget(instantQuery("A", `count(max by (instance) (spark_thermal_state{instance=~"$instance", state="throttled"}) == 1) or vector(0)`, "Sparks")))
+	b.WithPanel(statPanel(5, "Spark alerts firing",
+		"Spark alerts firing across the fleet (instance:spark_alerts_firing:count). The table says where; each alert's runbook says what to do.",
+		"none", 6, 4).
+		Decimals(0).
+		TextMode(common.BigValueTextModeValue).
+		Thresholds(thresholds("green", step(1, "red"))).
+		WithTarget(instantQuery("A", `sum(instance:spark_alerts_firing:count{instance=~"$instance"}) or vector(0)`, "alerts")))
+
+	b.WithRow(row(6, "Every Spark"))
+	b.WithPanel(tablePanel(7, "Sparks",
+		fmt.Sprintf("One row per Spark, least headroom first; click a column to sort by it, a Spark to open its dashboard. Headroom is free memory minus the reserve: red below 0 (SparkPoolHeadroomLow). Power: orange from the ~%.0f W plateau (the platform's cap, not a fault), red at the %.0f W rating. Workloads counts the GPU programs by role; two heavy jobs on one pool evict each other (SparkConcurrentHeavyWorkloads). An empty row but for its alerts is a Spark whose exporter is not answering.", judge.PlateauWatts, judge.RatingWatts),
+		"none", 24, 16).
+		SortBy(sortBy("headroom", false)).
+		OverrideByName("instance", props(
+			dynamic("displayName", "Spark"),
+			dynamic("links", []map[string]any{{
+				"title": "${__value.text}: its dashboard",
+				"url":   "/d/" + sparkDashboardUID + "?var-datasource=${datasource}&var-instance=${__value.raw}&${__url_time_range}",
+			}}))).
+		OverrideByName("Value #A", props(
+			dynamic("displayName", "headroom"),
+			dynamic("unit", "bytes"),
+			thresholdsOverride(thresholds("red", step(0, "orange"), step(roomyHeadroomBytes, "green"))),
+			dynamic("custom.cellOptions", map[string]any{"type": "color-text"}))).
+		OverrideByName("Value #B", props(
+			dynamic("displayName", "after a flush"),
+			dynamic("unit", "bytes"))).
+		OverrideByName("Value #C", props(
+			dynamic("displayName", "thermal"),
+			dynamic("mappings", mappings(thermalStates)),
+			dynamic("custom.cellOptions", map[string]any{"type": "color-text"}))).
+		OverrideByName("Value #D", props(
+			dynamic("displayName", "GPU power"),
+			dynamic("unit", "watt"),
+			thresholdsOverride(thresholds("green", step(judge.PlateauWatts, "orange"), step(judge.RatingWatts, "red"))),
+			dynamic("custom.cellOptions", map[string]any{"type": "color-text"}))).
+		OverrideByName("Value #E", props(
+			dynamic("displayName", "inference"),
+			dynamic("decimals", 0))).
+		OverrideByName("Value #F", props(
+			dynamic("displayName", "training"),
+			dynamic("decimals", 0))).
+		OverrideByName("Value #G", props(
+			dynamic("displayName", "held by workloads"),
+			dynamic("unit", "bytes"))).
+		OverrideByName("Value #H", props(
+			dynamic("displayName", "alerts firing"),
+			dynamic("decimals", 0),
+			dynamic("noValue", "0"),
+			thresholdsOverride(thresholds("green", step(1, "red"))),
+			dynamic("custom.cellOptions", map[string]any{"type": "color-text"}))).
+		OverrideByName("version", props(
+			dynamic("displayName", "exporter"))).
+		WithTransformation(merge()).
+		WithTransformation(organize(
+			[]string{"Time", "Value #I"},
+			[]string{"instance", "Value #A", "Value #B", "Value #C", "Value #D", "Value #E", "Value #F", "Value #G", "Value #H", "version"})).
+		WithTarget(tableQuery("A", `max by (instance) (spark_pool_headroom_bytes{instance=~"$instance"})`)).
+		WithTarget(tableQuery("B", `max by (instance) (spark_pool_headroom_after_flush_bytes{instance=~"$instance"})`)).
+		WithTarget(tableQuery("C", thermalCode)).
+		WithTarget(tableQuery("D", `max by (instance) (spark_gpu_power_watts{instance=~"$instance"})`)).
+		WithTarget(tableQuery("E", `sum by (instance) (spark_workloads{instance=~"$instance", role="inference"})`)).
+		WithTarget(tableQuery("F", `sum by (instance) (spark_workloads{instance=~"$instance", role="training"})`)).
+		WithTarget(tableQuery("G", `sum by (instance) (instance:spark_workload_resident_bytes:sum{instance=~"$instance"})`)).
+		WithTarget(tableQuery("H", `sum by (instance) (instance:spark_alerts_firing:count{instance=~"$instance"})`)).
+		WithTarget(tableQuery("I", `max by (instance, version) (spark_exporter_build_info{instance=~"$instance"})`)))
+	return b
+}
