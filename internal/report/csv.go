@@ -98,8 +98,8 @@ func FromLog(tr thermallog.Trace, cfg judge.ThermalConfig, opt LogOptions) (Repo
 	if step := cfg.Window / MaxWindowSamples; cfg.Interval < step {
 		judged, stepCfg.Interval = average(samples, step), step
 	}
-	replayed := replay(judged, stepCfg)
-	r := build(samples, replayed.episodes, replayed.throttled, nil, cfg, gpu.gb10)
+	episodes, throttled := replay(judged, stepCfg)
+	r := build(samples, episodes, throttled, nil, cfg, gpu.gb10)
 	r.StepSeconds = round(stepCfg.Interval.Seconds())
 	r.Source, r.Format, r.Throttle.From = "csv", tr.Format, "replay"
 	r.GPU = index

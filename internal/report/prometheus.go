@@ -147,8 +147,7 @@ func (p *prom) throttle(sel string, samples []judge.ThermalSample, cfg judge.The
 		}
 	} else if err := cfg.Validate(); err == nil {
 		from = "replay"
-		replayed := replay(samples, cfg)
-		episodes, throttled = replayed.episodes, replayed.throttled
+		episodes, throttled = replay(samples, cfg)
 	}
 	for i := range episodes {
 		if secs, ok := p.growthBetween(`spark_gpu_clocks_event_seconds_total{`+sel+`,reason=~"sw_thermal_slowdown|hw_thermal_slowdown"}`, episodes[i].Start, episodes[i].End); ok {

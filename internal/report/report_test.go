@@ -208,6 +208,7 @@ func replayAgrees(t *testing.T, name string, full bool) {
 	csv := filepath.Join(t.TempDir(), "thermal.csv")
 	s := thermalsampler.NewSampler(src, cfg, csv, log.NewNopLogger())
 	var live []judge.ThermalState
+	var liveTimes []time.Time
 	var episodes []Episode
 	var prev judge.ThermalState
 	for _, now := range times {
@@ -224,7 +225,7 @@ func replayAgrees(t *testing.T, name string, full bool) {
 			episodes[len(episodes)-1].End, episodes[len(episodes)-1].Open = now, false
 		}
 		prev = state
-		live = append(live, state)
+		live, liveTimes = append(live, state), append(liveTimes, now)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -251,17 +252,35 @@ func replayAgrees(t *testing.T, name string, full bool) {
 			t.Errorf("throttled %vs in the report, %v live", r.Throttle.ThrottledSeconds, liveThrottled)
 		}
 	}
-	replayed := thermal.Replay(samples, cfg)
-	if len(replayed.Steps) != len(live) {
-		t.Fatalf("the replay took %d steps, the sampler %d", len(replayed.Steps), len(live))
+	var steps []thermal.Step
+	replayed := thermal.Replay(samples, cfg, func(st thermal.Step) { steps = append(steps, st) })
+	if len(steps)+replayed.Skipped != len(live) {
+		t.Fatalf("the replay took %d steps and skipped %d, the sampler took %d", len(steps), replayed.Skipped, len(live))
 	}
-	for i, st := range replayed.Steps {
-		if st.Verdict.State != live[i] {
-			t.Fatalf("at %v the replay says %s, the live sampler %s", st.Time, st.Verdict.State, live[i])
+	// Step for step; the sampling times the replay skips (a silence) are
+	// Collecting live.
+	j := 0
+	for _, st := range steps {
+		for ; j < len(live) && liveTimes[j].Before(st.Time); j++ {
+			if live[j] != judge.Collecting {
+				t.Fatalf("the replay skipped %v, where the live sampler says %s", liveTimes[j], live[j])
+			}
 		}
+		if j == len(live) || !liveTimes[j].Equal(st.Time) {
+			t.Fatalf("the replay stepped at %v, the live sampler did not", st.Time)
+		}
+		if st.Verdict.State != live[j] {
+			t.Fatalf("at %v the replay says %s, the live sampler %s", st.Time, st.Verdict.State, live[j])
+		}
+		j++
 	}
 	if len(replayed.Episodes) != len(episodes) || replayed.Throttled != liveThrottled {
-		t.Errorf("replay: %d episodes, %v throttled; live: %d, %v", len(replayed.Episodes), replayed.Throttled, len(episodes), liveThrottled)
+		t.Fatalf("replay: %d episodes, %v throttled; live: %d, %v", len(replayed.Episodes), replayed.Throttled, len(episodes), liveThrottled)
+	}
+	for i, e := range replayed.Episodes {
+		if w := episodes[i]; !e.Start.Equal(w.Start) || !e.End.Equal(w.End) || e.Open != w.Open {
+			t.Errorf("episode %d: replay %v → %v (open %v), live %v → %v (open %v)", i, e.Start, e.End, e.Open, w.Start, w.End, w.Open)
+		}
 	}
 }
 

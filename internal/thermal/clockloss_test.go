@@ -102,9 +102,9 @@ func TestClockLossVerdicts(t *testing.T) {
 			temp: func(m float64) float64 { return 70 + m }, power: ripple(100, 3), clock: constant(math.NaN()), withoutUtilization: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := Replay(tc.run.samples(), cfg)
+			steps, res := replaySteps(tc.run.samples(), cfg)
 			first, holding := -1, false
-			for i, st := range res.Steps {
+			for i, st := range steps {
 				holding = holding || st.Verdict.State == judge.Watching && st.Verdict.ClockHolding
 				if st.Verdict.State == judge.Throttled && first < 0 {
 					first = i
@@ -115,21 +115,21 @@ func TestClockLossVerdicts(t *testing.T) {
 			}
 			if tc.never {
 				if first >= 0 {
-					v := res.Steps[first].Verdict
+					v := steps[first].Verdict
 					t.Errorf("throttled at %v: evidence %q, clock %.0f of %.0f MHz, share %.4f",
-						res.Steps[first].Time.Sub(t0), v.Evidence(), v.Clock.Recent/1e6, v.Clock.Level/1e6, v.SlowdownShare)
+						steps[first].Time.Sub(t0), v.Evidence(), v.Clock.Recent/1e6, v.Clock.Level/1e6, v.SlowdownShare)
 				}
 				return
 			}
 			if first < 0 {
 				t.Fatalf("never throttled")
 			}
-			at := res.Steps[first].Time.Sub(t0)
+			at := steps[first].Time.Sub(t0)
 			onset := time.Duration(tc.onset * float64(time.Minute))
 			if at < onset || at > onset+cfg.Window+2*cfg.Interval {
 				t.Errorf("throttled at %v; want within a window of %v", at, onset)
 			}
-			if got := res.Steps[first].Verdict.Evidence(); got != tc.evidence {
+			if got := steps[first].Verdict.Evidence(); got != tc.evidence {
 				t.Errorf("evidence %q, want %q", got, tc.evidence)
 			}
 			if len(res.Episodes) != 1 || !res.Episodes[0].Open {

@@ -95,44 +95,38 @@ type replayResult struct {
 	duration       time.Duration
 }
 
-// replay feeds a trace to a Monitor as the collector would: one Step per
-// row, and one empty Step per sampling time with no row (NVML silent).
+// replay feeds a trace's samples to Replay, which steps a Monitor as the
+// collector would: one Step per sample, and one empty Step per sampling
+// time without one (NVML silent, or a row without temperature or power).
 func replay(rows []thermallog.Row, cfg judge.ThermalConfig) replayResult {
-	m := NewMonitor(cfg)
 	res := replayResult{firstThrottled: -1}
 	start := rows[0].Time
+	var samples []judge.ThermalSample
+	for _, r := range rows {
+		if s := rowSample(r); s != nil {
+			samples = append(samples, *s)
+		}
+	}
 	var entered time.Duration
-	record := func(now time.Time, s *judge.ThermalSample) {
-		tr := m.Step(now, s)
-		at := now.Sub(start)
-		state := m.Verdict().State
-		res.steps = append(res.steps, step{at, state, tr})
-		if state == judge.Throttled && res.firstThrottled < 0 {
+	replayed := Replay(samples, cfg, func(st Step) {
+		at := st.Time.Sub(start)
+		res.steps = append(res.steps, step{at, st.Verdict.State, st.Transition})
+		if st.Verdict.State == judge.Throttled && res.firstThrottled < 0 {
 			res.firstThrottled = at
 		}
-		if tr.Entered {
+		if st.Transition.Entered {
 			entered = at
 		}
-		if tr.Left {
-			res.episodeTime += tr.Episode
+		if st.Transition.Left {
+			res.episodeTime += st.Transition.Episode
 		}
-	}
-	prev := start
-	for i, r := range rows {
-		if i > 0 {
-			for tick := prev.Add(cfg.Interval); tick.Before(r.Time.Add(-cfg.Interval / 2)); tick = tick.Add(cfg.Interval) {
-				record(tick, nil)
-			}
-		}
-		record(r.Time, rowSample(r))
-		prev = r.Time
-	}
+	})
 	last := res.steps[len(res.steps)-1]
 	if last.state == judge.Throttled {
 		res.episodeTime += last.at - entered
 	}
-	res.episodes = m.Episodes()
-	res.throttled = m.ThrottledTime()
+	res.episodes = len(replayed.Episodes)
+	res.throttled = replayed.Throttled
 	res.duration = last.at
 	return res
 }

@@ -7,12 +7,12 @@ import (
 )
 
 // Monitor follows one GPU: its window of samples, the latest verdict, and
-// the throttle episodes so far. The sampler calls Step once per interval;
-// time only moves when Step is told it does.
+// the throttle episodes so far. The sampler calls Step once per interval,
+// and Replay steps one over a log; time only moves when Step is told it
+// does. A Step costs one analysis of the window and no copy of it.
 type Monitor struct {
 	cfg     judge.ThermalConfig
 	window  *Window
-	samples []judge.ThermalSample // the window as the latest Step analysed it
 	verdict judge.ThermalVerdict
 	stepped bool
 	last    time.Time // time of the previous Step
@@ -53,8 +53,7 @@ func (m *Monitor) Step(now time.Time, s *judge.ThermalSample) Transition {
 		// what happened meanwhile.
 		m.throttled += min(now.Sub(m.last), m.cfg.MaxGap())
 	}
-	m.samples = m.window.Samples()
-	m.verdict = judge.AnalyzeThermalAfter(m.samples, now, m.verdict, m.cfg)
+	m.verdict = judge.AnalyzeThermalAfter(m.window.view(), now, m.verdict, m.cfg)
 	m.stepped = true
 	m.last = now
 
@@ -73,10 +72,9 @@ func (m *Monitor) Step(now time.Time, s *judge.ThermalSample) Transition {
 // Verdict is the verdict of the latest Step.
 func (m *Monitor) Verdict() judge.ThermalVerdict { return m.verdict }
 
-// Samples is the window's samples as the latest Step analysed them, oldest
-// first. Each Step makes a new slice and never changes an old one, so the
-// caller may keep it; it must not modify it.
-func (m *Monitor) Samples() []judge.ThermalSample { return m.samples }
+// Samples is a copy of the window's samples as the latest Step analysed
+// them, oldest first: the caller may keep it (a snapshot does).
+func (m *Monitor) Samples() []judge.ThermalSample { return m.window.Samples() }
 
 // Episodes is the number of entries into Throttled.
 func (m *Monitor) Episodes() int { return m.episodes }

@@ -31,6 +31,31 @@ func TestWindowKeepsTheLatestInOrder(t *testing.T) {
 	}
 }
 
+// The window slides over its buffer and back to the buffer's start: at
+// every sample it holds the latest, in order, and a copy taken before
+// stays as it was.
+func TestWindowSlidesOverItsBuffer(t *testing.T) {
+	w := NewWindow(3)
+	var kept [][]judge.ThermalSample
+	for i := range 20 {
+		if err := w.Add(judge.ThermalSample{Time: t0.Add(time.Duration(i) * time.Second), Temperature: float64(i)}); err != nil {
+			t.Fatal(err)
+		}
+		kept = append(kept, w.Samples())
+	}
+	for i, got := range kept {
+		from := max(0, i-2)
+		if len(got) != i-from+1 {
+			t.Fatalf("after sample %d: %d samples, want %d", i, len(got), i-from+1)
+		}
+		for j, s := range got {
+			if s.Temperature != float64(from+j) {
+				t.Errorf("after sample %d: sample %d is %v, want %d", i, j, s.Temperature, from+j)
+			}
+		}
+	}
+}
+
 // Episodes and throttled time, stepped by hand on the small window:
 // throttled from the 7th sample (the window is covered and hot), out when
 // power drops.

@@ -46,64 +46,89 @@ func (e Episode) Evidence() string {
 		ThermalSlowdown: e.NVMLSlowdown, CounterSlowdown: e.CounterSlowdown}.Evidence()
 }
 
+// note adds what a Throttled verdict of the episode rests on. A signature
+// counts only with the clock lost (or not logged): with the clock holding
+// it is no evidence of throttling.
+func (e *Episode) note(v judge.ThermalVerdict) {
+	signature := v.Signature && !v.ClockHolding
+	e.Signature = e.Signature || signature
+	e.ClockFall = e.ClockFall || signature && v.ClockFell
+	e.SignatureOnly = e.SignatureOnly || signature && v.SignatureOnly
+	e.NVMLSlowdown = e.NVMLSlowdown || v.ThermalSlowdown
+	e.CounterSlowdown = e.CounterSlowdown || v.CounterSlowdown
+}
+
 // Replayed is what a Monitor made of a run of samples.
 type Replayed struct {
-	Steps     []Step
 	Episodes  []Episode
 	Throttled time.Duration // the Monitor's ThrottledTime at the last Step
-	Refused   int           // samples left out: not later than the one before
+	Steps     int           // Steps taken
+	// Skipped counts the empty sampling times not stepped across a
+	// silence: the live Monitor's verdict at each is Collecting.
+	Skipped int
+	Refused int // samples left out: not later than the one before
 }
 
 // Replay steps one Monitor over the samples (oldest first) as the Sampler
 // steps it live: a Step at each sample's time, and an empty Step at each
 // sampling time, cfg.Interval after the previous one, that brought no
 // sample (NVML silent). A log written by the Sampler thus replays into the
-// verdicts the Sampler reached, Step for Step.
-func Replay(samples []judge.ThermalSample, cfg judge.ThermalConfig) Replayed {
+// verdicts the Sampler reached, Step for Step. Once no sample is recent,
+// the verdict is Collecting until the next sample whatever the time, so
+// the sampling times of a silence but its last are skipped: a gap of any
+// length costs a few Steps. Memory is one window (and the episodes), time
+// linear in the samples. each, when not nil, is called after every Step
+// taken.
+func Replay(samples []judge.ThermalSample, cfg judge.ThermalConfig, each func(Step)) Replayed {
 	var res Replayed
 	m := NewMonitor(cfg)
-	var open *Episode
+	open := false // the last episode is open
 	step := func(now time.Time, s *judge.ThermalSample) {
 		tr := m.Step(now, s)
-		v := m.Verdict()
-		res.Steps = append(res.Steps, Step{Time: now, Sample: s, Verdict: v, Transition: tr})
+		res.Steps++
+		if each != nil {
+			each(Step{Time: now, Sample: s, Verdict: m.verdict, Transition: tr})
+		}
 		if tr.Entered {
 			res.Episodes = append(res.Episodes, Episode{Start: now})
-			open = &res.Episodes[len(res.Episodes)-1]
+			open = true
 		}
-		if open == nil {
+		if !open {
 			return
 		}
-		if v.State == judge.Throttled {
-			evidence := v.Signature && !v.ClockHolding
-			open.Signature = open.Signature || evidence
-			open.ClockFall = open.ClockFall || evidence && v.ClockFell
-			open.SignatureOnly = open.SignatureOnly || evidence && v.SignatureOnly
-			open.NVMLSlowdown = open.NVMLSlowdown || v.ThermalSlowdown
-			open.CounterSlowdown = open.CounterSlowdown || v.CounterSlowdown
+		e := &res.Episodes[len(res.Episodes)-1]
+		if m.verdict.State == judge.Throttled {
+			e.note(m.verdict)
 		}
-		open.End = now
-		if tr.Left {
-			open = nil
-		}
+		e.End = now
+		open = !tr.Left
 	}
 	for i := range samples {
-		if len(res.Steps) > 0 {
-			prev := res.Steps[len(res.Steps)-1].Time
-			if !samples[i].Time.After(prev) {
+		s := &samples[i]
+		if m.stepped {
+			if !s.Time.After(m.last) {
 				// Live, time only moves forward; a log whose clock
 				// stepped back has samples no Step can take.
 				res.Refused++
 				continue
 			}
-			for tick := prev.Add(cfg.Interval); tick.Before(samples[i].Time.Add(-cfg.Interval / 2)); tick = tick.Add(cfg.Interval) {
+			limit := s.Time.Add(-cfg.Interval / 2)
+			for tick := m.last.Add(cfg.Interval); tick.Before(limit); tick = tick.Add(cfg.Interval) {
+				if m.verdict.Latest == nil {
+					// Nothing is recent: on to the last sampling
+					// time before the sample (a gap too long for a
+					// Duration takes a few such jumps).
+					n := (limit.Sub(tick) - 1) / cfg.Interval
+					tick = tick.Add(n * cfg.Interval)
+					res.Skipped += int(n)
+				}
 				step(tick, nil)
 			}
 		}
-		step(samples[i].Time, &samples[i])
+		step(s.Time, s)
 	}
-	if open != nil {
-		open.Open = true
+	if open {
+		res.Episodes[len(res.Episodes)-1].Open = true
 	}
 	res.Throttled = m.ThrottledTime()
 	return res

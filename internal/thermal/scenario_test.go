@@ -52,13 +52,13 @@ func TestStandInScenarios(t *testing.T) {
 				}
 				samples = append(samples, s)
 			}
-			res := Replay(samples, cfg)
+			steps, res := replaySteps(samples, cfg)
 			var first *Step
 			holding := false
-			for i, st := range res.Steps {
+			for i, st := range steps {
 				holding = holding || st.Verdict.ClockHolding
 				if st.Verdict.State == judge.Throttled && first == nil {
-					first = &res.Steps[i]
+					first = &steps[i]
 				}
 			}
 			if tc.fall == 0 {

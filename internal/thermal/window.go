@@ -9,44 +9,50 @@ import (
 // errOutOfOrder is returned for a sample not later than the one before it.
 var errOutOfOrder = errors.New("sample is not later than the previous one")
 
-// Window is a bounded ring of the latest samples, oldest first.
+// Window holds the latest samples, oldest first, up to its capacity. It
+// slides over a buffer of twice the capacity and moves back to the
+// buffer's start when it reaches the end, so that the analysis reads it as
+// one slice without a copy per sample (a copy of the window per capacity
+// samples added).
 type Window struct {
-	buf   []judge.ThermalSample
-	start int // index of the oldest sample
-	n     int
+	capacity int
+	buf      []judge.ThermalSample // the buffer the window slides over
+	held     []judge.ThermalSample // the window: a slice of buf
 }
 
 // NewWindow holds up to capacity samples; older ones are dropped.
 func NewWindow(capacity int) *Window {
-	return &Window{buf: make([]judge.ThermalSample, max(capacity, 2))}
+	capacity = max(capacity, 2)
+	buf := make([]judge.ThermalSample, 0, 2*capacity)
+	return &Window{capacity: capacity, buf: buf, held: buf}
 }
 
 // Add appends s, dropping the oldest sample when full. A sample that is not
 // later than the newest is refused: the analysis needs time to move forward.
 func (w *Window) Add(s judge.ThermalSample) error {
-	if w.n > 0 && !s.Time.After(w.at(w.n-1).Time) {
+	if n := len(w.held); n > 0 && !s.Time.After(w.held[n-1].Time) {
 		return errOutOfOrder
 	}
-	if w.n == len(w.buf) {
-		w.buf[w.start] = s
-		w.start = (w.start + 1) % len(w.buf)
-		return nil
+	if len(w.held) == w.capacity {
+		w.held = w.held[1:]
 	}
-	w.buf[(w.start+w.n)%len(w.buf)] = s
-	w.n++
+	if len(w.held) == cap(w.held) {
+		w.held = w.buf[:copy(w.buf[:cap(w.buf)], w.held)]
+	}
+	w.held = append(w.held, s)
 	return nil
 }
 
-func (w *Window) at(i int) judge.ThermalSample { return w.buf[(w.start+i)%len(w.buf)] }
-
-// Samples returns the held samples, oldest first.
+// Samples returns a copy of the held samples, oldest first: the caller may
+// keep it.
 func (w *Window) Samples() []judge.ThermalSample {
-	out := make([]judge.ThermalSample, w.n)
-	for i := range out {
-		out[i] = w.at(i)
-	}
+	out := make([]judge.ThermalSample, len(w.held))
+	copy(out, w.held)
 	return out
 }
 
+// view is the held samples without a copy, valid until the next Add.
+func (w *Window) view() []judge.ThermalSample { return w.held }
+
 // Len is the number of samples held.
-func (w *Window) Len() int { return w.n }
+func (w *Window) Len() int { return len(w.held) }
