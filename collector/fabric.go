@@ -64,6 +64,9 @@ type fabricCollector struct {
 	kept   *hostfs.KeptFiles
 	now    func() time.Time
 	logger log.Logger
+	// A host with more devices than fabric.MaxDevices, or a device with
+	// more ports than fabric.MaxPorts, is read up to those caps.
+	EntryCap
 
 	// A scrape reads the files of the layout discovered at most
 	// rediscoverEvery ago, each through a descriptor kept open, and
@@ -73,7 +76,6 @@ type fabricCollector struct {
 	mu         sync.Mutex
 	layout     *fabricLayout
 	discovered time.Time
-	omitted    int // what the last scrape left out, logged when it changes
 }
 
 // maxKept bounds the files a layout keeps open: a host with more (dozens
@@ -142,6 +144,10 @@ func (c *fabricCollector) discover() (fabric.Snapshot, error) {
 	})
 	if blocked != nil {
 		return fabric.Snapshot{}, c.underRoot(blocked)
+	}
+	if s.LeftOut > 0 {
+		level.Debug(c.logger).Log("msg", "RDMA devices or ports left out beyond the cap", "devices", fabric.MaxDevices,
+			"ports_per_device", fabric.MaxPorts, "left_out", s.LeftOut, "first", s.FirstLeftOut)
 	}
 	if s.Blocked == nil && len(rec.layout.files) <= maxKept {
 		c.layout, c.discovered = rec.layout, c.now()
@@ -241,6 +247,7 @@ func (b *batchReader) ReadDir(name string) ([]fs.DirEntry, error) {
 
 func (c *fabricCollector) Update(ch chan<- prometheus.Metric) error {
 	s, err := c.read()
+	c.Set(s.LeftOut)
 	if err == nil && s.Blocked != nil {
 		err = s.Blocked
 	}
@@ -303,14 +310,6 @@ func (c *fabricCollector) Update(ch chan<- prometheus.Metric) error {
 
 	for _, p := range s.Problems {
 		level.Debug(c.logger).Log("msg", "sysfs file unreadable", "file", p.File, "err", p.Err)
-	}
-	c.mu.Lock()
-	changed := s.Omitted != c.omitted
-	c.omitted = s.Omitted
-	c.mu.Unlock()
-	if changed && s.Omitted > 0 {
-		level.Warn(c.logger).Log("msg", "more RDMA devices or ports than a scrape reports; the first by name are reported",
-			"devices", fabric.MaxDevices, "ports_per_device", fabric.MaxPorts, "left_out", s.Omitted)
 	}
 	return nil
 }
