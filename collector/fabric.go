@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
+	"github.com/spark-exporter/spark_exporter/internal/collected"
 	"github.com/spark-exporter/spark_exporter/internal/fabric"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 )
@@ -76,6 +78,9 @@ type fabricCollector struct {
 	mu         sync.Mutex
 	layout     *fabricLayout
 	discovered time.Time
+
+	// last is the latest two readings, for the status page's traffic.
+	last atomic.Pointer[collected.Fabric]
 }
 
 // maxKept bounds the files a layout keeps open: a host with more (dozens
@@ -255,6 +260,7 @@ func (c *fabricCollector) Update(ch chan<- prometheus.Metric) error {
 		// The next file may block as long: nothing more was read.
 		return fmt.Errorf("reading sysfs: %w", err)
 	}
+	c.remember(s)
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
@@ -313,3 +319,14 @@ func (c *fabricCollector) Update(ch chan<- prometheus.Metric) error {
 	}
 	return nil
 }
+
+// remember keeps a reading and the one before it.
+func (c *fabricCollector) remember(s fabric.Snapshot) {
+	next := &collected.Fabric{Latest: collected.FabricReading{At: c.now(), Snapshot: s}}
+	if prev := c.last.Load(); prev != nil {
+		next.Previous = &prev.Latest
+	}
+	c.last.Store(next)
+}
+
+func (c *fabricCollector) keep(st *collected.State) { st.Fabric = c.last.Load() }
