@@ -13,6 +13,7 @@ import (
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 
+	"github.com/spark-exporter/spark_exporter/internal/collected"
 	"github.com/spark-exporter/spark_exporter/internal/fabric"
 	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
@@ -289,5 +290,52 @@ func TestFabricCountsWhatItLeavesOut(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), "first=class/infiniband/mlx5_032") || strings.Contains(buf.String(), dir) {
 		t.Errorf("log:\n%s", buf.String())
+	}
+}
+
+// The status page's traffic is the difference between the collector's
+// last two readings: none kept before the first scrape, one after it, the
+// latest two after the next, each with when it was made.
+func TestFabricKeepsItsLastTwoReadings(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(sysFixture("spark-fabric"))); err != nil {
+		t.Fatal(err)
+	}
+	c := newFabricCollector(dir, 0, nopLogger())
+	defer c.Close()
+	now := time.Unix(1e9, 0)
+	c.now = func() time.Time { return now }
+	var st collected.State
+	if c.keep(&st); st.Fabric != nil {
+		t.Fatalf("a reading before the first scrape: %+v", st.Fabric)
+	}
+	rcv := func(r collected.FabricReading) uint64 {
+		t.Helper()
+		for _, d := range r.Snapshot.Devices {
+			if d.Name == "rocep1s0f0" {
+				return *d.Ports[0].ReceiveBytes
+			}
+		}
+		t.Fatal("no rocep1s0f0")
+		return 0
+	}
+	if _, err := collect(t, c); err != nil {
+		t.Fatal(err)
+	}
+	if c.keep(&st); st.Fabric == nil || st.Fabric.Previous != nil || !st.Fabric.Latest.At.Equal(now) {
+		t.Fatalf("after one scrape: %+v", st.Fabric)
+	}
+	first := rcv(st.Fabric.Latest)
+	now = now.Add(15 * time.Second)
+	name := filepath.Join(dir, "class/infiniband/rocep1s0f0/ports/1/counters/port_rcv_data")
+	if err := os.WriteFile(name, []byte("3000000000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := collect(t, c); err != nil {
+		t.Fatal(err)
+	}
+	c.keep(&st)
+	if p := st.Fabric.Previous; p == nil || rcv(*p) != first || st.Fabric.Latest.At.Sub(p.At) != 15*time.Second || rcv(st.Fabric.Latest) != 12e9 {
+		t.Errorf("after two scrapes: %+v", st.Fabric)
 	}
 }

@@ -32,12 +32,14 @@ func fabricOf(in *collected.Fabric) *Fabric {
 	if in.Previous != nil {
 		f.TrafficBytesPerSecond = traffic(in.Previous, &in.Latest)
 	}
-	f.State = "ok"
+	// A port down is no fault by itself: a Spark with one cable has two
+	// of its four functions up, a Spark alone none.
+	f.State = "up"
 	switch {
-	case f.PortsUp == 0:
-		f.State = "down"
-	case f.PortsUp < f.Ports || f.PCIe.degraded():
+	case f.PCIe.degraded():
 		f.State = "degraded"
+	case f.PortsUp == 0:
+		f.State = "none_up"
 	}
 	f.Text = f.text()
 	return f

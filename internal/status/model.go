@@ -198,8 +198,9 @@ type Fabric struct {
 	// PCIe is the narrowest and the slowest PCIe link of the functions;
 	// nil when none reports one.
 	PCIe *PCIe `json:"pcie"`
-	// State is ok, degraded (a port down, or a PCIe link below its
-	// maximum) or down (no port up); Text says it in words.
+	// State is up (a port up), degraded (a PCIe link below its maximum)
+	// or none_up (no port up: no cable, or the link is down); Text says
+	// it in words.
 	State string `json:"state"`
 	Text  string `json:"text"`
 }
