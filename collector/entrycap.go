@@ -4,17 +4,18 @@ import "sync/atomic"
 
 // MaxEntriesPerScrape caps the entries one collector reports per scrape
 // from a source whose size the host decides (thermal zones, hwmon
-// channels, fabric links, …): a host, or a fixture, with thousands of them
+// channels, …): a host, or a fixture, with thousands of them
 // would otherwise cost every scrape thousands of series, reads and kept
 // descriptors. A Spark has about 40 such platform values; 256 leaves room
 // for any real machine.
 const MaxEntriesPerScrape = 256
 
 var entriesLeftOutDesc = newDesc("spark_scrape_collector_entries_left_out",
-	"Entries (thermal zones, sensor channels, links) a collector left out of the last scrape beyond its cap of 256; they are named at debug level.",
+	"Entries a collector left out of the last scrape beyond its cap (platform: 256 thermal zones and sensor channels; fabric: 32 RDMA devices, 4 ports a device); they are named at debug level.",
 	"collector")
 
-// EntryCap counts what a collector left out beyond MaxEntriesPerScrape.
+// EntryCap counts what a collector left out beyond its cap:
+// MaxEntriesPerScrape (Keep), or caps of its own per kind of entry (Set).
 // A collector that caps its entries embeds one and sets it at each scrape
 // (Set, or Keep); the exporter then reports
 // spark_scrape_collector_entries_left_out for it beside its success. The

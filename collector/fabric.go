@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
+	"github.com/spark-exporter/spark_exporter/internal/collected"
 	"github.com/spark-exporter/spark_exporter/internal/fabric"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 )
@@ -64,6 +66,9 @@ type fabricCollector struct {
 	kept   *hostfs.KeptFiles
 	now    func() time.Time
 	logger log.Logger
+	// A host with more devices than fabric.MaxDevices, or a device with
+	// more ports than fabric.MaxPorts, is read up to those caps.
+	EntryCap
 
 	// A scrape reads the files of the layout discovered at most
 	// rediscoverEvery ago, each through a descriptor kept open, and
@@ -73,7 +78,9 @@ type fabricCollector struct {
 	mu         sync.Mutex
 	layout     *fabricLayout
 	discovered time.Time
-	omitted    int // what the last scrape left out, logged when it changes
+
+	// last is the latest two readings, for the status page's traffic.
+	last atomic.Pointer[collected.Fabric]
 }
 
 // maxKept bounds the files a layout keeps open: a host with more (dozens
@@ -142,6 +149,10 @@ func (c *fabricCollector) discover() (fabric.Snapshot, error) {
 	})
 	if blocked != nil {
 		return fabric.Snapshot{}, c.underRoot(blocked)
+	}
+	if s.LeftOut > 0 {
+		level.Debug(c.logger).Log("msg", "RDMA devices or ports left out beyond the cap", "devices", fabric.MaxDevices,
+			"ports_per_device", fabric.MaxPorts, "left_out", s.LeftOut, "first", s.FirstLeftOut)
 	}
 	if s.Blocked == nil && len(rec.layout.files) <= maxKept {
 		c.layout, c.discovered = rec.layout, c.now()
@@ -241,6 +252,7 @@ func (b *batchReader) ReadDir(name string) ([]fs.DirEntry, error) {
 
 func (c *fabricCollector) Update(ch chan<- prometheus.Metric) error {
 	s, err := c.read()
+	c.Set(s.LeftOut)
 	if err == nil && s.Blocked != nil {
 		err = s.Blocked
 	}
@@ -248,6 +260,7 @@ func (c *fabricCollector) Update(ch chan<- prometheus.Metric) error {
 		// The next file may block as long: nothing more was read.
 		return fmt.Errorf("reading sysfs: %w", err)
 	}
+	c.remember(s)
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
@@ -304,13 +317,16 @@ func (c *fabricCollector) Update(ch chan<- prometheus.Metric) error {
 	for _, p := range s.Problems {
 		level.Debug(c.logger).Log("msg", "sysfs file unreadable", "file", p.File, "err", p.Err)
 	}
-	c.mu.Lock()
-	changed := s.Omitted != c.omitted
-	c.omitted = s.Omitted
-	c.mu.Unlock()
-	if changed && s.Omitted > 0 {
-		level.Warn(c.logger).Log("msg", "more RDMA devices or ports than a scrape reports; the first by name are reported",
-			"devices", fabric.MaxDevices, "ports_per_device", fabric.MaxPorts, "left_out", s.Omitted)
-	}
 	return nil
 }
+
+// remember keeps a reading and the one before it.
+func (c *fabricCollector) remember(s fabric.Snapshot) {
+	next := &collected.Fabric{Latest: collected.FabricReading{At: c.now(), Snapshot: s}}
+	if prev := c.last.Load(); prev != nil {
+		next.Previous = &prev.Latest
+	}
+	c.last.Store(next)
+}
+
+func (c *fabricCollector) keep(st *collected.State) { st.Fabric = c.last.Load() }

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,7 +11,9 @@ import (
 	"time"
 
 	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
 
+	"github.com/spark-exporter/spark_exporter/internal/collected"
 	"github.com/spark-exporter/spark_exporter/internal/fabric"
 	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
@@ -244,5 +247,95 @@ func TestFabricBlockedRead(t *testing.T) {
 	}, "a scrape once the blocked read returned")
 	if got[`spark_fabric_link_up{device="rocep1s0f0",port="1"}`] != 1 {
 		t.Errorf("after the read returned: %v", got)
+	}
+}
+
+// A host with more RDMA devices than fabric.MaxDevices, one of them with
+// more ports than fabric.MaxPorts: the first devices and ports are read,
+// the rest counted for spark_scrape_collector_entries_left_out, scrape
+// after scrape, and the first of them named at debug level.
+func TestFabricCountsWhatItLeavesOut(t *testing.T) {
+	dir := t.TempDir()
+	write := func(rel, data string) {
+		t.Helper()
+		path := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const extraDevices, ports = 3, fabric.MaxPorts + 2
+	for i := range fabric.MaxDevices + extraDevices {
+		write(fmt.Sprintf("class/infiniband/mlx5_%03d/ports/1/state", i), "4: ACTIVE\n")
+	}
+	for p := 2; p <= ports; p++ {
+		write(fmt.Sprintf("class/infiniband/mlx5_000/ports/%d/state", p), "4: ACTIVE\n")
+	}
+	var buf bytes.Buffer
+	c := newFabricCollector(dir, 0, level.NewFilter(log.NewLogfmtLogger(&buf), level.AllowDebug()))
+	defer c.Close()
+	for range 2 { // the discovery, then the layout replayed
+		got, err := collect(t, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := countSeries(got, "spark_fabric_info{"); n != fabric.MaxDevices-1+fabric.MaxPorts {
+			t.Errorf("%d ports reported, want %d", n, fabric.MaxDevices-1+fabric.MaxPorts)
+		}
+		if n, want := c.EntriesLeftOut(), extraDevices+ports-fabric.MaxPorts; n != want {
+			t.Errorf("%d left out, want %d", n, want)
+		}
+	}
+	if !strings.Contains(buf.String(), "first=class/infiniband/mlx5_032") || strings.Contains(buf.String(), dir) {
+		t.Errorf("log:\n%s", buf.String())
+	}
+}
+
+// The status page's traffic is the difference between the collector's
+// last two readings: none kept before the first scrape, one after it, the
+// latest two after the next, each with when it was made.
+func TestFabricKeepsItsLastTwoReadings(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(sysFixture("spark-fabric"))); err != nil {
+		t.Fatal(err)
+	}
+	c := newFabricCollector(dir, 0, nopLogger())
+	defer c.Close()
+	now := time.Unix(1e9, 0)
+	c.now = func() time.Time { return now }
+	var st collected.State
+	if c.keep(&st); st.Fabric != nil {
+		t.Fatalf("a reading before the first scrape: %+v", st.Fabric)
+	}
+	rcv := func(r collected.FabricReading) uint64 {
+		t.Helper()
+		for _, d := range r.Snapshot.Devices {
+			if d.Name == "rocep1s0f0" {
+				return *d.Ports[0].ReceiveBytes
+			}
+		}
+		t.Fatal("no rocep1s0f0")
+		return 0
+	}
+	if _, err := collect(t, c); err != nil {
+		t.Fatal(err)
+	}
+	if c.keep(&st); st.Fabric == nil || st.Fabric.Previous != nil || !st.Fabric.Latest.At.Equal(now) {
+		t.Fatalf("after one scrape: %+v", st.Fabric)
+	}
+	first := rcv(st.Fabric.Latest)
+	now = now.Add(15 * time.Second)
+	name := filepath.Join(dir, "class/infiniband/rocep1s0f0/ports/1/counters/port_rcv_data")
+	if err := os.WriteFile(name, []byte("3000000000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := collect(t, c); err != nil {
+		t.Fatal(err)
+	}
+	c.keep(&st)
+	if p := st.Fabric.Previous; p == nil || rcv(*p) != first || st.Fabric.Latest.At.Sub(p.At) != 15*time.Second || rcv(st.Fabric.Latest) != 12e9 {
+		t.Errorf("after two scrapes: %+v", st.Fabric)
 	}
 }

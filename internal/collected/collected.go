@@ -8,6 +8,7 @@ package collected
 import (
 	"time"
 
+	"github.com/spark-exporter/spark_exporter/internal/fabric"
 	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/pool"
 	"github.com/spark-exporter/spark_exporter/internal/thermal"
@@ -27,6 +28,7 @@ type State struct {
 	GPU       *GPU
 	Thermal   *Thermal
 	Workloads *workload.Result
+	Fabric    *Fabric
 	// Plans is nil when the plan collector is off.
 	Plans []Plan
 }
@@ -77,4 +79,18 @@ type Thermal struct {
 type Plan struct {
 	Name      string
 	PeakBytes float64
+}
+
+// Fabric is the fabric collector's latest two readings of the RDMA
+// devices: a rate is the difference between them.
+type Fabric struct {
+	Latest FabricReading
+	// Previous is the reading before Latest; nil until two exist.
+	Previous *FabricReading
+}
+
+// FabricReading is one reading of the RDMA devices and when it was made.
+type FabricReading struct {
+	At       time.Time
+	Snapshot fabric.Snapshot
 }

@@ -40,14 +40,15 @@ type FS interface {
 // point. It is missing altogether where no RDMA driver is loaded.
 const ClassDir = "class/infiniband"
 
-// Bounds on what one read reports, so that a host with many RDMA devices
-// (a server with a dozen adapters, each with virtual functions) cannot
-// grow a scrape without end. A Spark has four devices of one port each.
+// Bounds on what one read reports; what they leave out is counted in
+// Snapshot.LeftOut.
 const (
-	// MaxDevices is the most devices read, the first in name order; the
-	// rest are counted in Snapshot.Omitted.
+	// MaxDevices is the most devices read, the first in name order: a
+	// Spark has four, and a server with a dozen adapters, each with
+	// virtual functions, would otherwise grow every scrape without end.
 	MaxDevices = 32
-	// MaxPorts is the most ports read of a device, the lowest numbers.
+	// MaxPorts is the most ports read of a device, the lowest numbers: a
+	// ConnectX function has one, an InfiniBand switch's device dozens.
 	MaxPorts = 4
 )
 
@@ -114,10 +115,12 @@ type Snapshot struct {
 	// driver, or no device.
 	RDMA    bool
 	Devices []Device // by name, at most MaxDevices
-	// Omitted counts the devices beyond MaxDevices and the ports beyond
-	// MaxPorts, which were not read.
-	Omitted  int
-	Problems []Problem
+	// LeftOut counts the devices beyond MaxDevices and the ports beyond
+	// MaxPorts, which were not read; FirstLeftOut names the first of them
+	// relative to the sysfs mount point ("" when none).
+	LeftOut      int
+	FirstLeftOut string
+	Problems     []Problem
 	// Blocked is the read that did not answer within its deadline
 	// (hostfs.ErrBlocked), after which nothing more was read.
 	Blocked *Problem
@@ -181,12 +184,16 @@ func Read(fsys FS) Snapshot {
 	slices.Sort(names)
 	s.RDMA = len(names) > 0
 	if len(names) > MaxDevices {
-		s.Omitted += len(names) - MaxDevices
+		s.LeftOut += len(names) - MaxDevices
+		s.FirstLeftOut = path.Join(ClassDir, names[MaxDevices])
 		names = names[:MaxDevices]
 	}
 	for _, name := range names {
-		d, omitted := r.device(name)
-		s.Omitted += omitted
+		d, leftOut, first := r.device(name)
+		if leftOut > 0 && s.LeftOut == 0 {
+			s.FirstLeftOut = first
+		}
+		s.LeftOut += leftOut
 		if r.blocked != nil {
 			break
 		}
@@ -270,9 +277,11 @@ func parsed[T any](r *reader, name string, parse func([]byte) (T, error)) (T, bo
 	return v, true
 }
 
-func (r *reader) device(name string) (Device, int) {
+// device reads one device, and counts and names the first of the ports it
+// left out.
+func (r *reader) device(name string) (d Device, leftOut int, firstLeftOut string) {
 	dir := path.Join(ClassDir, name)
-	d := Device{Name: name}
+	d.Name = name
 	d.Current = r.link(path.Join(dir, "device"), "current_link_width", "current_link_speed")
 	d.Max = r.link(path.Join(dir, "device"), "max_link_width", "max_link_speed")
 
@@ -283,16 +292,16 @@ func (r *reader) device(name string) (Device, int) {
 		}
 	}
 	slices.Sort(ports)
-	omitted := 0
 	if len(ports) > MaxPorts {
-		omitted = len(ports) - MaxPorts
+		leftOut = len(ports) - MaxPorts
+		firstLeftOut = path.Join(dir, "ports", strconv.Itoa(ports[MaxPorts]))
 		ports = ports[:MaxPorts]
 	}
 	netdevs := r.netdevs(path.Join(dir, "device", "net"))
 	for _, n := range ports {
 		d.Ports = append(d.Ports, r.port(dir, strconv.Itoa(n), netdevs))
 	}
-	return d, omitted
+	return d, leftOut, firstLeftOut
 }
 
 // link reads a PCIe link's width and speed attributes; nil when neither

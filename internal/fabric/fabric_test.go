@@ -116,8 +116,8 @@ func TestParseNamesAndCounters(t *testing.T) {
 // the second port's without a cable; names from the kernel, never paths.
 func TestReadHealthySpark(t *testing.T) {
 	s := Read(fixture("spark-fabric"))
-	if !s.RDMA || s.Blocked != nil || len(s.Problems) != 0 || s.Omitted != 0 {
-		t.Fatalf("RDMA %v, blocked %v, problems %v, omitted %d", s.RDMA, s.Blocked, s.Problems, s.Omitted)
+	if !s.RDMA || s.Blocked != nil || len(s.Problems) != 0 || s.LeftOut != 0 {
+		t.Fatalf("RDMA %v, blocked %v, problems %v, left out %d", s.RDMA, s.Blocked, s.Problems, s.LeftOut)
 	}
 	var names []string
 	for _, d := range s.Devices {
@@ -190,8 +190,11 @@ func TestReadIsBounded(t *testing.T) {
 	device(m, "mlx5_000", "1", "2", "3", "4", "5", "6", "10")
 	m[path.Join(ClassDir, "not a name")] = &fstest.MapFile{Mode: fs.ModeDir}
 	s := Read(m)
-	if len(s.Devices) != MaxDevices || s.Omitted != 5+3 {
-		t.Fatalf("%d devices, %d omitted", len(s.Devices), s.Omitted)
+	if len(s.Devices) != MaxDevices || s.LeftOut != 5+3 {
+		t.Fatalf("%d devices, %d left out", len(s.Devices), s.LeftOut)
+	}
+	if s.FirstLeftOut != "class/infiniband/mlx5_032" {
+		t.Errorf("first left out %q", s.FirstLeftOut)
 	}
 	if s.Devices[0].Name != "mlx5_000" || s.Devices[MaxDevices-1].Name != "mlx5_031" {
 		t.Errorf("not the first by name: %s … %s", s.Devices[0].Name, s.Devices[MaxDevices-1].Name)

@@ -45,6 +45,9 @@ func Build(exp Exporter, st collected.State) Model {
 	if model.Pool != nil {
 		model.Pool.judge(model.Plans, training)
 	}
+	if success["fabric"] && st.Fabric != nil {
+		model.Fabric = fabricOf(st.Fabric)
+	}
 	model.NVML = nvmlState(st.GPU, success)
 	model.GPUs = gpus(st.GPU, st.Thermal, now)
 	return model

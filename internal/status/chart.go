@@ -203,6 +203,11 @@ func shape(m Model) string {
 	} else {
 		parts = append(parts, "-")
 	}
+	if m.Fabric != nil {
+		parts = append(parts, "F")
+	} else {
+		parts = append(parts, "-")
+	}
 	var cs []string
 	for _, c := range m.Collectors {
 		cs = append(cs, c.Name)

@@ -53,3 +53,15 @@ func Duration(d time.Duration) string {
 }
 
 func secondsDuration(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// GbitsPerSecond is a link rate in bits per second as whole Gb/s.
+func GbitsPerSecond(b float64) string { return fmt.Sprintf("%.0f Gb/s", b/1e9) }
+
+// GBytesPerSecond is a throughput in bytes per second as GB/s (10^9), one
+// decimal under 10.
+func GBytesPerSecond(b float64) string {
+	if b < 10e9 {
+		return fmt.Sprintf("%.1f GB/s", b/1e9)
+	}
+	return fmt.Sprintf("%.0f GB/s", b/1e9)
+}

@@ -27,7 +27,10 @@ type Model struct {
 	// Workloads is nil when the workloads collector is off or failed.
 	Workloads *Workloads `json:"workloads"`
 	// Plans is nil without --plan.file.
-	Plans      *Plans      `json:"plans"`
+	Plans *Plans `json:"plans"`
+	// Fabric is nil when the host has no RDMA device, or the fabric
+	// collector is off or failed.
+	Fabric     *Fabric     `json:"fabric"`
 	Collectors []Collector `json:"collectors"`
 }
 
@@ -180,6 +183,36 @@ type Plan struct {
 	// wont_fit; "" when the pool is not known.
 	State string `json:"state"`
 	Text  string `json:"text"`
+}
+
+// Fabric is the ConnectX-7 link between two Sparks, summed over its
+// functions (RDMA devices).
+type Fabric struct {
+	PortsUp int `json:"ports_up"`
+	Ports   int `json:"ports"`
+	// NegotiatedBitsPerSecond sums the negotiated rates of the ports up.
+	NegotiatedBitsPerSecond float64 `json:"negotiated_bits_per_second"`
+	// TrafficBytesPerSecond is received plus transmitted bytes per second
+	// between the collector's last two readings; nil until two exist.
+	TrafficBytesPerSecond *float64 `json:"traffic_bytes_per_second"`
+	// PCIe is the narrowest and the slowest PCIe link of the functions;
+	// nil when none reports one.
+	PCIe *PCIe `json:"pcie"`
+	// State is up (a port up), degraded (a PCIe link below its maximum)
+	// or none_up (no port up: no cable, or the link is down); Text says
+	// it in words.
+	State string `json:"state"`
+	Text  string `json:"text"`
+}
+
+// PCIe is the lowest current PCIe width and speed among the functions,
+// each beside the maximum of the function it was read from; 0 when not
+// known.
+type PCIe struct {
+	Width                 float64 `json:"width"`
+	MaxWidth              float64 `json:"max_width"`
+	TransfersPerSecond    float64 `json:"transfers_per_second"`
+	MaxTransfersPerSecond float64 `json:"max_transfers_per_second"`
 }
 
 // Collector is one collector's latest run.

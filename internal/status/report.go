@@ -72,6 +72,9 @@ func Report(w io.Writer, m Model) error {
 			line("Plan     %s: %s", p.Name, p.Text)
 		}
 	}
+	if f := m.Fabric; f != nil {
+		line("Fabric   %s", f.Text)
+	}
 	var failing []string
 	for _, c := range m.Collectors {
 		if !c.Success {

@@ -310,6 +310,9 @@ func TestHandler(t *testing.T) {
 	}}}}
 	st := sparkState(t)
 	st.Thermal = &collected.Thermal{Snapshot: snap, Config: cfg}
+	// As on a Spark joined to another: the fabric line in the model.
+	st.Fabric = fabricReadings(t, "spark-fabric", 10*time.Second, 5.5e9)
+	st.Runs = append(st.Runs, collected.Run{Name: "fabric", Success: true, Duration: time.Millisecond})
 	c := &fakeCollectors{state: st, clock: func() time.Time { return now }, release: make(chan struct{})}
 	close(c.release)
 	src := NewSource(c)
@@ -356,6 +359,9 @@ func TestHandler(t *testing.T) {
 	if err := json.Unmarshal(api.Body.Bytes(), &m); err != nil || m.GPUs[0].Thermal.State != "throttled" || len(m.GPUs[0].Thermal.Window.Samples) != 2 {
 		t.Errorf("model: %v %+v", err, m.GPUs)
 	}
+	if m.Fabric == nil || m.Fabric.TrafficBytesPerSecond == nil || m.Fabric.PCIe == nil {
+		t.Errorf("fabric: %+v", m.Fabric)
+	}
 
 	// The page's script refreshes from the View: the texts of the page as
 	// served, rendered by the same code.
@@ -382,7 +388,8 @@ func TestHandler(t *testing.T) {
 	// HTML as served.
 	for _, want := range []string{`data-k="pool.headroom_bytes" value="17695264768">16.5 GiB<`, "37.5 GiB", `data-shape="` + view.Shape + `"`, "Throttling:", "NVML reports a thermal slowdown, for 1m now.",
 		"Training beside inference capped at 0.5 or less", "llama-3.1-70b-qlora", `href="./metrics"`,
-		"Power over the last 10m: 99.0 W to 100.0 W, now 100.0 W", `<polyline class="line" points="`} {
+		"Power over the last 10m: 99.0 W to 100.0 W, now 100.0 W", `<polyline class="line" points="`,
+		`data-k="fabric.state">2 of 4 functions up, 400 Gb/s negotiated, carrying 2.2 GB/s; PCIe x4 at 32 GT/s<`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the page lacks %q", want)
 		}

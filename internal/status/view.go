@@ -119,6 +119,9 @@ func NewView(m Model) View {
 			v.Text[k+"text"] = p.Text
 		}
 	}
+	if f := m.Fabric; f != nil {
+		verdict("fabric.state", f.State, f.Text)
+	}
 	verdict("nvml.state", m.NVML.State, m.NVML.Text)
 	for i, c := range m.Collectors {
 		k := "collectors." + strconv.Itoa(i)
