@@ -31,10 +31,7 @@ import (
 
 // FS is the part of a file system Read needs, with names relative to the
 // sysfs mount point ("class/infiniband"). os.DirFS is one.
-type FS interface {
-	ReadFile(name string) ([]byte, error)
-	ReadDir(name string) ([]fs.DirEntry, error)
-}
+type FS = hostfs.TreeFS
 
 // ClassDir is where the RDMA devices are listed, under the sysfs mount
 // point. It is missing altogether where no RDMA driver is loaded.
@@ -100,14 +97,9 @@ type Device struct {
 	Ports        []Port
 }
 
-// Problem is a file that was there but could not be read or parsed. File
-// is relative to the sysfs mount point.
-type Problem struct {
-	File string
-	Err  error
-}
-
-func (p Problem) Error() string { return p.File + ": " + p.Err.Error() }
+// Problem is a file that was there but could not be read or parsed, named
+// relative to the sysfs mount point.
+type Problem = hostfs.Problem
 
 // Snapshot is one read of the RDMA devices.
 type Snapshot struct {
@@ -172,9 +164,9 @@ var EventCounters = []string{
 // MaxDevices. It never fails as a whole: what could not be read is a
 // Problem, and a read that blocks stops the walk (Snapshot.Blocked).
 func Read(fsys FS) Snapshot {
-	r := &reader{fsys: fsys}
+	r := &reader{Tree: hostfs.Tree{FS: fsys, Absent: absent}}
 	var s Snapshot
-	entries := r.dir(ClassDir)
+	entries := r.Entries(ClassDir)
 	var names []string
 	for _, e := range entries {
 		if validName(e.Name()) {
@@ -194,13 +186,13 @@ func Read(fsys FS) Snapshot {
 			s.FirstLeftOut = first
 		}
 		s.LeftOut += leftOut
-		if r.blocked != nil {
+		if r.Blocked != nil {
 			break
 		}
 		s.Devices = append(s.Devices, d)
 	}
-	s.Problems = r.problems
-	s.Blocked = r.blocked
+	s.Problems = r.Problems
+	s.Blocked = r.Blocked
 	if s.Blocked != nil {
 		s.Devices = nil
 	}
@@ -208,13 +200,7 @@ func Read(fsys FS) Snapshot {
 }
 
 type reader struct {
-	fsys     FS
-	problems []Problem
-	blocked  *Problem
-}
-
-func (r *reader) problem(file string, err error) {
-	r.problems = append(r.problems, Problem{File: file, Err: hostfs.WithoutPath(err)})
+	hostfs.Tree
 }
 
 // absent tells the errors that say "this attribute is not there" rather
@@ -226,57 +212,6 @@ func absent(err error) bool {
 		errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENODEV)
 }
 
-// file reads name; ok is false when it is absent (not a problem) or could
-// not be read (a problem, noted).
-func (r *reader) file(name string) ([]byte, bool) {
-	if r.blocked != nil {
-		return nil, false
-	}
-	data, err := r.fsys.ReadFile(name)
-	switch {
-	case errors.Is(err, hostfs.ErrBlocked):
-		r.blocked = &Problem{File: name, Err: hostfs.WithoutPath(err)}
-		return nil, false
-	case absent(err):
-		return nil, false
-	case err != nil:
-		r.problem(name, err)
-		return nil, false
-	}
-	return data, true
-}
-
-// dir lists name; absent is no entries and no problem.
-func (r *reader) dir(name string) []fs.DirEntry {
-	if r.blocked != nil {
-		return nil
-	}
-	entries, err := r.fsys.ReadDir(name)
-	switch {
-	case errors.Is(err, hostfs.ErrBlocked):
-		r.blocked = &Problem{File: name, Err: hostfs.WithoutPath(err)}
-	case err != nil && !errors.Is(err, fs.ErrNotExist):
-		r.problem(name, err)
-	}
-	return entries
-}
-
-// parsed reads name and parses it; ok is false when absent, unreadable or
-// not parsed (the last two noted).
-func parsed[T any](r *reader, name string, parse func([]byte) (T, error)) (T, bool) {
-	var zero T
-	data, ok := r.file(name)
-	if !ok {
-		return zero, false
-	}
-	v, err := parse(data)
-	if err != nil {
-		r.problem(name, err)
-		return zero, false
-	}
-	return v, true
-}
-
 // device reads one device, and counts and names the first of the ports it
 // left out.
 func (r *reader) device(name string) (d Device, leftOut int, firstLeftOut string) {
@@ -286,7 +221,7 @@ func (r *reader) device(name string) (d Device, leftOut int, firstLeftOut string
 	d.Max = r.link(path.Join(dir, "device"), "max_link_width", "max_link_speed")
 
 	var ports []int
-	for _, e := range r.dir(path.Join(dir, "ports")) {
+	for _, e := range r.Entries(path.Join(dir, "ports")) {
 		if n, err := strconv.Atoi(e.Name()); err == nil && n > 0 && strconv.Itoa(n) == e.Name() {
 			ports = append(ports, n)
 		}
@@ -308,10 +243,10 @@ func (r *reader) device(name string) (d Device, leftOut int, firstLeftOut string
 // gives a value.
 func (r *reader) link(dir, width, speed string) *Link {
 	var l Link
-	if w, ok := parsed(r, path.Join(dir, width), ParseLinkWidth); ok {
+	if w, ok := hostfs.Parsed(&r.Tree, path.Join(dir, width), ParseLinkWidth); ok {
 		l.Width = w
 	}
-	if s, ok := parsed(r, path.Join(dir, speed), ParseLinkSpeed); ok {
+	if s, ok := hostfs.Parsed(&r.Tree, path.Join(dir, speed), ParseLinkSpeed); ok {
 		l.Transfer = s
 	}
 	if l.Width == 0 && l.Transfer == 0 {
@@ -324,7 +259,7 @@ func (r *reader) link(dir, width, speed string) *Link {
 // by name.
 func (r *reader) netdevs(dir string) []string {
 	var names []string
-	for _, e := range r.dir(dir) {
+	for _, e := range r.Entries(dir) {
 		if ValidNetDev(e.Name()) {
 			names = append(names, e.Name())
 		}
@@ -336,21 +271,21 @@ func (r *reader) netdevs(dir string) []string {
 func (r *reader) port(dev, number string, netdevs []string) Port {
 	dir := path.Join(dev, "ports", number)
 	p := Port{Number: number}
-	if v, ok := parsed(r, path.Join(dir, "link_layer"), ParseWord); ok {
+	if v, ok := hostfs.Parsed(&r.Tree, path.Join(dir, "link_layer"), ParseWord); ok {
 		p.LinkLayer = v
 	}
-	if v, ok := parsed(r, path.Join(dir, "state"), ParseState); ok {
+	if v, ok := hostfs.Parsed(&r.Tree, path.Join(dir, "state"), ParseState); ok {
 		p.State = v
 	}
-	if v, ok := parsed(r, path.Join(dir, "phys_state"), ParseState); ok {
+	if v, ok := hostfs.Parsed(&r.Tree, path.Join(dir, "phys_state"), ParseState); ok {
 		p.PhysState = v
 	}
-	if v, ok := parsed(r, path.Join(dir, "rate"), ParseRate); ok {
+	if v, ok := hostfs.Parsed(&r.Tree, path.Join(dir, "rate"), ParseRate); ok {
 		p.RateBits = v
 	}
 	// The netdev of the port's first GID (the port's own address), else
 	// the function's one interface: mlx5 binds one netdev per function.
-	if v, ok := parsed(r, path.Join(dir, "gid_attrs", "ndevs", "0"), ParseNetDev); ok {
+	if v, ok := hostfs.Parsed(&r.Tree, path.Join(dir, "gid_attrs", "ndevs", "0"), ParseNetDev); ok {
 		p.NetDev = v
 	} else if len(netdevs) == 1 {
 		p.NetDev = netdevs[0]
@@ -359,11 +294,11 @@ func (r *reader) port(dev, number string, netdevs []string) Port {
 	counters := path.Join(dir, "counters")
 	// The data counters count 32-bit words (the IBTA's PortXmitData and
 	// PortRcvData "divided by 4"): ×4 for bytes.
-	if v, ok := parsed(r, path.Join(counters, "port_rcv_data"), ParseCounter); ok {
+	if v, ok := hostfs.Parsed(&r.Tree, path.Join(counters, "port_rcv_data"), ParseCounter); ok {
 		v *= 4
 		p.ReceiveBytes = &v
 	}
-	if v, ok := parsed(r, path.Join(counters, "port_xmit_data"), ParseCounter); ok {
+	if v, ok := hostfs.Parsed(&r.Tree, path.Join(counters, "port_xmit_data"), ParseCounter); ok {
 		v *= 4
 		p.TransmitBytes = &v
 	}
@@ -381,18 +316,8 @@ func (r *reader) port(dev, number string, netdevs []string) Port {
 // listed lists the names in dir; ok is false when it is absent or could
 // not be listed.
 func (r *reader) listed(dir string) (map[string]bool, bool) {
-	if r.blocked != nil {
-		return nil, false
-	}
-	entries, err := r.fsys.ReadDir(dir)
-	switch {
-	case errors.Is(err, hostfs.ErrBlocked):
-		r.blocked = &Problem{File: dir, Err: hostfs.WithoutPath(err)}
-		return nil, false
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, false
-	case err != nil:
-		r.problem(dir, err)
+	entries, ok := r.Dir(dir)
+	if !ok {
 		return nil, false
 	}
 	names := make(map[string]bool, len(entries))
@@ -418,7 +343,7 @@ func filter(names []string, listed map[string]bool) []string {
 func (r *reader) counters(dir string, names []string) []Counter {
 	var out []Counter
 	for _, name := range names {
-		if v, ok := parsed(r, path.Join(dir, name), ParseCounter); ok {
+		if v, ok := hostfs.Parsed(&r.Tree, path.Join(dir, name), ParseCounter); ok {
 			out = append(out, Counter{name, v})
 		}
 	}

@@ -36,10 +36,7 @@ import (
 // FS is the part of a file system Read needs: fs.ReadFileFS and
 // fs.ReadDirFS together, with names relative to the sysfs mount point
 // ("class/thermal"). os.DirFS and fstest.MapFS are both one.
-type FS interface {
-	ReadFile(name string) ([]byte, error)
-	ReadDir(name string) ([]fs.DirEntry, error)
-}
+type FS = hostfs.TreeFS
 
 // Where the three sources live under the sysfs mount point.
 const (
@@ -101,15 +98,9 @@ type SPBM struct {
 	PLLevel *uint64
 }
 
-// Problem is a file that was there but could not be read or parsed. File
-// is relative to the sysfs mount point; Err does not name the mount point
-// either.
-type Problem struct {
-	File string
-	Err  error
-}
-
-func (p Problem) Error() string { return p.File + ": " + p.Err.Error() }
+// Problem is a file that was there but could not be read or parsed, named
+// relative to the sysfs mount point.
+type Problem = hostfs.Problem
 
 // Snapshot is one read of the platform.
 type Snapshot struct {
@@ -197,13 +188,13 @@ func Discover(fsys FS) *Layout { return DiscoverAtMost(fsys, math.MaxInt) }
 // first (they are the Spark's power and temperatures), then the thermal
 // zones by index; LeftOut counts the rest.
 func DiscoverAtMost(fsys FS, max int) *Layout {
-	r := reader{fsys: fsys}
+	r := reader{Tree: hostfs.Tree{FS: fsys}}
 	l := &Layout{}
 	l.identity = r.identity()
 	l.spbm = r.spbm(max)
 	l.zones = r.zones(max - l.spbm.count())
-	l.problems = r.problems
-	l.blocked = r.blocked
+	l.problems = r.Problems
+	l.blocked = r.Blocked
 	l.files = l.valueFiles()
 	l.leftOut, l.first = r.leftOut, r.first
 	return l
@@ -397,9 +388,7 @@ func (v *valueReader) plausible(file string, value, lo, hi float64, unit string)
 }
 
 type reader struct {
-	fsys     FS
-	problems []Problem
-	blocked  *Problem
+	hostfs.Tree
 	// The entries left out by the cap on value files, and the first.
 	leftOut int
 	first   string
@@ -413,59 +402,19 @@ func (r *reader) leaveOut(file string) {
 	r.leftOut++
 }
 
-func (r *reader) problem(file string, err error) {
-	r.problems = append(r.problems, Problem{File: file, Err: hostfs.WithoutPath(err)})
-}
-
-// file reads name; ok is false when it is absent (not a problem) or could
-// not be read (a problem, noted).
-func (r *reader) file(name string) (data []byte, ok bool) {
-	if r.blocked != nil {
-		return nil, false
-	}
-	data, err := r.fsys.ReadFile(name)
-	switch {
-	case errors.Is(err, hostfs.ErrBlocked):
-		r.blocked = &Problem{File: name, Err: hostfs.WithoutPath(err)}
-		return nil, false
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, false
-	case err != nil:
-		r.problem(name, err)
-		return nil, false
-	}
-	return data, true
-}
-
-// dir lists name; absent is no entries and no problem.
-func (r *reader) dir(name string) []fs.DirEntry {
-	if r.blocked != nil {
-		return nil
-	}
-	entries, err := r.fsys.ReadDir(name)
-	if errors.Is(err, hostfs.ErrBlocked) {
-		r.blocked = &Problem{File: name, Err: hostfs.WithoutPath(err)}
-		return nil
-	}
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		r.problem(name, err)
-	}
-	return entries
-}
-
 func (r *reader) identity() *Identity {
 	var id Identity
 	fields := []*string{&id.Vendor, &id.ProductName, &id.BoardName, &id.BIOSVersion}
 	found := false
 	for i, f := range dmiFiles {
 		name := path.Join(dmiDir, f.file)
-		data, ok := r.file(name)
+		data, ok := r.File(name)
 		if !ok {
 			continue
 		}
 		v, err := ParseLabel(data)
 		if err != nil {
-			r.problem(name, err)
+			r.Problem(name, err)
 			continue
 		}
 		*fields[i] = v
@@ -494,7 +443,7 @@ func (r *reader) zones(room int) []zoneFile {
 		name  string
 	}
 	var entries []entry
-	for _, e := range r.dir(thermalDir) {
+	for _, e := range r.Entries(thermalDir) {
 		if n := zoneIndex(e.Name()); n != "" {
 			index, _ := strconv.Atoi(n)
 			entries = append(entries, entry{index, e.Name()})
@@ -524,16 +473,16 @@ func (r *reader) zones(room int) []zoneFile {
 func (r *reader) zone(dir string) (Temperature, bool) {
 	var t Temperature
 	acpiFile := path.Join(dir, "device", "path")
-	if data, ok := r.file(acpiFile); ok {
+	if data, ok := r.File(acpiFile); ok {
 		name, err := ParseACPIName(data)
 		if err == nil {
 			t.Source, t.Sensor = "acpi", name
 			return t, true
 		}
-		r.problem(acpiFile, err)
+		r.Problem(acpiFile, err)
 	}
 	typeFile := path.Join(dir, "type")
-	data, ok := r.file(typeFile)
+	data, ok := r.File(typeFile)
 	if !ok {
 		return Temperature{}, false
 	}
@@ -542,7 +491,7 @@ func (r *reader) zone(dir string) (Temperature, bool) {
 		err = errors.New("empty")
 	}
 	if err != nil {
-		r.problem(typeFile, err)
+		r.Problem(typeFile, err)
 		return Temperature{}, false
 	}
 	t.Source, t.Sensor = "thermal_zone", typ
@@ -553,12 +502,12 @@ func (r *reader) zone(dir string) (Temperature, bool) {
 // there be two, the first in name order is read.
 func (r *reader) spbmDir() string {
 	var dirs []string
-	for _, e := range r.dir(hwmonDir) {
+	for _, e := range r.Entries(hwmonDir) {
 		if !strings.HasPrefix(e.Name(), "hwmon") {
 			continue
 		}
 		nameFile := path.Join(hwmonDir, e.Name(), "name")
-		data, ok := r.file(nameFile)
+		data, ok := r.File(nameFile)
 		if ok && string(bytes.TrimSpace(data)) == SPBMName {
 			dirs = append(dirs, path.Join(hwmonDir, e.Name()))
 		}
@@ -642,7 +591,7 @@ func (r *reader) spbm(room int) *spbmFiles {
 			continue
 		}
 		if seen[ch.kind+"/"+label] {
-			r.problem(prefix+"_label", fmt.Errorf("label %q repeats an earlier %s channel's", label, ch.kind))
+			r.Problem(prefix+"_label", fmt.Errorf("label %q repeats an earlier %s channel's", label, ch.kind))
 			continue
 		}
 		seen[ch.kind+"/"+label] = true
@@ -655,7 +604,7 @@ func (r *reader) spbm(room int) *spbmFiles {
 // attributes each has, and the device's files.
 func (r *reader) spbmChannels(dir string) (channels []channel, attrs map[channel]map[string]bool, files map[string]bool) {
 	attrs, files = map[channel]map[string]bool{}, map[string]bool{}
-	for _, e := range r.dir(dir) {
+	for _, e := range r.Entries(dir) {
 		files[e.Name()] = true
 		ch, attr, ok := parseAttribute(e.Name())
 		if !ok {
@@ -683,7 +632,7 @@ func (r *reader) channelLabel(prefix string, ch channel, hasLabel bool) (label s
 	if !hasLabel {
 		return ch.kind + strconv.Itoa(ch.index), true
 	}
-	data, ok := r.file(prefix + "_label")
+	data, ok := r.File(prefix + "_label")
 	if !ok {
 		return "", false
 	}
@@ -692,7 +641,7 @@ func (r *reader) channelLabel(prefix string, ch channel, hasLabel bool) (label s
 		err = errors.New("empty")
 	}
 	if err != nil {
-		r.problem(prefix+"_label", err)
+		r.Problem(prefix+"_label", err)
 		return "", false
 	}
 	return l, true
