@@ -96,29 +96,26 @@ func (h *Handler) model(w http.ResponseWriter, r *http.Request) *Result {
 
 // API serves the model as JSON, to GET and HEAD only.
 func (h *Handler) API() http.Handler {
-	return readonly.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		res := h.model(w, r)
-		if res == nil {
-			return
+	return h.serveJSON(func(res *Result) []byte {
+		if body := res.JSON(); len(body) > 0 {
+			return append(body, '\n')
 		}
-		body := res.JSON()
-		if len(body) == 0 {
-			http.Error(w, "The status could not be rendered.", http.StatusInternalServerError)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(append(body, '\n'))
-	}))
+		return nil
+	})
 }
 
 // View serves the page's refreshed figures as JSON, to GET and HEAD only.
-func (h *Handler) View() http.Handler {
+func (h *Handler) View() http.Handler { return h.serveJSON((*Result).viewJSON) }
+
+// serveJSON answers GET and HEAD with what render makes of the model; an
+// empty rendering is a 500.
+func (h *Handler) serveJSON(render func(*Result) []byte) http.Handler {
 	return readonly.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		res := h.model(w, r)
 		if res == nil {
 			return
 		}
-		body := res.viewJSON()
+		body := render(res)
 		if len(body) == 0 {
 			http.Error(w, "The status could not be rendered.", http.StatusInternalServerError)
 			return
