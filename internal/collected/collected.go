@@ -10,6 +10,7 @@ import (
 
 	"github.com/spark-exporter/spark_exporter/internal/fabric"
 	"github.com/spark-exporter/spark_exporter/internal/judge"
+	"github.com/spark-exporter/spark_exporter/internal/kmsg"
 	"github.com/spark-exporter/spark_exporter/internal/pool"
 	"github.com/spark-exporter/spark_exporter/internal/thermal"
 	"github.com/spark-exporter/spark_exporter/internal/workload"
@@ -29,6 +30,8 @@ type State struct {
 	Thermal   *Thermal
 	Workloads *workload.Result
 	Fabric    *Fabric
+	// Kernel is nil when the kernel collector is off.
+	Kernel *Kernel
 	// Plans is nil when the plan collector is off.
 	Plans []Plan
 }
@@ -93,4 +96,12 @@ type Fabric struct {
 type FabricReading struct {
 	At       time.Time
 	Snapshot fabric.Snapshot
+}
+
+// Kernel is what the kernel collector counted in the kernel log.
+type Kernel struct {
+	// Readable: the log could be read (spark_kernel_field_supported
+	// {field="kmsg"}); Counts is empty otherwise.
+	Readable bool
+	Counts   kmsg.Counts
 }
