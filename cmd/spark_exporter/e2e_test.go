@@ -113,6 +113,8 @@ func TestGoldenSpark(t *testing.T) {
 		"--thermal.interval=1h", "--thermal.window=3h",
 		"--plan.file="+filepath.Join(testexporter.Root(t), "testdata", "plans", "spark.yml"),
 		kmsgFixture(t, "spark.kmsg"),
+		// One flight record, the one written at start.
+		"--flight.file="+filepath.Join(t.TempDir(), "flight"), "--flight.interval=1h",
 		"--web.disable-exporter-metrics")
 	var metrics string
 	testexporter.Eventually(t, 30*time.Second, func() bool {

@@ -32,6 +32,8 @@ type State struct {
 	Fabric    *Fabric
 	// Kernel is nil when the kernel collector is off.
 	Kernel *Kernel
+	// Flight is nil without the flight recorder (--flight.file).
+	Flight *Flight
 	// Plans is nil when the plan collector is off.
 	Plans []Plan
 }
@@ -104,4 +106,15 @@ type Kernel struct {
 	// {field="kmsg"}); Counts is empty otherwise.
 	Readable bool
 	Counts   kmsg.Counts
+}
+
+// Flight is the flight recorder's account of the previous boot.
+type Flight struct {
+	// Unclean: the previous boot ended without a clean shutdown, less
+	// than a day ago (spark_flight_last_boot_unclean); then EndedAt is
+	// its last record's time and Verdict the recorder's one line on its
+	// last minutes.
+	Unclean bool
+	EndedAt time.Time
+	Verdict string
 }

@@ -2,6 +2,7 @@ package flight
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -147,3 +148,21 @@ func Verdict(b Boot, window time.Duration, loc *time.Location) string {
 
 // GiB renders bytes as GiB with one decimal.
 func GiB(b uint64) string { return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30)) }
+
+// ParseBootID parses /proc/sys/kernel/random/boot_id (a UUID); zero when
+// it is not one.
+func ParseBootID(data []byte) [16]byte {
+	var id [16]byte
+	hex := strings.ReplaceAll(strings.TrimSpace(string(data)), "-", "")
+	if len(hex) != 32 {
+		return id
+	}
+	for i := range id {
+		v, err := strconv.ParseUint(hex[2*i:2*i+2], 16, 8)
+		if err != nil {
+			return [16]byte{}
+		}
+		id[i] = byte(v)
+	}
+	return id
+}
