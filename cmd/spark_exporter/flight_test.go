@@ -126,4 +126,3 @@ func TestFlightSurvivesSIGKILL(t *testing.T) {
 	}
 	p.Stop(t)
 }
-
