@@ -126,3 +126,37 @@ func TestFlightSurvivesSIGKILL(t *testing.T) {
 	}
 	p.Stop(t)
 }
+
+// The kernel collector on the built binary follows its log: a FIFO here,
+// written after the start as the kernel writes /dev/kmsg. The replayed
+// records count at start, a new line counts once it is written.
+func TestKernelLogFollowedByBinary(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "kmsg")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w, err := os.OpenFile(fifo, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	replay, err := os.ReadFile(filepath.Join(testexporter.Root(t), "testdata", "kmsg", "nvrm-no-memory.kmsg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(replay)
+	p := testexporter.Start(t, nil, "--path.procfs="+fixtureDir(t, "spark"), "--path.sysfs="+sysFixture(t, "spark"), noGPU,
+		"--kernel.kmsg-path="+fifo)
+	metrics := p.Get(t, "/metrics?collect[]=kernel")
+	if v, ok := value(metrics, "spark_kernel_gpu_driver_out_of_memory_total"); !ok || v != 2 {
+		t.Errorf("driver out of memory %v (%v) at start, want the 2 replayed", v, ok)
+	}
+	w.WriteString("4,9001,99000000,-;NVRM: Xid (PCI:000f:01:00): 79, pid=1234, name=python3, GPU has fallen off the bus.\n")
+	testexporter.Eventually(t, 30*time.Second, func() bool {
+		v, ok := value(p.Get(t, "/metrics?collect[]=kernel"), `spark_kernel_gpu_xid_errors_total{xid="79"}`)
+		return ok && v == 1
+	}, "Xid 79 written to the log counted")
+	if logs := p.Logs(); strings.Contains(logs, fifo) {
+		t.Errorf("the log names the kmsg path:\n%s", logs)
+	}
+}

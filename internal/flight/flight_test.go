@@ -228,3 +228,23 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// One record: encoded, written and made durable, as the recorder does at
+// every interval.
+func BenchmarkAppendSync(b *testing.B) {
+	r, err := Open(filepath.Join(b.TempDir(), "flight"), 1<<20)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	rec := sample(1)
+	for b.Loop() {
+		if err := r.Append(rec); err != nil {
+			b.Fatal(err)
+		}
+		if err := r.Sync(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(encode(nil, rec))), "bytes/record")
+}

@@ -229,3 +229,19 @@ func TestRealDevice(t *testing.T) {
 		t.Errorf("%d records of this kernel's log did not parse", c.Malformed)
 	}
 }
+
+// The reader's cost per record: a line cut, parsed and classified.
+func BenchmarkFeed(b *testing.B) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "kmsg", "spark.kmsg"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	lines := strings.Count(string(data), "\n")
+	r := &Reader{counts: NewCounts()}
+	b.ReportAllocs()
+	for b.Loop() {
+		r.seen = false
+		r.feed(data)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*lines), "ns/line")
+}
