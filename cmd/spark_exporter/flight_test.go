@@ -97,6 +97,11 @@ func TestFlightSurvivesSIGKILL(t *testing.T) {
 		t.Error("the status page does not name the unclean previous boot")
 	}
 
+	if out, err := testexporter.Command(t, "status", "--url="+p.URL).CombinedOutput(); err != nil ||
+		!strings.Contains(string(out), "previous boot ended without a clean shutdown") {
+		t.Errorf("status: %v\n%s", err, out)
+	}
+
 	second := testexporter.Command(t, append(args, "--web.listen-address=127.0.0.1:0")...)
 	out, err := second.CombinedOutput()
 	if code := exitCode(err); code != 1 || !strings.Contains(string(out), "another process") || strings.Contains(string(out), file) {
