@@ -165,3 +165,27 @@ func TestKernelLogFollowedByBinary(t *testing.T) {
 		t.Errorf("the log names the kmsg path:\n%s", logs)
 	}
 }
+
+// A flight file on a full disk: the ring cannot be allocated, the recorder
+// stops with its error counted, and every collector and the scrape go on.
+// The ring is allocated whole when opened, so a disk that fills up later
+// never fails a record.
+func TestFlightOnAFullDisk(t *testing.T) {
+	dir := t.TempDir()
+	mountTmpfs(t, dir, "size=64k")
+	fillUp(t, dir)
+	p := testexporter.Start(t, nil, "--path.procfs="+fixtureDir(t, "spark"), "--path.sysfs="+sysFixture(t, "spark"), noGPU,
+		noKmsg, "--flight.file="+filepath.Join(dir, "flight"))
+	m := p.Get(t, "/metrics")
+	for series, want := range map[string]float64{
+		"spark_flight_write_errors_total": 1, "spark_flight_records_total": 0,
+		`spark_scrape_collector_success{collector="flight"}`: 1, `spark_scrape_collector_success{collector="pool"}`: 1,
+	} {
+		if v, ok := value(m, series); !ok || v != want {
+			t.Errorf("%s = %v (%v), want %v", series, v, ok, want)
+		}
+	}
+	if logs := p.Logs(); !strings.Contains(logs, "no space left on device") || strings.Contains(logs, dir) {
+		t.Errorf("the log does not say why, or names the path:\n%s", logs)
+	}
+}
