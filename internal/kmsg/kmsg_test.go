@@ -19,13 +19,16 @@ func TestParse(t *testing.T) {
 	if rec.Priority != 6 || rec.Facility != 0 || rec.Seq != 339 || rec.Since != 5140900*time.Microsecond || rec.Message != "NET: Registered protocol family 10" {
 		t.Errorf("got %+v", rec)
 	}
+	if rec, err := Parse([]byte("6,1,2;m")); err != nil || rec.Message != "m" {
+		t.Errorf("a header without flags: %+v, %v", rec, err)
+	}
 	// A later kernel's extra header field (the caller id), a facility, and
 	// a semicolon in the message.
 	rec, err = Parse([]byte("30,7,12,c,caller=T1;a;b"))
 	if err != nil || rec.Facility != 3 || rec.Priority != 6 || rec.Message != "a;b" {
 		t.Errorf("got %+v, %v", rec, err)
 	}
-	for _, bad := range []string{"", "no header", "6,1;x", "x,1,2,-;m", "6,-1,2,-;m", "6,1,99999999999999999999,-;m", "6,1,2;m"} {
+	for _, bad := range []string{"", "no header", "6,1;x", "x,1,2,-;m", "6,-1,2,-;m", "6,1,99999999999999999999,-;m"} {
 		if _, err := Parse([]byte(bad)); err == nil {
 			t.Errorf("Parse(%q) = nil error", bad)
 		}

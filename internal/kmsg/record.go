@@ -54,8 +54,10 @@ func Parse(line []byte) (Record, error) {
 	if !ok {
 		return Record{}, errNoHeader
 	}
+	// The kernel writes the flags field too; a writer that leaves it out
+	// (a test, another tool's log) is read all the same.
 	fields := bytes.SplitN(header, []byte{','}, 5)
-	if len(fields) < 4 {
+	if len(fields) < 3 {
 		return Record{}, errHeader
 	}
 	prefix, err := strconv.ParseUint(string(fields[0]), 10, 32)
