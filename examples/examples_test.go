@@ -243,10 +243,15 @@ func TestAlertmanagerInhibitions(t *testing.T) {
 		{alert("SparkGPUPowerPlateau", "info", "c", "0"), "suppressed"},
 		{alert("SparkOOMKill", "critical", "d", ""), "active"},
 		{alert("SparkMemoryEviction", "warning", "d", ""), "suppressed"},
-		{alert("SparkPoolHeadroomLow", "warning", "d", ""), "suppressed"},
+		{alert("SparkPoolUsableCritical", "critical", "d", ""), "suppressed"},
 		{alert("SparkPageCacheHoldingHeadroom", "info", "d", ""), "active"},
-		{alert("SparkPoolHeadroomLow", "warning", "e", ""), "active"}, // no OOM kill there
+		{alert("SparkPoolUsableCritical", "critical", "e", ""), "active"}, // no OOM kill there
+		{alert("SparkPoolUsableLow", "warning", "e", ""), "suppressed"},
+		{alert("SparkPoolExhaustionImminent", "warning", "e", ""), "suppressed"},
+		{alert("SparkPoolHeadroomLow", "info", "e", ""), "active"},
 		{alert("SparkPageCacheHoldingHeadroom", "info", "e", ""), "active"},
+		{alert("SparkPoolUsableLow", "warning", "f", ""), "active"},
+		{alert("SparkPoolExhaustionImminent", "warning", "f", ""), "suppressed"},
 	}
 	now := time.Now()
 	var posted []postedAlert
