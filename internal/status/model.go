@@ -57,7 +57,8 @@ type Pool struct {
 	// SparkPoolUsableLow and SparkPoolUsableCritical.
 	UsableTier string `json:"usable_tier"`
 	// CMAFreeBytes is CmaFree; nil where the kernel has no CMA.
-	CMAFreeBytes            *int64 `json:"cma_free_bytes"`
+	CMAFreeBytes *int64 `json:"cma_free_bytes"`
+
 	UsedBytes               int64 `json:"used_bytes"` // total − free − page cache, free(1)'s used
 	PageCacheBytes          int64 `json:"page_cache_bytes"`
 	FlushableBytes          int64 `json:"flushable_bytes"`

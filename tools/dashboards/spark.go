@@ -93,14 +93,14 @@ func spark() *dashboard.DashboardBuilder {
 		WithTarget(instantQuery("A", `count by (instance) (ALERTS{alertname=~"Spark.*", alertstate="firing", instance=~"$instance"})`, "{{instance}}")))
 	b.WithRow(row(8, "Unified memory pool"))
 	b.WithPanel(timeseriesPanel(9, "Usable memory against its tiers; headroom for a new job",
-		fmt.Sprintf("Usable = MemAvailable − CmaFree, the danger figure: under the orange line (%.0f GiB, SparkPoolUsableLow) the engine's peak nears the pool, under the red one (%.0f GiB, SparkPoolUsableCritical) a global OOM kill is minutes away; a steady fall is an engine's creep (SparkPoolExhaustionImminent): the alert names the process that grew. The dashed lines are for planning a new job: headroom = MemFree − CmaFree − reserve, and after a flush; below 0 a new job needs a flush first, which is normal with a full page cache.", float64(judge.UsableLowBytes)/(1<<30), float64(judge.UsableCriticalBytes)/(1<<30)),
+		fmt.Sprintf("Usable = MemAvailable − CmaFree, the danger figure: under the orange line (%.0f GiB, SparkPoolUsableLow) the engine's peak nears the pool, under the red one (%.0f GiB, SparkPoolUsableCritical) a global OOM kill is minutes away; a steady fall is an engine's creep (SparkPoolExhaustionImminent): the alert names the process that grew. The dashed line (headroom = MemFree − CmaFree − reserve) and the dotted one (after a flush) are for planning a new job; below 0 a new job needs a flush first, which is normal with a full page cache.", float64(judge.UsableLowBytes)/(1<<30), float64(judge.UsableCriticalBytes)/(1<<30)),
 		"bytes", 9, 9).
 		ThresholdsStyle(thresholdsAs(common.GraphThresholdsStyleModeLine)).
 		Thresholds(thresholds("transparent", step(judge.UsableCriticalBytes, "red"), step(judge.UsableLowBytes, "orange"))).
 		OverrideByQuery("B", props(
 			lineStyle(dashed))).
 		OverrideByQuery("C", props(
-			lineStyle(dashed),
+			lineStyle(dotted),
 			noFill())).
 		WithTarget(rangeQuery("A", `spark_pool_usable_bytes{instance=~"$instance"}`, "{{instance}} usable")).
 		WithTarget(rangeQuery("B", `spark_pool_headroom_bytes{instance=~"$instance"}`, "{{instance}} headroom for a new job")).
