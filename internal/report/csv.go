@@ -98,8 +98,9 @@ func FromLog(tr thermallog.Trace, cfg judge.ThermalConfig, opt LogOptions) (Repo
 	if step := cfg.Window / MaxWindowSamples; cfg.Interval < step {
 		judged, stepCfg.Interval = average(samples, step), step
 	}
-	episodes, throttled := replay(judged, stepCfg)
+	episodes, throttled, covered := replay(judged, stepCfg)
 	r := build(samples, episodes, throttled, nil, cfg, gpu.gb10)
+	r.windowCovered = covered
 	r.StepSeconds = round(stepCfg.Interval.Seconds())
 	r.Source, r.Format, r.Throttle.From = "csv", tr.Format, "replay"
 	r.GPU = index
@@ -111,17 +112,35 @@ func FromLog(tr thermallog.Trace, cfg judge.ThermalConfig, opt LogOptions) (Repo
 	for _, e := range tr.Skipped {
 		r.SkippedLines = append(r.SkippedLines, SkippedLine{Line: e.Line, Error: e.Err.Error()})
 	}
-	r.Verdict = verdict(r)
+	r.SkippedTotal = tr.SkippedTotal
+	r.Verdict, r.VerdictState = verdict(r)
 	return r, nil
 }
 
 // gpuModel is what the report knows of the log's GPU.
 type gpuModel struct {
-	name   string
-	gb10   bool
-	rating float64 // W; a GPU of unknown rating gets one no power is below
-	known  bool    // the rating is known
-	why    []string
+	name    string
+	gb10    bool
+	assumed bool    // a GB10 for want of a name: nothing said otherwise
+	rating  float64 // W; a GPU of unknown rating gets one no power is below
+	known   bool    // the rating is known
+	why     []string
+}
+
+// GB10MaxSMClockHz is the GB10's highest SM clock (nvidia-smi -q's max
+// clocks: 3003 MHz, Blackwellboy/model-serving-minefield): a log with a
+// faster clock is another GPU's.
+const GB10MaxSMClockHz = 3003e6
+
+// observed is what the samples say of the GPU, against a GB10: the most
+// power and the fastest SM clock they hold.
+type observed struct{ maxPower, maxClock float64 }
+
+func (o *observed) add(power float64, clock *float64) {
+	o.maxPower = max(o.maxPower, power)
+	if clock != nil {
+		o.maxClock = max(o.maxClock, *clock)
+	}
 }
 
 // unknownRating makes "power flat below the rating" false whatever the
@@ -135,6 +154,7 @@ const unknownRating = 1e-9
 func identify(rows []thermallog.Row, opt LogOptions, cfg judge.ThermalConfig) gpuModel {
 	var name string
 	var limit float64
+	var seen observed
 	for _, r := range rows {
 		if name == "" && r.Name != "" {
 			name = r.Name
@@ -142,18 +162,35 @@ func identify(rows []thermallog.Row, opt LogOptions, cfg judge.ThermalConfig) gp
 		if r.PowerLimit != nil {
 			limit = max(limit, *r.PowerLimit)
 		}
+		if r.Power != nil {
+			seen.add(*r.Power, r.SMClock)
+		}
 	}
 	if name == "" {
 		name = opt.GPUName
 	}
-	return identifyGPU(name, limit, opt.PowerLimit, cfg)
+	return identifyGPU(name, limit, opt.PowerLimit, seen, cfg)
 }
 
 // identifyGPU is identify's judgement on a name and a power limit (0:
-// none), given limit, a rating the user gave (0: none).
-func identifyGPU(name string, limit, given float64, cfg judge.ThermalConfig) gpuModel {
+// none), given limit, a rating the user gave (0: none), and what the
+// samples showed. A GPU nothing names is a GB10, the machine the tool is
+// for, unless a power limit is reported (a GB10 reports none) or the
+// samples draw more than its rating or clock faster than it can.
+func identifyGPU(name string, limit, given float64, seen observed, cfg judge.ThermalConfig) gpuModel {
 	g := gpuModel{name: name}
 	g.gb10 = strings.Contains(strings.ToUpper(g.name), "GB10")
+	var contradiction string
+	if name == "" && given == 0 && limit == 0 {
+		switch {
+		case seen.maxPower > cfg.NominalPower:
+			contradiction = fmt.Sprintf("it draws up to %.0f W, above GB10's %.0f W rating", seen.maxPower, cfg.NominalPower)
+		case seen.maxClock > GB10MaxSMClockHz:
+			contradiction = fmt.Sprintf("its SM clock reaches %.0f MHz, above GB10's %.0f MHz", seen.maxClock/1e6, GB10MaxSMClockHz/1e6)
+		default:
+			g.gb10, g.assumed = true, true
+		}
+	}
 	switch {
 	case g.gb10:
 		g.rating, g.known = cfg.NominalPower, true
@@ -166,8 +203,13 @@ func identifyGPU(name string, limit, given float64, cfg judge.ThermalConfig) gpu
 	}
 	if !g.gb10 {
 		what := "the GPU is not named (no name column or spark_gpu_info, no --gpu.name)"
-		if g.name != "" {
+		switch {
+		case g.name != "":
 			what = "the GPU is not a GB10"
+		case contradiction != "":
+			what = "the GPU is not named and is not a GB10: " + contradiction
+		case given > 0 || limit > 0:
+			what = "the GPU is not named and has a power limit (a GB10 reports none)"
 		}
 		g.why = append(g.why, what+": GB10's ~100 W plateau is not assumed")
 		if !g.known {
@@ -181,6 +223,7 @@ func (g gpuModel) fill(r *Report) {
 	if g.name != "" {
 		r.GPUName = ptr(g.name)
 	}
+	r.GPUAssumed = g.assumed
 	if g.known {
 		r.PowerRatingWatts = ptr(round(g.rating))
 	}

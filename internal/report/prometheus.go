@@ -56,7 +56,7 @@ func FromPrometheus(ctx context.Context, api v1.API, q Query, cfg judge.ThermalC
 
 	samples := p.samples(sel)
 	cfg.Interval = q.Step
-	gpu := p.gpu(sel, cfg)
+	gpu := p.gpu(sel, samples, cfg)
 	cfg.NominalPower = gpu.rating
 	episodes, throttled, from := p.throttle(sel, samples, cfg)
 	var energy *float64
@@ -79,13 +79,13 @@ func FromPrometheus(ctx context.Context, api v1.API, q Query, cfg judge.ThermalC
 	if p.err != nil {
 		return Report{}, p.err
 	}
-	r.Verdict = verdict(r)
+	r.Verdict, r.VerdictState = verdict(r)
 	return r, nil
 }
 
 // gpu is what the exporter said of the GPU: its name (spark_gpu_info) and
 // power limit (spark_gpu_power_limit_watts, absent on a GB10).
-func (p *prom) gpu(sel string, cfg judge.ThermalConfig) gpuModel {
+func (p *prom) gpu(sel string, samples []judge.ThermalSample, cfg judge.ThermalConfig) gpuModel {
 	var name string
 	vec, _ := p.query(`max by (name) (last_over_time(spark_gpu_info{`+sel+`}`+p.span+`))`, p.q.To).(model.Vector)
 	if len(vec) > 0 {
@@ -95,7 +95,11 @@ func (p *prom) gpu(sel string, cfg judge.ThermalConfig) gpuModel {
 	if w := p.scalar(`max_over_time(spark_gpu_power_limit_watts{` + sel + `}` + p.span + `)`); w != nil && *w > 0 {
 		limit = *w
 	}
-	return identifyGPU(name, limit, 0, cfg)
+	var seen observed
+	for _, s := range samples {
+		seen.add(s.Power, s.SMClock)
+	}
+	return identifyGPU(name, limit, 0, seen, cfg)
 }
 
 // samples are the GPU's scraped temperature and power (with utilisation
@@ -147,7 +151,7 @@ func (p *prom) throttle(sel string, samples []judge.ThermalSample, cfg judge.The
 		}
 	} else if err := cfg.Validate(); err == nil {
 		from = "replay"
-		episodes, throttled = replay(samples, cfg)
+		episodes, throttled, _ = replay(samples, cfg)
 	}
 	for i := range episodes {
 		if secs, ok := p.growthBetween(`spark_gpu_clocks_event_seconds_total{`+sel+`,reason=~"sw_thermal_slowdown|hw_thermal_slowdown"}`, episodes[i].Start, episodes[i].End); ok {

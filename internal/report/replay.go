@@ -17,14 +17,14 @@ const MaxWindowSamples = 600
 // replay is what the live collector's analysis makes of the samples (time
 // order, each after the one before), thermal.Replay: the throttle
 // episodes, their evidence in the words of the sampler's log, and the time
-// throttled.
-func replay(samples []judge.ThermalSample, cfg judge.ThermalConfig) ([]Episode, time.Duration) {
+// throttled; judged is false when no step covered a whole window.
+func replay(samples []judge.ThermalSample, cfg judge.ThermalConfig) (episodes []Episode, throttled time.Duration, judged bool) {
 	res := thermal.Replay(samples, cfg, nil)
-	episodes := make([]Episode, 0, len(res.Episodes))
+	episodes = make([]Episode, 0, len(res.Episodes))
 	for _, e := range res.Episodes {
 		episodes = append(episodes, Episode{Start: e.Start, End: e.End, Open: e.Open, Evidence: e.Evidence()})
 	}
-	return episodes, res.Throttled
+	return episodes, res.Throttled, res.Judged > 0
 }
 
 // average merges the samples (time order) into one per step of length

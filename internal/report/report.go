@@ -30,6 +30,10 @@ type Report struct {
 	GPUs []int `json:"gpus_in_log,omitempty"`
 	// GPUName is the GPU's model as the log (or --gpu.name) names it.
 	GPUName *string `json:"gpu_name"`
+	// GPUAssumed: nothing named the GPU, and nothing in the samples
+	// contradicted a GB10 (power above its rating, a clock above its
+	// maximum): it was judged as one.
+	GPUAssumed bool `json:"gpu_assumed_gb10"`
 	// PowerRatingWatts is the power the throttle signature judges "flat
 	// below the rating" against: GB10's 240 W brick, or the log's
 	// power.limit; null where neither is known.
@@ -46,8 +50,10 @@ type Report struct {
 	// StepSeconds is the time between the judged steps: the interval, or
 	// coarser where a fast log's rows are averaged (MaxWindowSamples).
 	StepSeconds float64 `json:"step_seconds"`
-	// SkippedLines are the malformed lines of a log (CSV only).
+	// SkippedLines are the first malformed lines of a log (CSV only, at
+	// most thermallog.MaxSkippedKept); SkippedTotal counts them all.
 	SkippedLines []SkippedLine `json:"skipped_lines"`
+	SkippedTotal int           `json:"skipped_lines_total"`
 	// Time that did not move forward (CSV only).
 	Backward Backward `json:"time_stepped_back"`
 
@@ -68,10 +74,17 @@ type Report struct {
 	Alerts   []Alert  `json:"alerts,omitempty"` // Prometheus only
 
 	Verdict string `json:"verdict"`
+	// VerdictState is the verdict in one word: not_throttled, throttled,
+	// signature_only (the throttle signature in a log without an SM
+	// clock) or cannot_tell (the verdict says why).
+	VerdictState string `json:"verdict_state"`
 
 	// For the picture: the samples and the thermal configuration.
 	samples []judge.ThermalSample
 	cfg     judge.ThermalConfig
+	// windowCovered: some step of a replay judged a whole window (true
+	// for a recorded run, whose verdicts the collector judged).
+	windowCovered bool
 }
 
 // Backward is what a log's clock did when it did not move forward.
@@ -172,7 +185,7 @@ type Alert struct {
 // counter's figure in joules, nil to integrate power. plateau says the GPU
 // is a GB10, whose time at the ~100 W plateau is counted.
 func build(samples []judge.ThermalSample, episodes []Episode, throttled time.Duration, energy *float64, cfg judge.ThermalConfig, plateau bool) Report {
-	r := Report{samples: samples, cfg: cfg, SkippedLines: []SkippedLine{}, Assumptions: []string{}, BusyBy: "power",
+	r := Report{samples: samples, cfg: cfg, windowCovered: true, SkippedLines: []SkippedLine{}, Assumptions: []string{}, BusyBy: "power",
 		Throttle: Throttle{Episodes: episodes}}
 	if r.Throttle.Episodes == nil {
 		r.Throttle.Episodes = []Episode{}

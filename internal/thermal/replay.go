@@ -35,15 +35,16 @@ type Episode struct {
 	// What put or held the GPU in Throttled at some Step of the episode.
 	Signature, NVMLSlowdown, CounterSlowdown bool
 	// The signature came with a falling SM clock (ClockFall), or with no
-	// clock logged to confirm it (SignatureOnly).
-	ClockFall, SignatureOnly bool
+	// clock logged to confirm it (SignatureOnly); the clock was lost at
+	// comparable power while warm without the signature (ClockLost).
+	ClockFall, SignatureOnly, ClockLost bool
 }
 
 // Evidence names what the episode rests on, in the words of the sampler's
 // log line.
 func (e Episode) Evidence() string {
 	return judge.ThermalVerdict{Signature: e.Signature, ClockFell: e.ClockFall, SignatureOnly: e.SignatureOnly && !e.ClockFall,
-		ThermalSlowdown: e.NVMLSlowdown, CounterSlowdown: e.CounterSlowdown}.Evidence()
+		ClockLost: e.ClockLost && !e.Signature, ThermalSlowdown: e.NVMLSlowdown, CounterSlowdown: e.CounterSlowdown}.Evidence()
 }
 
 // note adds what a Throttled verdict of the episode rests on. A signature
@@ -54,6 +55,7 @@ func (e *Episode) note(v judge.ThermalVerdict) {
 	e.Signature = e.Signature || signature
 	e.ClockFall = e.ClockFall || signature && v.ClockFell
 	e.SignatureOnly = e.SignatureOnly || signature && v.SignatureOnly
+	e.ClockLost = e.ClockLost || !signature && v.ClockLost
 	e.NVMLSlowdown = e.NVMLSlowdown || v.ThermalSlowdown
 	e.CounterSlowdown = e.CounterSlowdown || v.CounterSlowdown
 }
@@ -67,6 +69,9 @@ type Replayed struct {
 	// silence: the live Monitor's verdict at each is Collecting.
 	Skipped int
 	Refused int // samples left out: not later than the one before
+	// Judged counts the Steps whose verdict was not Collecting: none when
+	// the samples never covered a whole window without a gap.
+	Judged int
 }
 
 // Replay steps one Monitor over the samples (oldest first) as the Sampler
@@ -86,6 +91,9 @@ func Replay(samples []judge.ThermalSample, cfg judge.ThermalConfig, each func(St
 	step := func(now time.Time, s *judge.ThermalSample) {
 		tr := m.Step(now, s)
 		res.Steps++
+		if m.verdict.State != judge.Collecting {
+			res.Judged++
+		}
 		if each != nil {
 			each(Step{Time: now, Sample: s, Verdict: m.verdict, Transition: tr})
 		}
