@@ -165,6 +165,10 @@ func reportLog(path string, opt logOptions, cfg judge.ThermalConfig, stderr io.W
 		// last row).
 		if n := len(tr.Rows); n > 0 {
 			at := opt.from.Sub(tr.Rows[0].Time)
+			if tr.Elapsed {
+				// elapsed_s counts from the run's start: --from.
+				at = opt.from.Sub(time.Unix(0, 0))
+			}
 			if opt.from.IsZero() {
 				if info, err := f.Stat(); err == nil {
 					at = info.ModTime().Truncate(time.Second).Sub(tr.Rows[n-1].Time)

@@ -194,6 +194,7 @@ func (p *parser) trace() Trace {
 	}
 	sort.Strings(tr.Columns)
 	tr.Relative = p.relative
+	tr.Elapsed = p.relative && p.elapsed >= 0 && p.names != nil
 	switch {
 	case p.dmon != nil:
 		tr.Format = FormatDmon

@@ -96,6 +96,9 @@ type Trace struct {
 	// timed by Options.Interval from the Unix epoch: the caller places
 	// them (Shift).
 	Relative bool
+	// Elapsed: the relative times are an elapsed_s column's, seconds
+	// since the run's start (the epoch), not the rows' count.
+	Elapsed bool
 }
 
 // The formats of a log.
