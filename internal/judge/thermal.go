@@ -175,8 +175,8 @@ type ThermalVerdict struct {
 	SlowdownShare                                     float64
 	Clock                                             ClockLoss
 	ClockFell, ClockLost, ClockHolding, SignatureOnly bool
-	HasMargin                              bool
-	MarginMean                             float64
+	HasMargin                                         bool
+	MarginMean                                        float64
 }
 
 // Hysteresis: a GPU already Throttled stays so under relaxed thresholds,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/thermal"
+	"github.com/spark-exporter/spark_exporter/internal/thermallog"
 )
 
 // Query is what to report on from Prometheus.
@@ -60,7 +61,8 @@ func FromPrometheus(ctx context.Context, api v1.API, q Query, cfg judge.ThermalC
 	cfg.NominalPower = gpu.rating
 	episodes, throttled, from := p.throttle(sel, samples, cfg)
 	var energy *float64
-	if j, ok := p.growth(`spark_gpu_energy_joules_total{` + sel + `}`); ok {
+	// No more energy than the most power any GPU draws over the range.
+	if j, ok := p.growth(`spark_gpu_energy_joules_total{` + sel + `}`); ok && j <= thermallog.MaxPower*q.To.Sub(q.From).Seconds() {
 		energy = &j
 	}
 	r := build(samples, episodes, throttled, energy, cfg, gpu.gb10)
@@ -109,17 +111,20 @@ func (p *prom) samples(sel string) []judge.ThermalSample {
 	power := p.series(`spark_gpu_power_watts{` + sel + `}`)
 	util := p.series(`spark_gpu_utilization_ratio{` + sel + `}`)
 	clock := p.series(`spark_gpu_sm_clock_hertz{` + sel + `}`)
+	// The CSV reader's plausibility rules: a reading no GPU gives is no
+	// reading, whichever source it comes from.
+	in := func(v, lo, hi float64) bool { return v >= lo && v <= hi }
 	var samples []judge.ThermalSample
 	for _, t := range sortedTimes(temp) {
 		w, ok := power[t]
-		if !ok {
+		if !ok || !in(temp[t], thermallog.MinTemperature, thermallog.MaxTemperature) || !in(w, 0, thermallog.MaxPower) {
 			continue
 		}
 		s := judge.ThermalSample{Time: t, Temperature: temp[t], Power: w}
-		if v, ok := util[t]; ok {
+		if v, ok := util[t]; ok && in(v, 0, 1) {
 			s.Utilization = ptr(v)
 		}
-		if v, ok := clock[t]; ok {
+		if v, ok := clock[t]; ok && in(v, 0, thermallog.MaxSMClockHz) {
 			s.SMClock = ptr(v)
 		}
 		samples = append(samples, s)
@@ -153,8 +158,15 @@ func (p *prom) throttle(sel string, samples []judge.ThermalSample, cfg judge.The
 		from = "replay"
 		episodes, throttled, _ = replay(samples, cfg)
 	}
+	// The counters' raw samples over the whole range in one query, each
+	// episode's growth read from them: a fixed number of queries however
+	// many episodes there are.
+	var counters model.Matrix
+	if len(episodes) > 0 {
+		counters = p.raw(`spark_gpu_clocks_event_seconds_total{`+sel+`,reason=~"sw_thermal_slowdown|hw_thermal_slowdown"}`, p.q.From, p.q.To)
+	}
 	for i := range episodes {
-		if secs, ok := p.growthBetween(`spark_gpu_clocks_event_seconds_total{`+sel+`,reason=~"sw_thermal_slowdown|hw_thermal_slowdown"}`, episodes[i].Start, episodes[i].End); ok {
+		if secs, ok := growthIn(counters, episodes[i].Start, episodes[i].End); ok {
 			episodes[i].ThermalSlowdownSeconds = ptr(round(secs))
 			if secs > 0 && !strings.Contains(episodes[i].Evidence, "thermal_slowdown_counters") {
 				// The driver's counters grew over the episode: the
@@ -229,8 +241,9 @@ func (p *prom) series(expr string) map[time.Time]float64 {
 		return out
 	}
 	for _, s := range m[0].Values {
-		if v := float64(s.Value); finite(v) {
-			out[s.Timestamp.Time()] = v
+		// A point outside the range asked for is none of the run's.
+		if v, at := float64(s.Value), s.Timestamp.Time(); finite(v) && !at.Before(p.q.From) && !at.After(p.q.To) {
+			out[at] = v
 		}
 	}
 	return out
@@ -252,7 +265,8 @@ func (p *prom) labelled(expr, label string) map[string][]time.Time {
 // nil when there is none, or it is NaN or infinite (no figure to give).
 func (p *prom) scalar(expr string) *float64 {
 	vec, _ := p.query(expr, p.q.To).(model.Vector)
-	if len(vec) == 0 || !finite(float64(vec[0].Value)) {
+	// An exabyte and more is no figure of a Spark's pool either.
+	if len(vec) == 0 || !finite(float64(vec[0].Value)) || math.Abs(float64(vec[0].Value)) > 1e18 {
 		return nil
 	}
 	return ptr(float64(vec[0].Value))
@@ -268,11 +282,22 @@ func (p *prom) growth(sel string) (float64, bool) {
 }
 
 func (p *prom) growthBetween(sel string, from, to time.Time) (float64, bool) {
+	return growthIn(p.raw(sel, from, to), from, to)
+}
+
+// raw is the raw samples of sel's series from from to to.
+func (p *prom) raw(sel string, from, to time.Time) model.Matrix {
 	secs := int(math.Ceil(to.Sub(from).Seconds()))
 	if secs < 1 {
 		secs = 1
 	}
 	m, _ := p.query(fmt.Sprintf("%s[%ds]", sel, secs), to).(model.Matrix)
+	return m
+}
+
+// growthIn is how much the counters of m grew from from to to, summed
+// over its series, a reset counting from zero.
+func growthIn(m model.Matrix, from, to time.Time) (float64, bool) {
 	if len(m) == 0 {
 		return 0, false
 	}
@@ -283,7 +308,7 @@ func (p *prom) growthBetween(sel string, from, to time.Time) (float64, bool) {
 		for _, v := range s.Values {
 			// NaN and ±Inf are no counter values: skipped.
 			cur := float64(v.Value)
-			if !finite(cur) {
+			if at := v.Timestamp.Time(); !finite(cur) || at.Before(from) || at.After(to) {
 				continue
 			}
 			found = true

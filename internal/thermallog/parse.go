@@ -23,6 +23,8 @@ const (
 	MinTemperature = -40.0
 	MaxTemperature = 150.0
 	MaxPower       = 5000.0
+	// MaxSMClockHz bounds an SM clock, as clocks.sm's 1e6 MHz.
+	MaxSMClockHz = 1e12
 	// maxHeaderlessPower bounds power in a log without a header, where a
 	// misread column must not pass for watts.
 	maxHeaderlessPower = 1500.0
