@@ -132,17 +132,28 @@ type logOptions struct {
 // sourceError is a source that could not be read (exit 1).
 type sourceError struct{ error }
 
-// reportLog reports on a thermal log. Malformed lines are listed on stderr
-// and skipped; a log with no usable line, or one the report cannot read
-// (its format, a missing column), is bad input, named by its line or
-// column; a file that cannot be read is named.
+// reportLog reports on a thermal log, read as a stream (report.FromRows):
+// once here for its format and malformed lines, then once per pass, so
+// that memory is bounded by the window, not the file. Malformed lines are
+// named on stderr (the first few, then counted) and skipped; a log with no
+// usable line, or one the report cannot read (its format, a missing
+// column), is bad input, named by its line or column; a file that cannot
+// be read is named.
 func reportLog(path string, opt logOptions, cfg judge.ThermalConfig, stderr io.Writer) (report.Report, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return report.Report{}, sourceError{fmt.Errorf("cannot read the log %q: %w", path, hostfs.OpWithoutPath(err))}
 	}
 	defer f.Close()
-	tr, err := thermallog.ParseOptions(f, opt.parse)
+	var first, last time.Time
+	rows := 0
+	tr, err := thermallog.ParseEach(f, opt.parse, func(r thermallog.Row) {
+		if rows == 0 {
+			first = r.Time
+		}
+		last = r.Time
+		rows++
+	})
 	var malformed thermallog.MalformedError
 	var format *thermallog.FormatError
 	switch {
@@ -159,26 +170,39 @@ func reportLog(path string, opt logOptions, cfg judge.ThermalConfig, stderr io.W
 	if more := malformed.Total - len(malformed.Lines); more > 0 {
 		fmt.Fprintf(stderr, "%s: warning: %d more malformed lines skipped\n", name, more)
 	}
-	if tr.Relative {
-		// Rows timed from the epoch: the first at --from, or the last at
-		// the file's modification time (a log is last written at its
-		// last row).
-		if n := len(tr.Rows); n > 0 {
-			at := opt.from.Sub(tr.Rows[0].Time)
-			if tr.Elapsed {
-				// elapsed_s counts from the run's start: --from.
-				at = opt.from.Sub(time.Unix(0, 0))
+	var shift time.Duration
+	if tr.Relative && rows > 0 {
+		// Rows timed from the epoch: the first at --from (elapsed_s
+		// counts from it), or the last at the file's modification time
+		// (a log is last written at its last row).
+		shift = opt.from.Sub(first)
+		if tr.Elapsed {
+			shift = opt.from.Sub(time.Unix(0, 0))
+		}
+		if opt.from.IsZero() {
+			if info, err := f.Stat(); err == nil {
+				shift = info.ModTime().Truncate(time.Second).Sub(last)
 			}
-			if opt.from.IsZero() {
-				if info, err := f.Stat(); err == nil {
-					at = info.ModTime().Truncate(time.Second).Sub(tr.Rows[n-1].Time)
-				}
-			}
-			tr.Shift(at)
 		}
 	}
-	r, err := report.FromLog(tr, cfg, opt.gpu)
+	source := func(yield func(thermallog.Row)) error {
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return sourceError{fmt.Errorf("cannot read the log %q again: %w", path, hostfs.OpWithoutPath(err))}
+		}
+		_, err := thermallog.ParseEach(f, opt.parse, func(r thermallog.Row) {
+			r.Time = r.Time.Add(shift)
+			yield(r)
+		})
+		if err != nil && !errors.As(err, &malformed) {
+			return sourceError{fmt.Errorf("cannot read the log %q again: %w", path, hostfs.OpWithoutPath(err))}
+		}
+		return nil
+	}
+	r, err := report.FromRows(tr, source, cfg, opt.gpu)
+	var se sourceError
 	switch {
+	case errors.As(err, &se):
+		return r, err
 	case errors.Is(err, report.ErrNoSample) && malformed.Total > 0:
 		return r, usageError{fmt.Errorf("no usable line in the log; the first malformed one: %v", malformed.Lines[0])}
 	case err != nil:

@@ -85,60 +85,88 @@ type Replayed struct {
 // linear in the samples. each, when not nil, is called after every Step
 // taken.
 func Replay(samples []judge.ThermalSample, cfg judge.ThermalConfig, each func(Step)) Replayed {
-	var res Replayed
-	m := NewMonitor(cfg)
-	open := false // the last episode is open
-	step := func(now time.Time, s *judge.ThermalSample) {
-		tr := m.Step(now, s)
-		res.Steps++
-		if m.verdict.State != judge.Collecting {
-			res.Judged++
-		}
-		if each != nil {
-			each(Step{Time: now, Sample: s, Verdict: m.verdict, Transition: tr})
-		}
-		if tr.Entered {
-			res.Episodes = append(res.Episodes, Episode{Start: now})
-			open = true
-		}
-		if !open {
+	rp := NewReplayer(cfg, each)
+	for i := range samples {
+		rp.Add(&samples[i])
+	}
+	return rp.Result()
+}
+
+// Replayer is Replay one sample at a time, for samples read as a stream:
+// it holds one Monitor and the episodes, never the samples.
+type Replayer struct {
+	cfg  judge.ThermalConfig
+	each func(Step)
+	m    *Monitor
+	res  Replayed
+	open bool // the last episode is open
+}
+
+// NewReplayer starts a replay; each is as Replay's.
+func NewReplayer(cfg judge.ThermalConfig, each func(Step)) *Replayer {
+	return &Replayer{cfg: cfg, each: each, m: NewMonitor(cfg)}
+}
+
+func (rp *Replayer) step(now time.Time, s *judge.ThermalSample) {
+	m, res := rp.m, &rp.res
+	tr := m.Step(now, s)
+	res.Steps++
+	if m.verdict.State != judge.Collecting {
+		res.Judged++
+	}
+	if rp.each != nil {
+		rp.each(Step{Time: now, Sample: s, Verdict: m.verdict, Transition: tr})
+	}
+	if tr.Entered {
+		res.Episodes = append(res.Episodes, Episode{Start: now})
+		rp.open = true
+	}
+	if !rp.open {
+		return
+	}
+	e := &res.Episodes[len(res.Episodes)-1]
+	if m.verdict.State == judge.Throttled {
+		e.note(m.verdict)
+	}
+	e.End = now
+	rp.open = !tr.Left
+}
+
+// Add steps the Monitor to the sample (later than the one before), and
+// across the sampling times before it that brought none.
+func (rp *Replayer) Add(s *judge.ThermalSample) {
+	m, cfg := rp.m, rp.cfg
+	if m.stepped {
+		if !s.Time.After(m.last) {
+			// Live, time only moves forward; a log whose clock
+			// stepped back has samples no Step can take.
+			rp.res.Refused++
 			return
 		}
-		e := &res.Episodes[len(res.Episodes)-1]
-		if m.verdict.State == judge.Throttled {
-			e.note(m.verdict)
-		}
-		e.End = now
-		open = !tr.Left
-	}
-	for i := range samples {
-		s := &samples[i]
-		if m.stepped {
-			if !s.Time.After(m.last) {
-				// Live, time only moves forward; a log whose clock
-				// stepped back has samples no Step can take.
-				res.Refused++
-				continue
+		limit := s.Time.Add(-cfg.Interval / 2)
+		for tick := m.last.Add(cfg.Interval); tick.Before(limit); tick = tick.Add(cfg.Interval) {
+			if m.verdict.Latest == nil {
+				// Nothing is recent: on to the last sampling
+				// time before the sample (a gap too long for a
+				// Duration takes a few such jumps).
+				n := (limit.Sub(tick) - 1) / cfg.Interval
+				tick = tick.Add(n * cfg.Interval)
+				rp.res.Skipped += int(n)
 			}
-			limit := s.Time.Add(-cfg.Interval / 2)
-			for tick := m.last.Add(cfg.Interval); tick.Before(limit); tick = tick.Add(cfg.Interval) {
-				if m.verdict.Latest == nil {
-					// Nothing is recent: on to the last sampling
-					// time before the sample (a gap too long for a
-					// Duration takes a few such jumps).
-					n := (limit.Sub(tick) - 1) / cfg.Interval
-					tick = tick.Add(n * cfg.Interval)
-					res.Skipped += int(n)
-				}
-				step(tick, nil)
-			}
+			rp.step(tick, nil)
 		}
-		step(s.Time, s)
 	}
-	if open {
+	rp.step(s.Time, s)
+}
+
+// Result is what the replay made of the samples added so far.
+func (rp *Replayer) Result() Replayed {
+	res := rp.res
+	res.Episodes = append([]Episode(nil), rp.res.Episodes...)
+	if rp.open {
 		res.Episodes[len(res.Episodes)-1].Open = true
 	}
-	res.Throttled = m.ThrottledTime()
+	res.Throttled = rp.m.ThrottledTime()
 	return res
 }
 

@@ -34,6 +34,9 @@ const (
 // malformed, by its number.
 const MaxLineBytes = 1 << 20
 
+// maxComments is how many comment lines a Trace keeps.
+const maxComments = 64
+
 // MaxSkippedKept is how many malformed lines a Trace names; the rest are
 // only counted, so that a log of bad lines costs no memory per line.
 const MaxSkippedKept = 10
@@ -101,10 +104,20 @@ func Parse(r io.Reader) (Trace, error) { return ParseOptions(r, Options{}) }
 // read with a MalformedError. A log it cannot read at all is a
 // *FormatError; any other error is the reader's.
 func ParseOptions(r io.Reader, opt Options) (Trace, error) {
+	var rows []Row
+	tr, err := ParseEach(r, opt, func(row Row) { rows = append(rows, row) })
+	tr.Rows = rows
+	return tr, err
+}
+
+// ParseEach is ParseOptions handing each row to each as it is read,
+// instead of keeping it: the Trace it returns has no Rows, and reading a
+// log of any length costs the memory of one line.
+func ParseEach(r io.Reader, opt Options, each func(Row)) (Trace, error) {
 	if opt.Location == nil {
 		opt.Location = time.Local
 	}
-	p := &parser{opt: opt, last: map[int]time.Time{}, keys: map[string]int{}, columns: map[string]bool{}, lastIndex: -1, elapsed: -1}
+	p := &parser{opt: opt, each: each, last: map[int]time.Time{}, keys: map[string]int{}, columns: map[string]bool{}, lastIndex: -1, elapsed: -1}
 	if len(opt.Columns) > 0 {
 		if err := p.startCSV(0, opt.Columns); err != nil {
 			return p.trace(), err
@@ -171,8 +184,9 @@ func readLine(br *bufio.Reader) (line string, tooLong bool, err error) {
 }
 
 type parser struct {
-	opt Options
-	tr  Trace
+	opt  Options
+	each func(Row)
+	tr   Trace
 
 	names    []string // the CSV's columns, nil before a header
 	dmon     []string // dmon's columns while reading dmon output
@@ -221,7 +235,9 @@ func (p *parser) line(n int, text string) error {
 		if names, ok := dmonHeader(text); ok {
 			return p.startDmon(n, names)
 		}
-		p.tr.Comments = append(p.tr.Comments, strings.TrimSpace(text[1:]))
+		if len(p.tr.Comments) < maxComments {
+			p.tr.Comments = append(p.tr.Comments, strings.TrimSpace(text[1:]))
+		}
 		return nil
 	}
 	if p.dmon != nil {
@@ -270,8 +286,11 @@ func (p *parser) keep(n int, row Row, err error, headerless bool) error {
 		p.skip(LineError{n, err})
 		return nil
 	}
-	p.place(&row)
-	p.tr.Rows = append(p.tr.Rows, row)
+	if err := p.place(&row); err != nil {
+		p.skip(LineError{n, err})
+		return nil
+	}
+	p.each(row)
 	return nil
 }
 
@@ -472,10 +491,13 @@ func (e *spanError) Error() string { return e.msg }
 // place gives a row without an index the GPU its uuid or bus id names,
 // and moves a local time into the repeated hour of a fall-back where the
 // time would otherwise step back.
-func (p *parser) place(r *Row) {
+func (p *parser) place(r *Row) error {
 	if r.GPU == nil && r.key != "" {
 		i, ok := p.keys[r.key]
 		if !ok {
+			if len(p.keys) >= MaxGPUs {
+				return fmt.Errorf("more than %d GPUs (uuid or pci.bus_id) in the log", MaxGPUs)
+			}
 			i = len(p.keys)
 			p.keys[r.key] = i
 		}
@@ -492,9 +514,17 @@ func (p *parser) place(r *Row) {
 			p.tr.Repeated++
 		}
 	}
+	if !seen && len(p.last) >= MaxGPUs+1 {
+		return fmt.Errorf("more than %d GPUs in the log", MaxGPUs)
+	}
 	p.last[gpu] = r.Time
 	r.local = false
+	return nil
 }
+
+// MaxGPUs bounds the GPUs one log may hold (what the parser keeps per
+// GPU): a DGX holds 8, a Spark 1.
+const MaxGPUs = 64
 
 // laterOccurrence is the second instant that shows the same wall clock as
 // t in loc, where a fall-back repeats it.
