@@ -188,3 +188,17 @@ func TestReportUTF16AndEscapes(t *testing.T) {
 		t.Errorf("--timezone with escapes: status %d, %q", status, stderr)
 	}
 }
+
+// Item 8: a long clean log costs the memory of a window, not of its rows:
+// 100,000 rows (28 hours at 1 s) within 64 MiB resident (about 110 MiB,
+// 880 bytes a row, when every row was kept).
+func TestReportMemoryBoundedByTheWindow(t *testing.T) {
+	lines := rowsAt(time.Date(2025, 11, 24, 14, 0, 0, 0, time.UTC), time.Second, 100000)
+	status, stdout, stderr := reportBinary(t, 64, 120, writeLog(t, "long.csv", lines), "--json", "--gpu.name=NVIDIA GB10")
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, stderr)
+	}
+	if r := decodeReport(t, stdout); r.Samples != 100000 {
+		t.Errorf("%d samples, want 100000", r.Samples)
+	}
+}
