@@ -146,9 +146,6 @@ type Episode struct {
 
 	// What was seen at some step of a recorded episode.
 	Signature, NVML bool `json:"-"`
-	// The first and latest thermal slowdown counter of the episode's
-	// samples, while describe reads them.
-	slowdown []float64
 }
 
 // Memory is the pool over the run, from Prometheus.
