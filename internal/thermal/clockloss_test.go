@@ -100,7 +100,7 @@ func TestClockLossVerdicts(t *testing.T) {
 		// at 95 W (djangodevreng/dgx-spark-benchmarks), warm at 82 °C.
 		// Power rising takes the clock: never a fall.
 		{name: "clock following power as it ramps 65 → 95 W, warm", never: true, run: run{d: 40 * time.Minute,
-			temp: ripple(82, 0.5),
+			temp:  ripple(82, 0.5),
 			power: func(m float64) float64 { return 65 + 30*math.Min(1, math.Max(0, (m-15)/5)) },
 			clock: func(m float64) float64 { return 2.47 - 0.22*math.Min(1, math.Max(0, (m-15)/5)) }}},
 		// A slow soak: 0.2 °C/min, under the climbing slope, never hot
