@@ -182,3 +182,38 @@ func TestReportCaptures(t *testing.T) {
 		t.Errorf("--columns over a header: %s %s", r.VerdictState, r.Verdict)
 	}
 }
+
+// From Prometheus too: a run whose recorded verdicts were all collecting
+// (shorter than a window) cannot be told, and says so.
+func TestReportPrometheusCannotTell(t *testing.T) {
+	const from = 1700000000
+	url := fakePrometheus(t, func(q string) [][2]any {
+		v := ""
+		switch {
+		case strings.Contains(q, `state="collecting"`):
+			v = "1"
+		case strings.Contains(q, `state="throttled"`):
+			v = "0"
+		case strings.Contains(q, "temperature"):
+			v = "70"
+		case strings.Contains(q, "power_watts"):
+			v = "90"
+		default:
+			return nil
+		}
+		var points [][2]any
+		for at := from; at <= from+300; at += 15 {
+			points = append(points, [2]any{at, v})
+		}
+		return points
+	})
+	var stdout, stderr bytes.Buffer
+	status := run([]string{"report", "--prometheus.url=" + url, "--instance=spark", fmt.Sprintf("--from=%d", from), fmt.Sprintf("--to=%d", from+300), "--json"}, &stdout, &stderr)
+	var r gb10Report
+	if err := json.Unmarshal(stdout.Bytes(), &r); status != 0 || err != nil {
+		t.Fatalf("status %d, %v: %s", status, err, stderr.String())
+	}
+	if r.VerdictState != "cannot_tell" || !r.Assumed || strings.Contains(r.Verdict, "not throttled") {
+		t.Errorf("state %s, assumed %v: %s", r.VerdictState, r.Assumed, r.Verdict)
+	}
+}

@@ -59,7 +59,7 @@ func FromPrometheus(ctx context.Context, api v1.API, q Query, cfg judge.ThermalC
 	cfg.Interval = q.Step
 	gpu := p.gpu(sel, samples, cfg)
 	cfg.NominalPower = gpu.rating
-	episodes, throttled, from := p.throttle(sel, samples, cfg)
+	episodes, throttled, from, covered := p.throttle(sel, samples, cfg)
 	var energy *float64
 	// No more energy than the most power any GPU draws over the range.
 	if j, ok := p.growth(`spark_gpu_energy_joules_total{` + sel + `}`); ok && j <= thermallog.MaxPower*q.To.Sub(q.From).Seconds() {
@@ -67,6 +67,7 @@ func FromPrometheus(ctx context.Context, api v1.API, q Query, cfg judge.ThermalC
 	}
 	r := build(samples, episodes, throttled, energy, cfg, gpu.gb10)
 	r.Source, r.Instance, r.Throttle.From = "prometheus", p.q.Instance, from
+	r.windowCovered = covered
 	gpu.fill(&r)
 	if n, err := strconv.Atoi(q.GPU); err == nil {
 		r.GPU = n
@@ -136,13 +137,18 @@ func (p *prom) samples(sel string) []judge.ThermalSample {
 // verdicts the live collector recorded (from "recorded"), or, where the
 // thermal collector was off, the scraped samples replayed ("replay").
 // Each episode's evidence gains the driver's thermal slowdown counters
-// where they grew over it.
-func (p *prom) throttle(sel string, samples []judge.ThermalSample, cfg judge.ThermalConfig) ([]Episode, time.Duration, string) {
-	var episodes []Episode
-	var throttled time.Duration
-	from := "recorded"
+// where they grew over it. covered is false when no verdict judged a whole
+// window: every recorded state collecting, or no replayed step covered.
+func (p *prom) throttle(sel string, samples []judge.ThermalSample, cfg judge.ThermalConfig) (episodes []Episode, throttled time.Duration, from string, covered bool) {
+	from, covered = "recorded", true
 	state := p.series(`spark_thermal_state{` + sel + `,state="throttled"}`)
 	if len(state) > 0 {
+		if collecting := p.series(`spark_thermal_state{` + sel + `,state="collecting"}`); len(collecting) > 0 {
+			covered = false
+			for _, v := range collecting {
+				covered = covered || v == 0
+			}
+		}
 		signature := p.series(`spark_thermal_throttle_signature{` + sel + `}`)
 		slowdown := p.series(`max(spark_gpu_clocks_event_active{` + sel + `,reason=~"sw_thermal_slowdown|hw_thermal_slowdown"}) ` +
 			`or sum(irate(spark_gpu_clocks_event_seconds_total{` + sel + `,reason=~"sw_thermal_slowdown|hw_thermal_slowdown"}[5m])) > bool 0`)
@@ -156,7 +162,7 @@ func (p *prom) throttle(sel string, samples []judge.ThermalSample, cfg judge.The
 		}
 	} else if err := cfg.Validate(); err == nil {
 		from = "replay"
-		episodes, throttled, _ = replay(samples, cfg)
+		episodes, throttled, covered = replay(samples, cfg)
 	}
 	// The counters' raw samples over the whole range in one query, each
 	// episode's growth read from them: a fixed number of queries however
@@ -175,7 +181,7 @@ func (p *prom) throttle(sel string, samples []judge.ThermalSample, cfg judge.The
 			}
 		}
 	}
-	return episodes, throttled, from
+	return episodes, throttled, from, covered
 }
 
 // memory is the pool over the run.
