@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
 
 // Issue 37: report on the logs GB10 owners have. The harness CSVs are real
@@ -18,6 +20,7 @@ import (
 
 type gb10Report struct {
 	Assumed      bool   `json:"gpu_assumed_gb10"`
+	FromNVML     bool   `json:"gpu_name_from_nvml"` // on a Spark, in place of Assumed
 	VerdictState string `json:"verdict_state"`
 	Verdict      string `json:"verdict"`
 	Start        time.Time
@@ -49,7 +52,7 @@ func TestReportOnRealGB10Runs(t *testing.T) {
 	for _, f := range []string{"gb10-harness-rate-sweep-1h44m.csv", "gb10-harness-power-ramp-28m.csv", "gb10-harness-plateau-25m.csv"} {
 		t.Run(f, func(t *testing.T) {
 			r := reportJSONOf(t, "../../testdata/reallogs/"+f, "--from=2026-05-01T10:00:00Z")
-			if r.VerdictState != "not_throttled" || len(r.Throttle.Episodes) != 0 || !r.Assumed {
+			if r.VerdictState != "not_throttled" || len(r.Throttle.Episodes) != 0 || !(r.Assumed || r.FromNVML) {
 				t.Errorf("state %s, %d episodes, assumed GB10 %v: %s", r.VerdictState, len(r.Throttle.Episodes), r.Assumed, r.Verdict)
 			}
 			if !r.Start.Equal(time.Date(2026, 5, 1, 10, 0, 10, 0, time.UTC)) {
@@ -128,7 +131,7 @@ func TestReportGuideLogIsAGB10(t *testing.T) {
 			54+float64(i)/2, 88+float64(i%3)-1))
 	}
 	r := reportJSONOf(t, writeLog(t, "thermal.log", lines), "--timezone=UTC")
-	if r.VerdictState != "signature_only" || len(r.Throttle.Episodes) != 1 || !r.Assumed ||
+	if r.VerdictState != "signature_only" || len(r.Throttle.Episodes) != 1 || !(r.Assumed || r.FromNVML) ||
 		r.Throttle.Episodes[0].Evidence != "signature_only" || strings.Contains(r.Verdict, "not throttled") {
 		t.Errorf("state %s, %d episodes, assumed %v: %s", r.VerdictState, len(r.Throttle.Episodes), r.Assumed, r.Verdict)
 	}
@@ -215,5 +218,30 @@ func TestReportPrometheusCannotTell(t *testing.T) {
 	}
 	if r.VerdictState != "cannot_tell" || !r.Assumed || strings.Contains(r.Verdict, "not throttled") {
 		t.Errorf("state %s, assumed %v: %s", r.VerdictState, r.Assumed, r.Verdict)
+	}
+}
+
+// On the Spark itself, the exporter's own CSV (no name column) is judged
+// as the GB10 this machine's NVML names, not an assumed one: the GB10
+// stand-in as the machine's libnvidia-ml.so.1.
+func TestReportKnowsThisMachinesGPU(t *testing.T) {
+	lib := testexporter.StandInNVML(t)
+	dir := t.TempDir()
+	if err := os.Symlink(lib, filepath.Join(dir, "libnvidia-ml.so.1")); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	start := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	for i := 0; i <= 40; i++ {
+		lines = append(lines, fmt.Sprintf("%s, %d, 90.00 W", start.Add(time.Duration(i)*30*time.Second).Format("2006/01/02 15:04:05.000"), 70+i%3))
+	}
+	cmd := testexporter.Command(t, "report", writeLog(t, "thermal.csv", lines), "--timezone=UTC")
+	cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+dir, "SPARK_NVML_SCENARIO="+testexporter.Scenario(t, "gb10-idle"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if !strings.Contains(string(out), "NVIDIA GB10 (this machine's, from NVML: the log names none)") || strings.Contains(string(out), "assumed GB10") {
+		t.Errorf("the report does not name this machine's GB10:\n%s", out)
 	}
 }

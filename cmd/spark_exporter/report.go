@@ -19,6 +19,7 @@ import (
 
 	"github.com/spark-exporter/spark_exporter/collector"
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
+	"github.com/spark-exporter/spark_exporter/internal/gpu"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/report"
@@ -80,7 +81,11 @@ func reportCommand(app *kingpin.Application) command {
 			case *file != "" && *promURL != "":
 				err = usageError{errors.New("give a log or --prometheus.url, not both")}
 			case *file != "":
-				opt := logOptions{gpu: report.LogOptions{GPU: *gpu, GPUName: *gpuName, PowerLimit: *powerLimit},
+				index := 0
+				if *gpu != nil {
+					index = **gpu
+				}
+				opt := logOptions{gpu: report.LogOptions{GPU: *gpu, GPUName: *gpuName, PowerLimit: *powerLimit, MachineGPU: func() string { return machineGPU(index) }},
 					parse: thermallog.Options{Location: *zone, Interval: *logInterval, Columns: *columns}, from: *fromFlag}
 				r, err = reportLog(*file, opt, cfg, stderr)
 			case *promURL != "":
@@ -209,6 +214,28 @@ func reportLog(path string, opt logOptions, cfg judge.ThermalConfig, stderr io.W
 		return r, usageError{err}
 	}
 	return r, nil
+}
+
+// machineGPU is the name this machine's NVML gives the GPU of that index,
+// "" where NVML is not there or does not answer within a few seconds.
+func machineGPU(index int) string {
+	c := gpu.New(gpu.Options{InitTimeout: 2 * time.Second})
+	defer c.Close()
+	if !c.Up() {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	snap, err := c.Snapshot(ctx)
+	if err != nil {
+		return ""
+	}
+	for _, d := range snap.Devices {
+		if d.Index == index {
+			return d.Name
+		}
+	}
+	return ""
 }
 
 // reportQuery makes the query from the flags (zero when not given); now

@@ -23,6 +23,11 @@ type LogOptions struct {
 	// PowerLimit is the GPU's power rating in W where the log has no
 	// power.limit column (--gpu.power-limit); 0 when not known.
 	PowerLimit float64
+	// MachineGPU, when not nil, names this machine's GPU from NVML ("" when
+	// NVML is not there): asked only for a log that names none, it
+	// confirms a GB10 the report would otherwise assume (the exporter's
+	// own CSV, reported on the Spark that wrote it).
+	MachineGPU func() string
 }
 
 // ColumnError is a log that lacks a column the report needs.
@@ -177,6 +182,11 @@ func FromRows(meta thermallog.Trace, rows RowSource, cfg judge.ThermalConfig, op
 		name = opt.GPUName
 	}
 	gpu := identifyGPU(name, sel.limit, opt.PowerLimit, sel.seen, cfg)
+	if gpu.assumed && opt.MachineGPU != nil {
+		if m := opt.MachineGPU(); strings.Contains(strings.ToUpper(m), "GB10") {
+			gpu.name, gpu.assumed, gpu.machine = m, false, true
+		}
+	}
 	cfg.NominalPower = gpu.rating
 	if interval, ok := medianGap(gaps); ok {
 		cfg.Interval = interval
@@ -291,6 +301,7 @@ type gpuModel struct {
 	name    string
 	gb10    bool
 	assumed bool    // a GB10 for want of a name: nothing said otherwise
+	machine bool    // named by this machine's NVML, the log naming none
 	rating  float64 // W; a GPU of unknown rating gets one no power is below
 	known   bool    // the rating is known
 	why     []string
@@ -368,6 +379,7 @@ func (g gpuModel) fill(r *Report) {
 		r.GPUName = ptr(g.name)
 	}
 	r.GPUAssumed = g.assumed
+	r.GPUFromMachine = g.machine
 	if g.known {
 		r.PowerRatingWatts = ptr(round(g.rating))
 	}

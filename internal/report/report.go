@@ -34,6 +34,9 @@ type Report struct {
 	// contradicted a GB10 (power above its rating, a clock above its
 	// maximum): it was judged as one.
 	GPUAssumed bool `json:"gpu_assumed_gb10"`
+	// GPUFromMachine: the log names no GPU; gpu_name is this machine's,
+	// from NVML (a GB10, consistent with the samples).
+	GPUFromMachine bool `json:"gpu_name_from_nvml"`
 	// PowerRatingWatts is the power the throttle signature judges "flat
 	// below the rating" against: GB10's 240 W brick, or the log's
 	// power.limit; null where neither is known.

@@ -213,7 +213,9 @@ func (r Report) WriteText(w io.Writer) error {
 	if len(r.GPUs) > 1 {
 		line("GPUs", "the log holds GPUs %s; --gpu chooses", joinInts(r.GPUs))
 	}
-	if r.GPUName != nil {
+	if r.GPUName != nil && r.GPUFromMachine {
+		line("GPU", "%s (this machine's, from NVML: the log names none)", *r.GPUName)
+	} else if r.GPUName != nil {
 		line("GPU", "%s", *r.GPUName)
 	}
 	if r.GPUAssumed {
