@@ -185,7 +185,12 @@ func (c *flightCollector) write(clean bool) {
 func (c *flightCollector) record(st collected.State) flight.Record {
 	rec := flight.Record{Time: time.Now(), Boot: c.boot}
 	if p := st.Pool; p != nil {
-		rec.Pool = &flight.Pool{Free: p.Snapshot.Free, Available: p.Snapshot.Available, Cache: p.Snapshot.PageCache}
+		usable := p.Snapshot.Usable()
+		rec.Pool = &flight.Pool{Free: p.Snapshot.Free, Available: p.Snapshot.Available, Cache: p.Snapshot.PageCache, Usable: &usable}
+		if c := p.Snapshot.CMA; c != nil {
+			free := c.Free
+			rec.Pool.CMAFree = &free
+		}
 	}
 	if data, err := c.proc.ReadFile("pressure/memory", nil); err == nil {
 		if p, err := pool.ParsePressure(data); err == nil && p.Some != nil {
