@@ -65,7 +65,7 @@ func TestFlightSurvivesSIGKILL(t *testing.T) {
 		if r.N != recs[0].N+uint64(i) {
 			t.Fatalf("record %d is number %d after %d: a record was lost", i, r.N, recs[0].N)
 		}
-		if r.Clean || r.Pool == nil || r.Kernel == nil || r.Kernel.DriverOutOfMemory != 2 {
+		if r.Clean || r.Pool == nil || r.Pool.Usable == nil || r.Kernel == nil || r.Kernel.DriverOutOfMemory != 2 {
 			t.Fatalf("record %d: clean %v, pool %v, kernel %+v", i, r.Clean, r.Pool, r.Kernel)
 		}
 	}
