@@ -30,6 +30,9 @@ type Target struct {
 	Kind string
 	// Address is host:port on loopback.
 	Address string
+	// DefaultPort: the port is the program's default, not one its
+	// command line set (an --engines.target of its kind may override it).
+	DefaultPort bool
 	// Container is the short ID of the container the engine runs in, ""
 	// on the host.
 	Container string

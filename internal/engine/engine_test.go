@@ -258,3 +258,30 @@ func FuzzParseOllamaPS(f *testing.F) {
 		}
 	})
 }
+
+func TestResolve(t *testing.T) {
+	found := []Target{
+		{PID: 10, Kind: KindVLLM, Address: "127.0.0.1:8001"},
+		{PID: 20, Kind: KindOllama, Address: "127.0.0.1:11434", DefaultPort: true},
+	}
+	got := Resolve(found, []Static{
+		{Kind: KindOllama, Address: "127.0.0.1:9999"},   // the one Ollama at its default: overridden
+		{Kind: KindVLLM, Address: "[::1]:8001"},         // the vLLM at that port: its host changed
+		{Kind: KindLlamaCpp, Address: "127.0.0.1:8080"}, // none found: added, no process
+	})
+	want := []Target{
+		{Kind: KindLlamaCpp, Address: "127.0.0.1:8080"},
+		{PID: 10, Kind: KindVLLM, Address: "[::1]:8001"},
+		{PID: 20, Kind: KindOllama, Address: "127.0.0.1:9999"},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+	if found[1].Address != "127.0.0.1:11434" {
+		t.Error("Resolve changed the targets it was given")
+	}
+	many := make([]Target, 3*MaxTargets)
+	if n := len(Resolve(many, nil)); n != MaxTargets {
+		t.Errorf("%d targets, cap %d", n, MaxTargets)
+	}
+}
