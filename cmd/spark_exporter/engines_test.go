@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,8 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/testing/fakeproc"
 	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
+
+var unloadLine = regexp.MustCompile(`(?m)^(spark_engine_model_unload_seconds\{[^}]*\}) .*$`)
 
 // A fake vLLM inside a fake Docker cgroup and a fake Ollama on the host,
 // found as workloads: the scrape shows each engine's KV cache, requests,
@@ -49,7 +52,7 @@ func TestEnginesAsWorkloads(t *testing.T) {
 	t.Cleanup(func() { docker.Close() })
 
 	p := testexporter.Start(t, nil, "--path.procfs="+tree, noGPU,
-		"--workloads.docker-socket="+socket, "--engines.target=ollama="+ollama.Address())
+		"--workloads.docker-socket="+socket, "--engines.target=ollama="+ollama.Address(), "--web.disable-exporter-metrics")
 	var metrics string
 	testexporter.Eventually(t, 30*time.Second, func() bool {
 		metrics = p.Get(t, "/metrics")
@@ -74,6 +77,11 @@ func TestEnginesAsWorkloads(t *testing.T) {
 			t.Errorf("/metrics lacks %s", series)
 		}
 	}
+	// The two collectors' output, the figures fixed: the golden file
+	// that rules and dashboards are checked against (the time left of
+	// the keep-alive depends on the clock).
+	filtered := p.Get(t, "/metrics?collect[]=workloads&collect[]=engines")
+	golden(t, "engines.metrics", unloadLine.ReplaceAllString(normalise(filtered), "$1 <seconds>"))
 	if strings.Contains(metrics, "sk-test") || strings.Contains(metrics, "FixtureCmdlineSecret") {
 		t.Error("/metrics carries the command line's key")
 	}
