@@ -23,6 +23,9 @@ type Figures struct {
 	// ModelBytes and ExpiresAt are Ollama's size and expires_at.
 	ModelBytes float64
 	ExpiresAt  time.Time
+	// PreemptionsPerAnswer is added to Preemptions after each answer: an
+	// engine preempting at the pace it is asked.
+	PreemptionsPerAnswer float64
 }
 
 // Engine is a fake engine's server.
@@ -72,6 +75,7 @@ func (e *Engine) Port() string {
 func (e *Engine) serve(w http.ResponseWriter, r *http.Request) {
 	e.mu.Lock()
 	f, token := e.f, e.token
+	e.f.Preemptions += e.f.PreemptionsPerAnswer
 	e.mu.Unlock()
 	if token != "" && r.Header.Get("Authorization") != "Bearer "+token {
 		http.Error(w, `{"error":"Unauthorized"}`, http.StatusUnauthorized)
