@@ -86,6 +86,48 @@ func TestEnginesAsWorkloads(t *testing.T) {
 		t.Error("/metrics carries the command line's key")
 	}
 
+	// The status page's model: the container's name, the KV cache, and
+	// the model Ollama holds with when it unloads.
+	var st struct {
+		Workloads struct {
+			List []struct {
+				PID           int    `json:"pid"`
+				Container     string `json:"container"`
+				ContainerName string `json:"container_name"`
+				Engine        *struct {
+					Up     bool     `json:"up"`
+					KV     *float64 `json:"kv_cache_usage_ratio"`
+					Models []struct {
+						Name      string `json:"name"`
+						UnloadsAt string `json:"unloads_at"`
+					} `json:"models"`
+				} `json:"engine"`
+			} `json:"list"`
+		} `json:"workloads"`
+	}
+	if err := json.Unmarshal([]byte(p.Get(t, "/api/v1/status")), &st); err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, w := range st.Workloads.List {
+		switch {
+		case w.PID == 2101 && w.ContainerName == "vllm-1" && w.Engine != nil && w.Engine.Up && w.Engine.KV != nil && *w.Engine.KV == 0.97:
+			seen++
+		case w.PID == 3001 && w.Container == "" && w.Engine != nil && len(w.Engine.Models) == 1 &&
+			w.Engine.Models[0].Name == "llama3.1:70b" && w.Engine.Models[0].UnloadsAt != "":
+			seen++
+		}
+	}
+	if seen != 2 {
+		t.Errorf("the status model's workloads: %+v; want the vLLM named vllm-1 with its KV cache, and Ollama's model", st.Workloads.List)
+	}
+	page := p.Get(t, "/")
+	for _, want := range []string{"vllm-1", "KV cache 97 %", "llama3.1:70b", "unloads in"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the status page lacks %q", want)
+		}
+	}
+
 	var groups []sdGroup
 	if err := json.Unmarshal([]byte(p.Get(t, sdPath)), &groups); err != nil {
 		t.Fatal(err)
