@@ -17,6 +17,7 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
 	"github.com/spark-exporter/spark_exporter/internal/collected"
 	"github.com/spark-exporter/spark_exporter/internal/engine"
+	"github.com/spark-exporter/spark_exporter/internal/engine/client"
 )
 
 // The engines collector reads the inference engines' own account (KV cache,
@@ -46,7 +47,7 @@ func init() {
 			if found == nil {
 				found = engine.NewDirectory()
 			}
-			return newEnginesCollector(found, *targets, engine.NewAsker(token), env.Logger), nil
+			return newEnginesCollector(found, *targets, client.NewAsker(token), env.Logger), nil
 		}
 	})
 }
@@ -57,7 +58,7 @@ func parseEngineTarget(s string) (engine.Static, error) {
 	if !ok || !slices.Contains(engine.Kinds, kind) {
 		return engine.Static{}, fmt.Errorf("want KIND=HOST:PORT with KIND one of %s", strings.Join(engine.Kinds, ", "))
 	}
-	if err := engine.CheckAddress(address); err != nil {
+	if err := client.CheckAddress(address); err != nil {
 		return engine.Static{}, err
 	}
 	return engine.Static{Kind: kind, Address: address}, nil
@@ -97,7 +98,7 @@ var (
 type enginesCollector struct {
 	found  *engine.Directory
 	static []engine.Static
-	asker  *engine.Asker
+	asker  *client.Asker
 	logger log.Logger
 
 	kick chan struct{}
@@ -116,7 +117,7 @@ type engineKey struct {
 	kind string
 }
 
-func newEnginesCollector(found *engine.Directory, static []engine.Static, asker *engine.Asker, logger log.Logger) *enginesCollector {
+func newEnginesCollector(found *engine.Directory, static []engine.Static, asker *client.Asker, logger log.Logger) *enginesCollector {
 	c := &enginesCollector{found: found, static: static, asker: asker, logger: logger,
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), told: map[engineKey]string{}}
 	go c.loop()

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/spark-exporter/spark_exporter/internal/engine"
+	"github.com/spark-exporter/spark_exporter/internal/engine/client"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/testing/fakeengine"
 )
@@ -21,7 +22,7 @@ func twoEngines(b *testing.B) []engine.Static {
 // BenchmarkEnginesRound is the background work one scrape starts: asking
 // two engines and reading their answers.
 func BenchmarkEnginesRound(b *testing.B) {
-	c := newEnginesCollector(engine.NewDirectory(), twoEngines(b), engine.NewAsker(""), nopLogger())
+	c := newEnginesCollector(engine.NewDirectory(), twoEngines(b), client.NewAsker(""), nopLogger())
 	defer c.Close()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -35,7 +36,7 @@ func BenchmarkEnginesRound(b *testing.B) {
 // BenchmarkEnginesUpdate is what the scrape itself pays: rendering the
 // latest round of two engines (the round runs beside it, not in it).
 func BenchmarkEnginesUpdate(b *testing.B) {
-	c := newEnginesCollector(engine.NewDirectory(), twoEngines(b), engine.NewAsker(""), nopLogger())
+	c := newEnginesCollector(engine.NewDirectory(), twoEngines(b), client.NewAsker(""), nopLogger())
 	defer c.Close()
 	c.round()
 	// The background asker is left out of the measure: a round is

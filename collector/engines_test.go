@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spark-exporter/spark_exporter/internal/container"
+	"github.com/spark-exporter/spark_exporter/internal/container/dockerapi"
 	"github.com/spark-exporter/spark_exporter/internal/engine"
+	"github.com/spark-exporter/spark_exporter/internal/engine/client"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/testing/fakeengine"
 	"github.com/spark-exporter/spark_exporter/internal/testing/fakeproc"
@@ -37,7 +38,7 @@ func TestEnginesFoundAsWorkloads(t *testing.T) {
 	found := engine.NewDirectory()
 	w := newWorkloadsCollector(hostfs.New(tree), nil, nopLogger())
 	w.places.found = found
-	w.places.docker = container.NewDocker(docker)
+	w.places.docker = dockerapi.NewDocker(docker)
 	defer w.Close()
 	got, err := collect(t, w)
 	if err != nil {
@@ -54,7 +55,7 @@ func TestEnginesFoundAsWorkloads(t *testing.T) {
 		}
 	}
 
-	e := newEnginesCollector(found, []engine.Static{{Kind: "ollama", Address: ollama.Address()}}, engine.NewAsker(""), nopLogger())
+	e := newEnginesCollector(found, []engine.Static{{Kind: "ollama", Address: ollama.Address()}}, client.NewAsker(""), nopLogger())
 	defer e.Close()
 	if got := e.Targets(); len(got) != 2 || got[0].Container != "8dfafdbc3a40" || got[1].Address != ollama.Address() {
 		t.Fatalf("targets %+v: want the vLLM in its container and the Ollama at --engines.target", got)
@@ -93,7 +94,7 @@ func TestEnginesFoundAsWorkloads(t *testing.T) {
 func TestWorkloadsDockerAbsent(t *testing.T) {
 	tree := fakeproc.WriteTree(t, fakeproc.Init, fakeproc.VLLMServer)
 	w := newWorkloadsCollector(hostfs.New(tree), nil, nopLogger())
-	w.places.docker = container.NewDocker(filepath.Join(t.TempDir(), "docker.sock"))
+	w.places.docker = dockerapi.NewDocker(filepath.Join(t.TempDir(), "docker.sock"))
 	defer w.Close()
 	got, err := collect(t, w)
 	if err != nil {
@@ -116,7 +117,7 @@ func TestEngineDown(t *testing.T) {
 	}
 	address := l.Addr().String()
 	l.Close() // nothing listens there now
-	e := newEnginesCollector(engine.NewDirectory(), []engine.Static{{Kind: "vllm", Address: address}}, engine.NewAsker(""), nopLogger())
+	e := newEnginesCollector(engine.NewDirectory(), []engine.Static{{Kind: "vllm", Address: address}}, client.NewAsker(""), nopLogger())
 	defer e.Close()
 	e.round()
 	got, err := collect(t, e)

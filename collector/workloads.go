@@ -10,7 +10,7 @@ import (
 
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
 	"github.com/spark-exporter/spark_exporter/internal/collected"
-	"github.com/spark-exporter/spark_exporter/internal/container"
+	"github.com/spark-exporter/spark_exporter/internal/container/dockerapi"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/workload"
 )
@@ -34,7 +34,7 @@ func init() {
 			c := newWorkloadsCollector(proc, *patterns, env.Logger)
 			c.places.found = env.Engines
 			if *dockerSocket != "" {
-				c.places.docker = container.NewDocker(*dockerSocket)
+				c.places.docker = dockerapi.NewDocker(*dockerSocket)
 			}
 			return c, nil
 		}

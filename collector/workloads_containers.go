@@ -12,6 +12,7 @@ import (
 
 	"github.com/spark-exporter/spark_exporter/internal/collected"
 	"github.com/spark-exporter/spark_exporter/internal/container"
+	"github.com/spark-exporter/spark_exporter/internal/container/dockerapi"
 	"github.com/spark-exporter/spark_exporter/internal/engine"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/workload"
@@ -35,7 +36,7 @@ var (
 type workloadPlaces struct {
 	proc hostfs.FS
 	// docker is nil without --workloads.docker-socket.
-	docker *container.Docker
+	docker *dockerapi.Docker
 	// found receives the engines of each scan; nil when nothing asks.
 	found  *engine.Directory
 	logger log.Logger

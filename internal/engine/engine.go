@@ -1,10 +1,11 @@
-// Package engine reads the inference engines' own account of themselves:
-// the Prometheus text that vLLM, SGLang and llama.cpp's server serve at
-// /metrics, and Ollama's GET /api/ps. It asks only on loopback, under a
-// deadline, reads at most a bounded answer, follows no redirect, and keeps
-// only the few figures it knows, summed (or, for a ratio, the largest) over
-// the engine's label sets. No prompt, request or user text is read: the
-// one label taken from an engine is Ollama's model name, checked.
+// Package engine is the inference engines' own account of themselves, as
+// plain values: where each is asked (Target, Resolve), what it answered
+// (Reading), and Ollama's /api/ps parser with its model label check. Its
+// client (internal/engine/client) asks only on loopback, under a deadline,
+// reads at most a bounded answer, follows no redirect, and keeps only the
+// few figures it knows, summed (or, for a ratio, the largest) over the
+// engine's label sets. No prompt, request or user text is read: the one
+// label taken from an engine is Ollama's model name, checked.
 package engine
 
 import (

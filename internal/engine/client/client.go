@@ -1,6 +1,11 @@
-package engine
+// Package client asks inference engines on loopback for their own
+// account (internal/engine's Reading): vLLM's, SGLang's and llama.cpp's
+// Prometheus text through prometheus/common/expfmt, Ollama's /api/ps.
+package client
 
 import (
+	"github.com/spark-exporter/spark_exporter/internal/engine"
+
 	"context"
 	"errors"
 	"fmt"
@@ -25,7 +30,7 @@ const (
 	MaxBody = 4 << 20
 )
 
-// Problems, as Reading.Problem gives them: never the answer's text.
+// Problems, as engine.Reading.Problem gives them: never the answer's text.
 const (
 	ProblemNeedsKey = "the engine asks for a key: give it with --engines.bearer-token-file"
 	ProblemRedirect = "the engine answered with a redirect, which is not followed"
@@ -100,29 +105,29 @@ func CheckAddress(address string) error {
 	return nil
 }
 
-// Ask asks one engine and reads its answer. It never fails: Reading.Up
+// Ask asks one engine and reads its answer. It never fails: engine.Reading.Up
 // and Problem say how it went.
-func (a *Asker) Ask(ctx context.Context, t Target, now time.Time) Reading {
-	r := Reading{Target: t, At: now}
+func (a *Asker) Ask(ctx context.Context, t engine.Target, now time.Time) engine.Reading {
+	r := engine.Reading{Target: t, At: now}
 	body, problem := a.get(ctx, t)
 	if problem != "" {
 		r.Problem = problem
 		return r
 	}
 	var err error
-	if t.Kind == KindOllama {
-		err = ParseOllamaPS(body, &r)
+	if t.Kind == engine.KindOllama {
+		err = engine.ParseOllamaPS(body, &r)
 	} else {
 		err = ParseMetrics(t.Kind, body, &r)
 	}
 	if err != nil {
-		return Reading{Target: t, At: now, Problem: err.Error()}
+		return engine.Reading{Target: t, At: now, Problem: err.Error()}
 	}
 	r.Up = true
 	return r
 }
 
-func (a *Asker) get(ctx context.Context, t Target) ([]byte, string) {
+func (a *Asker) get(ctx context.Context, t engine.Target) ([]byte, string) {
 	ctx, cancel := context.WithTimeout(ctx, a.Timeout)
 	defer cancel()
 	u := url.URL{Scheme: "http", Host: t.Address, Path: t.Path()}
@@ -130,7 +135,7 @@ func (a *Asker) get(ctx context.Context, t Target) ([]byte, string) {
 	if err != nil {
 		return nil, "bad address"
 	}
-	if t.Kind != KindOllama {
+	if t.Kind != engine.KindOllama {
 		req.Header.Set("Accept", "text/plain;version=0.0.4")
 	}
 	if a.token != "" {

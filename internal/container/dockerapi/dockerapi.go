@@ -1,4 +1,6 @@
-package container
+// Package dockerapi names containers from the Docker Engine API, over its
+// Unix socket: GET /containers/json, cached, bounded and with a deadline.
+package dockerapi
 
 import (
 	"context"
@@ -12,22 +14,9 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
-	"github.com/spark-exporter/spark_exporter/internal/safetext"
+	"github.com/spark-exporter/spark_exporter/internal/container"
 )
-
-// Info is what the Docker Engine names a container by.
-type Info struct {
-	// ID is the short ID (ShortIDLength hex digits), as Ref.ID.
-	ID string
-	// Name without Docker's leading slash.
-	Name  string
-	Image string
-	// ComposeService is the com.docker.compose.service label, "" when
-	// the container was not started by Compose.
-	ComposeService string
-}
 
 // Bounds of one answer of the Docker Engine: a host with more containers
 // than maxContainers is not a Spark running a few engines, and the rest are
@@ -35,9 +24,6 @@ type Info struct {
 const (
 	maxBody       = 8 << 20
 	maxContainers = 1000
-	// maxLabel bounds each text kept: Docker's names and image references
-	// are far shorter (a reference's name part is at most 255 bytes).
-	maxLabel = 256
 	// DefaultTimeout bounds one call to the Docker Engine.
 	DefaultTimeout = 2 * time.Second
 	// DefaultMaxAge is how long an answer (or a failure) is served before
@@ -56,7 +42,7 @@ type Docker struct {
 
 	mu    sync.Mutex
 	at    time.Time
-	infos map[string]Info
+	infos map[string]container.Info
 	err   error
 }
 
@@ -82,7 +68,7 @@ func NewDocker(socket string) *Docker {
 // ago. An error (no socket, permission denied, a bad answer) is kept as
 // long as an answer would be, so that a missing engine costs one attempt
 // per MaxAge, not one per scrape.
-func (d *Docker) Containers(now time.Time) (map[string]Info, error) {
+func (d *Docker) Containers(now time.Time) (map[string]container.Info, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if !d.at.IsZero() && now.Sub(d.at) < d.MaxAge && now.After(d.at.Add(-time.Second)) {
@@ -93,7 +79,7 @@ func (d *Docker) Containers(now time.Time) (map[string]Info, error) {
 	return d.infos, d.err
 }
 
-func (d *Docker) list() (map[string]Info, error) {
+func (d *Docker) list() (map[string]container.Info, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), d.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://docker/containers/json", nil)
@@ -132,7 +118,7 @@ func withoutURL(err error) error {
 // Containers past maxContainers, without a 64-hex Id, are left out; a name
 // or image that is too long or holds a control or format character is
 // left empty rather than shown.
-func ParseContainers(body []byte) (map[string]Info, error) {
+func ParseContainers(body []byte) (map[string]container.Info, error) {
 	var list []struct {
 		ID     string            `json:"Id"`
 		Names  []string          `json:"Names"`
@@ -142,30 +128,20 @@ func ParseContainers(body []byte) (map[string]Info, error) {
 	if err := json.Unmarshal(body, &list); err != nil {
 		return nil, fmt.Errorf("docker engine: the answer is not a list of containers: %w", err)
 	}
-	infos := make(map[string]Info, min(len(list), maxContainers))
+	infos := make(map[string]container.Info, min(len(list), maxContainers))
 	for _, c := range list {
 		if len(infos) == maxContainers {
 			break
 		}
-		if len(c.ID) != 64 || !isHex(c.ID) {
+		id, ok := container.ShortID(c.ID)
+		if !ok {
 			continue
 		}
-		info := Info{ID: c.ID[:ShortIDLength], Image: Label(c.Image), ComposeService: Label(c.Labels["com.docker.compose.service"])}
+		info := container.Info{ID: id, Image: container.Label(c.Image), ComposeService: container.Label(c.Labels["com.docker.compose.service"])}
 		if len(c.Names) > 0 {
-			info.Name = Label(strings.TrimPrefix(c.Names[0], "/"))
+			info.Name = container.Label(strings.TrimPrefix(c.Names[0], "/"))
 		}
 		infos[info.ID] = info
 	}
 	return infos, nil
-}
-
-// Label returns s when it may be a label's value as it is: valid UTF-8,
-// at most 256 bytes, no control or format character (safetext); "" otherwise.
-// Text from another program is shown as sent or not at all: a name cut or
-// changed would name something else.
-func Label(s string) string {
-	if len(s) > maxLabel || !utf8.ValidString(s) || safetext.Index(s) >= 0 {
-		return ""
-	}
-	return s
 }

@@ -1,6 +1,8 @@
-package engine
+package client
 
 import (
+	"github.com/spark-exporter/spark_exporter/internal/engine"
+
 	"bytes"
 	"errors"
 	"fmt"
@@ -11,14 +13,14 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// figure is one of a Reading's figures and the metric names it is read
+// figure is one of a engine.Reading's figures and the metric names it is read
 // from, first found first.
 type figure struct {
 	names []string
 	// ratio: the largest over the label sets (a KV cache per engine
 	// core); otherwise their sum.
 	ratio bool
-	set   func(r *Reading, v float64)
+	set   func(r *engine.Reading, v float64)
 }
 
 // figures by kind. Sources of the names:
@@ -42,28 +44,28 @@ type figure struct {
 //     llamacpp:kv_cache_usage_ratio (dropped by recent builds: then absent).
 //     It preempts nothing.
 var figures = map[string][]figure{
-	KindVLLM: {
-		{names: []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"}, ratio: true, set: func(r *Reading, v float64) { r.KVCacheUsage = &v }},
-		{names: []string{"vllm:num_requests_running"}, set: func(r *Reading, v float64) { r.Running = &v }},
-		{names: []string{"vllm:num_requests_waiting"}, set: func(r *Reading, v float64) { r.Waiting = &v }},
-		{names: []string{"vllm:num_preemptions_total"}, set: func(r *Reading, v float64) { r.Preemptions = &v }},
-		{names: []string{"vllm:prompt_tokens_total"}, set: func(r *Reading, v float64) { r.PromptTokens = &v }},
-		{names: []string{"vllm:generation_tokens_total"}, set: func(r *Reading, v float64) { r.GenTokens = &v }},
+	engine.KindVLLM: {
+		{names: []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"}, ratio: true, set: func(r *engine.Reading, v float64) { r.KVCacheUsage = &v }},
+		{names: []string{"vllm:num_requests_running"}, set: func(r *engine.Reading, v float64) { r.Running = &v }},
+		{names: []string{"vllm:num_requests_waiting"}, set: func(r *engine.Reading, v float64) { r.Waiting = &v }},
+		{names: []string{"vllm:num_preemptions_total"}, set: func(r *engine.Reading, v float64) { r.Preemptions = &v }},
+		{names: []string{"vllm:prompt_tokens_total"}, set: func(r *engine.Reading, v float64) { r.PromptTokens = &v }},
+		{names: []string{"vllm:generation_tokens_total"}, set: func(r *engine.Reading, v float64) { r.GenTokens = &v }},
 	},
-	KindSGLang: {
-		{names: []string{"sglang:token_usage"}, ratio: true, set: func(r *Reading, v float64) { r.KVCacheUsage = &v }},
-		{names: []string{"sglang:num_running_reqs"}, set: func(r *Reading, v float64) { r.Running = &v }},
-		{names: []string{"sglang:num_queue_reqs"}, set: func(r *Reading, v float64) { r.Waiting = &v }},
-		{names: []string{"sglang:num_retracted_requests_total"}, set: func(r *Reading, v float64) { r.Preemptions = &v }},
-		{names: []string{"sglang:prompt_tokens_total"}, set: func(r *Reading, v float64) { r.PromptTokens = &v }},
-		{names: []string{"sglang:generation_tokens_total"}, set: func(r *Reading, v float64) { r.GenTokens = &v }},
+	engine.KindSGLang: {
+		{names: []string{"sglang:token_usage"}, ratio: true, set: func(r *engine.Reading, v float64) { r.KVCacheUsage = &v }},
+		{names: []string{"sglang:num_running_reqs"}, set: func(r *engine.Reading, v float64) { r.Running = &v }},
+		{names: []string{"sglang:num_queue_reqs"}, set: func(r *engine.Reading, v float64) { r.Waiting = &v }},
+		{names: []string{"sglang:num_retracted_requests_total"}, set: func(r *engine.Reading, v float64) { r.Preemptions = &v }},
+		{names: []string{"sglang:prompt_tokens_total"}, set: func(r *engine.Reading, v float64) { r.PromptTokens = &v }},
+		{names: []string{"sglang:generation_tokens_total"}, set: func(r *engine.Reading, v float64) { r.GenTokens = &v }},
 	},
-	KindLlamaCpp: {
-		{names: []string{"llamacpp:kv_cache_usage_ratio"}, ratio: true, set: func(r *Reading, v float64) { r.KVCacheUsage = &v }},
-		{names: []string{"llamacpp:requests_processing"}, set: func(r *Reading, v float64) { r.Running = &v }},
-		{names: []string{"llamacpp:requests_deferred"}, set: func(r *Reading, v float64) { r.Waiting = &v }},
-		{names: []string{"llamacpp:prompt_tokens_total"}, set: func(r *Reading, v float64) { r.PromptTokens = &v }},
-		{names: []string{"llamacpp:tokens_predicted_total"}, set: func(r *Reading, v float64) { r.GenTokens = &v }},
+	engine.KindLlamaCpp: {
+		{names: []string{"llamacpp:kv_cache_usage_ratio"}, ratio: true, set: func(r *engine.Reading, v float64) { r.KVCacheUsage = &v }},
+		{names: []string{"llamacpp:requests_processing"}, set: func(r *engine.Reading, v float64) { r.Running = &v }},
+		{names: []string{"llamacpp:requests_deferred"}, set: func(r *engine.Reading, v float64) { r.Waiting = &v }},
+		{names: []string{"llamacpp:prompt_tokens_total"}, set: func(r *engine.Reading, v float64) { r.PromptTokens = &v }},
+		{names: []string{"llamacpp:tokens_predicted_total"}, set: func(r *engine.Reading, v float64) { r.GenTokens = &v }},
 	},
 }
 
@@ -80,7 +82,7 @@ var ErrTooManySeries = fmt.Errorf("more than %d series of the metrics read", Max
 // /metrics answer (Prometheus text format 0.0.4) into r. Only the lines of
 // the names read reach the parser (prometheus/common/expfmt): the rest of
 // an answer, however large, costs a scan of its bytes.
-func ParseMetrics(kind string, body []byte, r *Reading) error {
+func ParseMetrics(kind string, body []byte, r *engine.Reading) error {
 	figs, ok := figures[kind]
 	if !ok {
 		return fmt.Errorf("no metrics are read from engines of kind %q", kind)

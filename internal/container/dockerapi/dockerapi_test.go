@@ -1,6 +1,8 @@
-package container
+package dockerapi
 
 import (
+	"github.com/spark-exporter/spark_exporter/internal/container"
+
 	"net"
 	"net/http"
 	"os"
@@ -63,7 +65,7 @@ func TestDockerContainers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]Info{
+	want := map[string]container.Info{
 		"8dfafdbc3a40": {ID: "8dfafdbc3a40", Name: "vllm-1", Image: "vllm/vllm-openai:latest", ComposeService: "vllm"},
 		"9cd87474be90": {ID: "9cd87474be90", Name: "ollama", Image: "ollama/ollama"},
 		"3176a2479c92": {ID: "3176a2479c92", Image: "x"},
@@ -170,7 +172,7 @@ func FuzzParseContainers(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		infos, _ := ParseContainers(data)
 		for id, info := range infos {
-			if id != info.ID || len(id) != ShortIDLength || Label(info.Name) != info.Name || Label(info.Image) != info.Image {
+			if id != info.ID || len(id) != container.ShortIDLength || container.Label(info.Name) != info.Name || container.Label(info.Image) != info.Image {
 				t.Errorf("unsafe info %+v", info)
 			}
 		}
