@@ -50,7 +50,7 @@ func TestEndToEnd(t *testing.T) {
 	eviction := testexporter.CopyTree(t, spark)
 	idle := idleTree(t, root)
 	leak := idleTree(t, root)
-	contended, calm := preemptingTrees(t, root)
+	contended, contendedArgs, calm, calmArgs := preemptingTrees(t, root)
 
 	// Every Spark has a GB10, at rest but on the throttling Spark, which
 	// plays a two-hour fine-tune that ends up throttling.
@@ -86,8 +86,8 @@ func TestEndToEnd(t *testing.T) {
 		// Inference engines preempting requests (fake vLLMs): beside a
 		// trainer, and alone on a calm pool. Prometheus also scrapes the
 		// contended one's engine through /sd/engines.
-		{instance: "contended", procfs: contended, nvml: "gb10-idle", sd: true},
-		{instance: "calm", procfs: calm, nvml: "gb10-idle"},
+		{instance: "contended", procfs: contended, nvml: "gb10-idle", sd: true, args: contendedArgs},
+		{instance: "calm", procfs: calm, nvml: "gb10-idle", args: calmArgs},
 	}
 	s := startStack(t, targets)
 	t.Logf("stack ready: Prometheus %s, Alertmanager %s, pager %s; configurations in %s (kept, with every log, if the run fails)",
@@ -390,7 +390,7 @@ func TestEndToEnd(t *testing.T) {
 			"kind": "vllm", "pid": "2101",
 		})
 		runbooks.check(t, a, "sparkinferencepreempting")
-		matches(t, a.Annotations["description"], `^vllm \(pid 2101\) preempted \d+ request\(s\) in 5 minutes.* Beside it runs trl \(pid 2301\)`)
+		matches(t, a.Annotations["description"], `^vllm \(pid 2101, container 8dfafdbc3a40\) preempted \d+ request\(s\) in 5 minutes.* Beside it runs trl \(pid 2301\)`)
 		// The engine's own metrics, scraped through /sd/engines with the
 		// labels it lists.
 		s.waitFor(t, due(s.ready, 10*scrapeInterval), `up{job="spark-engines",kind="vllm",pid="2101"} == 1 and on (instance) vllm:num_preemptions_total{job="spark-engines"} > 0`,
@@ -439,7 +439,7 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	t.Run("DashboardQueries", func(t *testing.T) {
-		checkDashboard(t, s, root, []string{"blips", "clockfall", "clockonly", "decode", "eviction", "hot", "idle", "leak", "oom", "sustained", "throttle", "usbpd", "warmup", "wedged"})
+		checkDashboard(t, s, root, []string{"blips", "calm", "clockfall", "clockonly", "contended", "decode", "eviction", "hot", "idle", "leak", "oom", "sustained", "throttle", "usbpd", "warmup", "wedged"})
 	})
 }
 
@@ -467,11 +467,15 @@ func runReport(t *testing.T, s *stack, instance string) report.Report {
 // idleTree is a Spark at rest: the Spark fixture's kernel files and
 // counters, the idle fixture's meminfo (110 GiB free), and no process.
 // preemptingTrees are two /proc trees with a vLLM server answering, on a
-// fake engine, that it preempts requests at every question: one beside the
-// Spark fixture's trainer, one alone on an idle Spark.
-func preemptingTrees(t *testing.T, root string) (contended, calm string) {
+// fake engine, that it preempts requests and generates tokens at every
+// question: one beside the Spark fixture's trainer, in a Docker container
+// the fake Docker Engine names; one alone on an idle Spark, beside an
+// Ollama holding a model. The args are each exporter's.
+func preemptingTrees(t *testing.T, root string) (contended string, contendedArgs []string, calm string, calmArgs []string) {
 	t.Helper()
-	busy := fakeengine.Figures{KVCache: 0.99, Running: 8, Waiting: 20, Model: "Qwen/Qwen3-32B-AWQ", PreemptionsPerAnswer: 3}
+	const id = "8dfafdbc3a40f1a5b7d2d4a8bb7c3f9b0e1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e"
+	busy := fakeengine.Figures{KVCache: 0.99, Running: 8, Waiting: 20, Model: "Qwen/Qwen3-32B-AWQ",
+		PreemptionsPerAnswer: 3, GenTokensPerAnswer: 400, PromptTokensPerAnswer: 900}
 	contended = testexporter.CopyTree(t, filepath.Join(root, "testdata", "proc", "spark"))
 	beside := fakeengine.Start(t, "vllm", busy)
 	cmdline := filepath.Join(contended, "2101", "cmdline")
@@ -480,6 +484,9 @@ func preemptingTrees(t *testing.T, root string) (contended, calm string) {
 		t.Fatal(err)
 	}
 	writeAtomic(t, cmdline, append(data, []byte("--port\x00"+beside.Port()+"\x00")...))
+	writeAtomic(t, filepath.Join(contended, "2101", "cgroup"), []byte("0::/system.slice/docker-"+id+".scope\n"))
+	docker := fakeengine.StartDocker(t, id, "vllm-1", "vllm/vllm-openai:latest", "vllm")
+	contendedArgs = []string{"--workloads.docker-socket=" + docker}
 
 	calm = idleTree(t, root)
 	alone := fakeengine.Start(t, "vllm", busy)
@@ -487,7 +494,11 @@ func preemptingTrees(t *testing.T, root string) (contended, calm string) {
 	server.PPID = 1
 	server.Argv = append(server.Argv, "--port", alone.Port())
 	server.Write(t, calm)
-	return contended, calm
+	ollama := fakeengine.Start(t, "ollama", fakeengine.Figures{Model: "llama3.1:8b", ModelBytes: 5e9, ExpiresAt: time.Now().Add(time.Hour)})
+	fakeproc.Process{PID: 3001, PPID: 1, Comm: "ollama", Start: 5000000, RSSKB: 1 << 20,
+		Argv: []string{"/usr/local/bin/ollama", "serve"}}.Write(t, calm)
+	calmArgs = []string{"--engines.target=ollama=" + ollama.Address()}
+	return contended, contendedArgs, calm, calmArgs
 }
 
 func idleTree(t *testing.T, root string) string {

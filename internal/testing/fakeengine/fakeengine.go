@@ -7,8 +7,11 @@ package fakeengine
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -26,6 +29,9 @@ type Figures struct {
 	// PreemptionsPerAnswer is added to Preemptions after each answer: an
 	// engine preempting at the pace it is asked.
 	PreemptionsPerAnswer float64
+	// GenTokensPerAnswer and PromptTokensPerAnswer grow the token
+	// counters the same way: an engine serving.
+	GenTokensPerAnswer, PromptTokensPerAnswer float64
 }
 
 // Engine is a fake engine's server.
@@ -76,6 +82,8 @@ func (e *Engine) serve(w http.ResponseWriter, r *http.Request) {
 	e.mu.Lock()
 	f, token := e.f, e.token
 	e.f.Preemptions += e.f.PreemptionsPerAnswer
+	e.f.GenTokens += e.f.GenTokensPerAnswer
+	e.f.PromptTokens += e.f.PromptTokensPerAnswer
 	e.mu.Unlock()
 	if token != "" && r.Header.Get("Authorization") != "Bearer "+token {
 		http.Error(w, `{"error":"Unauthorized"}`, http.StatusUnauthorized)
@@ -195,4 +203,35 @@ func OllamaPS(f Figures) string {
 		`"details":{"parent_model":"","format":"gguf","family":"llama","families":["llama"],"parameter_size":"8.0B","quantization_level":"Q4_0"},`+
 		`"expires_at":%q,"size_vram":%.0f}]}`,
 		f.Model, f.Model, f.ModelBytes, f.ExpiresAt.Format(time.RFC3339Nano), f.ModelBytes)
+}
+
+// StartDocker serves GET /containers/json on a Unix socket, as the Docker
+// Engine API documents it ("List containers"), listing one container of the
+// given full ID, name, image and Compose service; it returns the socket's
+// path, and stops at the end of the test.
+func StartDocker(t testing.TB, id, name, image, service string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "docker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	socket := filepath.Join(dir, "docker.sock")
+	l, err := net.Listen("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer := fmt.Sprintf(`[{"Id":%q,"Names":[%q],"Image":%q,"State":"running","Labels":{"com.docker.compose.service":%q}}]`,
+		id, "/"+name, image, service)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/containers/json" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, answer)
+	})}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return socket
 }
