@@ -8,6 +8,8 @@ package collected
 import (
 	"time"
 
+	"github.com/spark-exporter/spark_exporter/internal/container"
+	"github.com/spark-exporter/spark_exporter/internal/engine"
 	"github.com/spark-exporter/spark_exporter/internal/fabric"
 	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/kmsg"
@@ -29,7 +31,12 @@ type State struct {
 	GPU       *GPU
 	Thermal   *Thermal
 	Workloads *workload.Result
-	Fabric    *Fabric
+	// Containers are where the workloads run, beside Workloads.
+	Containers *Containers
+	// Engines are the inference engines' latest answers; nil when the
+	// engines collector is off.
+	Engines []engine.Reading
+	Fabric  *Fabric
 	// Kernel is nil when the kernel collector is off.
 	Kernel *Kernel
 	// Flight is nil without the flight recorder (--flight.file).
@@ -117,4 +124,13 @@ type Flight struct {
 	Unclean bool
 	EndedAt time.Time
 	Verdict string
+}
+
+// Containers are the containers the workloads run in.
+type Containers struct {
+	// ByPID is each workload's container (the zero Ref on the host).
+	ByPID map[int]container.Ref
+	// Names are the Docker Engine's names of those containers, by short
+	// ID; nil without --workloads.docker-socket or when it did not answer.
+	Names map[string]container.Info
 }
