@@ -89,6 +89,10 @@ type NVML interface {
 // errNoNVML refuses to build a collector that reads NVML without a client.
 var errNoNVML = errors.New("no NVML client: open one when Selection.NeedsNVML")
 
+// starter is a collector that reads the other collectors' results (the
+// flight recorder): Build starts it once the exporter exists.
+type starter interface{ start(e *Exporter) }
+
 // Factory builds a collector once flags are parsed.
 type Factory func(env Env) (Collector, error)
 
@@ -295,6 +299,11 @@ func (s *Selection) Build(env Env) (*Exporter, error) {
 	e.procfs = filepath.Clean(env.ProcFS)
 	if env.SysFS != "" {
 		e.sysfs = filepath.Clean(env.SysFS)
+	}
+	for _, c := range cs {
+		if s, ok := c.(starter); ok {
+			s.start(e)
+		}
 	}
 	return e, nil
 }

@@ -32,8 +32,10 @@ const (
 // names and severities are checked against the rules file both ways.
 const alertsFile = "../docs/alerts.md"
 
-// alertRow is a row of alertsFile's table: | [`Name`](runbooks.md#name) | severity | fires when |
-var alertRow = regexp.MustCompile("^\\| \\[`(Spark[A-Za-z0-9]+)`\\]\\(runbooks\\.md#([a-z0-9-]+)\\) \\| ([a-z]+) \\| .+ \\|$")
+// alertRow is a row of alertsFile's table: | [`Name`](runbooks.md#name) | severity | fires when |;
+// an alert whose rules set one severity or another by what fired (an Xid
+// code) names both: critical/warning.
+var alertRow = regexp.MustCompile("^\\| \\[`(Spark[A-Za-z0-9]+)`\\]\\(runbooks\\.md#([a-z0-9-]+)\\) \\| ([a-z]+(?:/[a-z]+)?) \\| .+ \\|$")
 
 // documentedAlerts is alertsFile's table: each alert's severity, by name.
 func documentedAlerts(t *testing.T) map[string]string {
@@ -142,7 +144,7 @@ func TestAlertsAreThoseOfDocsAlerts(t *testing.T) {
 			t.Errorf("alert %s of %s is not in %s's table: add its row (name, severity, fires when)", a.Alert, rulesFile, alertsFile)
 			continue
 		}
-		if got := a.Labels["severity"]; got != want {
+		if got := a.Labels["severity"]; !slices.Contains(strings.Split(want, "/"), got) {
 			t.Errorf("alert %s: severity %q in %s, %q in %s", a.Alert, got, rulesFile, want, alertsFile)
 		}
 	}

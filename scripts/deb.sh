@@ -34,7 +34,7 @@ unit=$stage/prometheus-spark-exporter.service
 HEAD
   sed -n '/^\[Unit\]/,$p' examples/systemd/spark_exporter.service |
     sed -e 's|^\(Documentation=.*\)$|\1 man:spark_exporter(1)|' \
-        -e 's|^ExecStart=/usr/local/bin/spark_exporter \$SPARK_EXPORTER_ARGS$|EnvironmentFile=-/etc/default/prometheus-spark-exporter\nExecStart=/usr/bin/spark_exporter $ARGS|' \
+        -e 's|^ExecStart=/usr/local/bin/spark_exporter --flight.file=/var/lib/spark_exporter/flight \$SPARK_EXPORTER_ARGS$|EnvironmentFile=-/etc/default/prometheus-spark-exporter\nExecStart=/usr/bin/spark_exporter --flight.file=/var/lib/prometheus-spark-exporter/flight $ARGS|' \
         -e 's|^# No account to create: a transient unprivileged user\.$|# The system user postinst creates (adduser --system).|' \
         -e 's|^DynamicUser=yes$|User=spark-exporter\nGroup=spark-exporter|' \
         -e 's|/var/lib/spark_exporter|/var/lib/prometheus-spark-exporter|' \
@@ -42,7 +42,7 @@ HEAD
 } > "$unit"
 # Every substitution must have happened: a changed example fails here, not
 # in a package that runs the wrong thing.
-for want in 'EnvironmentFile=-/etc/default/prometheus-spark-exporter' 'ExecStart=/usr/bin/spark_exporter $ARGS' \
+for want in 'EnvironmentFile=-/etc/default/prometheus-spark-exporter' 'ExecStart=/usr/bin/spark_exporter --flight.file=/var/lib/prometheus-spark-exporter/flight $ARGS' \
             'User=spark-exporter' 'Group=spark-exporter' 'StateDirectory=prometheus-spark-exporter' \
             'OOMScoreAdjust=-1000' 'MemoryMax=256M'; do
   grep -qxF "$want" "$unit" || { echo "deb: the unit lacks $want: examples/systemd/spark_exporter.service changed?" >&2; exit 1; }

@@ -110,6 +110,11 @@ for arch in arm64 amd64; do
   case $arch in arm64) want=AArch64;; amd64) want="Advanced Micro Devices X86-64";; esac
   [ "$machine" = "$want" ] || fail "$deb: binary is for $machine, not $want"
   grep -qxF 'ARGS=""' "$tmp/x/etc/default/$pkg" || fail "$deb: /etc/default/$pkg does not set ARGS=\"\""
+  # The kernel collector's capability and the flight recorder's file.
+  for want in 'AmbientCapabilities=CAP_SYSLOG' 'CapabilityBoundingSet=CAP_SYSLOG' 'ProtectKernelLogs=no' 'DeviceAllow=/dev/kmsg r' \
+              "ExecStart=/usr/bin/spark_exporter --flight.file=/var/lib/$pkg/flight \$ARGS" "StateDirectory=$pkg"; do
+    grep -qxF -- "$want" "$tmp/x$unit" || fail "$deb: the unit lacks $want"
+  done
   man=$(gzip -dc "$tmp/x/usr/share/man/man1/spark_exporter.1.gz")
   for want in '.TH SPARK_EXPORTER 1' "spark_exporter $version" 'spark_exporter \- ' '--web.listen-address' '--pool.reserve' "/etc/default/$pkg"; do
     grep -qF -- "$want" <<<"$man" || fail "$deb: man page lacks $want"

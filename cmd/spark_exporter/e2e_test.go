@@ -90,6 +90,16 @@ func sysFixture(t testing.TB, name string) string {
 	return dir
 }
 
+// kmsgFixture is a --kernel.kmsg-path of testdata/kmsg: output compared
+// with a golden file must not depend on the test machine's kernel log.
+func kmsgFixture(t testing.TB, name string) string {
+	return "--kernel.kmsg-path=" + filepath.Join(testexporter.Root(t), "testdata", "kmsg", name)
+}
+
+// noKmsg is a --kernel.kmsg-path that does not exist: the exporter as
+// without CAP_SYSLOG.
+const noKmsg = "--kernel.kmsg-path=/nonexistent/kmsg"
+
 // noGPU is a --gpu.nvml-library that does not exist: the exporter as on a
 // host without an NVIDIA driver, whatever the test machine has.
 const noGPU = "--gpu.nvml-library=/nonexistent/libnvidia-ml.so.1"
@@ -102,6 +112,9 @@ func TestGoldenSpark(t *testing.T) {
 		// the thermal series depend on how long the test took.
 		"--thermal.interval=1h", "--thermal.window=3h",
 		"--plan.file="+filepath.Join(testexporter.Root(t), "testdata", "plans", "spark.yml"),
+		kmsgFixture(t, "spark.kmsg"),
+		// One flight record, the one written at start.
+		"--flight.file="+filepath.Join(t.TempDir(), "flight"), "--flight.interval=1h",
 		// The fixture's vLLM would be asked at 127.0.0.1:8000, whatever
 		// listens there on the test machine, and its answer shows from
 		// the second scrape: not a golden file's. The engines collector is
@@ -177,7 +190,7 @@ func TestGoldenOldKernel(t *testing.T) {
 	p := testexporter.Start(t, nil,
 		"--path.procfs="+fixtureDir(t, "oldkernel"),
 		"--path.sysfs="+sysFixture(t, "x86-server"),
-		noGPU,
+		noGPU, noKmsg,
 		"--web.disable-exporter-metrics")
 	golden(t, "oldkernel.metrics", normalise(p.Get(t, "/metrics")))
 }

@@ -68,9 +68,13 @@ func reportCommand(app *kingpin.Application) command {
 	step := cliflag.Duration(cmd.Flag("step", "Resolution of Prometheus queries (default: 1s, coarser past 10,000 points)."))
 	asJSON := cmd.Flag("json", "Print the report as JSON (docs/report.md).").Bool()
 	thermal := collector.AddThermalFlags(cmd)
+	flightFlags := addReportFlightFlags(cmd)
 	svgFile := cmd.Flag("svg", "Also draw temperature, power and SM clock over the run, throttle episodes shaded, to this SVG file.").PlaceHolder("FILE").String()
 
 	return func(stdout, stderr io.Writer) int {
+		if *flightFlags.on {
+			return reportFlight(app, flightFlags, *file, *fromFlag, *toFlag, *last, *zone, *asJSON, *svgFile, stdout, stderr)
+		}
 		cfg, err := thermal.Config()
 		if err != nil {
 			err = usageError{err}

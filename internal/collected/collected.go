@@ -12,6 +12,7 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/engine"
 	"github.com/spark-exporter/spark_exporter/internal/fabric"
 	"github.com/spark-exporter/spark_exporter/internal/judge"
+	"github.com/spark-exporter/spark_exporter/internal/kmsg"
 	"github.com/spark-exporter/spark_exporter/internal/pool"
 	"github.com/spark-exporter/spark_exporter/internal/thermal"
 	"github.com/spark-exporter/spark_exporter/internal/workload"
@@ -36,6 +37,10 @@ type State struct {
 	// engines collector is off.
 	Engines []engine.Reading
 	Fabric  *Fabric
+	// Kernel is nil when the kernel collector is off.
+	Kernel *Kernel
+	// Flight is nil without the flight recorder (--flight.file).
+	Flight *Flight
 	// Plans is nil when the plan collector is off.
 	Plans []Plan
 }
@@ -100,6 +105,25 @@ type Fabric struct {
 type FabricReading struct {
 	At       time.Time
 	Snapshot fabric.Snapshot
+}
+
+// Kernel is what the kernel collector counted in the kernel log.
+type Kernel struct {
+	// Readable: the log could be read (spark_kernel_field_supported
+	// {field="kmsg"}); Counts is empty otherwise.
+	Readable bool
+	Counts   kmsg.Counts
+}
+
+// Flight is the flight recorder's account of the previous boot.
+type Flight struct {
+	// Unclean: the previous boot ended without a clean shutdown, less
+	// than a day ago (spark_flight_last_boot_unclean); then EndedAt is
+	// its last record's time and Verdict the recorder's one line on its
+	// last minutes.
+	Unclean bool
+	EndedAt time.Time
+	Verdict string
 }
 
 // Containers are the containers the workloads run in.

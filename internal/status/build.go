@@ -49,6 +49,11 @@ func Build(exp Exporter, st collected.State) Model {
 	if success["fabric"] && st.Fabric != nil {
 		model.Fabric = fabricOf(st.Fabric)
 	}
+	if f := st.Flight; f != nil && f.Unclean {
+		ended := f.EndedAt.UTC().Format(time.RFC3339)
+		model.Flight = &Flight{Unclean: true, EndedAt: ended, Verdict: f.Verdict, State: "unclean",
+			Text: "The previous boot ended without a clean shutdown at " + ended + ": " + f.Verdict + ". Details: spark_exporter report --flight."}
+	}
 	model.NVML = nvmlState(st.GPU, success)
 	model.GPUs = gpus(st.GPU, st.Thermal, now)
 	return model

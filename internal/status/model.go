@@ -30,8 +30,23 @@ type Model struct {
 	Plans *Plans `json:"plans"`
 	// Fabric is nil when the host has no RDMA device, or the fabric
 	// collector is off or failed.
-	Fabric     *Fabric     `json:"fabric"`
+	Fabric *Fabric `json:"fabric"`
+	// Flight is nil unless the flight recorder (--flight.file) found that
+	// the previous boot ended without a clean shutdown less than a day
+	// ago.
+	Flight     *Flight     `json:"flight"`
 	Collectors []Collector `json:"collectors"`
+}
+
+// Flight is the flight recorder's account of a previous boot that ended
+// without a clean shutdown.
+type Flight struct {
+	Unclean bool   `json:"unclean"`
+	EndedAt string `json:"ended_at"` // RFC 3339, UTC: the boot's last record
+	// Verdict is the recorder's one line on the boot's last minutes.
+	Verdict string `json:"verdict"`
+	State   string `json:"state"` // unclean
+	Text    string `json:"text"`
 }
 
 // Exporter is what spark_exporter_build_info says of the running build.

@@ -80,6 +80,9 @@ func Report(w io.Writer, m Model) error {
 	if f := m.Fabric; f != nil {
 		line("Fabric   %s", f.Text)
 	}
+	if f := m.Flight; f != nil {
+		line("Boot     %s", f.Text)
+	}
 	var failing []string
 	for _, c := range m.Collectors {
 		if !c.Success {

@@ -126,6 +126,9 @@ func NewView(m Model) View {
 	if f := m.Fabric; f != nil {
 		verdict("fabric.state", f.State, f.Text)
 	}
+	if f := m.Flight; f != nil {
+		verdict("flight.state", f.State, f.Text)
+	}
 	verdict("nvml.state", m.NVML.State, m.NVML.Text)
 	for i, c := range m.Collectors {
 		k := "collectors." + strconv.Itoa(i)

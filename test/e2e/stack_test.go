@@ -139,7 +139,11 @@ func startStack(t *testing.T, targets []target) *stack {
 		if sysfs == "" {
 			sysfs = filepath.Join(testexporter.Root(t), "testdata", "sys", "spark")
 		}
-		args := slices.Concat([]string{"--path.procfs=" + tg.procfs, "--path.sysfs=" + sysfs, "--gpu.nvml-library=" + testexporter.StandInNVML(t)},
+		// The kernel log: real lines with every kind of event, replayed at
+		// start as /dev/kmsg is, which must page nothing (the counters'
+		// first samples), whatever this machine's own log holds.
+		kmsg := "--kernel.kmsg-path=" + filepath.Join(testexporter.Root(t), "testdata", "kmsg", "spark.kmsg")
+		args := slices.Concat([]string{"--path.procfs=" + tg.procfs, "--path.sysfs=" + sysfs, "--gpu.nvml-library=" + testexporter.StandInNVML(t), kmsg},
 			thermalFlags, tg.args)
 		p := testexporter.Start(t, env, args...)
 		s.exporters[tg.instance] = p

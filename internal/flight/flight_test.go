@@ -1,0 +1,250 @@
+package flight
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func u64(v uint64) *uint64 { return &v }
+
+var boot1 = [16]byte{1, 2, 3}
+
+func sample(i int) Record {
+	return Record{
+		Time: time.UnixMilli(1_700_000_000_000 + int64(i)*5000), Boot: boot1,
+		Pool:     &Pool{Free: uint64(i) << 20, Available: 100<<30 - uint64(i)<<28, Cache: 7 << 30, CMAFree: u64(1 << 30), Usable: u64(99<<30 - uint64(i)<<28)},
+		Pressure: &Pressure{Some: uint64(i) * 1000, Full: u64(uint64(i) * 10)},
+		GPU:      &GPU{TemperatureCelsius: 71, PowerWatts: 98.5, SMClockHertz: 2.4e9, State: "warming"},
+		Kernel:   &Kernel{DriverOutOfMemory: uint64(i / 10), Xid: []XidCount{{79, 1}, {13, 2}}},
+		Workloads: []Workload{{Role: "inference", Kind: "vllm", ResidentBytes: 80 << 30},
+			{Role: "training", Kind: "axolotl", ResidentBytes: uint64(i) << 24}},
+	}
+}
+
+func open(t *testing.T, path string, size uint64) *Ring {
+	t.Helper()
+	r, err := Open(path, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// Records read back as written, in order, across a reopen that continues
+// the numbering; the file is mode 0640.
+func TestRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "flight")
+	r := open(t, path, MinSize)
+	for i := range 5 {
+		if err := r.Append(sample(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o640 {
+		t.Errorf("mode %v (%v), want 0640", fi.Mode().Perm(), err)
+	}
+	r = open(t, path, MinSize)
+	if len(r.Previous) != 5 {
+		t.Fatalf("reopened with %d records, want 5", len(r.Previous))
+	}
+	r.Append(sample(5))
+	r.Close()
+	recs, damaged, err := Read(path)
+	if err != nil || damaged != 0 || len(recs) != 6 {
+		t.Fatalf("Read: %d records, %d damaged, %v", len(recs), damaged, err)
+	}
+	for i, rec := range recs {
+		want := sample(i)
+		want.N = uint64(i)
+		if !reflect.DeepEqual(rec, want) {
+			t.Errorf("record %d:\n got %+v\nwant %+v", i, rec, want)
+		}
+	}
+}
+
+// A ring that wrapped many times reads its last slots' worth, in order.
+func TestWrapReadsInOrder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "flight")
+	r := open(t, path, MinSize)
+	for i := range 1000 {
+		if err := r.Append(sample(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.Close()
+	recs, _, err := Read(path)
+	if err != nil || len(recs) != 16 {
+		t.Fatalf("%d records, %v; want 16", len(recs), err)
+	}
+	for i, rec := range recs {
+		if rec.N != uint64(984+i) || !rec.Time.Equal(sample(984+i).Time) {
+			t.Errorf("record %d is number %d at %v", i, rec.N, rec.Time)
+		}
+	}
+}
+
+// A torn, a zeroed and a bit-flipped slot are skipped; the others read,
+// and a truncated file reads up to its end.
+func TestDamagedSlotsSkipped(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "flight")
+	r := open(t, path, MinSize)
+	for i := range 10 {
+		r.Append(sample(i))
+	}
+	r.Close()
+	data, _ := os.ReadFile(path)
+	slot := func(i int) []byte { return data[headerSize+i*SlotSize : headerSize+(i+1)*SlotSize] }
+	clear(slot(2)[100:]) // torn: the second half never written
+	clear(slot(4))       // zeroed
+	slot(6)[40] ^= 0x10  // one bit flipped
+	recs, damaged, err := Decode(data)
+	if err != nil || len(recs) != 7 || damaged != 2 {
+		t.Errorf("%d records, %d damaged (%v); want 7 and 2 (the zeroed slot is empty)", len(recs), damaged, err)
+	}
+	recs, _, err = Decode(data[:headerSize+5*SlotSize+100])
+	if err != nil || len(recs) != 3 {
+		t.Errorf("truncated: %d records (%v), want 3", len(recs), err)
+	}
+	if _, _, err := Decode(make([]byte, 8192)); !errors.Is(err, ErrNotFlight) {
+		t.Errorf("zeroed file: %v, want ErrNotFlight", err)
+	}
+}
+
+// A second writer on the same file is refused; the first keeps writing.
+func TestSecondWriterRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "flight")
+	r := open(t, path, MinSize)
+	defer r.Close()
+	if _, err := Open(path, MinSize); !errors.Is(err, ErrLocked) {
+		t.Errorf("second Open: %v, want ErrLocked", err)
+	}
+	if err := r.Append(sample(0)); err != nil {
+		t.Errorf("first writer after the refusal: %v", err)
+	}
+}
+
+func TestReadOnlyDirectory(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root writes into a read-only directory")
+	}
+	dir := t.TempDir()
+	os.Chmod(dir, 0o500)
+	defer os.Chmod(dir, 0o700)
+	if _, err := Open(filepath.Join(dir, "flight"), MinSize); err == nil {
+		t.Error("Open in a read-only directory succeeded")
+	}
+}
+
+type fullDisk struct{}
+
+func (fullDisk) WriteAt([]byte, int64) (int, error) { return 0, syscall.ENOSPC }
+func (fullDisk) Sync() error                        { return syscall.ENOSPC }
+func (fullDisk) Close() error                       { return nil }
+
+// A full disk fails the write with its error and numbers nothing.
+func TestFullDisk(t *testing.T) {
+	r := &Ring{f: fullDisk{}, slots: 16, buf: make([]byte, SlotSize)}
+	if err := r.Append(sample(0)); !errors.Is(err, syscall.ENOSPC) || r.next != 0 {
+		t.Errorf("Append on a full disk: %v, next %d", err, r.next)
+	}
+}
+
+func TestSizeBounds(t *testing.T) {
+	for _, size := range []uint64{0, MinSize - 1, MaxSize + 1} {
+		if _, err := Open(filepath.Join(t.TempDir(), "f"), size); err == nil {
+			t.Errorf("size %d accepted", size)
+		}
+	}
+}
+
+// The verdict names the pool's low, the kernel events in order and how
+// the boot ended.
+func TestVerdict(t *testing.T) {
+	var recs []Record
+	for i := range 24 {
+		r := sample(i)
+		r.Pool.Usable = u64(uint64(24-i) << 28)
+		r.Kernel.DriverOutOfMemory = 0
+		if i >= 20 {
+			r.Kernel.DriverOutOfMemory = 3
+		}
+		recs = append(recs, r)
+	}
+	other := sample(30)
+	other.Boot = [16]byte{9}
+	boots := Boots(append(recs, other))
+	if len(boots) != 2 || boots[0].Clean() {
+		t.Fatalf("boots %d, first clean %v", len(boots), boots[0].Clean())
+	}
+	got := Verdict(boots[0], 10*time.Minute, time.UTC)
+	want := "the pool ran out: usable 0.2 GiB at 22:15:15, the GPU driver failed an allocation (NV_ERR_NO_MEMORY) ×3 at 22:15:00, nothing recorded after 22:15:15"
+	if got != want {
+		t.Errorf("verdict\n got %q\nwant %q", got, want)
+	}
+	recs[len(recs)-1].Clean = true
+	if v := Verdict(Boots(recs)[0], 10*time.Minute, time.UTC); !strings.HasSuffix(v, "the exporter stopped cleanly at 22:15:15") {
+		t.Errorf("clean verdict %q", v)
+	}
+}
+
+// Whatever the file holds, Decode returns without a panic, and what it
+// returns is bounded.
+func FuzzDecode(f *testing.F) {
+	path := filepath.Join(f.TempDir(), "flight")
+	r, err := Open(path, MinSize)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for i := range 20 {
+		r.Append(sample(i))
+	}
+	r.Close()
+	data, _ := os.ReadFile(path)
+	f.Add(data)
+	f.Add(data[:headerSize+3*SlotSize+7])
+	f.Add(header(1 << 40))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		recs, damaged, err := Decode(data)
+		if err != nil {
+			return
+		}
+		if len(recs)+damaged > len(data)/SlotSize {
+			t.Errorf("%d records and %d damaged from %d bytes", len(recs), damaged, len(data))
+		}
+		for _, rec := range recs {
+			if len(rec.Workloads) > MaxWorkloads || (rec.Kernel != nil && len(rec.Kernel.Xid) > MaxXid) {
+				t.Errorf("record out of bounds: %+v", rec)
+			}
+		}
+	})
+}
+
+// One record: encoded, written and made durable, as the recorder does at
+// every interval.
+func BenchmarkAppendSync(b *testing.B) {
+	r, err := Open(filepath.Join(b.TempDir(), "flight"), 1<<20)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	rec := sample(1)
+	for b.Loop() {
+		if err := r.Append(rec); err != nil {
+			b.Fatal(err)
+		}
+		if err := r.Sync(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(encode(nil, rec))), "bytes/record")
+}

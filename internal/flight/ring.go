@@ -1,0 +1,275 @@
+package flight
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"sort"
+	"syscall"
+)
+
+// The file is a header block, then fixed-size slots, record n in slot
+// n mod slots. Each slot is
+//
+//	magic (2 bytes) | payload length (2) | record number (8) | CRC-32C (4) | payload
+//
+// the CRC over the length, the number and the payload. A slot cut by a
+// power cut or a kill mid-write, zeroed, or flipped fails its CRC and is
+// skipped on read; every other slot still reads. Writing one slot never
+// touches another.
+const (
+	headerSize = 4096
+	// SlotSize holds the largest record encode writes (about 330 bytes:
+	// MaxWorkloads and MaxXid bound it) with room to spare.
+	SlotSize   = 512
+	slotHeader = 16
+	// MinSize is the smallest ring: the header and 16 slots.
+	MinSize = headerSize + 16*SlotSize
+	// MaxSize bounds the ring (and the memory a report reads it with).
+	MaxSize = 1 << 30
+)
+
+var (
+	fileMagic  = [8]byte{'S', 'P', 'K', 'F', 'L', 'T', '0', '1'}
+	slotMagic  = [2]byte{'F', 'R'}
+	castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+	// ErrLocked is Open's error when another process writes the file.
+	ErrLocked = errors.New("another process (a second exporter?) holds the flight file")
+	// ErrNotFlight is the error for a file that is not a flight ring.
+	ErrNotFlight = errors.New("not a flight recorder file")
+)
+
+// writeFile is what a Ring writes through: an *os.File, or a fault
+// injector in tests.
+type writeFile interface {
+	io.WriterAt
+	Sync() error
+	Close() error
+}
+
+// Ring appends records to a flight file. It is not safe for concurrent use.
+type Ring struct {
+	f     writeFile
+	slots uint64
+	next  uint64
+	buf   []byte
+	// Previous is what the file held when it was opened.
+	Previous []Record
+}
+
+// Open opens (creating, mode 0640) the ring at path, of size bytes
+// (rounded down to whole slots), and locks it: a second writer gets
+// ErrLocked. A file of another size or layout is laid out afresh. What
+// the file held is in Previous.
+func Open(path string, size uint64) (*Ring, error) {
+	if size < MinSize || size > MaxSize {
+		return nil, fmt.Errorf("flight: size %d outside %d..%d", size, MinSize, MaxSize)
+	}
+	slots := (size - headerSize) / SlotSize
+	size = headerSize + slots*SlotSize
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_CLOEXEC, 0o640)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, ErrLocked
+		}
+		return nil, err
+	}
+	// Never more than owner read-write, group read, whatever the file
+	// was created with before.
+	if err := f.Chmod(0o640); err != nil {
+		f.Close()
+		return nil, err
+	}
+	r := &Ring{f: f, slots: slots, buf: make([]byte, SlotSize)}
+	data, err := io.ReadAll(io.LimitReader(f, MaxSize))
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if hs, ok := parseHeader(data); ok && hs == slots && uint64(len(data)) == size {
+		var last uint64
+		r.Previous, last = decodeSlots(data[headerSize:], slots)
+		if len(r.Previous) > 0 {
+			r.next = last + 1
+		}
+		return r, nil
+	}
+	// A new file, or one laid out for another size: start afresh. The
+	// whole ring is allocated now, so that a full disk shows here and
+	// not at a write in the middle of the night.
+	if err := f.Truncate(0); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := syscall.Fallocate(int(f.Fd()), 0, 0, int64(size)); err != nil {
+		if !errors.Is(err, syscall.EOPNOTSUPP) {
+			f.Close()
+			return nil, err
+		}
+		if err := f.Truncate(int64(size)); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	if _, err := f.WriteAt(header(slots), 0); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func header(slots uint64) []byte {
+	h := make([]byte, 24, 28)
+	copy(h, fileMagic[:])
+	binary.LittleEndian.PutUint32(h[8:], 1)
+	binary.LittleEndian.PutUint32(h[12:], SlotSize)
+	binary.LittleEndian.PutUint64(h[16:], slots)
+	return binary.LittleEndian.AppendUint32(h, crc32.Checksum(h, castagnoli))
+}
+
+// parseHeader returns the slot count of a valid header.
+func parseHeader(data []byte) (uint64, bool) {
+	if len(data) < 28 || [8]byte(data[:8]) != fileMagic ||
+		crc32.Checksum(data[:24], castagnoli) != binary.LittleEndian.Uint32(data[24:]) ||
+		binary.LittleEndian.Uint32(data[8:]) != 1 || binary.LittleEndian.Uint32(data[12:]) != SlotSize {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint64(data[16:]), true
+}
+
+// Append writes rec into the next slot. It does not sync: the caller
+// decides when (Sync).
+func (r *Ring) Append(rec Record) error {
+	payload := encode(r.buf[slotHeader:slotHeader], rec)
+	if len(payload) > SlotSize-slotHeader {
+		return errors.New("flight: record larger than a slot")
+	}
+	clear(r.buf[slotHeader+len(payload):])
+	slot := r.buf
+	copy(slot, slotMagic[:])
+	binary.LittleEndian.PutUint16(slot[2:], uint16(len(payload)))
+	binary.LittleEndian.PutUint64(slot[4:], r.next)
+	binary.LittleEndian.PutUint32(slot[12:], slotCRC(slot))
+	off := int64(headerSize + (r.next%r.slots)*SlotSize)
+	if _, err := r.f.WriteAt(slot, off); err != nil {
+		return err
+	}
+	r.next++
+	return nil
+}
+
+func slotCRC(slot []byte) uint32 {
+	n := binary.LittleEndian.Uint16(slot[2:])
+	crc := crc32.Update(0, castagnoli, slot[2:12])
+	return crc32.Update(crc, castagnoli, slot[slotHeader:slotHeader+int(n)])
+}
+
+// Sync makes the records appended so far durable (fdatasync).
+func (r *Ring) Sync() error {
+	if f, ok := r.f.(*os.File); ok {
+		return syscall.Fdatasync(int(f.Fd()))
+	}
+	return r.f.Sync()
+}
+
+// Close closes the file, releasing the lock.
+func (r *Ring) Close() error { return r.f.Close() }
+
+// Read reads every intact record of the flight file at path, oldest first,
+// and how many slots held a damaged record. It takes no lock: a running
+// exporter's file reads as of now.
+func Read(path string) ([]Record, int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
+	if err != nil {
+		return nil, 0, err
+	}
+	recs, damaged, err := Decode(data)
+	return recs, damaged, err
+}
+
+// Decode reads a flight file's bytes: its intact records, oldest first,
+// and the count of damaged slots. Only a file that is not a flight file
+// (its header wrong) is an error; a truncated file reads up to its end.
+func Decode(data []byte) ([]Record, int, error) {
+	slots, ok := parseHeader(data)
+	if !ok || len(data) > MaxSize {
+		return nil, 0, ErrNotFlight
+	}
+	body := data[min(len(data), headerSize):]
+	slots = min(slots, uint64(len(body)/SlotSize))
+	recs, _ := decodeSlots(body, slots)
+	damaged := 0
+	for i := range slots {
+		slot := body[i*SlotSize : (i+1)*SlotSize]
+		if !isEmpty(slot) && !slotOK(slot) {
+			damaged++
+		}
+	}
+	return recs, damaged, nil
+}
+
+func isEmpty(slot []byte) bool {
+	for _, b := range slot[:slotHeader] {
+		if b != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func slotOK(slot []byte) bool {
+	n := binary.LittleEndian.Uint16(slot[2:])
+	return [2]byte(slot[:2]) == slotMagic && int(n) <= SlotSize-slotHeader &&
+		slotCRC(slot) == binary.LittleEndian.Uint32(slot[12:])
+}
+
+// decodeSlots reads the intact slots, ordered by record number, and the
+// highest number read. A slot holding a number that does not belong to it
+// (n mod slots) is damaged too.
+func decodeSlots(body []byte, slots uint64) ([]Record, uint64) {
+	type numbered struct {
+		n   uint64
+		rec Record
+	}
+	var got []numbered
+	for i := range slots {
+		slot := body[i*SlotSize : (i+1)*SlotSize]
+		if !slotOK(slot) {
+			continue
+		}
+		n := binary.LittleEndian.Uint64(slot[4:])
+		if n%slots != i {
+			continue
+		}
+		rec, err := decode(slot[slotHeader : slotHeader+int(binary.LittleEndian.Uint16(slot[2:]))])
+		if err != nil {
+			continue
+		}
+		got = append(got, numbered{n, rec})
+	}
+	sort.Slice(got, func(i, j int) bool { return got[i].n < got[j].n })
+	recs := make([]Record, len(got))
+	var last uint64
+	for i, g := range got {
+		g.rec.N = g.n
+		recs[i], last = g.rec, g.n
+	}
+	return recs, last
+}
