@@ -180,14 +180,18 @@ func newServer(mux *http.ServeMux, f *serveFlags) *http.Server {
 	return &http.Server{
 		// Only GET and HEAD, on every endpoint, an endpoint added to
 		// the mux included: a scrape reads.
-		Handler:           readonly.Handler(mux),
+		// Every response made whole before it is sent (whole), one
+		// at a time on a connection (oneAnswerAtATime).
+		Handler:           readonly.Handler(oneAnswerAtATime(whole(mux))),
+		ConnContext:       withConn,
 		ReadHeaderTimeout: min(*f.webReadTimeout, requestHeaderTimeout),
 		ReadTimeout:       *f.webReadTimeout,
 		// Which connections wait for a request: those may be closed
 		// to make room (serveBounded).
 		ConnState: connlimit.Track,
-		// A response not taken within a minute is given up: a
-		// scrape answers within its read deadlines.
+		// A request not answered within a minute is given up: a
+		// scrape answers within its read deadlines. The response,
+		// once made, has responseWriteTimeout (whole).
 		WriteTimeout: time.Minute,
 		IdleTimeout:  *f.idleTimeout,
 	}
