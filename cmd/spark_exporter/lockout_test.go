@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -184,6 +185,14 @@ func TestHostileClientsDoNotLockOutScrapes(t *testing.T) {
 						t.Errorf("scrape %d beside %d hostile clients: %v", scrape, hostileClients, err)
 					case resp.StatusCode != http.StatusOK:
 						t.Errorf("scrape %d beside %d hostile clients: %s", scrape, hostileClients, resp.Status)
+					}
+				}
+				// Peak memory, for docs/robustness.md: a figure, not a test.
+				if status, err := os.ReadFile("/proc/" + strconv.Itoa(p.PID()) + "/status"); err == nil {
+					for _, line := range strings.Split(string(status), "\n") {
+						if strings.HasPrefix(line, "VmHWM:") {
+							t.Log("exporter's peak RSS:", strings.TrimSpace(strings.TrimPrefix(line, "VmHWM:")))
+						}
 					}
 				}
 			})

@@ -66,8 +66,9 @@ func addServeFlags(cmd *kingpin.CmdClause) *serveFlags {
 		"The number of CPUs Go code runs on at once (GOMAXPROCS).").Envar("GOMAXPROCS").Default("1"), 1, 1<<16)
 	f.maxConnections = cliflag.Int(cmd.Flag("web.max-connections",
 		"Maximum number of open client connections. Each holds a file descriptor, which the collectors need too. "+
-			"At the limit, a connection that has sent no request for a second is closed to make room (the oldest of "+
-			"the client holding the most); when all are being answered, more wait to be accepted.").Default("64"), 1, 1<<20)
+			"At the limit, one holding its place without use is closed to make room (idle between requests, new and silent "+
+			"for a second, or a request that has moved no byte for a second; of the client holding the most, idle first, "+
+			"then the oldest); when all are being answered, more wait to be accepted.").Default("64"), 1, 1<<20)
 	f.webReadTimeout = cliflag.Duration(cmd.Flag("web.read-timeout",
 		"Deadline for reading a whole request, headers included; a client slower than this is disconnected.").Default("10s"))
 	f.idleTimeout = cliflag.Duration(cmd.Flag("web.idle-timeout",

@@ -10,8 +10,8 @@
 // without use: one idle between requests (its client has its answers),
 // one that has sent nothing for a while, or one whose request has moved
 // no byte for a while (a promised body that never comes, a response the
-// client does not take). Never one being answered, nor a new one within
-// its grace. Of those, it closes one of the client (remote address) that
+// client does not take). Never one whose request is moving bytes, nor a
+// new one within its grace. Of those, it closes one of the client (remote address) that
 // holds the most, idle before stalled, oldest first: one client's pile of
 // connections goes first, whatever its address, and keep-alive clients
 // that keep asking cheap requests cannot keep a scrape out.
