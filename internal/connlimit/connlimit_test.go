@@ -193,3 +193,38 @@ func TestStalledRequestsMakeRoom(t *testing.T) {
 		t.Error("the oldest stalled request was not the one closed")
 	}
 }
+
+// Unsent tells what the server wrote that the client has not taken: none
+// on a new connection, some once the server has written more than a
+// client that never reads can hold.
+func TestUnsentCountsAnAnswerNotTaken(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := New(inner, 4)
+	defer l.Close()
+	client := dial(t, inner.Addr().String())
+	client.(*net.TCPConn).SetReadBuffer(4096)
+	server, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	if n, ok := Unsent(server); !ok || n != 0 {
+		t.Errorf("a new connection: Unsent %d, %v; want 0, true", n, ok)
+	}
+	// Written until the kernel's buffers are full: the write times out.
+	server.SetWriteDeadline(time.Now().Add(time.Second))
+	for {
+		if _, err := server.Write(make([]byte, 64<<10)); err != nil {
+			break
+		}
+	}
+	if n, ok := Unsent(server); !ok || n == 0 {
+		t.Errorf("a connection whose client reads nothing: Unsent %d, %v; want some", n, ok)
+	}
+	if _, ok := Unsent(client); ok {
+		t.Error("Unsent answered for a connection that is not a Listener's")
+	}
+}
