@@ -219,8 +219,8 @@ type connKey struct{}
 
 // oneAnswerAtATime answers 503, and closes the connection, to an HTTP/1
 // request asked before the client took the previous answer on its
-// connection: a client that pipelines scrapes and never reads them made
-// the exporter gather every one, its connections together taking every
+// connection: otherwise a client that pipelines scrapes and never reads
+// them has every one gathered, its connections together taking every
 // --web.max-requests slot. A scraper reads an answer before it asks again
 // (Prometheus does not pipeline), and is never refused by this.
 // (HTTP/2 sends several answers at once on a connection: it is left alone.)
@@ -256,10 +256,9 @@ var responseBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // whole makes every response in memory, then sends it within
 // responseWriteTimeout. The --web.max-requests slot (limit, inside next)
-// is then given back before the network write: a client that pipelines
-// scrapes and never reads its answers used to hold a slot, and the
-// scrape's gathered metrics, for as long as the server's write timeout,
-// until every slot was held. A connection is answered one request at a
+// is then given back before the network write: otherwise a client that
+// does not read its answers holds a slot, and the scrape's gathered
+// metrics, for as long as the server's write timeout. A connection is answered one request at a
 // time, so what the buffers hold is bounded by --web.max-connections.
 func whole(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

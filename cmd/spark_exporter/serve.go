@@ -187,8 +187,8 @@ func newServer(mux *http.ServeMux, f *serveFlags) *http.Server {
 		ConnContext:       withConn,
 		ReadHeaderTimeout: min(*f.webReadTimeout, requestHeaderTimeout),
 		ReadTimeout:       *f.webReadTimeout,
-		// Which connections wait for a request: those may be closed
-		// to make room (serveBounded).
+		// What each connection is doing (new, answered, idle): which
+		// may be closed to make room (serveBounded).
 		ConnState: connlimit.Track,
 		// A request not answered within a minute is given up: a
 		// scrape answers within its read deadlines. The response,
@@ -200,7 +200,8 @@ func newServer(mux *http.ServeMux, f *serveFlags) *http.Server {
 
 // requestHeaderTimeout bounds the wait for a request's headers: a scraper
 // sends them at once, so a connection silent for seconds is one holding a
-// slot (a body, which no endpoint reads, is under --web.read-timeout).
+// slot (a body, which no endpoint reads, is refused without waiting for
+// it: readonly).
 const requestHeaderTimeout = 5 * time.Second
 
 // serveBounded serves on the --web.listen-address listeners, each accepting

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -62,12 +61,12 @@ func checkWebConfigLimits(path string) error {
 		} `yaml:"tls_server_config"`
 		Users map[string]string `yaml:"basic_auth_users"`
 	}
-	data, err := readBounded(path, maxTLSFileSize)
-	if err != nil {
-		return errors.New("the file: " + hostfs.WithoutPath(err).Error())
+	if err := checkRegularFile(path, maxTLSFileSize); err != nil {
+		return errors.New("the file: " + err.Error())
 	}
-	if yaml.Unmarshal(data, &c) != nil {
-		return nil
+	data, err := os.ReadFile(path)
+	if err != nil || yaml.Unmarshal(data, &c) != nil {
+		return nil // Validate says why
 	}
 	for _, f := range []struct{ value, setting string }{
 		{c.TLS.Cert, "cert_file"}, {c.TLS.Key, "key_file"}, {c.TLS.CA, "client_ca_file"},
@@ -115,19 +114,6 @@ func checkRegularFile(path string, limit int64) error {
 		return fmt.Errorf("%d bytes, more than the %d a certificate, key or CA bundle needs", info.Size(), limit)
 	}
 	return nil
-}
-
-// readBounded reads a regular file of at most limit bytes.
-func readBounded(path string, limit int64) ([]byte, error) {
-	if err := checkRegularFile(path, limit); err != nil {
-		return nil, err
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, limit+1))
 }
 
 // redactWebConfigPaths replaces in msg the web config's path and the

@@ -15,8 +15,8 @@ import (
 // No endpoint reads a body (RFC 9110, section 9.3.1: a GET's content has
 // no defined meaning), and the server, to keep the connection, reads one
 // it was promised before it answers: a Content-Length whose bytes never
-// come held the request, and any --web.max-requests slot it had taken,
-// until the read deadline. The refusal does not wait for the body: the
+// come would hold the request, and any --web.max-requests slot it had
+// taken, until the read deadline. The refusal does not wait for the body: the
 // read deadline ends at once and the connection is closed after the
 // answer.
 func Handler(next http.Handler) http.Handler {
