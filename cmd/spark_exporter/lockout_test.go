@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -96,8 +97,11 @@ func squatter(conn net.Conn, ready func(), stop <-chan struct{}) {
 }
 
 // attack runs hostileClients clients of one kind against addr, each
-// reconnecting every attackPace once its connection fails, until the
-// test ends; it returns once every one has attacked once.
+// reconnecting once its connection fails, until the test ends; it returns
+// once every one has attacked once. Connections and reconnections are
+// spread over attackPace and more, at random: holding is what is tested,
+// not 64 scrapes asked at the same instant, which --web.max-requests
+// answers 503 by design.
 func attack(t *testing.T, addr string, kind hostile) {
 	t.Helper()
 	stop := make(chan struct{})
@@ -110,6 +114,11 @@ func attack(t *testing.T, addr string, kind hostile) {
 			var once sync.Once
 			ready := func() { once.Do(started.Done) }
 			defer ready()
+			select {
+			case <-stop:
+				return
+			case <-time.After(rand.N(attackPace)):
+			}
 			for {
 				if conn, err := net.DialTimeout("tcp", addr, 10*time.Second); err == nil {
 					if tc, ok := conn.(*net.TCPConn); ok {
@@ -122,7 +131,7 @@ func attack(t *testing.T, addr string, kind hostile) {
 				select {
 				case <-stop:
 					return
-				case <-time.After(attackPace):
+				case <-time.After(attackPace + rand.N(2*attackPace)):
 				}
 			}
 		}()
