@@ -17,6 +17,7 @@ require (
 	github.com/prometheus/procfs v0.23.0
 	github.com/tjhop/slog-gokit v0.2.2
 	go.yaml.in/yaml/v3 v3.0.6
+	golang.org/x/crypto v0.58.0
 	golang.org/x/text v0.43.0
 )
 
@@ -39,7 +40,6 @@ require (
 	github.com/pandatix/go-abnf v0.5.5 // indirect
 	github.com/xhit/go-str2duration/v2 v2.1.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.5 // indirect
-	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/oauth2 v0.38.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect

@@ -1,9 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
+	"strconv"
+	"sync"
+	"time"
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
@@ -15,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/spark-exporter/spark_exporter/collector"
+	"github.com/spark-exporter/spark_exporter/internal/connlimit"
 	"github.com/spark-exporter/spark_exporter/internal/processcollector"
 )
 
@@ -205,3 +212,101 @@ type errorLogger struct{ logger log.Logger }
 func (l errorLogger) Println(v ...any) {
 	level.Error(l.logger).Log("msg", "serving metrics", "err", fmt.Sprint(v...))
 }
+
+// connKey is the request context's key for its connection (newServer's
+// ConnContext).
+type connKey struct{}
+
+// oneAnswerAtATime answers 503, and closes the connection, to an HTTP/1
+// request asked before the client took the previous answer on its
+// connection: otherwise a client that pipelines scrapes and never reads
+// them has every one gathered, its connections together taking every
+// --web.max-requests slot. A scraper reads an answer before it asks again
+// (Prometheus does not pipeline), and is never refused by this.
+// (HTTP/2 sends several answers at once on a connection: it is left alone.)
+func oneAnswerAtATime(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if nc, ok := r.Context().Value(connKey{}).(net.Conn); ok && r.ProtoMajor == 1 {
+			if unsent, ok := connlimit.Unsent(nc); ok && unsent > 0 {
+				w.Header().Set("Connection", "close")
+				http.Error(w, "The previous answer on this connection has not been read: read each answer before asking again.",
+					http.StatusServiceUnavailable)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// withConn is the server's ConnContext: it keeps each request's
+// connection, for oneAnswerAtATime.
+func withConn(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, c)
+}
+
+// responseWriteTimeout bounds the sending of a response, once it is ready:
+// a scrape's response is tens of KB, which any client that reads takes in
+// well under this; one that does not read is given up.
+const responseWriteTimeout = 10 * time.Second
+
+// maxPooledResponse is the largest response buffer kept for the next one.
+const maxPooledResponse = 4 << 20
+
+var responseBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// whole makes every response in memory, then sends it within
+// responseWriteTimeout. The --web.max-requests slot (limit, inside next)
+// is then given back before the network write: otherwise a client that
+// does not read its answers holds a slot, and the scrape's gathered
+// metrics, for as long as the server's write timeout. A connection is answered one request at a
+// time, so what the buffers hold is bounded by --web.max-connections.
+func whole(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		buf := responseBuffers.Get().(*bytes.Buffer)
+		defer func() {
+			if buf.Cap() <= maxPooledResponse {
+				buf.Reset()
+				responseBuffers.Put(buf)
+			}
+		}()
+		rec := &recorder{ResponseWriter: w, body: buf}
+		next.ServeHTTP(rec, r)
+		if rec.status == 0 {
+			rec.status = http.StatusOK
+		}
+		if buf.Len() > 0 && w.Header().Get("Content-Length") == "" && w.Header().Get("Transfer-Encoding") == "" {
+			w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+		}
+		// Not supported only by a writer that is not the server's.
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(responseWriteTimeout))
+		w.WriteHeader(rec.status)
+		w.Write(buf.Bytes())
+	})
+}
+
+// recorder keeps a response's status and body; its headers are those of
+// the response it stands for, which are sent only with the status.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	body   *bytes.Buffer
+}
+
+func (r *recorder) WriteHeader(status int) {
+	if r.status == 0 {
+		r.status = status
+	}
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.body.Write(p)
+}
+
+// Flush does nothing: the response is sent whole.
+func (r *recorder) Flush() {}
+
+// Unwrap lets http.ResponseController reach the connection's deadlines.
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

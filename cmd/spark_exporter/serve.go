@@ -66,8 +66,9 @@ func addServeFlags(cmd *kingpin.CmdClause) *serveFlags {
 		"The number of CPUs Go code runs on at once (GOMAXPROCS).").Envar("GOMAXPROCS").Default("1"), 1, 1<<16)
 	f.maxConnections = cliflag.Int(cmd.Flag("web.max-connections",
 		"Maximum number of open client connections. Each holds a file descriptor, which the collectors need too. "+
-			"At the limit, a connection that has sent no request for a second is closed to make room (the oldest of "+
-			"the client holding the most); when all are being answered, more wait to be accepted.").Default("64"), 1, 1<<20)
+			"At the limit, one holding its place without use is closed to make room (idle between requests, new and silent "+
+			"for a second, or a request that has moved no byte for a second; of the client holding the most, idle first, "+
+			"then the oldest); when all are being answered, more wait to be accepted.").Default("64"), 1, 1<<20)
 	f.webReadTimeout = cliflag.Duration(cmd.Flag("web.read-timeout",
 		"Deadline for reading a whole request, headers included; a client slower than this is disconnected.").Default("10s"))
 	f.idleTimeout = cliflag.Duration(cmd.Flag("web.idle-timeout",
@@ -183,14 +184,18 @@ func newServer(mux *http.ServeMux, f *serveFlags) *http.Server {
 	return &http.Server{
 		// Only GET and HEAD, on every endpoint, an endpoint added to
 		// the mux included: a scrape reads.
-		Handler:           readonly.Handler(mux),
+		// Every response made whole before it is sent (whole), one
+		// at a time on a connection (oneAnswerAtATime).
+		Handler:           readonly.Handler(oneAnswerAtATime(whole(mux))),
+		ConnContext:       withConn,
 		ReadHeaderTimeout: min(*f.webReadTimeout, requestHeaderTimeout),
 		ReadTimeout:       *f.webReadTimeout,
-		// Which connections wait for a request: those may be closed
-		// to make room (serveBounded).
+		// What each connection is doing (new, answered, idle): which
+		// may be closed to make room (serveBounded).
 		ConnState: connlimit.Track,
-		// A response not taken within a minute is given up: a
-		// scrape answers within its read deadlines.
+		// A request not answered within a minute is given up: a
+		// scrape answers within its read deadlines. The response,
+		// once made, has responseWriteTimeout (whole).
 		WriteTimeout: time.Minute,
 		IdleTimeout:  *f.idleTimeout,
 	}
@@ -198,7 +203,8 @@ func newServer(mux *http.ServeMux, f *serveFlags) *http.Server {
 
 // requestHeaderTimeout bounds the wait for a request's headers: a scraper
 // sends them at once, so a connection silent for seconds is one holding a
-// slot (a body, which no endpoint reads, is under --web.read-timeout).
+// slot (a body, which no endpoint reads, is refused without waiting for
+// it: readonly).
 const requestHeaderTimeout = 5 * time.Second
 
 // serveBounded serves on the --web.listen-address listeners, each accepting

@@ -202,6 +202,10 @@ func TestBadWebConfigRefusedAtStart(t *testing.T) {
 	}
 	cert, key, _ := selfSignedCert(t, dir)
 	otherCert, _, _ := selfSignedCert(t, t.TempDir())
+	huge := filepath.Join(dir, "huge.pem")
+	if err := os.WriteFile(huge, make([]byte, 2<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name, config string // config "" : the file does not exist
 		want         string
@@ -214,6 +218,12 @@ func TestBadWebConfigRefusedAtStart(t *testing.T) {
 		{"key of another certificate", "tls_server_config:\n  cert_file: " + otherCert + "\n  key_file: " + key + "\n", "private key does not match public key"},
 		{"key without certificate", "tls_server_config:\n  key_file: key.pem\n", "missing one of cert or cert_file"},
 		{"relative certificate path", "tls_server_config:\n  cert_file: nothere.pem\n  key_file: " + key + "\n", "failed to read cert_file"},
+		// Issue 38, item 11: an endless certificate took all memory; a hash
+		// of cost 31 made its user's first request never answer.
+		{"certificate from /dev/zero", "tls_server_config:\n  cert_file: /dev/zero\n  key_file: " + key + "\n", "cert_file: not a regular file"},
+		{"key from a directory", "tls_server_config:\n  cert_file: " + cert + "\n  key_file: " + dir + "\n", "key_file: not a regular file"},
+		{"certificate over 1 MiB", "tls_server_config:\n  cert_file: " + huge + "\n  key_file: " + key + "\n", "cert_file: 2097152 bytes, more than"},
+		{"bcrypt cost 31", "basic_auth_users:\n  " + scrapeUser + ": " + strings.Replace(scrapeHash, "$04$", "$31$", 1) + "\n", "bcrypt cost 31, more than 14"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(dir, "web.yml")
@@ -227,7 +237,7 @@ func TestBadWebConfigRefusedAtStart(t *testing.T) {
 			if !strings.Contains(out, "invalid --web.config.file") || !strings.Contains(out, tc.want) {
 				t.Errorf("the error does not name the flag and say %q:\n%s", tc.want, out)
 			}
-			for _, secret := range []string{"private-dir", cert, scrapePassword, "nothere.pem", "gone.pem"} {
+			for _, secret := range []string{"private-dir", cert, scrapePassword, scrapeUser, "nothere.pem", "gone.pem", "huge.pem"} {
 				if strings.Contains(out, secret) {
 					t.Errorf("the error carries %q:\n%s", secret, out)
 				}

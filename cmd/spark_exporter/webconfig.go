@@ -2,13 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/prometheus/exporter-toolkit/web"
 	"go.yaml.in/yaml/v3"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 )
@@ -23,8 +26,92 @@ func checkWebConfig(path string) error {
 	if path == "" {
 		return nil
 	}
+	if err := checkWebConfigLimits(path); err != nil {
+		return fmt.Errorf("invalid --web.config.file: %w", err)
+	}
 	if err := web.Validate(path); err != nil {
 		return fmt.Errorf("invalid --web.config.file: %s", redactWebConfigPaths(hostfs.WithoutPath(err).Error(), path))
+	}
+	return nil
+}
+
+// maxTLSFileSize bounds the certificate, key and client CA files: a
+// certificate chain and its key are a few KB, a system CA bundle (Debian's
+// ca-certificates.crt) about 220 KB. exporter-toolkit reads each whole, at
+// every connection, so /dev/zero or a multi-GB file would take all memory.
+const maxTLSFileSize = 1 << 20
+
+// maxBcryptCost bounds the cost of a basic_auth_users hash. Each step
+// doubles the work of checking a password: cost 14 takes about a second on
+// one core (10, the usual, 70 ms), 17 more than Prometheus's default 10 s
+// scrape timeout. exporter-toolkit checks one password at a time, so a
+// costlier hash stalls every authenticated request behind it.
+const maxBcryptCost = 14
+
+// checkWebConfigLimits refuses what exporter-toolkit's Validate accepts
+// but cannot serve: a TLS file that is not a regular file or is larger
+// than maxTLSFileSize, a bcrypt hash costlier than maxBcryptCost. A file
+// that does not parse, or a setting that is missing, is left to Validate.
+func checkWebConfigLimits(path string) error {
+	var c struct {
+		TLS struct {
+			Cert string `yaml:"cert_file"`
+			Key  string `yaml:"key_file"`
+			CA   string `yaml:"client_ca_file"`
+		} `yaml:"tls_server_config"`
+		Users map[string]string `yaml:"basic_auth_users"`
+	}
+	if err := checkRegularFile(path, maxTLSFileSize); err != nil {
+		return errors.New("the file: " + err.Error())
+	}
+	data, err := os.ReadFile(path)
+	if err != nil || yaml.Unmarshal(data, &c) != nil {
+		return nil // Validate says why
+	}
+	for _, f := range []struct{ value, setting string }{
+		{c.TLS.Cert, "cert_file"}, {c.TLS.Key, "key_file"}, {c.TLS.CA, "client_ca_file"},
+	} {
+		if f.value == "" {
+			continue
+		}
+		file := f.value
+		if !filepath.IsAbs(file) {
+			// exporter-toolkit reads a relative path from the config's directory.
+			file = filepath.Join(filepath.Dir(path), file)
+		}
+		if err := checkRegularFile(file, maxTLSFileSize); err != nil {
+			return errors.New(f.setting + ": " + err.Error())
+		}
+	}
+	users := make([]string, 0, len(c.Users))
+	for user := range c.Users {
+		users = append(users, user)
+	}
+	slices.Sort(users)
+	for i, user := range users {
+		// A hash that is not bcrypt is Validate's to refuse.
+		if cost, err := bcrypt.Cost([]byte(c.Users[user])); err == nil && cost > maxBcryptCost {
+			// The user is named by its place: a user name can be a secret too.
+			return fmt.Errorf("basic_auth_users: the hash of user %d of %d has bcrypt cost %d, more than %d: "+
+				"each step doubles the time a password check takes (about a second at 14); hash it again with a lower cost (10 is usual)", i+1, len(users), cost, maxBcryptCost)
+		}
+	}
+	return nil
+}
+
+// checkRegularFile refuses, without reading it, a file that is not a
+// regular file (a device, a FIFO, a directory) or is larger than limit.
+// A missing file is left to the caller's own error.
+func checkRegularFile(path string, limit int64) error {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil
+	}
+	if !info.Mode().IsRegular() {
+		return fmt.Errorf("not a regular file (%s)", info.Mode().Type())
+	}
+	if info.Size() > limit {
+		return fmt.Errorf("%d bytes, more than the %d a certificate, key or CA bundle needs", info.Size(), limit)
 	}
 	return nil
 }

@@ -6,24 +6,32 @@
 // connection over the limit wait in the kernel's queue until one closes:
 // 200 connections that never finish their headers then hold every slot
 // until the read deadline, and the scrapes queued behind them time out. A
-// Listener instead closes, to make room, a connection that is waiting for
-// a request — never one being answered — choosing the oldest of the
-// client (remote address) that holds the most: one client's pile of
-// stalled connections goes first, whatever its address.
+// Listener instead closes, to make room, a connection that holds its slot
+// without use: one idle between requests (its client has its answers),
+// one that has sent nothing for a while, or one whose request has moved
+// no byte for a while (a promised body that never comes, a response the
+// client does not take). Never one whose request is moving bytes, nor a
+// new one within its grace. Of those, it closes one of the client (remote address) that
+// holds the most, idle before stalled, oldest first: one client's pile of
+// connections goes first, whatever its address, and keep-alive clients
+// that keep asking cheap requests cannot keep a scrape out.
 package connlimit
 
 import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
+	"unsafe"
 )
 
 // DefaultGrace is how long a new connection has to send its request, and
-// an idle keep-alive connection waits, before it may be closed to make
+// a request under way may move no byte, before it may be closed to make
 // room: a client sends its request as soon as it has connected (a TLS
-// handshake takes milliseconds), so a connection silent this long is one
-// holding a slot.
+// handshake takes milliseconds) and reads its answer as it comes, so a
+// connection silent this long is one holding a slot.
 const DefaultGrace = time.Second
 
 // Listener accepts at most max connections open at once. Set the server's
@@ -59,16 +67,44 @@ type conn struct {
 	net.Conn
 	l      *Listener
 	client string
-	// waiting: no request under way (new, or idle between requests),
-	// since then; closed: its slot is free.
-	waiting bool
-	since   time.Time
-	closed  bool
+	state  state
+	// since: when the state began; closed: its slot is free.
+	since  time.Time
+	closed bool
+	// moved is when a read or write last moved a byte (Unix
+	// nanoseconds): a request under way that moves none is stalled.
+	moved atomic.Int64
 }
 
-// Accept waits for a connection; at the limit it closes a waiting one to
-// make room, or, when every connection is being answered, waits for one
-// to end (the new connection is then held, one descriptor beyond the
+// state is what a connection is doing, as far as room is concerned.
+type state int
+
+const (
+	fresh  state = iota // accepted, no request yet
+	active              // a request under way
+	idle                // answered, waiting for the next request
+)
+
+func (c *conn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.moved.Store(c.l.now().UnixNano())
+	}
+	return n, err
+}
+
+func (c *conn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if n > 0 {
+		c.moved.Store(c.l.now().UnixNano())
+	}
+	return n, err
+}
+
+// Accept waits for a connection; at the limit it closes one holding its
+// slot without use to make room (victim), or, when every connection is
+// being answered or is new, waits for one to end or to become one to
+// close (the new connection is then held, one descriptor beyond the
 // limit).
 func (l *Listener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
@@ -78,7 +114,8 @@ func (l *Listener) Accept() (net.Conn, error) {
 	for {
 		l.mu.Lock()
 		if len(l.open) < l.max {
-			wc := &conn{Conn: c, l: l, client: clientOf(c), waiting: true, since: l.now()}
+			wc := &conn{Conn: c, l: l, client: clientOf(c), state: fresh, since: l.now()}
+			wc.moved.Store(wc.since.UnixNano())
 			l.open[wc] = struct{}{}
 			l.mu.Unlock()
 			return wc, nil
@@ -104,30 +141,55 @@ func (l *Listener) Accept() (net.Conn, error) {
 	}
 }
 
-// victim is the connection to close for room: of the waiting ones past
-// their grace, the oldest of the client that holds the most connections.
-// Without one, wait is how long until a waiting one's grace ends (or a
-// while, when none is waiting).
+// victim is the connection to close for room, of those that may be
+// closed: idle ones, new ones past their grace, and requests under way
+// that have moved no byte for the grace. It is one of the client that
+// holds the most connections, idle before the others (its client loses
+// no request), then the one waiting or stalled the longest. Without one,
+// wait is how long until one may be.
 func (l *Listener) victim() (victim *conn, wait time.Duration) {
 	held := map[string]int{}
 	for c := range l.open {
 		held[c.client]++
 	}
 	now, wait := l.now(), time.Minute
+	var victimSince time.Time
 	for c := range l.open {
-		if !c.waiting {
-			continue
+		since := c.since
+		if c.state == active {
+			since = later(since, time.Unix(0, c.moved.Load()))
 		}
-		if left := c.since.Add(l.grace).Sub(now); left > 0 {
-			wait = min(wait, left)
-			continue
+		if c.state != idle {
+			if left := since.Add(l.grace).Sub(now); left > 0 {
+				wait = min(wait, left)
+				continue
+			}
 		}
-		if victim == nil || held[c.client] > held[victim.client] ||
-			held[c.client] == held[victim.client] && c.since.Before(victim.since) {
-			victim = c
+		if victim == nil || closesBefore(held[c.client], c.state, since, held[victim.client], victim.state, victimSince) {
+			victim, victimSince = c, since
 		}
 	}
 	return victim, wait
+}
+
+// closesBefore: of two connections that may be closed, whether the first
+// goes first: the one of the client holding more, then an idle one, then
+// the one waiting or stalled since longer.
+func closesBefore(held int, s state, since time.Time, otherHeld int, other state, otherSince time.Time) bool {
+	if held != otherHeld {
+		return held > otherHeld
+	}
+	if (s == idle) != (other == idle) {
+		return s == idle
+	}
+	return since.Before(otherSince)
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // release frees c's slot; under l.mu.
@@ -149,8 +211,8 @@ func (l *Listener) signal() {
 }
 
 // Track is the server's ConnState, for the connections of every Listener:
-// it notes which are waiting for a request (new, idle) and which are
-// being answered.
+// it notes which are new, which idle between requests and which being
+// answered.
 func Track(nc net.Conn, state http.ConnState) {
 	if t, ok := nc.(interface{ NetConn() net.Conn }); ok { // *tls.Conn
 		nc = t.NetConn()
@@ -164,13 +226,46 @@ func Track(nc net.Conn, state http.ConnState) {
 	defer l.mu.Unlock()
 	switch state {
 	case http.StateActive:
-		c.waiting = false
+		c.state, c.since = active, l.now()
 	case http.StateIdle:
-		c.waiting, c.since = true, l.now()
+		c.state, c.since = idle, l.now()
 		l.signal()
 	case http.StateClosed, http.StateHijacked:
 		l.release(c)
 	}
+}
+
+// Unsent is how many bytes of what the server wrote on nc, a connection
+// of a Listener (or TLS over one), the client has not acknowledged yet
+// (Linux's SIOCOUTQ); ok is false for any other connection or when the
+// kernel does not tell. A client that reads an answer before asking again
+// acknowledges it with its next request, at the latest: bytes still unsent
+// when it asks again are an answer it has not taken.
+func Unsent(nc net.Conn) (n int, ok bool) {
+	if t, isTLS := nc.(interface{ NetConn() net.Conn }); isTLS {
+		nc = t.NetConn()
+	}
+	c, isOurs := nc.(*conn)
+	if !isOurs {
+		return 0, false
+	}
+	sc, isSyscall := c.Conn.(syscall.Conn)
+	if !isSyscall {
+		return 0, false
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return 0, false
+	}
+	var queued int32
+	var errno syscall.Errno
+	if raw.Control(func(fd uintptr) {
+		// TIOCOUTQ is SIOCOUTQ on Linux.
+		_, _, errno = syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCOUTQ, uintptr(unsafe.Pointer(&queued)))
+	}) != nil || errno != 0 {
+		return 0, false
+	}
+	return int(queued), true
 }
 
 func (c *conn) Close() error {

@@ -10,15 +10,15 @@ import (
 )
 
 // serve serves handler on 127.0.0.1 behind a Listener of max connections
-// with no grace, and returns its address.
-func serve(t *testing.T, max int, handler http.Handler) string {
+// with the given grace, and returns its address.
+func serve(t *testing.T, max int, grace time.Duration, handler http.Handler) string {
 	t.Helper()
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	l := New(inner, max)
-	l.grace = 0
+	l.grace = grace
 	server := &http.Server{Handler: handler, ConnState: Track, ReadHeaderTimeout: time.Minute}
 	go server.Serve(l)
 	t.Cleanup(func() { server.Close() })
@@ -53,7 +53,7 @@ func get(t *testing.T, c net.Conn) *http.Response {
 // client's request is answered all the same, the stalled ones closed to
 // make room, oldest first.
 func TestStalledConnectionsMakeRoom(t *testing.T) {
-	addr := serve(t, 4, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	addr := serve(t, 4, 0, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	stalled := make([]net.Conn, 20)
 	for i := range stalled {
 		stalled[i] = dial(t, addr)
@@ -70,12 +70,12 @@ func TestStalledConnectionsMakeRoom(t *testing.T) {
 	}
 }
 
-// A connection being answered is never closed for room: the one over the
-// limit waits until an answer ends.
+// A connection being answered, within its grace, is never closed for
+// room: the one over the limit waits until an answer ends.
 func TestAnsweredConnectionsAreNotClosed(t *testing.T) {
 	release := make(chan struct{})
 	entered := make(chan struct{}, 2)
-	addr := serve(t, 2, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	addr := serve(t, 2, time.Hour, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/hold" {
 			entered <- struct{}{}
 			<-release
@@ -139,4 +139,92 @@ func TestCloseEndsAWaitingAccept(t *testing.T) {
 	}
 	close(release)
 	server.Close()
+}
+
+// closed reports whether the server closed c: a read ends (EOF, or a reset
+// since it left bytes unread), not at the deadline.
+func closed(c net.Conn) bool {
+	_, err := c.Read(make([]byte, 1))
+	ne, ok := err.(net.Error)
+	return err != nil && !(ok && ne.Timeout())
+}
+
+// Keep-alive connections that have had their answer are closed for room
+// even within their grace: clients that keep asking cheap requests never
+// stay idle for long, and used to keep a new client out for as long as
+// they kept asking.
+func TestIdleKeepAliveConnectionsMakeRoom(t *testing.T) {
+	addr := serve(t, 4, time.Hour, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	squatters := make([]net.Conn, 4)
+	for i := range squatters {
+		squatters[i] = dial(t, addr)
+		if resp := get(t, squatters[i]); resp.StatusCode != http.StatusOK {
+			t.Fatalf("squatter %d: %s", i, resp.Status)
+		}
+	}
+	if resp := get(t, dial(t, addr)); resp.StatusCode != http.StatusOK {
+		t.Errorf("a new request beside 4 idle keep-alive connections: %s", resp.Status)
+	}
+	if !closed(squatters[0]) {
+		t.Error("the oldest idle connection was not the one closed")
+	}
+}
+
+// Requests under way that move no byte past the grace — a promised body
+// that never comes — are closed for room; the new client is answered.
+func TestStalledRequestsMakeRoom(t *testing.T) {
+	entered := make(chan struct{}, 4)
+	addr := serve(t, 4, 0, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > 0 {
+			entered <- struct{}{}
+			io.Copy(io.Discard, r.Body) // waits for the body
+		}
+	}))
+	stalled := make([]net.Conn, 4)
+	for i := range stalled {
+		stalled[i] = dial(t, addr)
+		io.WriteString(stalled[i], "GET / HTTP/1.1\r\nHost: test\r\nContent-Length: 1000\r\n\r\n")
+		<-entered // being answered, not new
+	}
+	if resp := get(t, dial(t, addr)); resp.StatusCode != http.StatusOK {
+		t.Errorf("a new request beside 4 requests waiting for their body: %s", resp.Status)
+	}
+	if !closed(stalled[0]) {
+		t.Error("the oldest stalled request was not the one closed")
+	}
+}
+
+// Unsent tells what the server wrote that the client has not taken: none
+// on a new connection, some once the server has written more than a
+// client that never reads can hold.
+func TestUnsentCountsAnAnswerNotTaken(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := New(inner, 4)
+	defer l.Close()
+	client := dial(t, inner.Addr().String())
+	client.(*net.TCPConn).SetReadBuffer(4096)
+	server, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	if n, ok := Unsent(server); !ok || n != 0 {
+		t.Errorf("a new connection: Unsent %d, %v; want 0, true", n, ok)
+	}
+	// Written until the kernel's buffers are full: the write times out.
+	server.SetWriteDeadline(time.Now().Add(time.Second))
+	for {
+		if _, err := server.Write(make([]byte, 64<<10)); err != nil {
+			break
+		}
+	}
+	if n, ok := Unsent(server); !ok || n == 0 {
+		t.Errorf("a connection whose client reads nothing: Unsent %d, %v; want some", n, ok)
+	}
+	if _, ok := Unsent(client); ok {
+		t.Error("Unsent answered for a connection that is not a Listener's")
+	}
 }
