@@ -297,10 +297,10 @@ func (c *fabricCollector) Update(ch chan<- prometheus.Metric) error {
 				gauge(fabricRateDesc, p.RateBits, d.Name, p.Number)
 			}
 			if p.ReceiveBytes != nil {
-				counter(fabricReceiveDesc, float64(*p.ReceiveBytes), d.Name, p.Number)
+				counter(fabricReceiveDesc, *p.ReceiveBytes, d.Name, p.Number)
 			}
 			if p.TransmitBytes != nil {
-				counter(fabricTransmitDesc, float64(*p.TransmitBytes), d.Name, p.Number)
+				counter(fabricTransmitDesc, *p.TransmitBytes, d.Name, p.Number)
 			}
 			for _, e := range p.Errors {
 				counter(fabricErrorsDesc, float64(e.Value), d.Name, p.Number, e.Name)
@@ -320,11 +320,14 @@ func (c *fabricCollector) Update(ch chan<- prometheus.Metric) error {
 	return nil
 }
 
-// remember keeps a reading and the one before it.
+// remember keeps a reading and a copy of the one before it: a pointer
+// into the previous Fabric would keep that one, and its own previous,
+// alive, a chain of every reading.
 func (c *fabricCollector) remember(s fabric.Snapshot) {
 	next := &collected.Fabric{Latest: collected.FabricReading{At: c.now(), Snapshot: s}}
 	if prev := c.last.Load(); prev != nil {
-		next.Previous = &prev.Latest
+		previous := prev.Latest
+		next.Previous = &previous
 	}
 	c.last.Store(next)
 }

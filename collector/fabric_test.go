@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
@@ -309,7 +311,7 @@ func TestFabricKeepsItsLastTwoReadings(t *testing.T) {
 	if c.keep(&st); st.Fabric != nil {
 		t.Fatalf("a reading before the first scrape: %+v", st.Fabric)
 	}
-	rcv := func(r collected.FabricReading) uint64 {
+	rcv := func(r collected.FabricReading) float64 {
 		t.Helper()
 		for _, d := range r.Snapshot.Devices {
 			if d.Name == "rocep1s0f0" {
@@ -337,5 +339,49 @@ func TestFabricKeepsItsLastTwoReadings(t *testing.T) {
 	c.keep(&st)
 	if p := st.Fabric.Previous; p == nil || rcv(*p) != first || st.Fabric.Latest.At.Sub(p.At) != 15*time.Second || rcv(st.Fabric.Latest) != 12e9 {
 		t.Errorf("after two scrapes: %+v", st.Fabric)
+	}
+}
+
+// Issue 38, item 1: the reading kept as the previous one is a copy, so the
+// readings before it are garbage: a chain of every reading would grow the
+// exporter by ~5.7 KB a scrape.
+func TestFabricKeepsNoChainOfReadings(t *testing.T) {
+	c := newFabricCollector(sysFixture("spark-fabric"), 0, nopLogger())
+	defer c.Close()
+	if _, err := collect(t, c); err != nil {
+		t.Fatal(err)
+	}
+	first := weak.Make(c.last.Load())
+	for range 3 {
+		if _, err := collect(t, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.GC()
+	if first.Value() != nil {
+		t.Error("the first reading is still reachable three scrapes later")
+	}
+	if st := c.last.Load(); st.Previous == nil {
+		t.Error("no previous reading kept")
+	}
+}
+
+// Issue 38, item 9: a data counter of 2^62 words or more is 2^64 bytes or
+// more, not a wrapped 0 (a false reset).
+func TestFabricDataCountersDoNotWrap(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(sysFixture("spark-fabric"))); err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Join(dir, "class/infiniband/rocep1s0f0/ports/1/counters/port_xmit_data")
+	if err := os.WriteFile(name, []byte("4611686018427387904\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := fabricOn(t, dir, nopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := got[`spark_fabric_transmit_bytes_total{device="rocep1s0f0",port="1"}`]; v != 0x1p64 {
+		t.Errorf("2^62 words transmitted: %v bytes, want 2^64", v)
 	}
 }
