@@ -57,7 +57,7 @@ type Reader struct {
 	// Under fs.stuck.mu: the file being read (name, the set's key;
 	// shown, what an error calls it), whether the caller gave up on
 	// the batch, and whether it then put name in the set.
-	name, shown         string
+	name, shown       string
 	abandoned, marked bool
 }
 
