@@ -18,9 +18,10 @@ import (
 )
 
 // The pool collector reports the 128 GB unified memory pool that the GB10's
-// CPU and GPU share: the headroom a job may take (MemFree less a reserve,
-// which nvidia-smi cannot show), the page cache that eats it unseen, and the
-// signs of eviction (stalls, refaults, reclaim, OOM kills).
+// CPU and GPU share: the usable memory that falls with danger (MemAvailable
+// less free CMA pages), the headroom a new job may take (MemFree less free
+// CMA and a reserve, which nvidia-smi cannot show), the page cache that eats
+// it unseen, and the signs of eviction (stalls, refaults, reclaim, OOM kills).
 func init() {
 	registerCollector("pool", defaultEnabled, func(cliflag.FlagGroup) Factory {
 		return func(env Env) (Collector, error) {
@@ -42,14 +43,17 @@ func addPoolReserveFlag(fg cliflag.FlagGroup) *uint64 {
 var (
 	poolTotalDesc     = newDesc("spark_pool_total_bytes", "MemTotal: the unified CPU/GPU memory pool.")
 	poolFreeDesc      = newDesc("spark_pool_free_bytes", "MemFree: the free column of free(1), the figure to budget a job against.")
-	poolAvailableDesc = newDesc("spark_pool_available_bytes", "MemAvailable: the kernel's estimate of memory available without swapping, counting reclaimable cache.")
+	poolAvailableDesc = newDesc("spark_pool_available_bytes", "MemAvailable: the kernel's estimate of memory available without swapping, counting reclaimable cache (and free CMA pages).")
+	poolUsableDesc    = newDesc("spark_pool_usable_bytes", "max(0, MemAvailable - CmaFree): what an allocation that cannot use CMA pages (the GPU driver's pinned memory) can still get, reclaim included. The gauge that falls with danger.")
+	poolCMATotalDesc  = newDesc("spark_pool_cma_total_bytes", "CmaTotal: the kernel's contiguous memory area.")
+	poolCMAFreeDesc   = newDesc("spark_pool_cma_free_bytes", "CmaFree: free CMA pages, counted in MemFree and MemAvailable yet unusable for pinned, non-movable allocations.")
 	poolCacheDesc     = newDesc("spark_pool_page_cache_bytes", "Buffers + Cached + SReclaimable: the buff/cache column of free(1).")
 	poolFlushDesc     = newDesc("spark_pool_flushable_bytes", "Estimate of what dropping caches gives back: max(0, Buffers + Cached - Shmem - Mapped) + SReclaimable.")
 	poolMappedDesc    = newDesc("spark_pool_mapped_bytes", "Mapped: mmap'd file pages, such as model weights during a load.")
 	poolHugeDesc      = newDesc("spark_pool_hugepages_bytes", "HugePages_Total x Hugepagesize: memory held back in huge pages.")
 	poolReserveDesc   = newDesc("spark_pool_reserve_bytes", "Memory kept back for the OS and driver (--pool.reserve).")
-	poolHeadroomDesc  = newDesc("spark_pool_headroom_bytes", "MemFree minus the reserve: what a new job may take. Negative when free is below the reserve.")
-	poolAfterFlush    = newDesc("spark_pool_headroom_after_flush_bytes", "MemFree plus flushable page cache minus the reserve: headroom after step 1 of the OOM ladder.")
+	poolHeadroomDesc  = newDesc("spark_pool_headroom_bytes", "MemFree minus CmaFree minus the reserve: what a new job may take without a flush (planning, not danger). Negative when free is below the reserve, as with a full page cache.")
+	poolAfterFlush    = newDesc("spark_pool_headroom_after_flush_bytes", "MemFree minus CmaFree plus flushable page cache minus the reserve: headroom after step 1 of the OOM ladder.")
 	poolStallDesc     = newDesc("spark_pool_pressure_stall_seconds_total", "Time tasks stalled waiting for memory (PSI); kind=some: at least one task, full: all non-idle tasks.", "kind")
 	poolMajFaultDesc  = newDesc("spark_pool_major_faults_total", "Major page faults (vmstat pgmajfault).")
 	poolRefaultDesc   = newDesc("spark_pool_refaults_total", "Evicted pages read back in (vmstat workingset_refault_*).", "type")
@@ -101,6 +105,11 @@ func (c *poolCollector) Update(ch chan<- prometheus.Metric) error {
 	gauge(poolTotalDesc, float64(snap.Total))
 	gauge(poolFreeDesc, float64(snap.Free))
 	gauge(poolAvailableDesc, float64(snap.Available))
+	gauge(poolUsableDesc, float64(snap.Usable()))
+	if snap.CMA != nil {
+		gauge(poolCMATotalDesc, float64(snap.CMA.Total))
+		gauge(poolCMAFreeDesc, float64(snap.CMA.Free))
+	}
 	gauge(poolCacheDesc, float64(snap.PageCache))
 	gauge(poolFlushDesc, float64(snap.Flushable))
 	gauge(poolMappedDesc, float64(snap.Mapped))
@@ -141,6 +150,7 @@ func (c *poolCollector) Update(ch chan<- prometheus.Metric) error {
 		{"allocation_stalls", vm.AllocStalls != nil},
 		{"oom_kills", vm.OOMKills != nil},
 		{"hugepages", snap.HugePages != nil},
+		{"cma", snap.CMA != nil},
 	} {
 		gauge(poolSupportedDesc, supported(f.ok), f.field)
 	}

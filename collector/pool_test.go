@@ -48,6 +48,10 @@ func TestPoolOnSparkFixture(t *testing.T) {
 		"spark_pool_total_bytes":     memTotal * 1024, // 128,027,983,872
 		"spark_pool_free_bytes":      memFree * 1024,  // 21,990,232,064
 		"spark_pool_available_bytes": memAvailable * 1024,
+		// CmaTotal and CmaFree 0: usable is MemAvailable.
+		"spark_pool_usable_bytes":    memAvailable * 1024,
+		"spark_pool_cma_total_bytes": 0,
+		"spark_pool_cma_free_bytes":  0,
 		// buff/cache = 524288 + 38797312 + 1572864 = 40894464 kB
 		"spark_pool_page_cache_bytes": 40894464 * 1024,
 		"spark_pool_flushable_bytes":  flushableKB * 1024, // 22,548,578,304
@@ -69,7 +73,7 @@ func TestPoolOnSparkFixture(t *testing.T) {
 		"spark_pool_allocation_stalls_total":                   37 + 5, // allocstall_normal + allocstall_movable
 		"spark_pool_oom_kills_total":                           1,
 	}
-	for _, f := range []string{"psi", "major_faults", "refaults", "reclaimed_pages", "allocation_stalls", "oom_kills", "hugepages"} {
+	for _, f := range []string{"psi", "major_faults", "refaults", "reclaimed_pages", "allocation_stalls", "oom_kills", "hugepages", "cma"} {
 		want[`spark_pool_field_supported{field="`+f+`"}`] = 1
 	}
 	compare(t, got, want)
@@ -108,6 +112,74 @@ func TestPoolOnOldKernel(t *testing.T) {
 	}
 	if v := got[`spark_pool_refaults_total{type="file"}`]; v != 77001 {
 		t.Errorf("file refaults = %v, want 77001 (workingset_refault)", v)
+	}
+}
+
+// The meminfo a vLLM Spark's owner published at a healthy serving idle and
+// at a global OOM kill (testdata/proc/serving-*/README.md): usable is
+// MemAvailable − CmaFree to the byte, and it is the figure that falls into
+// the kill while free memory rises.
+func TestPoolOnServingFixtures(t *testing.T) {
+	usable := map[string]float64{}
+	free := map[string]float64{}
+	for _, tc := range []struct {
+		tree                        string
+		available, cmaFree, memFree float64 // kB, from the fixture
+	}{
+		{"serving-idle", 27525120, 136315, 912261},
+		{"serving-kill", 10957619, 9237955, 11513364},
+	} {
+		c, err := newPoolCollector(hostfs.New("../testdata/proc/"+tc.tree), 4*gib, nopLogger())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := collect(t, c)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.tree, err)
+		}
+		for name, want := range map[string]float64{
+			"spark_pool_usable_bytes":                 (tc.available - tc.cmaFree) * 1024,
+			"spark_pool_cma_free_bytes":               tc.cmaFree * 1024,
+			"spark_pool_cma_total_bytes":              10485760 * 1024, // assumed, README
+			"spark_pool_headroom_bytes":               (tc.memFree-tc.cmaFree)*1024 - 4*gib,
+			`spark_pool_field_supported{field="cma"}`: 1,
+		} {
+			if got[name] != want {
+				t.Errorf("%s: %s = %v, want %v", tc.tree, name, got[name], want)
+			}
+		}
+		usable[tc.tree], free[tc.tree] = got["spark_pool_usable_bytes"], got["spark_pool_free_bytes"]
+	}
+	if !(usable["serving-kill"] < 2*gib && usable["serving-idle"] > 26*gib && free["serving-kill"] > free["serving-idle"]) {
+		t.Errorf("usable %v → %v, free %v → %v: want usable to fall into the kill (26.12 → 1.64 GiB) while free rises", usable["serving-idle"], usable["serving-kill"], free["serving-idle"], free["serving-kill"])
+	}
+}
+
+// A kernel built without CMA prints neither line: usable is MemAvailable,
+// the CMA series are absent and the field is unsupported.
+func TestPoolWithoutCMA(t *testing.T) {
+	dir := testexporter.CopyTree(t, fixtures)
+	for _, line := range []string{"CmaTotal:               0 kB\n", "CmaFree:                0 kB\n"} {
+		if err := replaceIn(filepath.Join(dir, "meminfo"), line, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := newPoolCollector(hostfs.New(dir), 4*gib, nopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := collect(t, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, absent := range []string{"spark_pool_cma_total_bytes", "spark_pool_cma_free_bytes"} {
+		if _, ok := got[absent]; ok {
+			t.Errorf("%s exported without CMA lines", absent)
+		}
+	}
+	if got[`spark_pool_field_supported{field="cma"}`] != 0 || got["spark_pool_usable_bytes"] != got["spark_pool_available_bytes"] {
+		t.Errorf("cma supported %v, usable %v, available %v: want 0 and usable = available",
+			got[`spark_pool_field_supported{field="cma"}`], got["spark_pool_usable_bytes"], got["spark_pool_available_bytes"])
 	}
 }
 
@@ -151,6 +223,17 @@ func TestPoolBadInput(t *testing.T) {
 		{"meminfo value at 2^64", func(d string) error {
 			return replaceIn(filepath.Join(d, "meminfo"), "MemTotal:       125027328 kB", "MemTotal:       18446744073709551615 kB")
 		}, "MemTotal value 18446744073709551615 kB out of range"},
+		{"meminfo CmaFree above MemAvailable: usable 0", func(d string) error {
+			return replaceIn(filepath.Join(d, "meminfo"), "CmaTotal:               0 kB\nCmaFree:                0 kB",
+				"CmaTotal:        62914560 kB\nCmaFree:         62914560 kB") // 60 GiB, MemAvailable 56 GiB
+		}, ""},
+		{"meminfo CmaFree above CmaTotal", func(d string) error {
+			return replaceIn(filepath.Join(d, "meminfo"), "CmaFree:                0 kB", "CmaFree:             1024 kB")
+		}, "CmaFree 1024 kB exceeds CmaTotal 0 kB"},
+		{"meminfo CmaFree above MemTotal", func(d string) error {
+			return replaceIn(filepath.Join(d, "meminfo"), "CmaTotal:               0 kB\nCmaFree:                0 kB",
+				"CmaTotal:       268435456 kB\nCmaFree:        268435456 kB")
+		}, "CmaFree 268435456 kB exceeds MemTotal 125027328 kB"},
 		{"vmstat missing", func(d string) error { return os.Remove(filepath.Join(d, "vmstat")) }, "vmstat"},
 		{"vmstat duplicate key", func(d string) error {
 			return appendTo(filepath.Join(d, "vmstat"), "oom_kill 7\n")
@@ -327,8 +410,11 @@ func FuzzPoolCollector(f *testing.F) {
 				t.Fatalf("counter %s = %v", name, v)
 			}
 		}
-		if h, free := got["spark_pool_headroom_bytes"], got["spark_pool_free_bytes"]; h != free-4*gib {
-			t.Fatalf("headroom %v with free %v and a 4GiB reserve", h, free)
+		if h, free, cma := got["spark_pool_headroom_bytes"], got["spark_pool_free_bytes"], got["spark_pool_cma_free_bytes"]; h != free-cma-4*gib {
+			t.Fatalf("headroom %v with free %v, free CMA %v and a 4GiB reserve", h, free, cma)
+		}
+		if u := got["spark_pool_usable_bytes"]; u < 0 || u > got["spark_pool_available_bytes"] {
+			t.Fatalf("usable %v outside 0..MemAvailable %v", u, got["spark_pool_available_bytes"])
 		}
 		if got["spark_pool_flushable_bytes"] > got["spark_pool_page_cache_bytes"] {
 			t.Fatal("more flushable than page cache")

@@ -243,10 +243,15 @@ func TestAlertmanagerInhibitions(t *testing.T) {
 		{alert("SparkGPUPowerPlateau", "info", "c", "0"), "suppressed"},
 		{alert("SparkOOMKill", "critical", "d", ""), "active"},
 		{alert("SparkMemoryEviction", "warning", "d", ""), "suppressed"},
-		{alert("SparkPoolHeadroomLow", "warning", "d", ""), "suppressed"},
+		{alert("SparkPoolUsableCritical", "critical", "d", ""), "suppressed"},
 		{alert("SparkPageCacheHoldingHeadroom", "info", "d", ""), "active"},
-		{alert("SparkPoolHeadroomLow", "warning", "e", ""), "active"}, // no OOM kill there
+		{alert("SparkPoolUsableCritical", "critical", "e", ""), "active"}, // no OOM kill there
+		{alert("SparkPoolUsableLow", "warning", "e", ""), "suppressed"},
+		{alert("SparkPoolExhaustionImminent", "warning", "e", ""), "suppressed"},
+		{alert("SparkPoolHeadroomLow", "info", "e", ""), "active"},
 		{alert("SparkPageCacheHoldingHeadroom", "info", "e", ""), "active"},
+		{alert("SparkPoolUsableLow", "warning", "f", ""), "active"},
+		{alert("SparkPoolExhaustionImminent", "warning", "f", ""), "suppressed"},
 	}
 	now := time.Now()
 	var posted []postedAlert
@@ -500,6 +505,23 @@ func TestSystemdUnitRestartsOnAnyExit(t *testing.T) {
 	}
 }
 
+// The exporter outlives the OOM killer: the unit (and the Debian package's,
+// made from it; scripts/deb.sh checks the lines survive) exempts it from
+// the OOM killer and bounds its memory, so that the exemption cannot cost
+// the host's other processes (docs/design.md, "Budget with free").
+func TestSystemdUnitOutlivesTheOOMKiller(t *testing.T) {
+	data, err := os.ReadFile("systemd/spark_exporter.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(data), "\n")
+	for _, want := range []string{"OOMScoreAdjust=-1000", "MemoryMax=256M"} {
+		if !slices.Contains(lines, want) {
+			t.Errorf("the unit lacks %s", want)
+		}
+	}
+}
+
 // The systemd unit is valid and keeps its hardening: systemd-analyze's
 // exposure at most 2.0 ("OK"; the /proc, /dev/nvidia* and network access it
 // keeps are needed).
@@ -744,5 +766,49 @@ func TestKubernetesManifests(t *testing.T) {
 	}
 	if _, ok := objects["PrometheusRule"]; !ok {
 		t.Error("no PrometheusRule")
+	}
+}
+
+// The DaemonSet outlives the OOM killer as far as a pod can: Guaranteed QoS
+// (every container's requests equal to its limits, which gives oom_score_adj
+// -997) and a node-critical priority class.
+func TestDaemonSetOutlivesTheOOMKiller(t *testing.T) {
+	data, err := os.ReadFile("kubernetes/daemonset.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ds struct {
+		Spec struct {
+			Template struct {
+				Spec struct {
+					PriorityClassName string `yaml:"priorityClassName"`
+					Containers        []struct {
+						Name      string `yaml:"name"`
+						Resources struct {
+							Requests map[string]string `yaml:"requests"`
+							Limits   map[string]string `yaml:"limits"`
+						} `yaml:"resources"`
+					} `yaml:"containers"`
+				} `yaml:"spec"`
+			} `yaml:"template"`
+		} `yaml:"spec"`
+	}
+	if err := yaml.Unmarshal(data, &ds); err != nil {
+		t.Fatal(err)
+	}
+	pod := ds.Spec.Template.Spec
+	if pod.PriorityClassName != "system-node-critical" {
+		t.Errorf("priorityClassName %q, want system-node-critical", pod.PriorityClassName)
+	}
+	if len(pod.Containers) == 0 {
+		t.Fatal("no container")
+	}
+	for _, c := range pod.Containers {
+		r := c.Resources
+		for _, res := range []string{"cpu", "memory"} {
+			if r.Requests[res] == "" || r.Requests[res] != r.Limits[res] {
+				t.Errorf("container %s: %s request %q, limit %q: not Guaranteed QoS", c.Name, res, r.Requests[res], r.Limits[res])
+			}
+		}
 	}
 }

@@ -20,19 +20,25 @@ type constant struct {
 var (
 	zero = constant{"0 (a count, or a 0/1 gauge)", 0}
 	one  = constant{"1 (a 0/1 gauge)", 1}
+	// Headroom is already net of the reserve: below 0 is below it.
+	noHeadroom = constant{"0 (headroom is net of --pool.reserve)", 0}
 )
 
 // thresholds is every comparison with a number in spark.rules.yml, by
 // alert (#n: its nth rule) or recording rule, compared expression and
 // operator, with the constant of internal/judge it must equal.
 var thresholds = map[string]constant{
+	`SparkPoolUsableLow#1 spark_pool_usable_bytes <`:                                                                                                  {"judge.UsableLowBytes", judge.UsableLowBytes},
+	`SparkPoolUsableCritical#1 spark_pool_usable_bytes <`:                                                                                             {"judge.UsableCriticalBytes", judge.UsableCriticalBytes},
+	`SparkPoolHeadroomLow#1 spark_pool_headroom_bytes <`:                                                                                              noHeadroom,
+	`SparkPageCacheHoldingHeadroom#1 spark_pool_headroom_bytes <`:                                                                                     noHeadroom,
 	`SparkPageCacheHoldingHeadroom#1 spark_pool_flushable_bytes >=`:                                                                                   {"judge.FlushWorthBytes", judge.FlushWorthBytes},
 	`SparkPageCacheHoldingHeadroom#1 spark_workloads{role="training"} >`:                                                                              zero,
 	`SparkMemoryEviction#1 instance:spark_pool_pressure_stall_seconds:rate5m{kind="full"} >`:                                                          {"judge.PressureStallShare", judge.PressureStallShare},
 	`SparkMemoryEviction#2 instance:spark_pool_refaults:rate5m >`:                                                                                     {"judge.RefaultsPerSecond", judge.RefaultsPerSecond},
 	`SparkOOMKill#1 increase(spark_pool_oom_kills_total[10m]) >`:                                                                                      zero,
 	`SparkPlannedRunWontFit#1 spark_workloads{role="training"} >`:                                                                                     zero,
-	`SparkPoolExhaustionImminent#1 delta(spark_pool_free_bytes[5m]) <`:                                                                                zero,
+	`SparkPoolExhaustionImminent#1 delta(spark_pool_usable_bytes[5m]) <`:                                                                              zero,
 	`SparkGPUThrottling#1 max without (state) (spark_thermal_state{state="throttled"}) ==`:                                                            one,
 	`SparkGPUThrottling#2 max_over_time(spark_gpu_clocks_event_active{reason=~"sw_thermal_slowdown|hw_thermal_slowdown"}[2m]) ==`:                     one,
 	`instance_limit:spark_platform_power_per_limit:ratio#1 spark_platform_power_limit_watts >`:                                                        zero,

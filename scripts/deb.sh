@@ -43,7 +43,8 @@ HEAD
 # Every substitution must have happened: a changed example fails here, not
 # in a package that runs the wrong thing.
 for want in 'EnvironmentFile=-/etc/default/prometheus-spark-exporter' 'ExecStart=/usr/bin/spark_exporter $ARGS' \
-            'User=spark-exporter' 'Group=spark-exporter' 'StateDirectory=prometheus-spark-exporter'; do
+            'User=spark-exporter' 'Group=spark-exporter' 'StateDirectory=prometheus-spark-exporter' \
+            'OOMScoreAdjust=-1000' 'MemoryMax=256M'; do
   grep -qxF "$want" "$unit" || { echo "deb: the unit lacks $want: examples/systemd/spark_exporter.service changed?" >&2; exit 1; }
 done
 if grep -qE 'DynamicUser|/usr/local|SPARK_EXPORTER_ARGS|=spark_exporter$' "$unit"; then

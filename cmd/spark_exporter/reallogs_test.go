@@ -25,7 +25,7 @@ func TestReportOnRealLogs(t *testing.T) {
 		{"query-gpu without timestamps", []string{"no-timestamp-query-gpu.csv"}, 2,
 			"no timestamp column: give the interval the log was written at (--log.interval)"},
 		{"query-gpu without timestamps, interval given", []string{"no-timestamp-query-gpu.csv", "--log.interval=1s"}, 0,
-			"not throttled: busy 0 % of 12s, peak 56 °C"},
+			"cannot tell: the samples never cover a whole 10m00s window without a gap (the run: 12s); peak 56 °C; no throttle episode"},
 		{"query-gpu without power", []string{"query-gpu-no-power.csv"}, 2,
 			"has no power.draw column (it has temperature.gpu, timestamp, utilization.gpu)"},
 		{"dmon -o TD without power or temperature", []string{"dmon-dt-without-power.txt"}, 2,
@@ -33,7 +33,7 @@ func TestReportOnRealLogs(t *testing.T) {
 		{"dmon without -o DT", []string{"dmon-load-start.txt"}, 2,
 			"nvidia-smi dmon without -o DT prints no timestamps"},
 		{"dmon without -o DT, interval given", []string{"dmon-load-start.txt", "--log.interval=1s"}, 0,
-			"not throttled: busy 50 % of 8s, peak 57 °C"},
+			"cannot tell: the samples never cover a whole 10m00s window without a gap (the run: 8s)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"report", "../../testdata/reallogs/" + tc.args[0]}, tc.args[1:]...)

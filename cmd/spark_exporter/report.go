@@ -19,6 +19,7 @@ import (
 
 	"github.com/spark-exporter/spark_exporter/collector"
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
+	"github.com/spark-exporter/spark_exporter/internal/gpu"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/report"
@@ -47,8 +48,9 @@ func reportCommand(app *kingpin.Application) command {
 		"OOM kills, memory stalls, contention and the alerts that fired; with a one-line verdict. "+
 		"Exit status 0: the report was made; 1: the source (the log file, Prometheus) could not be read; 2: bad input (a flag, or a log the report cannot read).")
 	file := cmd.Arg("log", "Thermal log: the guide's thermal-sample.sh CSV, nvidia-smi --query-gpu=… --format=csv[,noheader][,nounits] output, nvidia-smi dmon output, or --thermal.csv-file.").String()
-	zone := cliflag.Value(cmd.Flag("timezone", "Time zone of a log's timestamps written without an offset (nvidia-smi prints local time), e.g. Europe/Paris or UTC (default: this machine's).").PlaceHolder("ZONE"), time.LoadLocation)
-	logInterval := cliflag.Duration(cmd.Flag("log.interval", "Interval of a log without timestamps (nvidia-smi dmon without -o DT: its -d, 1s by default; a --query-gpu CSV without a timestamp column); its last row is taken to be the file's modification time, or --from its first.").PlaceHolder("1s"))
+	zone := cliflag.Value(cmd.Flag("timezone", "Time zone of a log's timestamps written without an offset (nvidia-smi prints local time), e.g. Europe/Paris or UTC (default: this machine's).").PlaceHolder("ZONE"), parseZone)
+	logInterval := cliflag.Value(cmd.Flag("log.interval", "Interval of a log without timestamps (nvidia-smi dmon without -o DT: its -d, 1s by default; a --query-gpu CSV without a timestamp column), at most 1h; its last row is taken to be the file's modification time, or --from its first.").PlaceHolder("1s"), parseLogInterval)
+	columns := cliflag.Value(cmd.Flag("columns", "The log's columns in order, by their nvidia-smi --query-gpu names (timestamp, temperature.gpu, power.draw, clocks.sm, utilization.gpu, index, name, power.limit, …; elapsed_s: seconds since --from), for a --format=csv,noheader capture or in place of its header, e.g. --columns=timestamp,clocks.sm,temperature.gpu,power.draw,utilization.gpu. A name the report does not read is a column it skips.").PlaceHolder("LIST"), thermallog.ParseColumns)
 	gpuName := cmd.Flag("gpu.name", "The GPU's model for a log without a name column, e.g. \"NVIDIA GB10\": GB10's 240 W rating and ~100 W plateau apply to a GB10 only.").PlaceHolder("NAME").String()
 	powerLimit := cliflag.Value(cmd.Flag("gpu.power-limit", "The GPU's power rating in W for a log without a power.limit column (another GPU than a GB10): the throttle signature judges power flat below it.").PlaceHolder("WATTS"), parseWatts)
 	promURL := cliflag.Value(cmd.Flag("prometheus.url", "Report from this Prometheus server instead of a log.").PlaceHolder("URL"), parseURL)
@@ -79,8 +81,12 @@ func reportCommand(app *kingpin.Application) command {
 			case *file != "" && *promURL != "":
 				err = usageError{errors.New("give a log or --prometheus.url, not both")}
 			case *file != "":
-				opt := logOptions{gpu: report.LogOptions{GPU: *gpu, GPUName: *gpuName, PowerLimit: *powerLimit},
-					parse: thermallog.Options{Location: *zone, Interval: *logInterval}, from: *fromFlag}
+				index := 0
+				if *gpu != nil {
+					index = **gpu
+				}
+				opt := logOptions{gpu: report.LogOptions{GPU: *gpu, GPUName: *gpuName, PowerLimit: *powerLimit, MachineGPU: func() string { return machineGPU(index) }},
+					parse: thermallog.Options{Location: *zone, Interval: *logInterval, Columns: *columns}, from: *fromFlag}
 				r, err = reportLog(*file, opt, cfg, stderr)
 			case *promURL != "":
 				var q report.Query
@@ -131,17 +137,28 @@ type logOptions struct {
 // sourceError is a source that could not be read (exit 1).
 type sourceError struct{ error }
 
-// reportLog reports on a thermal log. Malformed lines are listed on stderr
-// and skipped; a log with no usable line, or one the report cannot read
-// (its format, a missing column), is bad input, named by its line or
-// column; a file that cannot be read is named.
+// reportLog reports on a thermal log, read as a stream (report.FromRows):
+// once here for its format and malformed lines, then once per pass, so
+// that memory is bounded by the window, not the file. Malformed lines are
+// named on stderr (the first few, then counted) and skipped; a log with no
+// usable line, or one the report cannot read (its format, a missing
+// column), is bad input, named by its line or column; a file that cannot
+// be read is named.
 func reportLog(path string, opt logOptions, cfg judge.ThermalConfig, stderr io.Writer) (report.Report, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return report.Report{}, sourceError{fmt.Errorf("cannot read the log %q: %w", path, hostfs.OpWithoutPath(err))}
 	}
 	defer f.Close()
-	tr, err := thermallog.ParseOptions(f, opt.parse)
+	var first, last time.Time
+	rows := 0
+	tr, err := thermallog.ParseEach(f, opt.parse, func(r thermallog.Row) {
+		if rows == 0 {
+			first = r.Time
+		}
+		last = r.Time
+		rows++
+	})
 	var malformed thermallog.MalformedError
 	var format *thermallog.FormatError
 	switch {
@@ -150,31 +167,75 @@ func reportLog(path string, opt logOptions, cfg judge.ThermalConfig, stderr io.W
 	case err != nil && !errors.As(err, &malformed):
 		return report.Report{}, sourceError{fmt.Errorf("cannot read the log %q: %w", path, hostfs.OpWithoutPath(err))}
 	}
-	for _, e := range malformed {
+	// The first few malformed lines are named, the rest counted: a log
+	// of bad lines costs no output per line.
+	for _, e := range malformed.Lines {
 		fmt.Fprintf(stderr, "%s: warning: %v; line skipped\n", name, e)
 	}
-	if tr.Relative {
-		// Rows timed from the epoch: the first at --from, or the last at
-		// the file's modification time (a log is last written at its
-		// last row).
-		if n := len(tr.Rows); n > 0 {
-			at := opt.from.Sub(tr.Rows[0].Time)
-			if opt.from.IsZero() {
-				if info, err := f.Stat(); err == nil {
-					at = info.ModTime().Truncate(time.Second).Sub(tr.Rows[n-1].Time)
-				}
+	if more := malformed.Total - len(malformed.Lines); more > 0 {
+		fmt.Fprintf(stderr, "%s: warning: %d more malformed lines skipped\n", name, more)
+	}
+	var shift time.Duration
+	if tr.Relative && rows > 0 {
+		// Rows timed from the epoch: the first at --from (elapsed_s
+		// counts from it), or the last at the file's modification time
+		// (a log is last written at its last row).
+		shift = opt.from.Sub(first)
+		if tr.Elapsed {
+			shift = opt.from.Sub(time.Unix(0, 0))
+		}
+		if opt.from.IsZero() {
+			if info, err := f.Stat(); err == nil {
+				shift = info.ModTime().Truncate(time.Second).Sub(last)
 			}
-			tr.Shift(at)
 		}
 	}
-	r, err := report.FromLog(tr, cfg, opt.gpu)
+	source := func(yield func(thermallog.Row)) error {
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return sourceError{fmt.Errorf("cannot read the log %q again: %w", path, hostfs.OpWithoutPath(err))}
+		}
+		_, err := thermallog.ParseEach(f, opt.parse, func(r thermallog.Row) {
+			r.Time = r.Time.Add(shift)
+			yield(r)
+		})
+		if err != nil && !errors.As(err, &malformed) {
+			return sourceError{fmt.Errorf("cannot read the log %q again: %w", path, hostfs.OpWithoutPath(err))}
+		}
+		return nil
+	}
+	r, err := report.FromRows(tr, source, cfg, opt.gpu)
+	var se sourceError
 	switch {
-	case errors.Is(err, report.ErrNoSample) && len(malformed) > 0:
-		return r, usageError{fmt.Errorf("no usable line in the log; the first malformed one: %v", malformed[0])}
+	case errors.As(err, &se):
+		return r, err
+	case errors.Is(err, report.ErrNoSample) && malformed.Total > 0:
+		return r, usageError{fmt.Errorf("no usable line in the log; the first malformed one: %v", malformed.Lines[0])}
 	case err != nil:
 		return r, usageError{err}
 	}
 	return r, nil
+}
+
+// machineGPU is the name this machine's NVML gives the GPU of that index,
+// "" where NVML is not there or does not answer within a few seconds.
+func machineGPU(index int) string {
+	c := gpu.New(gpu.Options{InitTimeout: 2 * time.Second})
+	defer c.Close()
+	if !c.Up() {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	snap, err := c.Snapshot(ctx)
+	if err != nil {
+		return ""
+	}
+	for _, d := range snap.Devices {
+		if d.Index == index {
+			return d.Name
+		}
+	}
+	return ""
 }
 
 // reportQuery makes the query from the flags (zero when not given); now
@@ -204,16 +265,41 @@ func reportQuery(instance string, gpu *int, from, to time.Time, last, step time.
 	return q, nil
 }
 
-// parseTime takes RFC 3339 or Unix seconds, as promtool does.
+// parseZone is time.LoadLocation with an error that does not repeat the
+// name (the flag's error quotes it, escaped).
+func parseZone(s string) (*time.Location, error) {
+	loc, err := time.LoadLocation(s)
+	if err != nil {
+		return nil, errors.New("not a time zone name like Europe/Paris or UTC")
+	}
+	return loc, nil
+}
+
+// maxLogInterval bounds --log.interval: no GPU log is written an hour
+// apart, and rows timed by a larger one would soon run past the years a
+// time holds.
+const maxLogInterval = time.Hour
+
+func parseLogInterval(s string) (time.Duration, error) {
+	d, err := cliflag.ParsePositiveDuration(s)
+	if err == nil && d > maxLogInterval {
+		err = fmt.Errorf("longer than %v", maxLogInterval)
+	}
+	return d, err
+}
+
+// parseTime takes RFC 3339 or Unix seconds, as promtool does, within the
+// years a log may hold (thermallog.PlausibleTime).
 func parseTime(s string) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
+		return t, thermallog.PlausibleTime(t)
 	}
 	if secs, err := strconv.ParseFloat(s, 64); err == nil && secs >= 0 && secs < 1e11 {
 		// Seconds and nanoseconds apart: 1e11 s is past what int64
 		// nanoseconds hold (year 2262).
 		whole := math.Floor(secs)
-		return time.Unix(int64(whole), int64((secs-whole)*1e9)), nil
+		t := time.Unix(int64(whole), int64((secs-whole)*1e9))
+		return t, thermallog.PlausibleTime(t)
 	}
 	return time.Time{}, fmt.Errorf("%q is neither RFC 3339 (2025-11-24T14:00:00Z) nor Unix seconds", s)
 }

@@ -222,11 +222,11 @@ func fakePrometheusNamed(t *testing.T, gpuName string, values func(query string)
 func TestReportPrometheusTimeGap(t *testing.T) {
 	url := fakePrometheus(t, func(q string) [][2]any {
 		if strings.Contains(q, "temperature") || strings.Contains(q, "power_watts") {
-			return [][2]any{{0, "60"}, {1, "61"}, {9e9, "62"}}
+			return [][2]any{{1e9, "60"}, {1e9 + 1, "61"}, {6e9, "62"}}
 		}
 		return nil
 	})
-	status, stdout, stderr := reportBinary(t, 512, 60, "--prometheus.url="+url, "--instance=spark", "--last=1h", "--json")
+	status, stdout, stderr := reportBinary(t, 512, 60, "--prometheus.url="+url, "--instance=spark", "--from=1000000000", "--to=6000000000", "--json")
 	if status != 0 {
 		t.Fatalf("status %d: %s", status, stderr)
 	}

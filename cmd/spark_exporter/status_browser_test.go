@@ -279,7 +279,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 			},
 			settled: `document.querySelector("#gpu0 .verdict").dataset.state === "normal"`,
 			check: func(t *testing.T, s seen) {
-				want(t, "pool verdict", s.Pool, "of headroom for a new job")
+				want(t, "pool verdict", s.Pool, "no danger; headroom for a new job")
 				want(t, "thermal verdict", s.Thermal, "Normal: not throttling.")
 				want(t, "workloads verdict", s.Workloads, "No inference server or training job on the pool.")
 				want(t, "NVML", s.NVML, "NVML is up.")

@@ -139,7 +139,7 @@ func TestStatusJSONAndReport(t *testing.T) {
 		}, []string{"Throttling:", "throttle signature", "vllm       pid 2101", "Plan     llama-3.1-70b-qlora: Will not fit", "all collectors ok"}},
 		{"no-gpu", func(t *testing.T) *testexporter.Process {
 			return testexporter.Start(t, nil, "--path.procfs="+fixtureDir(t, "spark"), noGPU)
-		}, []string{"GPU      none reported: NVML is not loaded", "Pool     16.5 GiB of headroom"}},
+		}, []string{"GPU      none reported: NVML is not loaded", "Pool     Usable memory 56.0 GiB (MemAvailable less free CMA): no danger; headroom for a new job 16.5 GiB now"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := tc.start(t)

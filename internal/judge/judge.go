@@ -83,6 +83,20 @@ const (
 	// for the OS and the driver, so headroom is MemFree minus it.
 	DefaultReserveBytes = 4 << 30
 
+	// UsableLowBytes and UsableCriticalBytes are the tiers of usable memory
+	// (MemAvailable − CmaFree), the gauge that falls with danger. A vLLM
+	// Spark's owner measured 26–30 GiB at a healthy serving idle and
+	// 1.6 GiB at the instant of two global OOM kills; in the minutes before
+	// one it read 5.0–10.9 GiB at 2-minute samples, having fallen 14.1 →
+	// 8.85 GiB in 2–4 minutes (docs/design.md). Below 12 GiB the engine's
+	// peak is nearing the pool: a warning, with the healthy idle more than
+	// twice above it. Below 8 GiB a kill is minutes away: critical, held
+	// about a minute only, since 1.6 GiB is below anything a 60 s scrape
+	// saw (its lowest was 5.01) and a 5-minute hold burns the lead time.
+	// The owner's watchdog and alert rules use the same two tiers.
+	UsableLowBytes      = 12 << 30
+	UsableCriticalBytes = 8 << 30
+
 	// PressureStallShare is the share of wall-clock time in PSI "full"
 	// memory stall from which the pool counts as thrashing.
 	PressureStallShare = 0.05

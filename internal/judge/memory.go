@@ -61,3 +61,25 @@ func CacheHoldsHeadroom(flushableBytes float64, belowReserve, planNeedsFlush, tr
 // training: no memory cap (hasCap false) or a cap above HeavyCapRatio
 // (the SparkConcurrentHeavyWorkloads rule).
 func Heavy(hasCap bool, capRatio float64) bool { return !hasCap || !(capRatio <= HeavyCapRatio) }
+
+// UsableTier is how usable memory (MemAvailable − CmaFree) stands against
+// the tiers of the SparkPoolUsableLow and SparkPoolUsableCritical alerts.
+type UsableTier string
+
+const (
+	UsableOK       UsableTier = "ok"
+	UsableLow      UsableTier = "low"      // below UsableLowBytes
+	UsableCritical UsableTier = "critical" // below UsableCriticalBytes
+)
+
+// TierOf judges usable bytes against UsableLowBytes and
+// UsableCriticalBytes, as the alerts compare them (strictly below).
+func TierOf(usable float64) UsableTier {
+	switch {
+	case usable < UsableCriticalBytes:
+		return UsableCritical
+	case usable < UsableLowBytes:
+		return UsableLow
+	}
+	return UsableOK
+}

@@ -80,3 +80,28 @@ func TestPowerJudgements(t *testing.T) {
 		t.Error("the thermal slowdown share is not strictly above ThermalSlowdownShare")
 	}
 }
+
+// The tiers against the owner's measured figures (docs/design.md): the
+// healthy serving idle is ok, the trail before the kill is low or critical,
+// the kill itself critical.
+func TestTierOf(t *testing.T) {
+	const gib = 1 << 30
+	for _, tc := range []struct {
+		usable float64
+		want   UsableTier
+	}{
+		{26.12 * gib, UsableOK}, // healthy serving idle
+		{14.1 * gib, UsableOK},  // before the fall
+		{12 * gib, UsableOK},    // at the tier: the alerts compare strictly
+		{10.89 * gib, UsableLow},
+		{8 * gib, UsableLow},
+		{7.85 * gib, UsableCritical},
+		{5.01 * gib, UsableCritical}, // the lowest a 60 s scrape saw
+		{1.64 * gib, UsableCritical}, // kill #7
+		{0, UsableCritical},
+	} {
+		if got := TierOf(tc.usable); got != tc.want {
+			t.Errorf("TierOf(%.2f GiB) = %s, want %s", tc.usable/gib, got, tc.want)
+		}
+	}
+}

@@ -66,11 +66,18 @@ func DefaultThermalConfig() ThermalConfig {
 // maxSamples bounds the memory a window may take.
 const maxSamples = 1 << 17
 
+// MaxWindow is the longest window: a week, far past any run's cadence of
+// judgement, and far from the 292 years a time.Duration holds, which a
+// replay's steps must stay within.
+const MaxWindow = 7 * 24 * time.Hour
+
 // Validate refuses a configuration the analysis cannot work with.
 func (c ThermalConfig) Validate() error {
 	switch {
 	case c.Interval <= 0:
 		return errors.New("the sampling interval must be positive")
+	case c.Window > MaxWindow:
+		return fmt.Errorf("the window (%v) is longer than %v", c.Window, MaxWindow)
 	case c.Window < 3*c.Interval:
 		return fmt.Errorf("the window (%v) must hold at least three sampling intervals (%v each)", c.Window, c.Interval)
 	case c.Window/c.Interval > maxSamples:
@@ -163,11 +170,13 @@ type ThermalVerdict struct {
 	// clock SignatureOnly (throttling by the signature alone, clocks not
 	// logged). HasMargin, MarginMean: the driver's thermal margin (°C to
 	// its slowdown limit), which decides Hot where the samples carry it.
-	SlowdownShare                          float64
-	Clock                                  ClockLoss
-	ClockFell, ClockHolding, SignatureOnly bool
-	HasMargin                              bool
-	MarginMean                             float64
+	// ClockLost: the clock fell at comparable power while warm
+	// (WarmTemperature), throttling however slowly the temperature rose.
+	SlowdownShare                                     float64
+	Clock                                             ClockLoss
+	ClockFell, ClockLost, ClockHolding, SignatureOnly bool
+	HasMargin                                         bool
+	MarginMean                                        float64
 }
 
 // Hysteresis: a GPU already Throttled stays so under relaxed thresholds,
@@ -239,9 +248,11 @@ func AnalyzeThermalAfter(samples []ThermalSample, now time.Time, previous Therma
 	judgeClocks(&v, run, samples, now, previous, cfg)
 
 	switch {
-	case (v.Signature && !v.ClockHolding) || v.ThermalSlowdown || v.CounterSlowdown:
+	case (v.Signature && !v.ClockHolding) || v.ClockLost || v.ThermalSlowdown || v.CounterSlowdown:
 		// The clocks were lost (or, unlogged, the signature stands
-		// alone). NVML's own word needs no full window.
+		// alone); a clock lost at comparable power while warm needs no
+		// signature: a slow heat soak climbs under its slope. NVML's own
+		// word needs no full window.
 		v.State = Throttled
 	case !v.Covered:
 		v.State = Collecting
@@ -391,20 +402,22 @@ func growth(run []ThermalSample, counter func(ThermalSample) *float64) (total fl
 
 // Evidence names what made the verdict Throttled, joined by "+":
 // signature+clock_fall (the window's shape with the SM clock falling),
-// signature_only (the shape, with no clock logged to confirm it),
+// clock_fall (the clock lost at comparable power while warm, without the
+// window's shape: a slow soak), signature_only (the shape, with no clock logged to confirm it),
 // nvml_thermal_slowdown (NVML's flags), thermal_slowdown_counters (NVML's
 // counters growing for a material share of the time). It is empty for a
 // verdict with none.
 func (v ThermalVerdict) Evidence() string {
 	var parts []string
-	switch {
-	case !v.Signature || v.ClockHolding:
-	case v.SignatureOnly:
+	switch signature := v.Signature && !v.ClockHolding; {
+	case signature && v.SignatureOnly:
 		parts = append(parts, "signature_only")
-	case v.ClockFell:
+	case signature && v.ClockFell:
 		parts = append(parts, "signature", "clock_fall")
-	default: // a recorded signature that does not say which
+	case signature: // a recorded signature that does not say which
 		parts = append(parts, "signature")
+	case v.ClockLost:
+		parts = append(parts, "clock_fall")
 	}
 	if v.ThermalSlowdown {
 		parts = append(parts, "nvml_thermal_slowdown")

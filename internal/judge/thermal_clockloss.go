@@ -15,6 +15,19 @@ const (
 	// around its level; 10 % is well clear of that float, and a thermal
 	// fall (2.45 → 2.0 GHz) is 18 %.
 	ClockFallRatio = 0.10
+	// ComparablePowerWatts: an earlier block's power is comparable to
+	// now's when it is at most this far below it. On a GB10 the SM clock
+	// follows power (current-limited DVFS: ~2470 MHz at 60–70 W, ~2250 MHz
+	// at 88–98 W, about 0.3 % per watt in djangodevreng/dgx-spark-benchmarks),
+	// so a level taken at less power than now would read a power-driven
+	// drop as a lost clock; 5 W costs the clock at most ~1.5 %.
+	ComparablePowerWatts = 5.0
+	// WarmTemperature is the temperature (°C, the recent span's mean) from
+	// which a clock lost at comparable power is thermal: the GB10 driver's
+	// SW thermal slowdown engages from ~80 °C (mudler/vllm.cpp's labelled
+	// slowdown rows: median 82 °C; inference-atlas PR #225: a trip point
+	// near 86–87 °C).
+	WarmTemperature = 80.0
 	// HotMargin is the driver's thermal margin (°C to its slowdown limit,
 	// nvidia-smi's T.Limit) at or under which the GPU holds hot: 94 °C
 	// less 88 °C, the temperature HotTemperature defaults to.
@@ -62,13 +75,15 @@ type ClockLoss struct {
 	HasClock bool
 	// Recent is the median SM clock (Hz) over the latest RecentSpan.
 	Recent float64
-	// HasLevel: an earlier part of the stretch, at no more power than
-	// now (within the flat spread), gives a level to compare with; Level
-	// is the highest median of its RecentSpan-long blocks.
+	// HasLevel: an earlier part of the stretch at comparable power (no
+	// more than ComparablePowerWatts below now's, no more than the flat
+	// spread above) gives a level to compare with; Level is the highest
+	// median of its RecentSpan-long blocks.
 	HasLevel bool
 	Level    float64
-	// LevelPower is the mean power (W) of the block that gave the level.
-	LevelPower float64
+	// LevelPower is the mean power (W) of the block that gave the level;
+	// RecentPower the recent span's, RecentTemperature its mean °C.
+	LevelPower, RecentPower, RecentTemperature float64
 	// Since is the stretch's first sample among those held; Held says the
 	// stretch reaches the oldest of them, so may have begun before.
 	Since time.Time
@@ -83,7 +98,9 @@ func (c ClockLoss) Fell(ratio float64) bool {
 
 // clockLoss measures the busy stretch's clock. Earlier blocks at a higher
 // power than now (a warm-up boost above the ~100 W cap) are left out: the
-// power cap, not heat, took that clock away. carried is the previous
+// power cap, not heat, took that clock away; so are blocks at less power
+// than now, where the clock is higher because the GPU draws less current
+// (ComparablePowerWatts). carried is the previous
 // verdict's: a stretch longer than the samples held keeps the level it
 // had, so that a clock lost for longer than that stays lost.
 func clockLoss(samples []ThermalSample, now time.Time, cfg ThermalConfig, carried ClockLoss) ClockLoss {
@@ -105,17 +122,19 @@ func clockLoss(samples []ThermalSample, now time.Time, cfg ThermalConfig, carrie
 	// contiguous runs of the stretch, each judged by the median of its
 	// clocks and the mean of its power, in one reused buffer.
 	buf := make([]float64, 0, len(stretch))
-	block := func(from int) (next int, clocks []float64, power float64) {
+	block := func(from int) (next int, clocks []float64, power, temp float64) {
 		k := now.Sub(stretch[from].Time) / span
 		clocks = buf[:0]
 		next = from
 		for ; next < len(stretch) && now.Sub(stretch[next].Time)/span == k; next++ {
 			power += stretch[next].Power
+			temp += stretch[next].Temperature
 			if c := stretch[next].SMClock; c != nil {
 				clocks = append(clocks, *c)
 			}
 		}
-		return next, clocks, power / float64(next-from)
+		n := float64(next - from)
+		return next, clocks, power / n, temp / n
 	}
 	recentFrom := len(stretch)
 	for recentFrom > 0 && now.Sub(stretch[recentFrom-1].Time) < span {
@@ -124,16 +143,17 @@ func clockLoss(samples []ThermalSample, now time.Time, cfg ThermalConfig, carrie
 	if recentFrom == len(stretch) {
 		return ClockLoss{}
 	}
-	_, clocks, recentPower := block(recentFrom)
+	_, clocks, recentPower, recentTemp := block(recentFrom)
 	if len(clocks) == 0 {
 		return ClockLoss{}
 	}
-	c := ClockLoss{HasClock: true, Recent: medianInPlace(clocks), Since: stretch[0].Time, Held: begin == 0}
-	ceiling := recentPower + cfg.FlatSpread
+	c := ClockLoss{HasClock: true, Recent: medianInPlace(clocks), RecentPower: recentPower, RecentTemperature: recentTemp,
+		Since: stretch[0].Time, Held: begin == 0}
+	floor, ceiling := recentPower-ComparablePowerWatts, recentPower+cfg.FlatSpread
 	for i := 0; i < recentFrom; {
 		var power float64
-		i, clocks, power = block(i)
-		if len(clocks) == 0 || power > ceiling {
+		i, clocks, power, _ = block(i)
+		if len(clocks) == 0 || power > ceiling || power < floor {
 			continue
 		}
 		if m := medianInPlace(clocks); !c.HasLevel || m > c.Level {
@@ -141,7 +161,7 @@ func clockLoss(samples []ThermalSample, now time.Time, cfg ThermalConfig, carrie
 		}
 	}
 	sameStretch := carried.HasClock && (carried.Since.Equal(c.Since) || c.Held && !carried.Since.After(c.Since))
-	if sameStretch && carried.HasLevel && carried.LevelPower <= ceiling && (!c.HasLevel || carried.Level > c.Level) {
+	if sameStretch && carried.HasLevel && carried.LevelPower <= ceiling && carried.LevelPower >= floor && (!c.HasLevel || carried.Level > c.Level) {
 		c.HasLevel, c.Level, c.LevelPower = true, carried.Level, carried.LevelPower
 		c.Since = carried.Since
 	}
@@ -200,6 +220,11 @@ func judgeClocks(v *ThermalVerdict, run, samples []ThermalSample, now time.Time,
 
 	v.Clock = clockLoss(samples, now, cfg, previous.Clock)
 	v.ClockFell = v.Clock.Fell(fall)
+	warm := WarmTemperature
+	if previous.State == Throttled {
+		warm -= stayHotMargin
+	}
+	v.ClockLost = v.ClockFell && (v.Clock.RecentTemperature >= warm || v.Hot)
 	if v.Signature {
 		v.SignatureOnly = !v.Clock.HasClock
 		v.ClockHolding = v.Clock.HasClock && !v.ClockFell

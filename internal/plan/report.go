@@ -46,6 +46,9 @@ func NewReport(p Plan, snap pool.Snapshot, readErr error, reserve uint64, platfo
 		}
 		poolCheck.Level, poolCheck.Detail = Info, fmt.Sprintf("free %s GB, flushable %s GB, reserve %s GB",
 			FormatGB(float64(snap.Free)), FormatGB(float64(snap.Flushable)), FormatGB(float64(reserve)))
+		if snap.CMA != nil && snap.CMA.Free > 0 {
+			poolCheck.Detail += fmt.Sprintf(", of the free %s GB CMA, which a job's pinned memory cannot use", FormatGB(float64(snap.CMA.Free)))
+		}
 	}
 	a, err := Assess(p, budget)
 	if err != nil {
@@ -207,10 +210,15 @@ func (r Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "\n%-12s %8s\n", "POOL", "GB")
 	if s := r.Pool; s != nil {
 		row("free", float64(s.Free), "MemFree: free(1)'s free column")
+		headroom, afterFlush := "free − reserve", "free + flushable − reserve"
+		if s.CMA != nil && s.CMA.Free > 0 {
+			row("CMA free", float64(s.CMA.Free), "CmaFree: free, yet not for a job's pinned memory")
+			headroom, afterFlush = "free − CMA free − reserve", "free − CMA free + flushable − reserve"
+		}
 		row("flushable", float64(s.Flushable), "page cache a flush gives back")
 		row("reserve", float64(r.Reserve), "--pool.reserve")
-		row("headroom", float64(s.Headroom(r.Reserve)), "free − reserve")
-		row("after flush", float64(s.HeadroomAfterFlush(r.Reserve)), "free + flushable − reserve")
+		row("headroom", float64(s.Headroom(r.Reserve)), headroom)
+		row("after flush", float64(s.HeadroomAfterFlush(r.Reserve)), afterFlush)
 	} else {
 		b.WriteString("unreadable\n")
 	}

@@ -33,6 +33,7 @@ func ParseMeminfo(data []byte) (procfs.Meminfo, error) {
 		"Buffers": {&m.Buffers, "kB"}, "Cached": {&m.Cached, "kB"}, "SReclaimable": {&m.SReclaimable, "kB"},
 		"Shmem": {&m.Shmem, "kB"}, "Mapped": {&m.Mapped, "kB"},
 		"HugePages_Total": {&m.HugePagesTotal, ""}, "Hugepagesize": {&m.Hugepagesize, "kB"},
+		"CmaTotal": {&m.CmaTotal, "kB"}, "CmaFree": {&m.CmaFree, "kB"},
 	}
 	for line := range bytes.Lines(data) {
 		key, rest, ok := bytes.Cut(bytes.TrimSuffix(line, []byte{'\n'}), []byte{':'})

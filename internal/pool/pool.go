@@ -5,6 +5,7 @@
 package pool
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -24,6 +25,37 @@ type Snapshot struct {
 	// HugePages is HugePages_Total × Hugepagesize; nil on kernels built
 	// without hugetlbfs, which print neither line.
 	HugePages *uint64
+	// CMA is the contiguous memory area (CmaTotal, CmaFree); nil on
+	// kernels built without CONFIG_CMA, which print neither line.
+	CMA *CMA
+}
+
+// CMA is the kernel's contiguous memory area in bytes. Its free pages
+// count in MemFree and MemAvailable, yet an allocation that cannot move
+// (the GPU driver's pinned memory) cannot use them (docs/design.md).
+type CMA struct {
+	Total uint64 // CmaTotal
+	Free  uint64 // CmaFree
+}
+
+// cmaFree is CmaFree, 0 where the kernel has no CMA.
+func (s Snapshot) cmaFree() uint64 {
+	if s.CMA == nil {
+		return 0
+	}
+	return s.CMA.Free
+}
+
+// Usable is MemAvailable less free CMA pages: what the kernel can still
+// give an allocation that cannot use CMA, reclaim included. It is the
+// figure that falls with danger on a GB10 serving a model (MemFree rises
+// into a kill as reclaim empties the cache; docs/design.md), never below
+// 0. Without CMA it is MemAvailable.
+func (s Snapshot) Usable() uint64 {
+	if c := s.cmaFree(); c < s.Available {
+		return s.Available - c
+	}
+	return 0
 }
 
 // Read reads /proc/meminfo under procPath (--path.procfs).
@@ -106,17 +138,42 @@ func FromMeminfo(m procfs.Meminfo) (Snapshot, error) {
 		h := *m.HugePagesTotal * size
 		s.HugePages = &h
 	}
+
+	// A kernel built with CMA prints both lines; one alone is not Linux's
+	// meminfo. Free CMA beyond the area or beyond the whole pool is a
+	// corrupt read, not a figure.
+	switch {
+	case m.CmaTotal != nil && m.CmaFree != nil:
+		cmaTotal := kib("CmaTotal", m.CmaTotal)
+		cmaFree := kib("CmaFree", m.CmaFree)
+		switch {
+		case err != nil:
+			return Snapshot{}, err
+		case cmaFree > cmaTotal:
+			return Snapshot{}, fmt.Errorf("meminfo: CmaFree %d kB exceeds CmaTotal %d kB", *m.CmaFree, *m.CmaTotal)
+		case cmaFree > total:
+			return Snapshot{}, fmt.Errorf("meminfo: CmaFree %d kB exceeds MemTotal %d kB", *m.CmaFree, *m.MemTotal)
+		}
+		s.CMA = &CMA{Total: cmaTotal, Free: cmaFree}
+	case m.CmaTotal != nil:
+		return Snapshot{}, errors.New("meminfo: CmaTotal without CmaFree")
+	case m.CmaFree != nil:
+		return Snapshot{}, errors.New("meminfo: CmaFree without CmaTotal")
+	}
 	return s, nil
 }
 
-// Headroom is free memory minus the reserve kept for the OS and driver:
-// what a new job may take. Negative when free is already below the reserve.
+// Headroom is free memory, less free CMA pages (which a job's pinned
+// allocations cannot use), minus the reserve kept for the OS and driver:
+// what a new job may take without a flush. Negative when free is already
+// below the reserve, as it is on a healthy Spark whose page cache fills the
+// pool: a planning figure, not a danger one (Usable is that).
 func (s Snapshot) Headroom(reserve uint64) int64 {
-	return int64(s.Free) - int64(reserve)
+	return int64(s.Free) - int64(s.cmaFree()) - int64(reserve)
 }
 
 // HeadroomAfterFlush is the headroom once the page cache is dropped: step 1
 // of the OOM ladder.
 func (s Snapshot) HeadroomAfterFlush(reserve uint64) int64 {
-	return int64(s.Free) + int64(s.Flushable) - int64(reserve)
+	return int64(s.Free) - int64(s.cmaFree()) + int64(s.Flushable) - int64(reserve)
 }

@@ -110,6 +110,9 @@ func FuzzParseMeminfo(f *testing.F) {
 		f.Add(data)
 	}
 	f.Add([]byte("MemTotal: 1 kB\nMemFree: 2 kB\n"))
+	if data, err := os.ReadFile("../../testdata/proc/serving-kill/meminfo"); err == nil {
+		f.Add(data)
+	}
 	f.Add([]byte("MemTotal: 18446744073709551615 kB\nHugePages_Total: 9\nHugepagesize: 1048576 kB\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := ParseMeminfo(data)
@@ -139,6 +142,12 @@ func checkSnapshot(t *testing.T, m procfs.Meminfo, s Snapshot) {
 	if s.HeadroomAfterFlush(0) < s.Headroom(0) || s.Headroom(1<<40) > s.Headroom(0) {
 		t.Fatalf("headroom arithmetic wrapped: %+v", s)
 	}
+	if s.Usable() > s.Available {
+		t.Fatalf("usable %d above MemAvailable %d", s.Usable(), s.Available)
+	}
+	if s.CMA != nil && (s.CMA.Free > s.CMA.Total || s.CMA.Free > s.Total) {
+		t.Fatalf("CMA %+v accepted beyond its area or the pool", *s.CMA)
+	}
 }
 
 func FuzzParsePressure(f *testing.F) {
@@ -156,4 +165,76 @@ func FuzzParsePressure(f *testing.F) {
 			t.Fatal("a file without its last line end accepted")
 		}
 	})
+}
+
+// The two meminfo states a vLLM Spark's owner published (testdata/proc
+// serving-idle and serving-kill, README there): usable is MemAvailable −
+// CmaFree to the kB, and the planning figures leave free CMA out too.
+func TestUsableOnServingFixtures(t *testing.T) {
+	const gib = 1 << 30
+	for _, tc := range []struct {
+		tree                        string
+		available, cmaFree, memFree uint64 // kB, as the fixture has them
+	}{
+		{"serving-idle", 27525120, 136315, 912261},
+		{"serving-kill", 10957619, 9237955, 11513364},
+	} {
+		s, err := Read("../../testdata/proc/" + tc.tree)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.tree, err)
+		}
+		if s.CMA == nil || s.CMA.Free != tc.cmaFree*1024 {
+			t.Fatalf("%s: CMA %+v, want CmaFree %d kB", tc.tree, s.CMA, tc.cmaFree)
+		}
+		if want := (tc.available - tc.cmaFree) * 1024; s.Usable() != want {
+			t.Errorf("%s: usable %d, want MemAvailable − CmaFree = %d", tc.tree, s.Usable(), want)
+		}
+		if want := int64(tc.memFree-tc.cmaFree)*1024 - 4*gib; s.Headroom(4*gib) != want {
+			t.Errorf("%s: headroom %d, want MemFree − CmaFree − reserve = %d", tc.tree, s.Headroom(4*gib), want)
+		}
+		if want := s.Headroom(4*gib) + int64(s.Flushable); s.HeadroomAfterFlush(4*gib) != want {
+			t.Errorf("%s: headroom after flush %d, want %d", tc.tree, s.HeadroomAfterFlush(4*gib), want)
+		}
+	}
+}
+
+const meminfoHead = "MemTotal: 1048576 kB\nMemFree: 262144 kB\nMemAvailable: 524288 kB\n" +
+	"Buffers: 0 kB\nCached: 0 kB\nSReclaimable: 0 kB\nShmem: 0 kB\nMapped: 0 kB\n"
+
+// A kernel without CMA: usable is MemAvailable and the CMA part is nil.
+func TestUsableWithoutCMA(t *testing.T) {
+	s, err := Parse([]byte(meminfoHead))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.CMA != nil || s.Usable() != s.Available || s.Headroom(0) != int64(s.Free) {
+		t.Errorf("without CMA lines: CMA %+v, usable %d, headroom %d; want nil, %d, %d", s.CMA, s.Usable(), s.Headroom(0), s.Available, s.Free)
+	}
+}
+
+// Free CMA beyond MemAvailable leaves nothing usable, never a wrapped
+// figure; beyond its area or the pool it is a corrupt read.
+func TestCMABadInput(t *testing.T) {
+	s, err := Parse([]byte(meminfoHead + "CmaTotal: 1048576 kB\nCmaFree: 786432 kB\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Usable() != 0 {
+		t.Errorf("CmaFree above MemAvailable: usable %d, want 0", s.Usable())
+	}
+	if h := s.Headroom(0); h != (262144-786432)*1024 {
+		t.Errorf("headroom %d, want MemFree − CmaFree, negative", h)
+	}
+	for _, tc := range []struct{ cma, want string }{
+		{"CmaTotal: 1024 kB\nCmaFree: 2048 kB\n", "CmaFree 2048 kB exceeds CmaTotal 1024 kB"},
+		{"CmaTotal: 4194304 kB\nCmaFree: 2097152 kB\n", "CmaFree 2097152 kB exceeds MemTotal 1048576 kB"},
+		{"CmaTotal: 1024 kB\n", "CmaTotal without CmaFree"},
+		{"CmaFree: 0 kB\n", "CmaFree without CmaTotal"},
+		{"CmaTotal: 1024 kB\nCmaFree: 12\n", "CmaFree: value is not a number of kB"},
+		{"CmaTotal: 1024 kB\nCmaFree: 12 kB\nCmaFree: 12 kB\n", "CmaFree appears twice"},
+	} {
+		if _, err := Parse([]byte(meminfoHead + tc.cma)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Parse(…%q) = %v, want an error containing %q", tc.cma, err, tc.want)
+		}
+	}
 }

@@ -23,6 +23,11 @@ type LogOptions struct {
 	// PowerLimit is the GPU's power rating in W where the log has no
 	// power.limit column (--gpu.power-limit); 0 when not known.
 	PowerLimit float64
+	// MachineGPU, when not nil, names this machine's GPU from NVML ("" when
+	// NVML is not there): asked only for a log that names none, it
+	// confirms a GB10 the report would otherwise assume (the exporter's
+	// own CSV, reported on the Spark that wrote it).
+	MachineGPU func() string
 }
 
 // ColumnError is a log that lacks a column the report needs.
@@ -44,116 +49,303 @@ func (e *ColumnError) Error() string {
 // together.
 var ErrNoSample = errors.New("no row of the log has both temperature.gpu and power.draw")
 
-// FromLog reports on a parsed thermal log. cfg is the analysis's
+// FromLog reports on a parsed thermal log held in memory (FromRows).
+func FromLog(tr thermallog.Trace, cfg judge.ThermalConfig, opt LogOptions) (Report, error) {
+	return FromRows(tr, func(yield func(thermallog.Row)) error {
+		for _, r := range tr.Rows {
+			yield(r)
+		}
+		return nil
+	}, cfg, opt)
+}
+
+// RowSource hands a log's rows to yield, in the log's order, each time it
+// is called: once per pass of FromRows.
+type RowSource func(yield func(thermallog.Row)) error
+
+// maxCadenceGaps is how many gaps between samples the cadence is the
+// median of: the first of the log, which sets its interval.
+const maxCadenceGaps = 1 << 12
+
+// gpuRows is what a first pass learns of one GPU's rows.
+type gpuRows struct {
+	name     string
+	nameLine int
+	limit    float64
+	seen     observed
+	samples  int
+	last     time.Time
+	gaps     []time.Duration
+}
+
+// FromRows reports on a thermal log read as a stream: meta is the log as
+// its parse described it (format, columns, skipped lines; its Rows are not
+// read), rows reads the rows again for each pass. cfg is the analysis's
 // configuration but for its Interval, which is the log's own cadence (the
-// median time between its rows), and its NominalPower, which is the
+// median time between its first rows), and its NominalPower, which is the
 // GPU's (GB10: cfg's; another GPU: its power limit, or unknown).
 //
-// Time is linear in the log's rows: each step reads at most a window of
+// Three passes: the GPUs and their cadence; the replay and the figures;
+// the episodes' figures. Memory is one window (and the episodes, and a
+// picture of at most MaxPictureSamples samples), whatever the log's
+// length; time is linear in its rows: each step reads at most a window of
 // MaxWindowSamples samples, and a silence costs a few steps whatever its
-// length. Memory is the rows, the samples (one per row, about 100 bytes)
-// and one window.
-func FromLog(tr thermallog.Trace, cfg judge.ThermalConfig, opt LogOptions) (Report, error) {
+// length.
+func FromRows(meta thermallog.Trace, rows RowSource, cfg judge.ThermalConfig, opt LogOptions) (Report, error) {
 	for _, col := range []string{"temperature.gpu", "power.draw"} {
-		if !tr.Has(col) {
-			return Report{}, &ColumnError{col, tr.Format, tr.Columns}
+		if !meta.Has(col) {
+			return Report{}, &ColumnError{col, meta.Format, meta.Columns}
 		}
 	}
-	rows, index, gpus := selectGPU(tr.Rows, opt.GPU)
-	if opt.GPU != nil && len(gpus) > 0 && len(rows) == 0 {
-		return Report{}, fmt.Errorf("the log has no GPU %d (it has %s): --gpu", *opt.GPU, joinInts(gpus))
-	}
-	gpu := identify(rows, opt, cfg)
-	cfg.NominalPower = gpu.rating
-
-	// The samples in time order: a sample not after the one before is
-	// left out, counted and named by its line.
-	var samples []judge.ThermalSample
-	var back Backward
-	back.RepeatedHour = tr.Repeated
-	for _, row := range rows {
-		s := thermal.SampleOf(row)
-		if s == nil {
-			continue
+	// Pass 1: each GPU's name, limit, readings and cadence (rows without
+	// an index under -1).
+	byGPU := map[int]*gpuRows{}
+	err := rows(func(r thermallog.Row) {
+		key := -1
+		if r.GPU != nil {
+			key = *r.GPU
 		}
-		if n := len(samples); n > 0 && !s.Time.After(samples[n-1].Time) {
-			if back.Samples == 0 {
-				back.FirstLine = row.Line
+		g := byGPU[key]
+		if g == nil {
+			if len(byGPU) > thermallog.MaxGPUs {
+				return // the parser holds a log to MaxGPUs
 			}
-			back.Samples++
+			g = &gpuRows{}
+			byGPU[key] = g
+		}
+		if g.name == "" && r.Name != "" {
+			g.name, g.nameLine = r.Name, r.Line
+		}
+		if r.PowerLimit != nil {
+			g.limit = max(g.limit, *r.PowerLimit)
+		}
+		s := thermal.SampleOf(r)
+		if s == nil {
+			return
+		}
+		g.seen.add(s.Power, s.SMClock)
+		if g.samples > 0 && !s.Time.After(g.last) {
+			return
+		}
+		if g.samples > 0 && len(g.gaps) < maxCadenceGaps {
+			g.gaps = append(g.gaps, s.Time.Sub(g.last))
+		}
+		g.samples++
+		g.last = s.Time
+	})
+	if err != nil {
+		return Report{}, err
+	}
+	var gpus []int
+	for i := range byGPU {
+		if i >= 0 {
+			gpus = append(gpus, i)
+		}
+	}
+	sort.Ints(gpus)
+	index := -1
+	switch {
+	case opt.GPU != nil:
+		index = *opt.GPU
+		if len(gpus) > 0 && byGPU[index] == nil {
+			return Report{}, fmt.Errorf("the log has no GPU %d (it has %s): --gpu", *opt.GPU, joinInts(gpus))
+		}
+	case len(gpus) > 0:
+		index = gpus[0]
+	}
+	var sel gpuRows
+	var gaps []time.Duration
+	for _, key := range []int{index, -1} {
+		g := byGPU[key]
+		if g == nil || key == -1 && index == -1 && sel.samples > 0 {
 			continue
 		}
-		samples = append(samples, *s)
+		if g.name != "" && (sel.name == "" || g.nameLine < sel.nameLine) {
+			sel.name, sel.nameLine = g.name, g.nameLine
+		}
+		sel.limit = max(sel.limit, g.limit)
+		sel.seen.add(g.seen.maxPower, nil)
+		sel.seen.maxClock = max(sel.seen.maxClock, g.seen.maxClock)
+		sel.samples += g.samples
+		if len(gaps) == 0 {
+			gaps = g.gaps
+		}
+		if key == -1 {
+			break
+		}
 	}
-	if len(samples) == 0 {
+	if sel.samples == 0 {
 		return Report{}, ErrNoSample
 	}
-	if interval, ok := cadence(samples); ok {
+	name := sel.name
+	if name == "" {
+		name = opt.GPUName
+	}
+	gpu := identifyGPU(name, sel.limit, opt.PowerLimit, sel.seen, cfg)
+	if gpu.assumed && opt.MachineGPU != nil {
+		if m := opt.MachineGPU(); strings.Contains(strings.ToUpper(m), "GB10") {
+			gpu.name, gpu.assumed, gpu.machine = m, false, true
+		}
+	}
+	cfg.NominalPower = gpu.rating
+	if interval, ok := medianGap(gaps); ok {
 		cfg.Interval = interval
 	}
 	if err := cfg.Validate(); err != nil {
 		return Report{}, fmt.Errorf("the log's samples come every %v: %w (--thermal.window)", cfg.Interval, err)
 	}
-	judged, stepCfg := samples, cfg
+	stepCfg := cfg
+	averaged := false
 	if step := cfg.Window / MaxWindowSamples; cfg.Interval < step {
-		judged, stepCfg.Interval = average(samples, step), step
+		stepCfg.Interval, averaged = step, true
 	}
-	episodes, throttled := replay(judged, stepCfg)
-	r := build(samples, episodes, throttled, nil, cfg, gpu.gb10)
+
+	// Pass 2: the samples of the GPU in time order (a sample not after the
+	// one before is left out, counted and named by its line), replayed
+	// through the Monitor and summed up as they come.
+	var back Backward
+	back.RepeatedHour = meta.Repeated
+	sum := newSummary(cfg)
+	replayer := thermal.NewReplayer(stepCfg, nil)
+	avg := averager{step: stepCfg.Interval}
+	pic := newPicture(sel.samples, cfg.MaxGap())
+	var last time.Time
+	samples := func(each func(judge.ThermalSample)) error {
+		n := 0
+		return rows(func(row thermallog.Row) {
+			if row.GPU != nil && *row.GPU != index {
+				return
+			}
+			s := thermal.SampleOf(row)
+			if s == nil {
+				return
+			}
+			if n > 0 && !s.Time.After(last) {
+				if each == nil {
+					if back.Samples == 0 {
+						back.FirstLine = row.Line
+					}
+					back.Samples++
+				}
+				return
+			}
+			n++
+			last = s.Time
+			if each != nil {
+				each(*s)
+				return
+			}
+			sum.add(*s)
+			pic.add(*s)
+			if !averaged {
+				replayer.Add(s)
+			} else if m, ok := avg.add(*s); ok {
+				replayer.Add(&m)
+			}
+		})
+	}
+	if err := samples(nil); err != nil {
+		return Report{}, err
+	}
+	if m, ok := avg.flush(); ok {
+		replayer.Add(&m)
+	}
+	res := replayer.Result()
+	episodes := make([]Episode, 0, len(res.Episodes))
+	for _, e := range res.Episodes {
+		episodes = append(episodes, Episode{Start: e.Start, End: e.End, Open: e.Open, Evidence: e.Evidence()})
+	}
+	r := sum.report(episodes, res.Throttled, nil, gpu.gb10)
+	r.windowCovered = res.Judged > 0
+	r.samples, r.pictureGap = pic.samples, pic.gap()
+
+	// Pass 3: the episodes' figures.
+	if len(r.Throttle.Episodes) > 0 {
+		var perr error
+		describeAll(r.Throttle.Episodes, func(yield func(judge.ThermalSample)) {
+			perr = samples(yield)
+		}, cfg)
+		if perr != nil {
+			return Report{}, perr
+		}
+	}
 	r.StepSeconds = round(stepCfg.Interval.Seconds())
-	r.Source, r.Format, r.Throttle.From = "csv", tr.Format, "replay"
-	r.GPU = index
+	r.Source, r.Format, r.Throttle.From = "csv", meta.Format, "replay"
+	r.GPU = max(index, 0)
 	if len(gpus) > 1 {
 		r.GPUs = gpus
 	}
 	gpu.fill(&r)
 	r.Backward = back
-	for _, e := range tr.Skipped {
+	for _, e := range meta.Skipped {
 		r.SkippedLines = append(r.SkippedLines, SkippedLine{Line: e.Line, Error: e.Err.Error()})
 	}
-	r.Verdict = verdict(r)
+	r.SkippedTotal = meta.SkippedTotal
+	r.Verdict, r.VerdictState = verdict(r)
 	return r, nil
+}
+
+// medianGap is the median of the gaps, to the millisecond nvidia-smi
+// prints: the log's sampling interval, which missed samples do not move.
+func medianGap(gaps []time.Duration) (time.Duration, bool) {
+	if len(gaps) == 0 {
+		return 0, false
+	}
+	sorted := append([]time.Duration(nil), gaps...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
+	return max(sorted[len(sorted)/2].Round(time.Millisecond), time.Millisecond), true
 }
 
 // gpuModel is what the report knows of the log's GPU.
 type gpuModel struct {
-	name   string
-	gb10   bool
-	rating float64 // W; a GPU of unknown rating gets one no power is below
-	known  bool    // the rating is known
-	why    []string
+	name    string
+	gb10    bool
+	assumed bool    // a GB10 for want of a name: nothing said otherwise
+	machine bool    // named by this machine's NVML, the log naming none
+	rating  float64 // W; a GPU of unknown rating gets one no power is below
+	known   bool    // the rating is known
+	why     []string
+}
+
+// GB10MaxSMClockHz is the GB10's highest SM clock (nvidia-smi -q's max
+// clocks: 3003 MHz, Blackwellboy/model-serving-minefield): a log with a
+// faster clock is another GPU's.
+const GB10MaxSMClockHz = 3003e6
+
+// observed is what the samples say of the GPU, against a GB10: the most
+// power and the fastest SM clock they hold.
+type observed struct{ maxPower, maxClock float64 }
+
+func (o *observed) add(power float64, clock *float64) {
+	o.maxPower = max(o.maxPower, power)
+	if clock != nil {
+		o.maxClock = max(o.maxClock, *clock)
+	}
 }
 
 // unknownRating makes "power flat below the rating" false whatever the
 // power: with no rating to compare against, the signature is not judged.
 const unknownRating = 1e-9
 
-// identify finds the GPU's model and rating: a GB10 (by the log's name
-// column, or --gpu.name) is judged against GB10's rating (cfg); another
-// GPU against its power limit where the log or --gpu.power-limit gives
-// one, else not at all.
-func identify(rows []thermallog.Row, opt LogOptions, cfg judge.ThermalConfig) gpuModel {
-	var name string
-	var limit float64
-	for _, r := range rows {
-		if name == "" && r.Name != "" {
-			name = r.Name
-		}
-		if r.PowerLimit != nil {
-			limit = max(limit, *r.PowerLimit)
-		}
-	}
-	if name == "" {
-		name = opt.GPUName
-	}
-	return identifyGPU(name, limit, opt.PowerLimit, cfg)
-}
-
 // identifyGPU is identify's judgement on a name and a power limit (0:
-// none), given limit, a rating the user gave (0: none).
-func identifyGPU(name string, limit, given float64, cfg judge.ThermalConfig) gpuModel {
+// none), given limit, a rating the user gave (0: none), and what the
+// samples showed. A GPU nothing names is a GB10, the machine the tool is
+// for, unless a power limit is reported (a GB10 reports none) or the
+// samples draw more than its rating or clock faster than it can.
+func identifyGPU(name string, limit, given float64, seen observed, cfg judge.ThermalConfig) gpuModel {
 	g := gpuModel{name: name}
 	g.gb10 = strings.Contains(strings.ToUpper(g.name), "GB10")
+	var contradiction string
+	if name == "" && given == 0 && limit == 0 {
+		switch {
+		case seen.maxPower > cfg.NominalPower:
+			contradiction = fmt.Sprintf("it draws up to %.0f W, above GB10's %.0f W rating", seen.maxPower, cfg.NominalPower)
+		case seen.maxClock > GB10MaxSMClockHz:
+			contradiction = fmt.Sprintf("its SM clock reaches %.0f MHz, above GB10's %.0f MHz", seen.maxClock/1e6, GB10MaxSMClockHz/1e6)
+		default:
+			g.gb10, g.assumed = true, true
+		}
+	}
 	switch {
 	case g.gb10:
 		g.rating, g.known = cfg.NominalPower, true
@@ -166,8 +358,13 @@ func identifyGPU(name string, limit, given float64, cfg judge.ThermalConfig) gpu
 	}
 	if !g.gb10 {
 		what := "the GPU is not named (no name column or spark_gpu_info, no --gpu.name)"
-		if g.name != "" {
+		switch {
+		case g.name != "":
 			what = "the GPU is not a GB10"
+		case contradiction != "":
+			what = "the GPU is not named and is not a GB10: " + contradiction
+		case given > 0 || limit > 0:
+			what = "the GPU is not named and has a power limit (a GB10 reports none)"
 		}
 		g.why = append(g.why, what+": GB10's ~100 W plateau is not assumed")
 		if !g.known {
@@ -181,56 +378,10 @@ func (g gpuModel) fill(r *Report) {
 	if g.name != "" {
 		r.GPUName = ptr(g.name)
 	}
+	r.GPUAssumed = g.assumed
+	r.GPUFromMachine = g.machine
 	if g.known {
 		r.PowerRatingWatts = ptr(round(g.rating))
 	}
 	r.Assumptions = append(r.Assumptions, g.why...)
-}
-
-// selectGPU keeps the rows of one GPU of a log with an index column; rows
-// without an index (a log without the column) are all kept.
-func selectGPU(rows []thermallog.Row, gpu *int) ([]thermallog.Row, int, []int) {
-	seen := map[int]bool{}
-	var gpus []int
-	for _, r := range rows {
-		if r.GPU != nil && !seen[*r.GPU] {
-			seen[*r.GPU] = true
-			gpus = append(gpus, *r.GPU)
-		}
-	}
-	sort.Ints(gpus)
-	index := -1
-	if gpu != nil {
-		index = *gpu
-	} else {
-		for _, r := range rows {
-			if r.GPU != nil && (index < 0 || *r.GPU < index) {
-				index = *r.GPU
-			}
-		}
-	}
-	var out []thermallog.Row
-	for _, r := range rows {
-		if r.GPU == nil || *r.GPU == index {
-			out = append(out, r)
-		}
-	}
-	return out, max(index, 0), gpus
-}
-
-// cadence is the median time between consecutive samples, to the
-// millisecond nvidia-smi prints: the log's sampling interval, which missed
-// samples do not move.
-func cadence(samples []judge.ThermalSample) (time.Duration, bool) {
-	var gaps []time.Duration
-	for i := 1; i < len(samples); i++ {
-		if d := samples[i].Time.Sub(samples[i-1].Time); d > 0 {
-			gaps = append(gaps, d)
-		}
-	}
-	if len(gaps) == 0 {
-		return 0, false
-	}
-	sort.Slice(gaps, func(i, j int) bool { return gaps[i] < gaps[j] })
-	return max(gaps[len(gaps)/2].Round(time.Millisecond), time.Millisecond), true
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/thermal"
+	"github.com/spark-exporter/spark_exporter/internal/thermallog"
 )
 
 // Query is what to report on from Prometheus.
@@ -56,15 +57,17 @@ func FromPrometheus(ctx context.Context, api v1.API, q Query, cfg judge.ThermalC
 
 	samples := p.samples(sel)
 	cfg.Interval = q.Step
-	gpu := p.gpu(sel, cfg)
+	gpu := p.gpu(sel, samples, cfg)
 	cfg.NominalPower = gpu.rating
-	episodes, throttled, from := p.throttle(sel, samples, cfg)
+	episodes, throttled, from, covered := p.throttle(sel, samples, cfg)
 	var energy *float64
-	if j, ok := p.growth(`spark_gpu_energy_joules_total{` + sel + `}`); ok {
+	// No more energy than the most power any GPU draws over the range.
+	if j, ok := p.growth(`spark_gpu_energy_joules_total{` + sel + `}`); ok && j <= thermallog.MaxPower*q.To.Sub(q.From).Seconds() {
 		energy = &j
 	}
 	r := build(samples, episodes, throttled, energy, cfg, gpu.gb10)
 	r.Source, r.Instance, r.Throttle.From = "prometheus", p.q.Instance, from
+	r.windowCovered = covered
 	gpu.fill(&r)
 	if n, err := strconv.Atoi(q.GPU); err == nil {
 		r.GPU = n
@@ -79,13 +82,13 @@ func FromPrometheus(ctx context.Context, api v1.API, q Query, cfg judge.ThermalC
 	if p.err != nil {
 		return Report{}, p.err
 	}
-	r.Verdict = verdict(r)
+	r.Verdict, r.VerdictState = verdict(r)
 	return r, nil
 }
 
 // gpu is what the exporter said of the GPU: its name (spark_gpu_info) and
 // power limit (spark_gpu_power_limit_watts, absent on a GB10).
-func (p *prom) gpu(sel string, cfg judge.ThermalConfig) gpuModel {
+func (p *prom) gpu(sel string, samples []judge.ThermalSample, cfg judge.ThermalConfig) gpuModel {
 	var name string
 	vec, _ := p.query(`max by (name) (last_over_time(spark_gpu_info{`+sel+`}`+p.span+`))`, p.q.To).(model.Vector)
 	if len(vec) > 0 {
@@ -95,7 +98,11 @@ func (p *prom) gpu(sel string, cfg judge.ThermalConfig) gpuModel {
 	if w := p.scalar(`max_over_time(spark_gpu_power_limit_watts{` + sel + `}` + p.span + `)`); w != nil && *w > 0 {
 		limit = *w
 	}
-	return identifyGPU(name, limit, 0, cfg)
+	var seen observed
+	for _, s := range samples {
+		seen.add(s.Power, s.SMClock)
+	}
+	return identifyGPU(name, limit, 0, seen, cfg)
 }
 
 // samples are the GPU's scraped temperature and power (with utilisation
@@ -105,17 +112,20 @@ func (p *prom) samples(sel string) []judge.ThermalSample {
 	power := p.series(`spark_gpu_power_watts{` + sel + `}`)
 	util := p.series(`spark_gpu_utilization_ratio{` + sel + `}`)
 	clock := p.series(`spark_gpu_sm_clock_hertz{` + sel + `}`)
+	// The CSV reader's plausibility rules: a reading no GPU gives is no
+	// reading, whichever source it comes from.
+	in := func(v, lo, hi float64) bool { return v >= lo && v <= hi }
 	var samples []judge.ThermalSample
 	for _, t := range sortedTimes(temp) {
 		w, ok := power[t]
-		if !ok {
+		if !ok || !in(temp[t], thermallog.MinTemperature, thermallog.MaxTemperature) || !in(w, 0, thermallog.MaxPower) {
 			continue
 		}
 		s := judge.ThermalSample{Time: t, Temperature: temp[t], Power: w}
-		if v, ok := util[t]; ok {
+		if v, ok := util[t]; ok && in(v, 0, 1) {
 			s.Utilization = ptr(v)
 		}
-		if v, ok := clock[t]; ok {
+		if v, ok := clock[t]; ok && in(v, 0, thermallog.MaxSMClockHz) {
 			s.SMClock = ptr(v)
 		}
 		samples = append(samples, s)
@@ -127,13 +137,18 @@ func (p *prom) samples(sel string) []judge.ThermalSample {
 // verdicts the live collector recorded (from "recorded"), or, where the
 // thermal collector was off, the scraped samples replayed ("replay").
 // Each episode's evidence gains the driver's thermal slowdown counters
-// where they grew over it.
-func (p *prom) throttle(sel string, samples []judge.ThermalSample, cfg judge.ThermalConfig) ([]Episode, time.Duration, string) {
-	var episodes []Episode
-	var throttled time.Duration
-	from := "recorded"
+// where they grew over it. covered is false when no verdict judged a whole
+// window: every recorded state collecting, or no replayed step covered.
+func (p *prom) throttle(sel string, samples []judge.ThermalSample, cfg judge.ThermalConfig) (episodes []Episode, throttled time.Duration, from string, covered bool) {
+	from, covered = "recorded", true
 	state := p.series(`spark_thermal_state{` + sel + `,state="throttled"}`)
 	if len(state) > 0 {
+		if collecting := p.series(`spark_thermal_state{` + sel + `,state="collecting"}`); len(collecting) > 0 {
+			covered = false
+			for _, v := range collecting {
+				covered = covered || v == 0
+			}
+		}
 		signature := p.series(`spark_thermal_throttle_signature{` + sel + `}`)
 		slowdown := p.series(`max(spark_gpu_clocks_event_active{` + sel + `,reason=~"sw_thermal_slowdown|hw_thermal_slowdown"}) ` +
 			`or sum(irate(spark_gpu_clocks_event_seconds_total{` + sel + `,reason=~"sw_thermal_slowdown|hw_thermal_slowdown"}[5m])) > bool 0`)
@@ -147,10 +162,17 @@ func (p *prom) throttle(sel string, samples []judge.ThermalSample, cfg judge.The
 		}
 	} else if err := cfg.Validate(); err == nil {
 		from = "replay"
-		episodes, throttled = replay(samples, cfg)
+		episodes, throttled, covered = replay(samples, cfg)
+	}
+	// The counters' raw samples over the whole range in one query, each
+	// episode's growth read from them: a fixed number of queries however
+	// many episodes there are.
+	var counters model.Matrix
+	if len(episodes) > 0 {
+		counters = p.raw(`spark_gpu_clocks_event_seconds_total{`+sel+`,reason=~"sw_thermal_slowdown|hw_thermal_slowdown"}`, p.q.From, p.q.To)
 	}
 	for i := range episodes {
-		if secs, ok := p.growthBetween(`spark_gpu_clocks_event_seconds_total{`+sel+`,reason=~"sw_thermal_slowdown|hw_thermal_slowdown"}`, episodes[i].Start, episodes[i].End); ok {
+		if secs, ok := growthIn(counters, episodes[i].Start, episodes[i].End); ok {
 			episodes[i].ThermalSlowdownSeconds = ptr(round(secs))
 			if secs > 0 && !strings.Contains(episodes[i].Evidence, "thermal_slowdown_counters") {
 				// The driver's counters grew over the episode: the
@@ -159,7 +181,7 @@ func (p *prom) throttle(sel string, samples []judge.ThermalSample, cfg judge.The
 			}
 		}
 	}
-	return episodes, throttled, from
+	return episodes, throttled, from, covered
 }
 
 // memory is the pool over the run.
@@ -225,8 +247,9 @@ func (p *prom) series(expr string) map[time.Time]float64 {
 		return out
 	}
 	for _, s := range m[0].Values {
-		if v := float64(s.Value); finite(v) {
-			out[s.Timestamp.Time()] = v
+		// A point outside the range asked for is none of the run's.
+		if v, at := float64(s.Value), s.Timestamp.Time(); finite(v) && !at.Before(p.q.From) && !at.After(p.q.To) {
+			out[at] = v
 		}
 	}
 	return out
@@ -248,7 +271,8 @@ func (p *prom) labelled(expr, label string) map[string][]time.Time {
 // nil when there is none, or it is NaN or infinite (no figure to give).
 func (p *prom) scalar(expr string) *float64 {
 	vec, _ := p.query(expr, p.q.To).(model.Vector)
-	if len(vec) == 0 || !finite(float64(vec[0].Value)) {
+	// An exabyte and more is no figure of a Spark's pool either.
+	if len(vec) == 0 || !finite(float64(vec[0].Value)) || math.Abs(float64(vec[0].Value)) > 1e18 {
 		return nil
 	}
 	return ptr(float64(vec[0].Value))
@@ -264,11 +288,22 @@ func (p *prom) growth(sel string) (float64, bool) {
 }
 
 func (p *prom) growthBetween(sel string, from, to time.Time) (float64, bool) {
+	return growthIn(p.raw(sel, from, to), from, to)
+}
+
+// raw is the raw samples of sel's series from from to to.
+func (p *prom) raw(sel string, from, to time.Time) model.Matrix {
 	secs := int(math.Ceil(to.Sub(from).Seconds()))
 	if secs < 1 {
 		secs = 1
 	}
 	m, _ := p.query(fmt.Sprintf("%s[%ds]", sel, secs), to).(model.Matrix)
+	return m
+}
+
+// growthIn is how much the counters of m grew from from to to, summed
+// over its series, a reset counting from zero.
+func growthIn(m model.Matrix, from, to time.Time) (float64, bool) {
 	if len(m) == 0 {
 		return 0, false
 	}
@@ -279,7 +314,7 @@ func (p *prom) growthBetween(sel string, from, to time.Time) (float64, bool) {
 		for _, v := range s.Values {
 			// NaN and ±Inf are no counter values: skipped.
 			cur := float64(v.Value)
-			if !finite(cur) {
+			if at := v.Timestamp.Time(); !finite(cur) || at.Before(from) || at.After(to) {
 				continue
 			}
 			found = true

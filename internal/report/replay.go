@@ -17,76 +17,136 @@ const MaxWindowSamples = 600
 // replay is what the live collector's analysis makes of the samples (time
 // order, each after the one before), thermal.Replay: the throttle
 // episodes, their evidence in the words of the sampler's log, and the time
-// throttled.
-func replay(samples []judge.ThermalSample, cfg judge.ThermalConfig) ([]Episode, time.Duration) {
+// throttled; judged is false when no step covered a whole window.
+func replay(samples []judge.ThermalSample, cfg judge.ThermalConfig) (episodes []Episode, throttled time.Duration, judged bool) {
 	res := thermal.Replay(samples, cfg, nil)
-	episodes := make([]Episode, 0, len(res.Episodes))
+	episodes = make([]Episode, 0, len(res.Episodes))
 	for _, e := range res.Episodes {
 		episodes = append(episodes, Episode{Start: e.Start, End: e.End, Open: e.Open, Evidence: e.Evidence()})
 	}
-	return episodes, res.Throttled
+	return episodes, res.Throttled, res.Judged > 0
 }
 
-// average merges the samples (time order) into one per step of length
-// step: mean temperature, power, utilisation and SM clock, the reasons
-// of any, the latest counters, at the time of the step's last sample.
-func average(samples []judge.ThermalSample, step time.Duration) []judge.ThermalSample {
-	var out []judge.ThermalSample
-	for i := 0; i < len(samples); {
-		end := samples[i].Time.Add(step)
-		j := i
-		for j < len(samples) && samples[j].Time.Before(end) {
-			j++
+// averager merges samples (time order) into one per step of length step,
+// as they come: mean temperature, power, utilisation, SM clock and margin,
+// the reasons of any, the latest counters, at the time of the step's last
+// sample.
+type averager struct {
+	step  time.Duration
+	end   time.Time // the current step's end
+	group merger
+}
+
+// add takes s; it returns the previous step's sample when s starts a new
+// step.
+func (a *averager) add(s judge.ThermalSample) (judge.ThermalSample, bool) {
+	var out judge.ThermalSample
+	done := false
+	if a.group.n > 0 && !s.Time.Before(a.end) {
+		out, done = a.group.sample(), true
+		a.group = merger{}
+	}
+	if a.group.n == 0 {
+		a.end = s.Time.Add(a.step)
+	}
+	a.group.add(s)
+	return out, done
+}
+
+// flush is the last step's sample, if any.
+func (a *averager) flush() (judge.ThermalSample, bool) {
+	if a.group.n == 0 {
+		return judge.ThermalSample{}, false
+	}
+	out := a.group.sample()
+	a.group = merger{}
+	return out, true
+}
+
+// merger adds up a group of samples into one.
+type merger struct {
+	n                  int
+	last               judge.ThermalSample
+	temp, power        float64
+	util, clock, marg  acc
+	reasons            *uint64
+	slowdown, powerCap *float64
+}
+
+func (m *merger) add(s judge.ThermalSample) {
+	m.n++
+	m.last = s
+	m.temp += s.Temperature
+	m.power += s.Power
+	if s.Utilization != nil {
+		m.util.add(*s.Utilization)
+	}
+	if s.SMClock != nil {
+		m.clock.add(*s.SMClock)
+	}
+	if s.TemperatureMargin != nil {
+		m.marg.add(*s.TemperatureMargin)
+	}
+	if s.Reasons != nil {
+		r := *s.Reasons
+		if m.reasons != nil {
+			r |= *m.reasons
 		}
-		out = append(out, merge(samples[i:j]))
-		i = j
+		m.reasons = &r
+	}
+	if s.ThermalSlowdownSeconds != nil {
+		m.slowdown = s.ThermalSlowdownSeconds
+	}
+	if s.PowerCapSeconds != nil {
+		m.powerCap = s.PowerCapSeconds
+	}
+}
+
+func (m *merger) sample() judge.ThermalSample {
+	n := float64(m.n)
+	out := judge.ThermalSample{Time: m.last.Time, Temperature: m.temp / n, Power: m.power / n, Reasons: m.reasons,
+		ThermalSlowdownSeconds: m.slowdown, PowerCapSeconds: m.powerCap}
+	if m.util.n > 0 {
+		out.Utilization = ptr(m.util.sum / float64(m.util.n))
+	}
+	if m.clock.n > 0 {
+		out.SMClock = ptr(m.clock.sum / float64(m.clock.n))
+	}
+	if m.marg.n > 0 {
+		out.TemperatureMargin = ptr(m.marg.sum / float64(m.marg.n))
 	}
 	return out
 }
 
-func merge(group []judge.ThermalSample) judge.ThermalSample {
-	last := group[len(group)-1]
-	out := judge.ThermalSample{Time: last.Time, ThermalSlowdownSeconds: last.ThermalSlowdownSeconds, PowerCapSeconds: last.PowerCapSeconds}
-	var util, clock, margin acc
-	var reasons *uint64
-	for _, s := range group {
-		out.Temperature += s.Temperature
-		out.Power += s.Power
-		if s.Utilization != nil {
-			util.add(*s.Utilization)
-		}
-		if s.SMClock != nil {
-			clock.add(*s.SMClock)
-		}
-		if s.TemperatureMargin != nil {
-			margin.add(*s.TemperatureMargin)
-		}
-		if s.Reasons != nil {
-			r := *s.Reasons
-			if reasons != nil {
-				r |= *reasons
-			}
-			reasons = &r
-		}
-		if s.ThermalSlowdownSeconds != nil {
-			out.ThermalSlowdownSeconds = s.ThermalSlowdownSeconds
-		}
-		if s.PowerCapSeconds != nil {
-			out.PowerCapSeconds = s.PowerCapSeconds
-		}
-	}
-	n := float64(len(group))
-	out.Temperature /= n
-	out.Power /= n
-	out.Reasons = reasons
-	if util.n > 0 {
-		out.Utilization = ptr(util.sum / float64(util.n))
-	}
-	if clock.n > 0 {
-		out.SMClock = ptr(clock.sum / float64(clock.n))
-	}
-	if margin.n > 0 {
-		out.TemperatureMargin = ptr(margin.sum / float64(margin.n))
-	}
-	return out
+// MaxPictureSamples bounds the samples a report keeps for its picture
+// (--svg, 1,000-odd pixels wide): a longer log's are merged, every k
+// consecutive samples into one.
+const MaxPictureSamples = 8192
+
+// picture keeps the samples for the picture, merged k to one.
+type picture struct {
+	k       int
+	maxGap  time.Duration
+	group   merger
+	samples []judge.ThermalSample
 }
+
+func newPicture(total int, maxGap time.Duration) *picture {
+	return &picture{k: max(1, (total+MaxPictureSamples-1)/MaxPictureSamples), maxGap: maxGap}
+}
+
+func (p *picture) add(s judge.ThermalSample) {
+	if p.k == 1 {
+		p.samples = append(p.samples, s)
+		return
+	}
+	p.group.add(s)
+	if p.group.n == p.k {
+		p.samples = append(p.samples, p.group.sample())
+		p.group = merger{}
+	}
+}
+
+// gap is the silence between kept samples that breaks the picture's
+// lines.
+func (p *picture) gap() time.Duration { return p.maxGap * time.Duration(p.k) }

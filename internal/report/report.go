@@ -30,6 +30,13 @@ type Report struct {
 	GPUs []int `json:"gpus_in_log,omitempty"`
 	// GPUName is the GPU's model as the log (or --gpu.name) names it.
 	GPUName *string `json:"gpu_name"`
+	// GPUAssumed: nothing named the GPU, and nothing in the samples
+	// contradicted a GB10 (power above its rating, a clock above its
+	// maximum): it was judged as one.
+	GPUAssumed bool `json:"gpu_assumed_gb10"`
+	// GPUFromMachine: the log names no GPU; gpu_name is this machine's,
+	// from NVML (a GB10, consistent with the samples).
+	GPUFromMachine bool `json:"gpu_name_from_nvml"`
 	// PowerRatingWatts is the power the throttle signature judges "flat
 	// below the rating" against: GB10's 240 W brick, or the log's
 	// power.limit; null where neither is known.
@@ -46,8 +53,10 @@ type Report struct {
 	// StepSeconds is the time between the judged steps: the interval, or
 	// coarser where a fast log's rows are averaged (MaxWindowSamples).
 	StepSeconds float64 `json:"step_seconds"`
-	// SkippedLines are the malformed lines of a log (CSV only).
+	// SkippedLines are the first malformed lines of a log (CSV only, at
+	// most thermallog.MaxSkippedKept); SkippedTotal counts them all.
 	SkippedLines []SkippedLine `json:"skipped_lines"`
+	SkippedTotal int           `json:"skipped_lines_total"`
 	// Time that did not move forward (CSV only).
 	Backward Backward `json:"time_stepped_back"`
 
@@ -68,10 +77,21 @@ type Report struct {
 	Alerts   []Alert  `json:"alerts,omitempty"` // Prometheus only
 
 	Verdict string `json:"verdict"`
+	// VerdictState is the verdict in one word: not_throttled, throttled,
+	// signature_only (the throttle signature in a log without an SM
+	// clock) or cannot_tell (the verdict says why).
+	VerdictState string `json:"verdict_state"`
 
 	// For the picture: the samples and the thermal configuration.
 	samples []judge.ThermalSample
 	cfg     judge.ThermalConfig
+	// windowCovered: some step of a replay judged a whole window (true
+	// for a recorded run, whose verdicts the collector judged).
+	windowCovered bool
+	// pictureGap is the silence between the picture's samples that
+	// breaks its lines: MaxGap, or more where a long log's samples were
+	// merged for the picture.
+	pictureGap time.Duration
 }
 
 // Backward is what a log's clock did when it did not move forward.
@@ -129,9 +149,6 @@ type Episode struct {
 
 	// What was seen at some step of a recorded episode.
 	Signature, NVML bool `json:"-"`
-	// The first and latest thermal slowdown counter of the episode's
-	// samples, while describe reads them.
-	slowdown []float64
 }
 
 // Memory is the pool over the run, from Prometheus.
@@ -172,69 +189,97 @@ type Alert struct {
 // counter's figure in joules, nil to integrate power. plateau says the GPU
 // is a GB10, whose time at the ~100 W plateau is counted.
 func build(samples []judge.ThermalSample, episodes []Episode, throttled time.Duration, energy *float64, cfg judge.ThermalConfig, plateau bool) Report {
-	r := Report{samples: samples, cfg: cfg, SkippedLines: []SkippedLine{}, Assumptions: []string{}, BusyBy: "power",
+	sum := newSummary(cfg)
+	for _, s := range samples {
+		sum.add(s)
+	}
+	r := sum.report(episodes, throttled, energy, plateau)
+	describeAll(r.Throttle.Episodes, func(yield func(judge.ThermalSample)) {
+		for _, s := range samples {
+			yield(s)
+		}
+	}, cfg)
+	r.samples, r.pictureGap = samples, cfg.MaxGap()
+	return r
+}
+
+// summary adds up the figures of the samples as they come (time order,
+// each after the one before), holding none of them.
+type summary struct {
+	cfg                                 judge.ThermalConfig
+	n                                   int
+	first, prev                         judge.ThermalSample
+	utilization                         bool
+	joules, busySeconds, plateauSeconds float64
+	temp, power, clock                  *acc
+}
+
+func newSummary(cfg judge.ThermalConfig) *summary {
+	return &summary{cfg: cfg, temp: newAcc(), power: newAcc(), clock: newAcc()}
+}
+
+func (m *summary) add(s judge.ThermalSample) {
+	if m.n == 0 {
+		m.first = s
+	} else {
+		// Each sample stands for the time to the next one, but no
+		// longer than a gap the analysis still reads as unbroken:
+		// nobody saw what happened in a longer silence.
+		p := m.prev
+		if gap := s.Time.Sub(p.Time); gap > 0 && gap <= m.cfg.MaxGap() {
+			w := gap.Seconds()
+			m.joules += (p.Power + s.Power) / 2 * w
+			if busy(p, m.cfg) {
+				m.busySeconds += w
+				if p.Power >= judge.PlateauLowWatts && p.Power <= judge.PlateauHighWatts {
+					m.plateauSeconds += w
+				}
+			}
+		}
+	}
+	m.n++
+	m.prev = s
+	m.utilization = m.utilization || s.Utilization != nil
+	m.temp.add(s.Temperature)
+	m.power.add(s.Power)
+	if s.SMClock != nil {
+		m.clock.add(*s.SMClock)
+	}
+}
+
+// report is the Report of the figures, the episodes not yet described.
+func (m *summary) report(episodes []Episode, throttled time.Duration, energy *float64, plateau bool) Report {
+	r := Report{cfg: m.cfg, windowCovered: true, SkippedLines: []SkippedLine{}, Assumptions: []string{}, BusyBy: "power",
 		Throttle: Throttle{Episodes: episodes}}
 	if r.Throttle.Episodes == nil {
 		r.Throttle.Episodes = []Episode{}
 	}
-	r.Samples = len(samples)
-	r.IntervalSeconds = round(cfg.Interval.Seconds())
+	r.Samples = m.n
+	r.IntervalSeconds = round(m.cfg.Interval.Seconds())
 	r.StepSeconds = r.IntervalSeconds
-	if len(samples) == 0 {
+	if m.n == 0 {
 		return r
 	}
-	r.Start, r.End = samples[0].Time, samples[len(samples)-1].Time
+	r.Start, r.End = m.first.Time, m.prev.Time
 	r.DurationSeconds = round(r.End.Sub(r.Start).Seconds())
-	for _, s := range samples {
-		if s.Utilization != nil {
-			r.BusyBy = "utilization"
-			break
-		}
+	if m.utilization {
+		r.BusyBy = "utilization"
 	}
-
-	var joules, busySeconds, plateauSeconds float64
-	temp, power := newAcc(), newAcc()
-	clock := newAcc()
-	for i, s := range samples {
-		temp.add(s.Temperature)
-		power.add(s.Power)
-		if s.SMClock != nil {
-			clock.add(*s.SMClock)
-		}
-		if i == len(samples)-1 {
-			break
-		}
-		// Each sample stands for the time to the next one, but no longer
-		// than a gap the analysis still reads as unbroken: nobody saw
-		// what happened in a longer silence.
-		gap := samples[i+1].Time.Sub(s.Time)
-		if gap <= 0 || gap > cfg.MaxGap() {
-			continue
-		}
-		w := gap.Seconds()
-		joules += (s.Power + samples[i+1].Power) / 2 * w
-		if busy(s, cfg) {
-			busySeconds += w
-			if s.Power >= judge.PlateauLowWatts && s.Power <= judge.PlateauHighWatts {
-				plateauSeconds += w
-			}
-		}
-	}
-	r.BusySeconds = round(busySeconds)
+	r.BusySeconds = round(m.busySeconds)
 	if plateau {
-		r.PlateauSeconds = ptr(round(plateauSeconds))
+		r.PlateauSeconds = ptr(round(m.plateauSeconds))
 	}
-	r.Temperature, r.Power, r.SMClock = temp.rng(), power.rng(), clock.rng()
+	r.Temperature, r.Power, r.SMClock = m.temp.rng(), m.power.rng(), m.clock.rng()
 	if energy != nil {
 		r.EnergyWattHours = ptr(round(*energy / 3600))
 		r.EnergySource = "energy_counter"
 	} else {
-		r.EnergyWattHours = ptr(round(joules / 3600))
+		r.EnergyWattHours = ptr(round(m.joules / 3600))
 		r.EnergySource = "integrated_power"
 	}
-
 	for i := range r.Throttle.Episodes {
-		describe(&r.Throttle.Episodes[i], samples, cfg)
+		e := &r.Throttle.Episodes[i]
+		e.DurationSeconds = round(e.End.Sub(e.Start).Seconds())
 	}
 	r.Throttle.ThrottledSeconds = round(throttled.Seconds())
 	if r.DurationSeconds > 0 {
@@ -253,47 +298,118 @@ func busy(s judge.ThermalSample, cfg judge.ThermalConfig) bool {
 	return s.Power >= cfg.BusyPower
 }
 
-// describe fills an episode's figures from the samples (time order):
-// peak temperature, mean power and median SM clock during it, and the
-// median SM clock of the busy samples of the window before it. It reads
-// only the samples of the episode and of the window before it.
-func describe(e *Episode, samples []judge.ThermalSample, cfg judge.ThermalConfig) {
-	e.DurationSeconds = round(e.End.Sub(e.Start).Seconds())
-	at := func(t time.Time) int {
-		return sort.Search(len(samples), func(i int) bool { return !samples[i].Time.Before(t) })
+// describeAll fills the episodes' figures (time order, apart) from the
+// samples, read once in time order: peak temperature, mean power and
+// median SM clock during each, and the median SM clock of the busy
+// samples of the window before it. It holds the busy clocks of one window
+// and, per MHz, the clocks of one episode: memory bounded by the window,
+// not the run.
+func describeAll(episodes []Episode, samples func(yield func(judge.ThermalSample)), cfg judge.ThermalConfig) {
+	if len(episodes) == 0 {
+		return
 	}
-	from, start := at(e.Start.Add(-cfg.Window)), at(e.Start)
-	var during, before []float64
-	for _, s := range samples[from:start] {
+	type timed struct {
+		t     time.Time
+		clock float64
+	}
+	var window []timed // busy clocks of the latest window, oldest first
+	k := 0             // the episode being described
+	var peak, sum float64
+	var n int
+	during := map[float64]int{}
+	var slowdown []float64
+	finish := func() {
+		e := &episodes[k]
+		if n > 0 {
+			e.PeakTemperatureCelsius = ptr(round(peak))
+			e.PowerMeanWatts = ptr(round(sum / float64(n)))
+		}
+		e.SMClockDuringHertz = medianCounts(during)
+		if e.ThermalSlowdownSeconds == nil && len(slowdown) == 2 && slowdown[1] >= slowdown[0] {
+			e.ThermalSlowdownSeconds = ptr(round(slowdown[1] - slowdown[0]))
+		}
+		k++
+		peak, sum, n, slowdown = math.Inf(-1), 0, 0, nil
+		clear(during)
+	}
+	peak = math.Inf(-1)
+	started := false
+	samples(func(s judge.ThermalSample) {
+		for k < len(episodes) && s.Time.After(episodes[k].End) {
+			finish()
+			started = false
+		}
+		if k < len(episodes) && !s.Time.Before(episodes[k].Start) {
+			e := &episodes[k]
+			if !started {
+				started = true
+				var before []float64
+				for _, w := range window {
+					if !w.t.Before(e.Start.Add(-cfg.Window)) {
+						before = append(before, w.clock)
+					}
+				}
+				e.SMClockBeforeHertz = median(before)
+			}
+			peak = max(peak, s.Temperature)
+			sum += s.Power
+			n++
+			if s.SMClock != nil {
+				during[clockBin(*s.SMClock)]++
+			}
+			if s.ThermalSlowdownSeconds != nil {
+				slowdown = append(slowdown[:min(len(slowdown), 1)], *s.ThermalSlowdownSeconds)
+			}
+		}
 		if s.SMClock != nil && busy(s, cfg) {
-			before = append(before, *s.SMClock)
+			window = append(window, timed{s.Time, *s.SMClock})
 		}
-	}
-	peak, sum, n := math.Inf(-1), 0.0, 0
-	for _, s := range samples[start:] {
-		if s.Time.After(e.End) {
-			break
+		i := 0
+		for i < len(window) && window[i].t.Before(s.Time.Add(-cfg.Window)) {
+			i++
 		}
-		peak = max(peak, s.Temperature)
-		sum += s.Power
-		n++
-		if s.SMClock != nil {
-			during = append(during, *s.SMClock)
+		if i > 0 && i >= len(window)/2 {
+			window = append(window[:0], window[i:]...)
+		} else if i > 0 {
+			window = window[i:]
 		}
-		if s.ThermalSlowdownSeconds != nil {
-			e.slowdown = append(e.slowdown[:min(len(e.slowdown), 1)], *s.ThermalSlowdownSeconds)
+	})
+	for k < len(episodes) {
+		finish()
+	}
+}
+
+// clockBin is an SM clock to the MHz (nvidia-smi's resolution), within
+// [0, 10 GHz]: an episode's clocks are counted per bin, so that their
+// median costs at most 10,001 counts however long the episode.
+func clockBin(hz float64) float64 { return math.Round(min(max(hz, 0), 10e9) / 1e6) }
+
+// medianCounts is the median of clocks counted per MHz bin, in Hz.
+func medianCounts(counts map[float64]int) *float64 {
+	total := 0
+	bins := make([]float64, 0, len(counts))
+	for b, c := range counts {
+		bins = append(bins, b)
+		total += c
+	}
+	if total == 0 {
+		return nil
+	}
+	sort.Float64s(bins)
+	at := func(i int) float64 { // the i-th clock in order
+		for _, b := range bins {
+			if i < counts[b] {
+				return b
+			}
+			i -= counts[b]
 		}
+		return bins[len(bins)-1]
 	}
-	if n > 0 {
-		e.PeakTemperatureCelsius = ptr(round(peak))
-		e.PowerMeanWatts = ptr(round(sum / float64(n)))
+	m := at(total / 2)
+	if total%2 == 0 {
+		m = (at(total/2-1) + m) / 2
 	}
-	e.SMClockDuringHertz = median(during)
-	e.SMClockBeforeHertz = median(before)
-	if e.ThermalSlowdownSeconds == nil && len(e.slowdown) == 2 && e.slowdown[1] >= e.slowdown[0] {
-		e.ThermalSlowdownSeconds = ptr(round(e.slowdown[1] - e.slowdown[0]))
-	}
-	e.slowdown = nil
+	return ptr(round(m * 1e6))
 }
 
 func median(v []float64) *float64 {

@@ -186,7 +186,12 @@ func TestReplayAgreesWithTheLiveSampler(t *testing.T) {
 func replayAgrees(t *testing.T, name string, full bool) {
 	tr := readLog(t, filepath.Join("..", "..", "testdata", "thermal", name+".csv"))
 	cfg := judge.DefaultThermalConfig()
-	cfg.Interval, _ = cadence(samplesOf(tr.Rows))
+	ss := samplesOf(tr.Rows)
+	var gaps []time.Duration
+	for i := 1; i < len(ss); i++ {
+		gaps = append(gaps, ss[i].Time.Sub(ss[i-1].Time))
+	}
+	cfg.Interval, _ = medianGap(gaps)
 	// The sampler is told each sampling time; a time without a row is a
 	// failed read.
 	var times []time.Time

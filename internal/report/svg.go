@@ -169,7 +169,7 @@ func (r Report) polyline(p panel, x func(time.Time) float64, y func(float64) flo
 	}
 	for _, s := range r.samples {
 		v, ok := p.value(s)
-		gap := !prev.IsZero() && s.Time.Sub(prev) > r.cfg.MaxGap()
+		gap := !prev.IsZero() && s.Time.Sub(prev) > r.pictureGap
 		if !ok || gap {
 			emit()
 			flush()

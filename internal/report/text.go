@@ -13,12 +13,23 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/units"
 )
 
-// verdict is the one line a person pastes into a run log.
-func verdict(r Report) string {
+// The verdict's states (Report.VerdictState).
+const (
+	NotThrottled  = "not_throttled"
+	Throttled     = "throttled"
+	SignatureOnly = "signature_only"
+	CannotTell    = "cannot_tell"
+)
+
+// verdict is the one line a person pastes into a run log, and its state
+// in one word. It never reads "not throttled" where the run could not be
+// judged: it says what it could not tell.
+func verdict(r Report) (string, string) {
 	if r.Samples == 0 {
-		return "no usable sample (temperature and power) in the run"
+		return "cannot tell: no usable sample (temperature and power) in the run", CannotTell
 	}
 	var b strings.Builder
+	state := NotThrottled
 	if eps := r.Throttle.Episodes; len(eps) > 0 {
 		// Without a clock in the log the signature is all there is: said
 		// so, not reported as measured throttling.
@@ -27,8 +38,9 @@ func verdict(r Report) string {
 			signatureOnly = signatureOnly && e.Evidence == "signature_only"
 		}
 		what := "throttled"
+		state = Throttled
 		if signatureOnly {
-			what = "with the throttle signature"
+			what, state = "with the throttle signature", SignatureOnly
 		}
 		fmt.Fprintf(&b, "%s %s from %s", percent(r.Throttle.ThrottledRatio), what, clock(eps[0].Start, r.Start))
 		if len(eps) > 1 {
@@ -38,13 +50,17 @@ func verdict(r Report) string {
 		if before != nil && during != nil {
 			fmt.Fprintf(&b, ", SM clock %s → %s GHz", ghz(*before), ghz(*during))
 		}
-		signature := false
+		signature, clockLost := false, false
 		for _, e := range eps {
 			signature = signature || strings.Contains(e.Evidence, "signature")
+			clockLost = clockLost || strings.Contains(e.Evidence, "clock_fall")
 		}
-		if w := episodesPower(eps); signature && w != nil {
+		switch w := episodesPower(eps); {
+		case signature && w != nil:
 			fmt.Fprintf(&b, " at a flat %.0f W", *w)
-		} else {
+		case clockLost && w != nil:
+			fmt.Fprintf(&b, " at the same power (mean %.0f W)", *w)
+		default:
 			b.WriteString(", the driver reporting thermal slowdown")
 		}
 		if signatureOnly {
@@ -52,6 +68,13 @@ func verdict(r Report) string {
 		} else {
 			b.WriteString(": thermal, not configuration")
 		}
+	} else if why := cannotTell(r); why != "" {
+		state = CannotTell
+		fmt.Fprintf(&b, "cannot tell: %s", why)
+		if r.Temperature != nil {
+			fmt.Fprintf(&b, "; peak %.0f °C", r.Temperature.Max)
+		}
+		b.WriteString("; no throttle episode")
 	} else {
 		busyShare := r.BusySeconds / math.Max(r.DurationSeconds, 1)
 		fmt.Fprintf(&b, "not throttled: busy %s of %s", percent(busyShare), duration(r.DurationSeconds))
@@ -62,8 +85,11 @@ func verdict(r Report) string {
 			fmt.Fprintf(&b, ", peak %.0f °C", r.Temperature.Max)
 		}
 		if r.PowerRatingWatts == nil {
-			b.WriteString(" (power rating unknown: the throttle signature was not judged)")
+			b.WriteString(" (power rating unknown: judged by the SM clock alone)")
 		}
+	}
+	if r.GPUAssumed {
+		b.WriteString("; assumed GB10")
 	}
 	if n := r.Backward.Samples; n > 0 {
 		fmt.Fprintf(&b, "; %d sample(s) left out, their time stepped back (from line %d)", n, r.Backward.FirstLine)
@@ -71,7 +97,22 @@ func verdict(r Report) string {
 	if m := r.Memory; m != nil && m.OOMKills != nil && *m.OOMKills > 0 {
 		fmt.Fprintf(&b, "; %d OOM kill(s)", *m.OOMKills)
 	}
-	return b.String()
+	return b.String(), state
+}
+
+// cannotTell says why a run without an episode could not be judged, ""
+// when it could: its samples never covered a whole window without a gap,
+// or its GPU's power rating is unknown and no SM clock was logged (the
+// signature, power flat below the rating, was not judged, and no clock
+// says the GPU kept its speed).
+func cannotTell(r Report) string {
+	switch {
+	case !r.windowCovered:
+		return fmt.Sprintf("the samples never cover a whole %s window without a gap (the run: %s)", duration(r.cfg.Window.Seconds()), duration(r.DurationSeconds))
+	case r.PowerRatingWatts == nil && r.SMClock == nil:
+		return "the GPU's power rating is unknown (--gpu.power-limit) and no SM clock was logged: the throttle signature was not judged"
+	}
+	return ""
 }
 
 // clockShift is the SM clock before the first episode that has one, and
@@ -172,8 +213,13 @@ func (r Report) WriteText(w io.Writer) error {
 	if len(r.GPUs) > 1 {
 		line("GPUs", "the log holds GPUs %s; --gpu chooses", joinInts(r.GPUs))
 	}
-	if r.GPUName != nil {
+	if r.GPUName != nil && r.GPUFromMachine {
+		line("GPU", "%s (this machine's, from NVML: the log names none)", *r.GPUName)
+	} else if r.GPUName != nil {
 		line("GPU", "%s", *r.GPUName)
+	}
+	if r.GPUAssumed {
+		line("GPU", "assumed GB10 (nothing names the GPU, nothing contradicts one): %.0f W rating, ~100 W plateau; --gpu.name or --gpu.power-limit for another", *r.PowerRatingWatts)
 	}
 	if r.StepSeconds > r.IntervalSeconds {
 		line("judged", "every %s (the rows averaged: a window holds at most %d steps)", duration(r.StepSeconds), MaxWindowSamples)
@@ -247,6 +293,9 @@ func (r Report) WriteText(w io.Writer) error {
 	}
 	for _, s := range r.SkippedLines {
 		line("skipped", "line %d: %s", s.Line, s.Error)
+	}
+	if more := r.SkippedTotal - len(r.SkippedLines); more > 0 {
+		line("skipped", "and %d more malformed line(s)", more)
 	}
 	for _, a := range r.Assumptions {
 		line("not assumed", "%s", a)

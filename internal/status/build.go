@@ -92,29 +92,40 @@ func poolOf(in *collected.Pool) *Pool {
 		TotalBytes:              size(s.Total),
 		FreeBytes:               size(s.Free),
 		AvailableBytes:          size(s.Available),
+		UsableBytes:             size(s.Usable()),
+		UsableTier:              string(judge.TierOf(float64(s.Usable()))),
 		PageCacheBytes:          size(s.PageCache),
 		FlushableBytes:          size(s.Flushable),
 		ReserveBytes:            size(in.Reserve),
 		HeadroomBytes:           s.Headroom(in.Reserve),
 		HeadroomAfterFlushBytes: s.HeadroomAfterFlush(in.Reserve),
 	}
+	var cmaFree int64
+	if s.CMA != nil {
+		cmaFree = min(size(s.CMA.Free), p.FreeBytes)
+		p.CMAFreeBytes = &cmaFree
+	}
 	p.UsedBytes = max(0, p.TotalBytes-p.FreeBytes-p.PageCacheBytes)
 	flushable := min(p.FlushableBytes, p.PageCacheBytes)
-	inReserve := min(p.FreeBytes, p.ReserveBytes)
+	inReserve := min(p.FreeBytes-cmaFree, p.ReserveBytes)
 	p.Bar = []Segment{
 		{"used", "used", p.UsedBytes},
 		{"cache", "page cache kept", p.PageCacheBytes - flushable},
 		{"flushable", "flushable cache", flushable},
-		{"headroom", "headroom", p.FreeBytes - inReserve},
+		{"headroom", "headroom", p.FreeBytes - cmaFree - inReserve},
 		{"reserve", "reserve", inReserve},
+		{"cma", "free CMA", cmaFree},
 	}
 	return p
 }
 
-// judge gives the pool its state: below the reserve, the page cache
-// holding the headroom (the SparkPageCacheHoldingHeadroom alert's test:
-// enough to flush while free is below the reserve, or while a planned run
-// fits only after a flush and no training runs), or fine.
+// judge gives the pool its state. Usable memory below a tier comes first:
+// it is the danger (the SparkPoolUsableLow and SparkPoolUsableCritical
+// alerts). Otherwise the planning notes: the page cache holding the
+// headroom (the SparkPageCacheHoldingHeadroom alert's test: enough to flush
+// while the headroom is below 0, or while a planned run fits only after a
+// flush and no training runs), the headroom below 0 (SparkPoolHeadroomLow),
+// or fine.
 func (p *Pool) judge(plans *Plans, training bool) {
 	planNeedsFlush := false
 	if plans != nil {
@@ -122,21 +133,31 @@ func (p *Pool) judge(plans *Plans, training bool) {
 			planNeedsFlush = planNeedsFlush || pl.State != string(judge.Fits)
 		}
 	}
-	below := p.FreeBytes < p.ReserveBytes
+	usable := fmt.Sprintf("Usable memory %s (MemAvailable less free CMA)", Bytes(p.UsableBytes))
+	forNewJob := fmt.Sprintf("headroom for a new job %s now, %s after a flush", Bytes(p.HeadroomBytes), Bytes(p.HeadroomAfterFlushBytes))
+	below := p.HeadroomBytes < 0
 	switch {
+	case p.UsableTier == string(judge.UsableCritical):
+		p.State = "usable_critical"
+		p.Text = fmt.Sprintf("%s, below %s: a global OOM kill or a wedge is minutes away. Stop or restart what grows now; %s.",
+			usable, Bytes(judge.UsableCriticalBytes), forNewJob)
+	case p.UsableTier == string(judge.UsableLow):
+		p.State = "usable_low"
+		p.Text = fmt.Sprintf("%s, below %s: the engine's peak is nearing the pool. Cap or restart what grows; %s.",
+			usable, Bytes(judge.UsableLowBytes), forNewJob)
 	case judge.CacheHoldsHeadroom(float64(p.FlushableBytes), below, planNeedsFlush, training):
 		p.State = "cache_holds_headroom"
-		p.Text = fmt.Sprintf("The page cache holds %s that a flush would give back: headroom %s now, %s after a flush.",
-			Bytes(p.FlushableBytes), Bytes(p.HeadroomBytes), Bytes(p.HeadroomAfterFlushBytes))
-		p.OOMLadderStep = "Step 1 of the OOM ladder, between runs: flush the page cache (sync; echo 3 > /proc/sys/vm/drop_caches, as root)."
+		p.Text = fmt.Sprintf("%s: no danger. A new job needs a flush first: the page cache holds %s that a flush would give back; %s.",
+			usable, Bytes(p.FlushableBytes), forNewJob)
+		p.OOMLadderStep = "Step 1 of the OOM ladder, before a new job: flush the page cache (sync; echo 3 > /proc/sys/vm/drop_caches, as root)."
 	case below:
 		p.State = "below_reserve"
-		p.Text = fmt.Sprintf("Free memory is %s below the %s reserve: the next allocation may be OOM-killed or evict another process's pages.",
-			Bytes(p.ReserveBytes-p.FreeBytes), Bytes(p.ReserveBytes))
+		p.Text = fmt.Sprintf("%s: no danger. A new job would not fit: free memory less free CMA is %s below the %s reserve; %s.",
+			usable, Bytes(-p.HeadroomBytes), Bytes(p.ReserveBytes), forNewJob)
 	default:
 		p.State = "ok"
-		p.Text = fmt.Sprintf("%s of headroom for a new job (free minus the %s reserve), %s after a flush.",
-			Bytes(p.HeadroomBytes), Bytes(p.ReserveBytes), Bytes(p.HeadroomAfterFlushBytes))
+		p.Text = fmt.Sprintf("%s: no danger; %s (free less free CMA and the %s reserve).",
+			usable, forNewJob, Bytes(p.ReserveBytes))
 	}
 }
 

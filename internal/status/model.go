@@ -41,24 +41,36 @@ type Exporter struct {
 	GoVersion string `json:"go_version"`
 }
 
-// Pool is the unified memory pool as one bar. The bar's segments, in order,
-// add up to the total: used, page cache that would stay after a flush,
-// flushable page cache, headroom, and the part of free memory inside the
-// reserve.
+// Pool is the unified memory pool: usable memory and its tier (the danger
+// figure), the headroom for a new job (the planning figures), and one bar.
+// The bar's segments, in order, add up to the total: used, page cache that
+// would stay after a flush, flushable page cache, headroom, the part of free
+// memory inside the reserve, and free CMA pages.
 type Pool struct {
-	TotalBytes              int64 `json:"total_bytes"`
-	FreeBytes               int64 `json:"free_bytes"`
-	AvailableBytes          int64 `json:"available_bytes"`
+	TotalBytes     int64 `json:"total_bytes"`
+	FreeBytes      int64 `json:"free_bytes"`
+	AvailableBytes int64 `json:"available_bytes"`
+	// UsableBytes is MemAvailable − CmaFree, never below 0: what the GPU
+	// driver's pinned allocations can still get. It falls with danger.
+	UsableBytes int64 `json:"usable_bytes"`
+	// UsableTier is ok, low or critical: UsableBytes against the tiers of
+	// SparkPoolUsableLow and SparkPoolUsableCritical.
+	UsableTier string `json:"usable_tier"`
+	// CMAFreeBytes is CmaFree; nil where the kernel has no CMA.
+	CMAFreeBytes *int64 `json:"cma_free_bytes"`
+
 	UsedBytes               int64 `json:"used_bytes"` // total − free − page cache, free(1)'s used
 	PageCacheBytes          int64 `json:"page_cache_bytes"`
 	FlushableBytes          int64 `json:"flushable_bytes"`
 	ReserveBytes            int64 `json:"reserve_bytes"`
-	HeadroomBytes           int64 `json:"headroom_bytes"` // free − reserve; negative below the reserve
+	HeadroomBytes           int64 `json:"headroom_bytes"` // free − CMA free − reserve; negative below the reserve
 	HeadroomAfterFlushBytes int64 `json:"headroom_after_flush_bytes"`
 
 	Bar []Segment `json:"bar"`
-	// State is ok, cache_holds_headroom or below_reserve; Text says it in
-	// words.
+	// State is usable_critical or usable_low when usable memory is below a
+	// tier (danger); else cache_holds_headroom or below_reserve when a new
+	// job needs a flush first (planning: normal with a full page cache), or
+	// ok. Text says it in words, usable memory first.
 	State string `json:"state"`
 	Text  string `json:"text"`
 	// OOMLadderStep is the first step of the OOM ladder when the page
@@ -68,7 +80,7 @@ type Pool struct {
 
 // Segment is one part of the pool bar.
 type Segment struct {
-	Part  string `json:"part"` // used, cache, flushable, headroom, reserve
+	Part  string `json:"part"` // used, cache, flushable, headroom, reserve, cma
 	Label string `json:"label"`
 	Bytes int64  `json:"bytes"`
 }

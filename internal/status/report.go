@@ -23,9 +23,14 @@ func Report(w io.Writer, m Model) error {
 	line("")
 	if p := m.Pool; p != nil {
 		line("Pool     %s", p.Text)
-		line("         total %s, used %s, page cache %s (%s flushable), free %s, reserve %s",
-			Bytes(p.TotalBytes), Bytes(p.UsedBytes), Bytes(p.PageCacheBytes), Bytes(p.FlushableBytes), Bytes(p.FreeBytes), Bytes(p.ReserveBytes))
-		line("         headroom %s now, %s after a flush", Bytes(p.HeadroomBytes), Bytes(p.HeadroomAfterFlushBytes))
+		line("         danger:  usable %s (%s)", Bytes(p.UsableBytes), p.UsableTier)
+		line("         new job: headroom %s now, %s after a flush", Bytes(p.HeadroomBytes), Bytes(p.HeadroomAfterFlushBytes))
+		cma := "no CMA"
+		if p.CMAFreeBytes != nil {
+			cma = "free CMA " + Bytes(*p.CMAFreeBytes)
+		}
+		line("         total %s, used %s, page cache %s (%s flushable), free %s (%s), reserve %s",
+			Bytes(p.TotalBytes), Bytes(p.UsedBytes), Bytes(p.PageCacheBytes), Bytes(p.FlushableBytes), Bytes(p.FreeBytes), cma, Bytes(p.ReserveBytes))
 		if p.OOMLadderStep != "" {
 			line("         %s", p.OOMLadderStep)
 		}

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -375,7 +376,7 @@ func TestHandler(t *testing.T) {
 			t.Errorf("view %s: %q, want %q", k, view.Text[k], want)
 		}
 	}
-	if c := view.Charts["gpu0-power"]; c.Points == "" || len(c.Lines) != 2 || view.Shape == "" || len(view.Bar) != 5 {
+	if c := view.Charts["gpu0-power"]; c.Points == "" || len(c.Lines) != 2 || view.Shape == "" || len(view.Bar) != 6 {
 		t.Errorf("view: power chart %+v, shape %q, bar %v", c, view.Shape, view.Bar)
 	}
 
@@ -489,5 +490,56 @@ func TestThermalTextOfTheClock(t *testing.T) {
 	only := thermal.GPUState{Verdict: judge.ThermalVerdict{State: judge.Throttled, Signature: true, SignatureOnly: true, Stats: st}}
 	if th := thermalOf(only, cfg, time.Now()); !strings.Contains(th.Text, "signature only; clocks not logged") {
 		t.Errorf("no clock: %q", th.Text)
+	}
+}
+
+// The two meminfo states a vLLM Spark's owner published
+// (testdata/proc/serving-*/README.md): at the healthy serving idle the pool
+// is calm, only noting that a new job needs a flush; at the kill it is
+// alarmed. Usable memory is MemAvailable − CmaFree to the byte, and the page
+// and `status` lead with it.
+func TestPoolOnServingFixtures(t *testing.T) {
+	for _, tc := range []struct {
+		tree                   string
+		available, cmaFree     int64 // kB, from the fixture
+		state, tier, text, not string
+	}{
+		{"serving-idle", 27525120, 136315, "cache_holds_headroom", "ok",
+			"Usable memory 26.1 GiB (MemAvailable less free CMA): no danger. A new job needs a flush first", "minutes away"},
+		{"serving-kill", 10957619, 9237955, "usable_critical", "critical",
+			"Usable memory 1.6 GiB (MemAvailable less free CMA), below 8.0 GiB: a global OOM kill or a wedge is minutes away.", "no danger"},
+	} {
+		snap, err := pool.Read(filepath.Join("..", "..", "testdata", "proc", tc.tree))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := collected.State{At: now, Pool: &collected.Pool{Snapshot: snap, Reserve: 4 << 30},
+			Runs: []collected.Run{{Name: "pool", Success: true, Duration: time.Millisecond}}}
+		m := Build(Exporter{}, st)
+		p := m.Pool
+		if p.UsableBytes != (tc.available-tc.cmaFree)*1024 || p.CMAFreeBytes == nil || *p.CMAFreeBytes != tc.cmaFree*1024 {
+			t.Errorf("%s: usable %d, CMA free %v; want %d = MemAvailable − CmaFree", tc.tree, p.UsableBytes, p.CMAFreeBytes, (tc.available-tc.cmaFree)*1024)
+		}
+		if p.State != tc.state || p.UsableTier != tc.tier || !strings.HasPrefix(p.Text, tc.text) || strings.Contains(p.Text, tc.not) {
+			t.Errorf("%s: state %s, tier %s, text %q; want %s, %s, %q…", tc.tree, p.State, p.UsableTier, p.Text, tc.state, tc.tier, tc.text)
+		}
+		var sum int64
+		for _, s := range p.Bar {
+			sum += s.Bytes
+		}
+		if sum != p.TotalBytes || p.Bar[5].Part != "cma" || p.Bar[5].Bytes != tc.cmaFree*1024 {
+			t.Errorf("%s: bar %+v adds up to %d of %d", tc.tree, p.Bar, sum, p.TotalBytes)
+		}
+		v := NewView(m)
+		if v.State["pool.usable_tier"] != tc.tier || v.Value["pool.usable_bytes"] != strconv.FormatInt(p.UsableBytes, 10) {
+			t.Errorf("%s: view tier %q, usable %q", tc.tree, v.State["pool.usable_tier"], v.Value["pool.usable_bytes"])
+		}
+		var out strings.Builder
+		if err := Report(&out, m); err != nil {
+			t.Fatal(err)
+		}
+		if want := "Pool     " + tc.text; !strings.Contains(out.String(), want) || !strings.Contains(out.String(), "danger:  usable "+Bytes(p.UsableBytes)+" ("+tc.tier+")") {
+			t.Errorf("%s: status report\n%s\nlacks %q and the usable line", tc.tree, out.String(), want)
+		}
 	}
 }

@@ -71,6 +71,8 @@ func NewView(m Model) View {
 			title = append(title, s.Label+" "+Bytes(s.Bytes))
 		}
 		v.BarTitle = "The pool of " + Bytes(p.TotalBytes) + ": " + strings.Join(title, ", ") + "."
+		bytes("pool.usable_bytes", p.UsableBytes)
+		v.State["pool.usable_tier"], v.Text["pool.usable_tier"] = p.UsableTier, p.UsableTier
 		bytes("pool.total_bytes", p.TotalBytes)
 		bytes("pool.free_bytes", p.FreeBytes)
 		bytes("pool.headroom_bytes", p.HeadroomBytes)

@@ -96,6 +96,18 @@ func TestClockLossVerdicts(t *testing.T) {
 				}
 				return 2.4
 			}}},
+		// On a GB10 the clock follows power: 2.47 GHz at 65 W, 2.25 GHz
+		// at 95 W (djangodevreng/dgx-spark-benchmarks), warm at 82 °C.
+		// Power rising takes the clock: never a fall.
+		{name: "clock following power as it ramps 65 → 95 W, warm", never: true, run: run{d: 40 * time.Minute,
+			temp:  ripple(82, 0.5),
+			power: func(m float64) float64 { return 65 + 30*math.Min(1, math.Max(0, (m-15)/5)) },
+			clock: func(m float64) float64 { return 2.47 - 0.22*math.Min(1, math.Max(0, (m-15)/5)) }}},
+		// A slow soak: 0.2 °C/min, under the climbing slope, never hot
+		// on average; the clock lost at the same power while warm.
+		{name: "slow soak 82 → 88 °C, clock 2.45 → 2.15 GHz at a flat 88 W", onset: 18, evidence: "clock_fall", run: run{d: 40 * time.Minute,
+			temp: func(m float64) float64 { return 82 + 6*m/40 }, power: ripple(88, 2),
+			clock: func(m float64) float64 { return 2.45 - 0.30*math.Min(1, math.Max(0, (m-10)/20)) }}},
 		// The guide's three columns: no clock, no utilisation. The
 		// signature alone is all there is, and it is named so.
 		{name: "climb at flat power, clocks not logged", onset: 0, evidence: "signature_only", run: run{d: 30 * time.Minute,

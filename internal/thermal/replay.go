@@ -35,15 +35,16 @@ type Episode struct {
 	// What put or held the GPU in Throttled at some Step of the episode.
 	Signature, NVMLSlowdown, CounterSlowdown bool
 	// The signature came with a falling SM clock (ClockFall), or with no
-	// clock logged to confirm it (SignatureOnly).
-	ClockFall, SignatureOnly bool
+	// clock logged to confirm it (SignatureOnly); the clock was lost at
+	// comparable power while warm without the signature (ClockLost).
+	ClockFall, SignatureOnly, ClockLost bool
 }
 
 // Evidence names what the episode rests on, in the words of the sampler's
 // log line.
 func (e Episode) Evidence() string {
 	return judge.ThermalVerdict{Signature: e.Signature, ClockFell: e.ClockFall, SignatureOnly: e.SignatureOnly && !e.ClockFall,
-		ThermalSlowdown: e.NVMLSlowdown, CounterSlowdown: e.CounterSlowdown}.Evidence()
+		ClockLost: e.ClockLost && !e.Signature, ThermalSlowdown: e.NVMLSlowdown, CounterSlowdown: e.CounterSlowdown}.Evidence()
 }
 
 // note adds what a Throttled verdict of the episode rests on. A signature
@@ -54,6 +55,7 @@ func (e *Episode) note(v judge.ThermalVerdict) {
 	e.Signature = e.Signature || signature
 	e.ClockFall = e.ClockFall || signature && v.ClockFell
 	e.SignatureOnly = e.SignatureOnly || signature && v.SignatureOnly
+	e.ClockLost = e.ClockLost || !signature && v.ClockLost
 	e.NVMLSlowdown = e.NVMLSlowdown || v.ThermalSlowdown
 	e.CounterSlowdown = e.CounterSlowdown || v.CounterSlowdown
 }
@@ -67,6 +69,9 @@ type Replayed struct {
 	// silence: the live Monitor's verdict at each is Collecting.
 	Skipped int
 	Refused int // samples left out: not later than the one before
+	// Judged counts the Steps whose verdict was not Collecting: none when
+	// the samples never covered a whole window without a gap.
+	Judged int
 }
 
 // Replay steps one Monitor over the samples (oldest first) as the Sampler
@@ -80,57 +85,88 @@ type Replayed struct {
 // linear in the samples. each, when not nil, is called after every Step
 // taken.
 func Replay(samples []judge.ThermalSample, cfg judge.ThermalConfig, each func(Step)) Replayed {
-	var res Replayed
-	m := NewMonitor(cfg)
-	open := false // the last episode is open
-	step := func(now time.Time, s *judge.ThermalSample) {
-		tr := m.Step(now, s)
-		res.Steps++
-		if each != nil {
-			each(Step{Time: now, Sample: s, Verdict: m.verdict, Transition: tr})
-		}
-		if tr.Entered {
-			res.Episodes = append(res.Episodes, Episode{Start: now})
-			open = true
-		}
-		if !open {
+	rp := NewReplayer(cfg, each)
+	for i := range samples {
+		rp.Add(&samples[i])
+	}
+	return rp.Result()
+}
+
+// Replayer is Replay one sample at a time, for samples read as a stream:
+// it holds one Monitor and the episodes, never the samples.
+type Replayer struct {
+	cfg  judge.ThermalConfig
+	each func(Step)
+	m    *Monitor
+	res  Replayed
+	open bool // the last episode is open
+}
+
+// NewReplayer starts a replay; each is as Replay's.
+func NewReplayer(cfg judge.ThermalConfig, each func(Step)) *Replayer {
+	return &Replayer{cfg: cfg, each: each, m: NewMonitor(cfg)}
+}
+
+func (rp *Replayer) step(now time.Time, s *judge.ThermalSample) {
+	m, res := rp.m, &rp.res
+	tr := m.Step(now, s)
+	res.Steps++
+	if m.verdict.State != judge.Collecting {
+		res.Judged++
+	}
+	if rp.each != nil {
+		rp.each(Step{Time: now, Sample: s, Verdict: m.verdict, Transition: tr})
+	}
+	if tr.Entered {
+		res.Episodes = append(res.Episodes, Episode{Start: now})
+		rp.open = true
+	}
+	if !rp.open {
+		return
+	}
+	e := &res.Episodes[len(res.Episodes)-1]
+	if m.verdict.State == judge.Throttled {
+		e.note(m.verdict)
+	}
+	e.End = now
+	rp.open = !tr.Left
+}
+
+// Add steps the Monitor to the sample (later than the one before), and
+// across the sampling times before it that brought none.
+func (rp *Replayer) Add(s *judge.ThermalSample) {
+	m, cfg := rp.m, rp.cfg
+	if m.stepped {
+		if !s.Time.After(m.last) {
+			// Live, time only moves forward; a log whose clock
+			// stepped back has samples no Step can take.
+			rp.res.Refused++
 			return
 		}
-		e := &res.Episodes[len(res.Episodes)-1]
-		if m.verdict.State == judge.Throttled {
-			e.note(m.verdict)
-		}
-		e.End = now
-		open = !tr.Left
-	}
-	for i := range samples {
-		s := &samples[i]
-		if m.stepped {
-			if !s.Time.After(m.last) {
-				// Live, time only moves forward; a log whose clock
-				// stepped back has samples no Step can take.
-				res.Refused++
-				continue
+		limit := s.Time.Add(-cfg.Interval / 2)
+		for tick := m.last.Add(cfg.Interval); tick.Before(limit); tick = tick.Add(cfg.Interval) {
+			if m.verdict.Latest == nil {
+				// Nothing is recent: on to the last sampling
+				// time before the sample (a gap too long for a
+				// Duration takes a few such jumps).
+				n := (limit.Sub(tick) - 1) / cfg.Interval
+				tick = tick.Add(n * cfg.Interval)
+				rp.res.Skipped += int(n)
 			}
-			limit := s.Time.Add(-cfg.Interval / 2)
-			for tick := m.last.Add(cfg.Interval); tick.Before(limit); tick = tick.Add(cfg.Interval) {
-				if m.verdict.Latest == nil {
-					// Nothing is recent: on to the last sampling
-					// time before the sample (a gap too long for a
-					// Duration takes a few such jumps).
-					n := (limit.Sub(tick) - 1) / cfg.Interval
-					tick = tick.Add(n * cfg.Interval)
-					res.Skipped += int(n)
-				}
-				step(tick, nil)
-			}
+			rp.step(tick, nil)
 		}
-		step(s.Time, s)
 	}
-	if open {
+	rp.step(s.Time, s)
+}
+
+// Result is what the replay made of the samples added so far.
+func (rp *Replayer) Result() Replayed {
+	res := rp.res
+	res.Episodes = append([]Episode(nil), rp.res.Episodes...)
+	if rp.open {
 		res.Episodes[len(res.Episodes)-1].Open = true
 	}
-	res.Throttled = m.ThrottledTime()
+	res.Throttled = rp.m.ThrottledTime()
 	return res
 }
 

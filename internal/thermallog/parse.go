@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/text/encoding/unicode"
+	"golang.org/x/text/transform"
 )
 
 // Plausible readings: a value outside is a malformed line under a header
@@ -20,6 +23,8 @@ const (
 	MinTemperature = -40.0
 	MaxTemperature = 150.0
 	MaxPower       = 5000.0
+	// MaxSMClockHz bounds an SM clock, as clocks.sm's 1e6 MHz.
+	MaxSMClockHz = 1e12
 	// maxHeaderlessPower bounds power in a log without a header, where a
 	// misread column must not pass for watts.
 	maxHeaderlessPower = 1500.0
@@ -28,6 +33,34 @@ const (
 // MaxLineBytes is the longest line read; a longer one is skipped as
 // malformed, by its number.
 const MaxLineBytes = 1 << 20
+
+// maxComments is how many comment lines a Trace keeps.
+const maxComments = 64
+
+// MaxSkippedKept is how many malformed lines a Trace names; the rest are
+// only counted, so that a log of bad lines costs no memory per line.
+const MaxSkippedKept = 10
+
+// The years a log's time may fall in: a span between them fits in a
+// time.Duration (292 years), and no GPU log was written outside them. A
+// log from a machine whose clock was not yet set (1970) still reads.
+const (
+	FirstYear = 1950
+	LastYear  = 2199
+)
+
+// PlausibleTime refuses a time outside [FirstYear, LastYear].
+func PlausibleTime(t time.Time) error {
+	if y := t.UTC().Year(); y < FirstYear || y > LastYear {
+		return fmt.Errorf("year %d is outside %d–%d", y, FirstYear, LastYear)
+	}
+	return nil
+}
+
+// maxRelativeSpan bounds the time a log without timestamps may cover
+// (rows × --log.interval, or elapsed_s): rows timed from 1970 stay within
+// LastYear once placed at today's date.
+const maxRelativeSpan = 100 * 365 * 24 * time.Hour
 
 // Options say how to read what a log does not say itself.
 type Options struct {
@@ -39,6 +72,9 @@ type Options struct {
 	// one row per GPU every Interval, from the Unix epoch (Trace.Relative).
 	// Zero refuses such a log.
 	Interval time.Duration
+	// Columns names the log's columns in order (--columns), for a log
+	// without a header or in place of its header, which is then skipped.
+	Columns []string
 }
 
 // FormatError is a log that cannot be read at all: a header naming no
@@ -68,11 +104,29 @@ func Parse(r io.Reader) (Trace, error) { return ParseOptions(r, Options{}) }
 // read with a MalformedError. A log it cannot read at all is a
 // *FormatError; any other error is the reader's.
 func ParseOptions(r io.Reader, opt Options) (Trace, error) {
+	var rows []Row
+	tr, err := ParseEach(r, opt, func(row Row) { rows = append(rows, row) })
+	tr.Rows = rows
+	return tr, err
+}
+
+// ParseEach is ParseOptions handing each row to each as it is read,
+// instead of keeping it: the Trace it returns has no Rows, and reading a
+// log of any length costs the memory of one line.
+func ParseEach(r io.Reader, opt Options, each func(Row)) (Trace, error) {
 	if opt.Location == nil {
 		opt.Location = time.Local
 	}
-	p := &parser{opt: opt, last: map[int]time.Time{}, keys: map[string]int{}, columns: map[string]bool{}, lastIndex: -1}
-	br := bufio.NewReaderSize(r, 64<<10)
+	p := &parser{opt: opt, each: each, last: map[int]time.Time{}, keys: map[string]int{}, columns: map[string]bool{}, lastIndex: -1, elapsed: -1}
+	if len(opt.Columns) > 0 {
+		if err := p.startCSV(0, opt.Columns); err != nil {
+			return p.trace(), err
+		}
+		p.given = true
+	}
+	// A UTF-16 log with its byte order mark (PowerShell's `>` writes
+	// one) is read as the UTF-8 it holds; any other is read as it is.
+	br := bufio.NewReaderSize(transform.NewReader(r, unicode.BOMOverride(transform.Nop)), 64<<10)
 	for line := 1; ; line++ {
 		text, tooLong, err := readLine(br)
 		if err == io.EOF {
@@ -82,7 +136,7 @@ func ParseOptions(r io.Reader, opt Options) (Trace, error) {
 			return p.trace(), err
 		}
 		if tooLong {
-			p.tr.Skipped = append(p.tr.Skipped, LineError{line, fmt.Errorf("longer than %d bytes", MaxLineBytes)})
+			p.skip(LineError{line, fmt.Errorf("longer than %d bytes", MaxLineBytes)})
 			continue
 		}
 		if line == 1 {
@@ -93,10 +147,18 @@ func ParseOptions(r io.Reader, opt Options) (Trace, error) {
 		}
 	}
 	tr := p.trace()
-	if len(tr.Skipped) > 0 {
-		return tr, MalformedError(tr.Skipped)
+	if tr.SkippedTotal > 0 {
+		return tr, MalformedError{tr.Skipped, tr.SkippedTotal}
 	}
 	return tr, nil
+}
+
+// skip lists a malformed line, or only counts it past MaxSkippedKept.
+func (p *parser) skip(e LineError) {
+	if len(p.tr.Skipped) < MaxSkippedKept {
+		p.tr.Skipped = append(p.tr.Skipped, e)
+	}
+	p.tr.SkippedTotal++
 }
 
 // readLine reads one line without its end; a line over MaxLineBytes is
@@ -122,13 +184,16 @@ func readLine(br *bufio.Reader) (line string, tooLong bool, err error) {
 }
 
 type parser struct {
-	opt Options
-	tr  Trace
+	opt  Options
+	each func(Row)
+	tr   Trace
 
 	names    []string // the CSV's columns, nil before a header
 	dmon     []string // dmon's columns while reading dmon output
 	data     bool     // a data line was read
-	relative bool     // rows timed by opt.Interval
+	given    bool     // the columns are opt.Columns: header lines are skipped
+	relative bool     // rows timed by opt.Interval, or by an elapsed_s column
+	elapsed  int      // the elapsed_s column's index, -1 without one
 	// The latest time per GPU, for the hour a fall-back repeats.
 	last map[int]time.Time
 	// GPU numbers by uuid or bus id, for a log without an index.
@@ -145,6 +210,7 @@ func (p *parser) trace() Trace {
 	}
 	sort.Strings(tr.Columns)
 	tr.Relative = p.relative
+	tr.Elapsed = p.relative && p.elapsed >= 0 && p.names != nil
 	switch {
 	case p.dmon != nil:
 		tr.Format = FormatDmon
@@ -169,7 +235,9 @@ func (p *parser) line(n int, text string) error {
 		if names, ok := dmonHeader(text); ok {
 			return p.startDmon(n, names)
 		}
-		p.tr.Comments = append(p.tr.Comments, strings.TrimSpace(text[1:]))
+		if len(p.tr.Comments) < maxComments {
+			p.tr.Comments = append(p.tr.Comments, strings.TrimSpace(text[1:]))
+		}
 		return nil
 	}
 	if p.dmon != nil {
@@ -179,11 +247,14 @@ func (p *parser) line(n int, text string) error {
 	fields := strings.Split(text, ",")
 	// A lone word ("Killed") is a malformed line, not a header.
 	if names, ok := headerNames(fields); ok && (len(names) > 1 || lookup(names[0]) != nil) {
+		if p.given {
+			return nil // --columns names the columns
+		}
 		return p.startCSV(n, names)
 	}
 	if p.names == nil && !p.data && len(fields) != len(headerless) {
-		return &FormatError{n, fmt.Sprintf("no header line, and %d fields: without nvidia-smi's header (--format=csv, not noheader) only the guide's three columns, %s, can be read",
-			len(fields), strings.Join(headerless, ", "))}
+		return &FormatError{n, fmt.Sprintf("no header line, and %d fields: name the %d columns with --columns in the order of --query-gpu (e.g. --columns=timestamp,clocks.sm,temperature.gpu,power.draw,utilization.gpu); without a header or --columns only the guide's three, %s, can be read",
+			len(fields), len(fields), strings.Join(headerless, ", "))}
 	}
 	if p.names == nil && !p.data {
 		for _, c := range headerless {
@@ -203,16 +274,23 @@ func (p *parser) keep(n int, row Row, err error, headerless bool) error {
 	var unit *wrongUnit
 	switch {
 	case headerless && errors.As(err, &bad):
-		return &FormatError{n, fmt.Sprintf("%v: the log has no header line, and this column is not the guide's %s; give the log nvidia-smi's header line (--format=csv)", err, bad.column)}
+		return &FormatError{n, fmt.Sprintf("%v: the log has no header line, and this column is not the guide's %s; name its columns with --columns, or give the log nvidia-smi's header line (--format=csv)", err, bad.column)}
 	case headerless && errors.As(err, &unit):
-		return &FormatError{n, fmt.Sprintf("%v: the log has no header line, and this column is not the guide's %s; give the log nvidia-smi's header line (--format=csv)", err, unit.column)}
+		return &FormatError{n, fmt.Sprintf("%v: the log has no header line, and this column is not the guide's %s; name its columns with --columns, or give the log nvidia-smi's header line (--format=csv)", err, unit.column)}
+	}
+	var span *spanError
+	if errors.As(err, &span) {
+		return &FormatError{n, span.Error()}
 	}
 	if err != nil {
-		p.tr.Skipped = append(p.tr.Skipped, LineError{n, err})
+		p.skip(LineError{n, err})
 		return nil
 	}
-	p.place(&row)
-	p.tr.Rows = append(p.tr.Rows, row)
+	if err := p.place(&row); err != nil {
+		p.skip(LineError{n, err})
+		return nil
+	}
+	p.each(row)
 	return nil
 }
 
@@ -227,13 +305,29 @@ func (p *parser) startCSV(n int, names []string) error {
 			strings.Join(names, ", "))}
 	}
 	hasTime := false
-	for _, name := range names {
+	p.elapsed = -1
+	for i, name := range names {
 		if c := canonical(name); c != "" {
 			p.columns[c] = true
 		}
 		hasTime = hasTime || name == "timestamp"
+		if name == ElapsedColumn && p.elapsed < 0 && !hasTime {
+			p.elapsed = i
+		}
 	}
-	if err := p.timing(n, hasTime, "the header names no timestamp column"); err != nil {
+	if hasTime {
+		p.elapsed = -1
+	}
+	why := "the header names no timestamp column"
+	if n == 0 {
+		why = "--columns names no timestamp column"
+	}
+	if p.elapsed >= 0 {
+		// Seconds since the start: timed from the epoch, as a log
+		// without timestamps is, for the caller to place (--from).
+		p.relative = true
+		p.columns["timestamp"] = true
+	} else if err := p.timing(n, hasTime, why); err != nil {
 		return err
 	}
 	p.names, p.dmon = names, nil
@@ -272,6 +366,17 @@ func (p *parser) csvRow(n int, fields []string) (Row, error) {
 	local := false
 	for i, f := range fields {
 		f = strings.TrimSpace(f)
+		if p.names != nil && i == p.elapsed {
+			v, err := parseNumber(f, "s")
+			if err != nil || v < 0 {
+				return row, fmt.Errorf("%s: not a number of seconds", ElapsedColumn)
+			}
+			if v > maxRelativeSpan.Seconds() {
+				return row, &spanError{fmt.Sprintf("%s %g: the log would span more than %d years", ElapsedColumn, v, int(maxRelativeSpan.Hours()/24/365))}
+			}
+			row.Time = time.Unix(0, 0).UTC().Add(time.Duration(v * float64(time.Second)))
+			continue
+		}
 		if names[i] == "timestamp" {
 			if p.relative {
 				continue
@@ -349,7 +454,13 @@ func plausibleHeaderless(r Row) error {
 // timeRow checks the row's time, or gives it one in a log without
 // timestamps. local says the timestamp had no offset.
 func (p *parser) timeRow(r *Row, local bool) error {
+	if p.relative && p.elapsed >= 0 && p.names != nil && p.dmon == nil {
+		return nil // timed by its elapsed_s column
+	}
 	if p.relative {
+		if time.Duration(p.tick) >= maxRelativeSpan/p.opt.Interval {
+			return &spanError{fmt.Sprintf("at --log.interval=%v the log's rows would span more than %d years", p.opt.Interval, int(maxRelativeSpan.Hours()/24/365))}
+		}
 		index := -1
 		if r.GPU != nil {
 			index = *r.GPU
@@ -364,17 +475,29 @@ func (p *parser) timeRow(r *Row, local bool) error {
 	if r.Time.IsZero() {
 		return errors.New("no timestamp")
 	}
+	if err := PlausibleTime(r.Time); err != nil {
+		return fmt.Errorf("timestamp: %w", err)
+	}
 	r.local = local
 	return nil
 }
 
+// spanError is a log whose rows, timed from its start, would run past
+// what a time.Duration holds: the whole log is refused.
+type spanError struct{ msg string }
+
+func (e *spanError) Error() string { return e.msg }
+
 // place gives a row without an index the GPU its uuid or bus id names,
 // and moves a local time into the repeated hour of a fall-back where the
 // time would otherwise step back.
-func (p *parser) place(r *Row) {
+func (p *parser) place(r *Row) error {
 	if r.GPU == nil && r.key != "" {
 		i, ok := p.keys[r.key]
 		if !ok {
+			if len(p.keys) >= MaxGPUs {
+				return fmt.Errorf("more than %d GPUs (uuid or pci.bus_id) in the log", MaxGPUs)
+			}
 			i = len(p.keys)
 			p.keys[r.key] = i
 		}
@@ -391,9 +514,17 @@ func (p *parser) place(r *Row) {
 			p.tr.Repeated++
 		}
 	}
+	if !seen && len(p.last) >= MaxGPUs+1 {
+		return fmt.Errorf("more than %d GPUs in the log", MaxGPUs)
+	}
 	p.last[gpu] = r.Time
 	r.local = false
+	return nil
 }
+
+// MaxGPUs bounds the GPUs one log may hold (what the parser keeps per
+// GPU): a DGX holds 8, a Spark 1.
+const MaxGPUs = 64
 
 // laterOccurrence is the second instant that shows the same wall clock as
 // t in loc, where a fall-back repeats it.
@@ -507,6 +638,8 @@ func canonical(name string) string {
 		return "power.limit"
 	case name == "uuid" || name == "pci.bus_id":
 		return "index"
+	case name == ElapsedColumn:
+		return "timestamp"
 	case strings.HasPrefix(name, "clocks_event_reasons") || strings.HasPrefix(name, "clocks_throttle_reasons"):
 		return "clocks_event_reasons"
 	}

@@ -77,7 +77,10 @@ func Format(r Row) string {
 type Trace struct {
 	Rows     []Row
 	Comments []string
-	Skipped  []LineError
+	// Skipped are the first MaxSkippedKept malformed lines; SkippedTotal
+	// counts them all.
+	Skipped      []LineError
+	SkippedTotal int
 	// Format is how the log was written: FormatCSV (nvidia-smi
 	// --query-gpu with its header), FormatHeaderless (the guide's three
 	// columns) or FormatDmon (nvidia-smi dmon).
@@ -93,6 +96,9 @@ type Trace struct {
 	// timed by Options.Interval from the Unix epoch: the caller places
 	// them (Shift).
 	Relative bool
+	// Elapsed: the relative times are an elapsed_s column's, seconds
+	// since the run's start (the epoch), not the rows' count.
+	Elapsed bool
 }
 
 // The formats of a log.
@@ -127,14 +133,18 @@ type LineError struct {
 
 func (e LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
 
-// MalformedError is what Parse returns when it skipped lines.
-type MalformedError []LineError
+// MalformedError is what Parse returns when it skipped lines: the first
+// MaxSkippedKept of them, and how many there were.
+type MalformedError struct {
+	Lines []LineError
+	Total int
+}
 
 func (e MalformedError) Error() string {
-	if len(e) == 1 {
-		return e[0].Error()
+	if e.Total <= 1 {
+		return e.Lines[0].Error()
 	}
-	return fmt.Sprintf("%v (and %d more malformed lines)", e[0], len(e)-1)
+	return fmt.Sprintf("%v (and %d more malformed lines)", e.Lines[0], e.Total-1)
 }
 
 // column is what a known column fills in a Row.
@@ -174,7 +184,25 @@ var columns = map[string]column{
 	"clocks.current.sm":              number("clocks.current.sm", "MHz", func(r *Row, v float64) { v *= 1e6; r.SMClock = &v }, "MHz", 0, 1e6),
 	"clocks_event_reasons.active":    parseReasons,
 	"clocks_throttle_reasons.active": parseReasons,
+	// Timed by the parser itself, from the epoch.
+	ElapsedColumn: func(*Row, string) error { return nil },
 }
+
+// aliases are the names benchmark harnesses give nvidia-smi's quantities
+// in their own CSV headers (djangodevreng/dgx-spark-benchmarks writes
+// elapsed_s,power_w,temp_c,sm_mhz,gpu_util,mem_used_mb), read as the
+// --query-gpu name they stand for.
+var aliases = map[string]string{
+	"temp_c": "temperature.gpu", "temperature_c": "temperature.gpu", "gpu_temp_c": "temperature.gpu",
+	"power_w": "power.draw", "gpu_power_w": "power.draw",
+	"sm_mhz": "clocks.sm", "sm_clock_mhz": "clocks.sm",
+	"gpu_util": "utilization.gpu", "util_pct": "utilization.gpu", "gpu_util_pct": "utilization.gpu",
+}
+
+// ElapsedColumn is a column of seconds since the run's start, in place of
+// timestamps: the rows are timed from the Unix epoch (Trace.Relative) for
+// the caller to place.
+const ElapsedColumn = "elapsed_s"
 
 // Columns lists the column names the reader understands, beside the
 // per-reason families clocks_event_reasons.REASON (Active / Not Active)
@@ -225,17 +253,43 @@ func headerNames(fields []string) ([]string, bool) {
 			return nil, false
 		}
 		names[i] = strings.ToLower(m[1])
+		if alias, ok := aliases[names[i]]; ok {
+			names[i] = alias
+		}
 	}
 	return names, true
+}
+
+// ParseColumns reads --columns: comma-separated column names as a header
+// gives them (a harness's aliases too); a name the reader does not know
+// is a column it skips.
+func ParseColumns(list string) ([]string, error) {
+	fields := strings.Split(list, ",")
+	names, ok := headerNames(fields)
+	if !ok || len(names) == 0 {
+		return nil, errors.New("not a comma-separated list of column names like timestamp,temperature.gpu,power.draw")
+	}
+	known := false
+	for _, n := range names {
+		known = known || lookup(n) != nil || n == ElapsedColumn
+	}
+	if !known {
+		return nil, errors.New("it names no column the report reads (timestamp, temperature.gpu, power.draw, clocks.sm, utilization.gpu, …)")
+	}
+	return names, nil
 }
 
 // notReported is how nvidia-smi prints a value it cannot give: [N/A],
 // [Not Supported], [Unknown Error], …
 func notReported(field string) bool {
-	return strings.HasPrefix(field, "[") && strings.HasSuffix(field, "]") || field == "N/A" || field == "-"
+	return strings.HasPrefix(field, "[") && strings.HasSuffix(field, "]") || field == "-" ||
+		strings.EqualFold(field, "N/A") || strings.EqualFold(field, "Not Supported") || strings.EqualFold(field, "Unknown Error")
 }
 
 func parseIndex(r *Row, field string) error {
+	if notReported(field) {
+		return nil
+	}
 	i, err := strconv.Atoi(field)
 	if err != nil || i < 0 || i > 1<<16 {
 		return errors.New("not a GPU index")

@@ -1,6 +1,7 @@
 package thermallog
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf16"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -128,7 +130,7 @@ func TestParseSkipsMalformedLines(t *testing.T) {
 		"2025/11/24 14:09:10.751, 39 C, 12.50 W\n" // a unit nvidia-smi never prints
 	tr, err := Parse(strings.NewReader(in))
 	var malformed MalformedError
-	if !errors.As(err, &malformed) || len(malformed) != 2 || malformed[0].Line != 2 || malformed[1].Line != 5 {
+	if !errors.As(err, &malformed) || malformed.Total != 2 || malformed.Lines[0].Line != 2 || malformed.Lines[1].Line != 5 {
 		t.Fatalf("error %v; want lines 2 and 5", err)
 	}
 	if len(tr.Rows) != 2 || len(tr.Skipped) != 2 || *tr.Rows[1].Temperature != 39 {
@@ -258,7 +260,7 @@ func FuzzParse(f *testing.F) {
 		// Every line is a row, a comment, a header, blank or skipped,
 		// and a skipped line is named by a line that exists.
 		lines := strings.Count(in, "\n") + 1
-		if len(tr.Rows)+len(tr.Skipped) > lines || len(malformed) != len(tr.Skipped) {
+		if len(tr.Rows)+tr.SkippedTotal > lines || malformed.Total != tr.SkippedTotal || len(tr.Skipped) > MaxSkippedKept {
 			t.Fatalf("%d rows and %d skipped from %d lines", len(tr.Rows), len(tr.Skipped), lines)
 		}
 		for _, e := range tr.Skipped {
@@ -399,5 +401,52 @@ func TestParseTimestamps(t *testing.T) {
 		if got := tr.Rows[i].Time.Format(time.RFC3339Nano); got != want {
 			t.Errorf("row %d at %s, want %s", i+1, got, want)
 		}
+	}
+}
+
+// Issue 37: the captures people make. A harness header with its own
+// names, --columns over a noheader capture or a header, Not Supported as
+// an absent value, a UTF-16 file with its BOM; malformed lines named up to
+// MaxSkippedKept and counted; timestamps outside the years a Duration
+// spans are malformed.
+func TestParseCaptures(t *testing.T) {
+	harness := "elapsed_s,power_w,temp_c,sm_mhz,gpu_util,mem_used_mb\n10,39.08,57,2509,96,117944\n20,39.63,59,2509,96,117729\n"
+	tr, err := Parse(strings.NewReader(harness))
+	if err != nil || len(tr.Rows) != 2 || !tr.Relative || !tr.Elapsed || tr.Rows[1].Time.Unix() != 20 ||
+		*tr.Rows[0].Temperature != 57 || *tr.Rows[0].SMClock != 2509e6 || *tr.Rows[0].Utilization != 0.96 {
+		t.Errorf("harness: %v %+v", err, tr)
+	}
+	cols, err := ParseColumns("timestamp,clocks.sm,temperature.gpu,power.draw,memory.used")
+	if err != nil {
+		t.Fatal(err)
+	}
+	noheader := "2025/11/24 14:00:00.000, 2450 MHz, 70, 88.00 W, Not Supported\n2025/11/24 14:00:05.000, [N/A], 71, 88.50 W, [N/A]\n"
+	for _, in := range []string{noheader, "timestamp, power.draw [W], temperature.gpu, clocks.sm [MHz], x\n" + noheader} {
+		tr, err = ParseOptions(strings.NewReader(in), Options{Location: time.UTC, Columns: cols})
+		if err != nil || len(tr.Rows) != 2 || *tr.Rows[1].Power != 88.5 || tr.Rows[1].SMClock != nil {
+			t.Errorf("--columns: %v %+v", err, tr.Rows)
+		}
+	}
+	if _, err := ParseColumns("a b, c"); err == nil {
+		t.Error("--columns with a space in a name accepted")
+	}
+	var be bytes.Buffer
+	be.Write([]byte{0xFE, 0xFF})
+	for _, u := range utf16.Encode([]rune("2025/11/24 14:00:00.000, 70, 88.00 W\n")) {
+		be.Write([]byte{byte(u >> 8), byte(u)})
+	}
+	if tr, err := ParseOptions(&be, Options{Location: time.UTC}); err != nil || len(tr.Rows) != 1 {
+		t.Errorf("UTF-16BE: %v %+v", err, tr)
+	}
+	var bad strings.Builder
+	bad.WriteString("0005-01-01T00:00:00Z, 50, 90 W\n")
+	for i := 0; i < 100; i++ {
+		bad.WriteString("2025-11-24T14:00:00Z, oops\n")
+	}
+	tr, err = Parse(strings.NewReader(bad.String()))
+	var malformed MalformedError
+	if !errors.As(err, &malformed) || malformed.Total != 101 || len(tr.Skipped) != MaxSkippedKept ||
+		!strings.Contains(tr.Skipped[0].Err.Error(), "year 5 is outside 1950–2199") {
+		t.Errorf("%v; %d kept", err, len(tr.Skipped))
 	}
 }

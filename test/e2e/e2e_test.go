@@ -107,10 +107,10 @@ func TestEndToEnd(t *testing.T) {
 	stopped := time.Now()
 	s.exporters["wedged"].Stop(t)
 
-	// The leaking Spark's: free memory falls as in a model load, levels
-	// off, then falls steadily. The test holds the schedule, so it knows
-	// the free memory at any moment.
-	pool := startPoolSchedule(t, filepath.Join(leak, "meminfo"))
+	// The leaking Spark's: usable memory falls as in a model load, levels
+	// off at a serving idle, then an engine creeps. The test holds the
+	// schedule, so it knows the usable memory at any moment.
+	pool := startPoolSchedule(t, leak, filepath.Join(root, "testdata", "proc", "spark", "2101"))
 
 	runbooks := s.runbooks(t, due(s.ready, scrapeInterval), root)
 
@@ -233,35 +233,54 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	t.Run("PoolExhaustion", func(t *testing.T) {
-		// The model load: free drops 70 GiB in two (scenario) minutes,
-		// then levels off for 25 minutes, longer than the alert's `for:`
-		// and short window together. Until the leak starts, the alert
-		// must never have fired.
+		// The model load: usable memory drops 86 GiB in two (scenario)
+		// minutes, then levels off at a serving idle (26 GiB) for 25
+		// minutes, longer than the alert's `for:` and short window
+		// together. Until the creep starts, no pool alert may have fired.
 		if settle := pool.loadFor + 2*s.forOf(t, "SparkPoolExhaustionImminent"); pool.leakStart.Sub(pool.loadStart) <= settle {
 			t.Fatalf("the pause after the load (%v) is not longer than the load and twice the alert's `for:` (%v)", pool.leakStart.Sub(pool.loadStart), settle)
 		}
 		testexporter.Eventually(t, remaining(due(pool.leakStart, 2*scrapeInterval)), func() bool { return time.Now().After(pool.leakStart.Add(2 * scrapeInterval)) },
 			"the model load and its pause to pass")
-		during := fmt.Sprintf(`max_over_time(ALERTS{alertname="SparkPoolExhaustionImminent",instance="leak",alertstate="firing"}[%ds] @ %d)`,
+		during := fmt.Sprintf(`max_over_time(ALERTS{alertname=~"SparkPoolExhaustionImminent|SparkPoolUsableLow|SparkPoolUsableCritical",instance="leak",alertstate="firing"}[%ds] @ %d)`,
 			int(pool.leakStart.Sub(pool.start).Seconds())+2, pool.leakStart.Unix())
 		if fired, err := s.query(during); err != nil {
 			t.Fatal(err)
 		} else if len(fired) > 0 {
-			t.Errorf("the model load fired SparkPoolExhaustionImminent: %v", fired)
+			t.Errorf("the model load and the serving idle after it fired a pool alert: %v", fired)
 		}
-		// The leak: half a GiB a (scenario) minute. The page must come
-		// while free memory is still above the reserve.
-		a := s.waitPage(t, due(pool.leakStart, s.firesWithin("SparkPoolExhaustionImminent")), map[string]string{
-			"alertname": "SparkPoolExhaustionImminent", "instance": "leak", "job": "spark", "severity": "warning",
-		})
-		free := pool.freeAt(time.Now())
-		t.Logf("paged with %.1f GiB free against the 4 GiB reserve", float64(free)/(1<<30))
-		if free <= reserveBytes {
-			t.Errorf("paged with %d bytes free, not before free memory fell below the %d-byte reserve", free, reserveBytes)
+		// The creep: 0.7 GiB a (scenario) minute, the owner's 21 GiB per
+		// 30 minutes, in the engine's resident memory. The warning must
+		// come while ten minutes of it are left, the critical page before
+		// the pool is gone, each naming the engine that grew.
+		for _, step := range []struct {
+			alert, severity, anchor string
+			minutesLeft             float64
+		}{
+			{"SparkPoolUsableLow", "warning", "sparkpoolusablelow", 10},
+			{"SparkPoolUsableCritical", "critical", "sparkpoolusablecritical", 5},
+		} {
+			a := s.waitPage(t, due(pool.leakStart, pool.creepFor+s.firesWithin(step.alert)), map[string]string{
+				"alertname": step.alert, "instance": "leak", "job": "spark", "severity": step.severity,
+			})
+			usable := pool.usableAt(time.Now())
+			left := float64(usable) / (1 << 30) / pool.creepGiBPerMinute
+			t.Logf("%s paged with %.1f GiB usable, %.1f scenario minutes before the pool is gone", step.alert, float64(usable)/(1<<30), left)
+			if left < step.minutesLeft {
+				t.Errorf("%s paged with %.1f minutes of usable memory left, want at least %.0f", step.alert, left, step.minutesLeft)
+			}
+			runbooks.check(t, a, step.anchor)
+			matches(t, a.Annotations["description"], `^Only [0-9.]+GiB of the unified pool is usable .* The workload whose memory grew most in the last 30 minutes: vllm \(pid 2101\), \+[0-9.]+GiB resident\.`)
 		}
-		runbooks.check(t, a, "sparkpoolexhaustionimminent")
-		if m := matches(t, a.Annotations["description"], `^Free memory has been falling steadily: (-?)[0-9.]+\S*B is left above the 4GiB reserve`); m != nil && m[1] == "-" {
-			t.Errorf("the page came after free memory fell below the reserve: %s", a.Annotations["description"])
+		// SparkPoolExhaustionImminent fired on the creep too (in Prometheus;
+		// Alertmanager folds it into the usable page, as the example's
+		// inhibitions say), before usable memory reached the critical tier.
+		fired := fmt.Sprintf(`max_over_time(ALERTS{alertname="SparkPoolExhaustionImminent",instance="leak",alertstate="firing"}[%ds])`,
+			int(time.Since(pool.leakStart).Seconds())+2)
+		if v, err := s.query(fired); err != nil {
+			t.Fatal(err)
+		} else if len(v) == 0 {
+			t.Error("the creep never fired SparkPoolExhaustionImminent")
 		}
 	})
 
@@ -465,6 +484,20 @@ func idleTree(t *testing.T, root string) string {
 	}
 	writeAtomic(t, filepath.Join(dir, "meminfo"), meminfo)
 	return dir
+}
+
+// writeInPlace overwrites a file from its start without truncating it, for
+// a file the exporter holds open; data must be as long as the file.
+func writeInPlace(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(data, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // writeAtomic replaces a file the exporter may be reading: it never sees a
@@ -672,23 +705,26 @@ func matches(t *testing.T, text, expr string) []string {
 	return m
 }
 
-// reserveBytes is the exporter's default --pool.reserve, 4GiB.
-const reserveBytes = 4 << 30
-
-// poolSchedule drives a meminfo file's MemFree as a Spark's pool moves:
-// a model load (70 GiB in two scenario minutes, then level), a pause, then
-// a steady leak of half a GiB a scenario minute, down to 1 GiB free. Free
-// memory follows the clock, not the writes.
+// poolSchedule drives a Spark's meminfo, and the resident memory of its
+// engine (a vLLM process), as the owner's Spark moved (docs/design.md,
+// "Budget with free"): a model load (usable memory down 86 GiB in two
+// scenario minutes, to a serving idle of 26 GiB), a pause, then the
+// engine's creep of 0.7 GiB a scenario minute (21 GiB per 30 minutes) down
+// to nothing. Free CMA stays at the owner's idle 0.13 GiB, so usable is
+// MemAvailable less that. The figures follow the clock, not the writes.
 type poolSchedule struct {
 	start, loadStart, leakStart time.Time
-	loadFor                     time.Duration
-	before, after               int64 // bytes free before and after the load
+	loadFor, creepFor           time.Duration
+	before, after               int64 // usable bytes before and after the load
+	creepGiBPerMinute           float64
 }
 
 const perScenarioMinute = time.Minute / speedup
 
-func (p *poolSchedule) freeAt(now time.Time) int64 {
-	const gib = 1 << 30
+// cmaFreeBytes is the free CMA of the schedule's meminfo (0.13 GiB).
+const cmaFreeBytes = 136315 << 10
+
+func (p *poolSchedule) usableAt(now time.Time) int64 {
 	switch {
 	case now.Before(p.loadStart):
 		return p.before
@@ -698,33 +734,81 @@ func (p *poolSchedule) freeAt(now time.Time) int64 {
 	case now.Before(p.leakStart):
 		return p.after
 	}
-	leaked := int64(float64(now.Sub(p.leakStart)) / float64(perScenarioMinute) * gib / 2)
-	return max(gib, p.after-leaked)
+	return max(0, p.after-p.grownAt(now))
 }
 
-var memFree = regexp.MustCompile(`(?m)^MemFree:\s+(\d+) kB$`)
+// grownAt is what the engine has grown by since the creep began.
+func (p *poolSchedule) grownAt(now time.Time) int64 {
+	if now.Before(p.leakStart) {
+		return 0
+	}
+	return int64(float64(now.Sub(p.leakStart)) / float64(perScenarioMinute) * p.creepGiBPerMinute * (1 << 30))
+}
 
-// startPoolSchedule plays the schedule on path, a meminfo file, until the
-// test ends. The pause after the load lasts 25 scenario minutes: longer
-// than SparkPoolExhaustionImminent's `for:` and short window together.
-func startPoolSchedule(t *testing.T, path string) *poolSchedule {
+var (
+	memAvailable = regexp.MustCompile(`(?m)^MemAvailable:\s+(\d+) kB$`)
+	memFree      = regexp.MustCompile(`(?m)^MemFree:\s+\d+ kB$`)
+	cmaLines     = regexp.MustCompile(`(?m)^CmaTotal:\s+\d+ kB\nCmaFree:\s+\d+ kB$`)
+	vmRSS        = regexp.MustCompile(`(?m)^VmRSS:\s+\d+ kB$`)
+)
+
+// startPoolSchedule plays the schedule on the /proc tree dir until the test
+// ends: its meminfo, and a vLLM process copied from engine (a /proc/PID
+// directory) whose VmRSS grows with the creep. The pause after the load
+// lasts 25 scenario minutes: longer than SparkPoolExhaustionImminent's
+// `for:` and short window together.
+func startPoolSchedule(t *testing.T, dir, engine string) *poolSchedule {
 	t.Helper()
+	path := filepath.Join(dir, "meminfo")
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := memFree.FindSubmatch(data)
-	if m == nil {
-		t.Fatalf("%s: no MemFree line", path)
+	m := memAvailable.FindSubmatch(data)
+	if m == nil || !memFree.Match(data) || !cmaLines.Match(data) {
+		t.Fatalf("%s: no MemAvailable, MemFree or CmaTotal and CmaFree lines", path)
+	}
+	data = cmaLines.ReplaceAll(data, fmt.Appendf(nil, "CmaTotal:       %d kB\nCmaFree:        %d kB", 10<<20, cmaFreeBytes>>10))
+	// The engine appears whole, its VmRSS at the width every write keeps
+	// (writeInPlace): made beside the PID directories, then renamed in.
+	engineDir := filepath.Join(dir, filepath.Base(engine))
+	staging := filepath.Join(dir, "engine-staging")
+	if err := os.CopyFS(staging, os.DirFS(engine)); err != nil {
+		t.Fatal(err)
+	}
+	status, err := os.ReadFile(filepath.Join(staging, "status"))
+	if err != nil || !vmRSS.Match(status) {
+		t.Fatalf("%s: no VmRSS line (%v)", engine, err)
+	}
+	status = vmRSS.ReplaceAll(status, fmt.Appendf(nil, "VmRSS:\t%8d kB", 20<<20))
+	if err := os.WriteFile(filepath.Join(staging, "status"), status, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(staging, engineDir); err != nil {
+		t.Fatal(err)
 	}
 	kb, _ := strconv.ParseInt(string(m[1]), 10, 64)
 	now := time.Now()
 	p := &poolSchedule{start: now, loadStart: now, loadFor: 2 * perScenarioMinute,
-		before: kb << 10, after: kb<<10 - 70<<30}
+		before: kb<<10 - cmaFreeBytes, after: 26 << 30, creepGiBPerMinute: 0.7}
 	p.leakStart = p.loadStart.Add(p.loadFor + 25*perScenarioMinute)
+	p.creepFor = time.Duration(float64(p.after) / (1 << 30) / p.creepGiBPerMinute * float64(perScenarioMinute))
+	const engineBase = 20 << 30 // the engine's resident memory before the creep
 	write := func() {
-		free := p.freeAt(time.Now())
-		writeAtomic(t, path, memFree.ReplaceAll(data, fmt.Appendf(nil, "MemFree:        %d kB", free>>10)))
+		now := time.Now()
+		available := p.usableAt(now) + cmaFreeBytes
+		// The page cache is small here: free memory follows available.
+		free := max(available-(2<<30), 512<<20)
+		out := memAvailable.ReplaceAll(data, fmt.Appendf(nil, "MemAvailable:   %d kB", available>>10))
+		out = memFree.ReplaceAll(out, fmt.Appendf(nil, "MemFree:        %d kB", free>>10))
+		writeAtomic(t, path, out)
+		// In place, not by rename: the exporter keeps a known process's
+		// status open and rereads it, as the kernel's file answers anew. The
+		// line keeps its width, so the file keeps its length.
+		rss := vmRSS.ReplaceAll(status, fmt.Appendf(nil, "VmRSS:\t%8d kB", (engineBase+p.grownAt(now))>>10))
+		if err := writeInPlace(filepath.Join(engineDir, "status"), rss); err != nil {
+			t.Error(err)
+		}
 	}
 	write()
 	stop, done := make(chan struct{}), make(chan struct{})

@@ -95,7 +95,7 @@ func TestStrictReadingRejectsUnknownFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad := bytes.Replace(data, []byte(`"title": "Pool headroom",`), []byte(`"title": "Pool headroom", "titel": "typo",`), 1)
+	bad := bytes.Replace(data, []byte(`"title": "Usable memory",`), []byte(`"title": "Usable memory", "titel": "typo",`), 1)
 	if bytes.Equal(bad, data) {
 		t.Fatal("the panel to spoil is gone; pick another")
 	}

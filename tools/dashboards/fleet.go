@@ -41,7 +41,7 @@ var thermalStates = valueMap(
 func fleet() *dashboard.DashboardBuilder {
 	b := dashboard.NewDashboardBuilder("DGX Spark fleet").
 		Uid("spark-exporter-fleet").
-		Description("Every DGX Spark that runs spark_exporter in one table: headroom, thermal state, power, the workloads on the pool, firing alerts, exporter version. Click a Spark for its own dashboard.").
+		Description("Every DGX Spark that runs spark_exporter in one table: usable memory, headroom, thermal state, power, the workloads on the pool, firing alerts, exporter version. Click a Spark for its own dashboard.").
 		Tags([]string{"spark", "gb10", "nvidia", "fleet"}).
 		Editable().
 		Tooltip(dashboard.DashboardCursorSyncCrosshair).
@@ -61,13 +61,13 @@ func fleet() *dashboard.DashboardBuilder {
 		TextMode(common.BigValueTextModeValue).
 		Thresholds(thresholds("blue")).
 		WithTarget(instantQuery("A", `count(spark_exporter_build_info{instance=~"$instance"})`, "Sparks")))
-	b.WithPanel(statPanel(3, "Below the reserve",
-		"Sparks whose free memory is under their reserve (headroom below 0): the next allocation there may be OOM-killed. Sort the table by headroom and open the Spark.",
+	b.WithPanel(statPanel(3, "Usable memory low",
+		fmt.Sprintf("Sparks whose usable memory (MemAvailable − CmaFree) is under %.0f GiB (SparkPoolUsableLow): the engine's peak nears the pool, and a global OOM kill takes the monitoring first. The table is sorted least usable first: open the Spark and find what grew.", float64(judge.UsableLowBytes)/(1<<30)),
 		"none", 6, 4).
 		Decimals(0).
 		TextMode(common.BigValueTextModeValue).
 		Thresholds(thresholds("green", step(1, "red"))).
-		WithTarget(instantQuery("A", `count(spark_pool_headroom_bytes{instance=~"$instance"} < 0) or vector(0)`, "Sparks")))
+		WithTarget(instantQuery("A", fmt.Sprintf(`count(spark_pool_usable_bytes{instance=~"$instance"} < %d) or vector(0)`, int64(judge.UsableLowBytes)), "Sparks")))
 	b.WithPanel(statPanel(4, "Throttled",
 		"Sparks with a GPU in the throttled state (temperature climbing or holding hot while power sits flat below the rating): check their airflow and room.",
 		"none", 6, 4).
@@ -85,15 +85,20 @@ func fleet() *dashboard.DashboardBuilder {
 
 	b.WithRow(row(6, "Every Spark"))
 	b.WithPanel(tablePanel(7, "Sparks",
-		fmt.Sprintf("One row per Spark, least headroom first; click a column to sort by it, a Spark to open its dashboard. Headroom is free memory minus the reserve: red below 0 (SparkPoolHeadroomLow). Power: orange from the ~%.0f W plateau (the platform's cap, not a fault), red at the %.0f W rating. Workloads counts the GPU programs by role; two heavy jobs on one pool evict each other (SparkConcurrentHeavyWorkloads). An empty row but for its alerts is a Spark whose exporter is not answering.", judge.PlateauWatts, judge.RatingWatts),
+		fmt.Sprintf("One row per Spark, least usable memory first; click a column to sort by it, a Spark to open its dashboard. Usable is MemAvailable − CmaFree, the danger figure: orange under %.0f GiB (SparkPoolUsableLow), red under %.0f GiB (SparkPoolUsableCritical). Headroom is for a new job: free memory less free CMA and the reserve, below 0 when the page cache fills the pool (a flush first, not a fault). Power: orange from the ~%.0f W plateau (the platform's cap, not a fault), red at the %.0f W rating. Workloads counts the GPU programs by role; two heavy jobs on one pool evict each other (SparkConcurrentHeavyWorkloads). An empty row but for its alerts is a Spark whose exporter is not answering.", float64(judge.UsableLowBytes)/(1<<30), float64(judge.UsableCriticalBytes)/(1<<30), judge.PlateauWatts, judge.RatingWatts),
 		"none", 24, 16).
-		SortBy(sortBy("headroom", false)).
+		SortBy(sortBy("usable", false)).
 		OverrideByName("instance", props(
 			dynamic("displayName", "Spark"),
 			dynamic("links", []map[string]any{{
 				"title": "${__value.text}: its dashboard",
 				"url":   "/d/" + sparkDashboardUID + "?var-datasource=${datasource}&var-instance=${__value.raw}&${__url_time_range}",
 			}}))).
+		OverrideByName("Value #J", props(
+			dynamic("displayName", "usable"),
+			dynamic("unit", "bytes"),
+			thresholdsOverride(thresholds("red", step(judge.UsableCriticalBytes, "orange"), step(judge.UsableLowBytes, "green"))),
+			dynamic("custom.cellOptions", map[string]any{"type": "color-text"}))).
 		OverrideByName("Value #A", props(
 			dynamic("displayName", "headroom"),
 			dynamic("unit", "bytes"),
@@ -131,7 +136,8 @@ func fleet() *dashboard.DashboardBuilder {
 		WithTransformation(merge()).
 		WithTransformation(organize(
 			[]string{"Time", "Value #I"},
-			[]string{"instance", "Value #A", "Value #B", "Value #C", "Value #D", "Value #E", "Value #F", "Value #G", "Value #H", "version"})).
+			[]string{"instance", "Value #J", "Value #A", "Value #B", "Value #C", "Value #D", "Value #E", "Value #F", "Value #G", "Value #H", "version"})).
+		WithTarget(tableQuery("J", `min by (instance) (spark_pool_usable_bytes{instance=~"$instance"})`)).
 		WithTarget(tableQuery("A", `max by (instance) (spark_pool_headroom_bytes{instance=~"$instance"})`)).
 		WithTarget(tableQuery("B", `max by (instance) (spark_pool_headroom_after_flush_bytes{instance=~"$instance"})`)).
 		WithTarget(tableQuery("C", thermalCode)).

@@ -234,6 +234,34 @@ func TestMixinConfig(t *testing.T) {
 	}
 }
 
+// The usable-memory tiers follow _config; every other rule stays as shipped.
+func TestMixinUsableTiers(t *testing.T) {
+	m := evalMixin(t, `{ poolUsableLowGiB: 16, poolUsableCriticalGiB: 9.5 }`)
+	plain := evalMixin(t, "{}")
+	want := map[string]string{
+		"SparkPoolUsableLow":      "spark_pool_usable_bytes < 16 * 1024^3",
+		"SparkPoolUsableCritical": "spark_pool_usable_bytes < 9.5 * 1024^3",
+	}
+	seen := 0
+	for gi, g := range m.Alerts.Groups {
+		for i, r := range g.Rules {
+			name, _ := r["alert"].(string)
+			expr := r["expr"]
+			if w, ok := want[name]; ok {
+				seen++
+				if expr != w {
+					t.Errorf("%s: expr %q, want %q", name, expr, w)
+				}
+			} else if was := plain.Alerts.Groups[gi].Rules[i]["expr"]; expr != was {
+				t.Errorf("%s: expr changed by the tiers: %q, was %q", name, expr, was)
+			}
+		}
+	}
+	if seen != len(want) {
+		t.Errorf("saw %d of the %d tier alerts", seen, len(want))
+	}
+}
+
 // walkStrings calls f on every string of got beside the same place in orig.
 func walkStrings(got, orig any, f func(key, got, orig string)) {
 	var walk func(key string, g, o any)

@@ -49,13 +49,13 @@ func spark() *dashboard.DashboardBuilder {
 		Annotation(builtInAnnotations()).
 		Annotation(alertAnnotations())
 	b.WithRow(row(1, "Now"))
-	b.WithPanel(statPanel(2, "Pool headroom",
-		"MemFree − reserve: what a new run can still take from the 128 GB unified pool. Budget with this (the `free` column of `free -g`), not with nvidia-smi. Red below 0: free memory is under the reserve.",
+	b.WithPanel(statPanel(2, "Usable memory",
+		fmt.Sprintf("MemAvailable − CmaFree: what the GPU driver's pinned allocations can still get from the unified pool, reclaim included. This is the danger figure: it falls into a global OOM kill while free memory rises (an owner's Spark read 26–30 GiB healthy, 1.6 GiB at the kill). Orange under %.0f GiB (SparkPoolUsableLow): cap or restart what grows; red under %.0f GiB (SparkPoolUsableCritical): a kill is minutes away, restart the growing engine now.", float64(judge.UsableLowBytes)/(1<<30), float64(judge.UsableCriticalBytes)/(1<<30)),
 		"bytes", 4, 4).
-		Thresholds(thresholds("red", step(0, "orange"), step(roomyHeadroomBytes, "green"))).
-		WithTarget(rangeQuery("A", `spark_pool_headroom_bytes{instance=~"$instance"}`, "{{instance}}")))
-	b.WithPanel(statPanel(3, "Headroom after a cache flush",
-		"free + flushable page cache − reserve: what `sync; echo 3 > /proc/sys/vm/drop_caches` would give. Step 1 of the OOM ladder, before touching packing length or batch size.",
+		Thresholds(thresholds("red", step(judge.UsableCriticalBytes, "orange"), step(judge.UsableLowBytes, "green"))).
+		WithTarget(rangeQuery("A", `spark_pool_usable_bytes{instance=~"$instance"}`, "{{instance}}")))
+	b.WithPanel(statPanel(3, "New job: headroom after a flush",
+		"free − free CMA + flushable page cache − reserve: what a new run can take once `sync; echo 3 > /proc/sys/vm/drop_caches` has run (step 1 of the OOM ladder, before touching packing length or batch size). Planning, not danger: on a healthy Spark serving a model the page cache fills the pool and the headroom before a flush is below 0. Red below 0: a new run does not fit even after a flush.",
 		"bytes", 4, 4).
 		Thresholds(thresholds("red", step(0, "orange"), step(roomyHeadroomBytes, "green"))).
 		WithTarget(rangeQuery("A", `spark_pool_headroom_after_flush_bytes{instance=~"$instance"}`, "{{instance}}")))
@@ -92,21 +92,21 @@ func spark() *dashboard.DashboardBuilder {
 		Thresholds(thresholds("green", step(1, "red"))).
 		WithTarget(instantQuery("A", `count by (instance) (ALERTS{alertname=~"Spark.*", alertstate="firing", instance=~"$instance"})`, "{{instance}}")))
 	b.WithRow(row(8, "Unified memory pool"))
-	b.WithPanel(timeseriesPanel(9, "Pool headroom against the reserve",
-		"Headroom = MemFree − reserve (`--pool.reserve`). Below the red line free memory is inside the reserve kept for the OS and driver (SparkPoolHeadroomLow): stop or shrink a run before the next allocation is OOM-killed. The dashed line adds what a page-cache flush would give back: if it stays above the red line, flush first.",
+	b.WithPanel(timeseriesPanel(9, "Usable memory against its tiers; headroom for a new job",
+		fmt.Sprintf("Usable = MemAvailable − CmaFree, the danger figure: under the orange line (%.0f GiB, SparkPoolUsableLow) the engine's peak nears the pool, under the red one (%.0f GiB, SparkPoolUsableCritical) a global OOM kill is minutes away; a steady fall is an engine's creep (SparkPoolExhaustionImminent): the alert names the process that grew. The dashed line (headroom = MemFree − CmaFree − reserve) and the dotted one (after a flush) are for planning a new job; below 0 a new job needs a flush first, which is normal with a full page cache.", float64(judge.UsableLowBytes)/(1<<30), float64(judge.UsableCriticalBytes)/(1<<30)),
 		"bytes", 9, 9).
 		ThresholdsStyle(thresholdsAs(common.GraphThresholdsStyleModeLine)).
-		Thresholds(thresholds("red", step(0, "transparent"))).
+		Thresholds(thresholds("transparent", step(judge.UsableCriticalBytes, "red"), step(judge.UsableLowBytes, "orange"))).
 		OverrideByQuery("B", props(
 			lineStyle(dashed))).
 		OverrideByQuery("C", props(
 			lineStyle(dotted),
 			noFill())).
-		WithTarget(rangeQuery("A", `spark_pool_headroom_bytes{instance=~"$instance"}`, "{{instance}} headroom")).
-		WithTarget(rangeQuery("B", `spark_pool_headroom_after_flush_bytes{instance=~"$instance"}`, "{{instance}} headroom after flush")).
-		WithTarget(rangeQuery("C", `spark_pool_reserve_bytes{instance=~"$instance"}`, "{{instance}} reserve")))
+		WithTarget(rangeQuery("A", `spark_pool_usable_bytes{instance=~"$instance"}`, "{{instance}} usable")).
+		WithTarget(rangeQuery("B", `spark_pool_headroom_bytes{instance=~"$instance"}`, "{{instance}} headroom for a new job")).
+		WithTarget(rangeQuery("C", `spark_pool_headroom_after_flush_bytes{instance=~"$instance"}`, "{{instance}} headroom after flush")))
 	b.WithPanel(timeseriesPanel(10, "Where the pool is: free / available / page cache / flushable / mapped",
-		"free (MemFree) is the figure to budget against. available counts reclaimable cache, page cache is free's buff/cache, flushable is what drop_caches gives back, mapped is mmap'd files (safetensors during a model load: the load transient). free low while flushable is large: flush the page cache between runs (OOM ladder step 1).",
+		"free (MemFree) is the figure to size a new job against; it sits near 1 GiB on a healthy Spark whose page cache fills the pool, and rises into a kill as reclaim empties the cache. available counts reclaimable cache and free CMA; free CMA pages count as free yet the GPU driver's pinned allocations cannot use them (usable = available − free CMA). page cache is free's buff/cache, flushable is what drop_caches gives back, mapped is mmap'd files (safetensors during a model load: the load transient). free low while flushable is large: flush the page cache before a new run (OOM ladder step 1).",
 		"bytes", 9, 9).
 		AxisSoftMin(0).
 		FillOpacity(0).
@@ -117,7 +117,8 @@ func spark() *dashboard.DashboardBuilder {
 		WithTarget(rangeQuery("C", `spark_pool_page_cache_bytes{instance=~"$instance"}`, "{{instance}} page cache")).
 		WithTarget(rangeQuery("D", `spark_pool_flushable_bytes{instance=~"$instance"}`, "{{instance}} flushable")).
 		WithTarget(rangeQuery("E", `spark_pool_mapped_bytes{instance=~"$instance"}`, "{{instance}} mapped")).
-		WithTarget(rangeQuery("F", `spark_pool_total_bytes{instance=~"$instance"}`, "{{instance}} total")))
+		WithTarget(rangeQuery("F", `spark_pool_total_bytes{instance=~"$instance"}`, "{{instance}} total")).
+		WithTarget(rangeQuery("G", `spark_pool_cma_free_bytes{instance=~"$instance"}`, "{{instance}} free CMA")))
 	b.WithPanel(statPanel(11, "nvidia-smi memory view",
 		`What NVML reports as GPU memory. On GB10 there is no separate VRAM and NVML answers Not Supported: the exporter then exports spark_gpu_field_supported{field="memory_info"} 0 and no memory figures. Use the pool headroom instead.`,
 		"bytes", 6, 9).

@@ -46,14 +46,19 @@ func TestPanelsDrawTheJudgements(t *testing.T) {
 		at          float64
 		what        string
 	}{
-		{"spark.json", "Pool headroom", 0, "the reserve (headroom 0)"},
-		{"spark.json", "Pool headroom against the reserve", 0, "the reserve (headroom 0)"},
+		{"spark.json", "Usable memory", judge.UsableLowBytes, "SparkPoolUsableLow's tier"},
+		{"spark.json", "Usable memory", judge.UsableCriticalBytes, "SparkPoolUsableCritical's tier"},
+		{"spark.json", "Usable memory against its tiers; headroom for a new job", judge.UsableLowBytes, "SparkPoolUsableLow's tier"},
+		{"spark.json", "Usable memory against its tiers; headroom for a new job", judge.UsableCriticalBytes, "SparkPoolUsableCritical's tier"},
+		{"spark.json", "New job: headroom after a flush", 0, "the reserve (headroom 0)"},
 		{"spark.json", "GPU power", judge.RatingWatts, "the brick rating"},
 		{"spark.json", "GPU power", judge.PlateauWatts, "the sustained plateau"},
 		{"spark.json", "GPU utilisation", judge.BusyUtilizationRatio, "busy"},
 		{"spark.json", "Seconds per minute in each clock event", 60 * judge.ThermalSlowdownShare, "thermal slowdown"},
 		{"spark.json", "GPU-resident programs", math.Nextafter(judge.HeavyCapRatio, 1), "above the heavy-job cap"},
 		{"fleet.json", "Sparks", 0, "the reserve (headroom 0)"},
+		{"fleet.json", "Sparks", judge.UsableLowBytes, "SparkPoolUsableLow's tier"},
+		{"fleet.json", "Sparks", judge.UsableCriticalBytes, "SparkPoolUsableCritical's tier"},
 		{"fleet.json", "Sparks", judge.PlateauWatts, "the sustained plateau"},
 		{"fleet.json", "Sparks", judge.RatingWatts, "the brick rating"},
 	}
