@@ -29,7 +29,7 @@ type sysfsRead struct {
 }
 
 func newSysfs(root string, timeout time.Duration) *sysfs {
-	return &sysfs{fs: hostfs.New(root).WithTimeout(timeout).WithMaxSize(hostfs.MaxSysAttribute)}
+	return &sysfs{fs: hostfs.New(root).WithTimeout(timeout).Sysfs()}
 }
 
 func (d *sysfs) ReadFile(name string) ([]byte, error) {

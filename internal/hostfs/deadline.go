@@ -129,7 +129,7 @@ func (r *Reader) ReadFile(name string, buf []byte) ([]byte, error) {
 		return buf[:0], &fs.PathError{Op: "open", Path: path, Err: err}
 	}
 	defer syscall.Close(fd)
-	data, err := readAll(fd, buf, seqFile, r.fs.limitFor(name))
+	data, err := readAll(fd, buf, r.fs.kind, r.fs.limitFor(name))
 	if err != nil {
 		return data, &fs.PathError{Op: "read", Path: path, Err: err}
 	}

@@ -27,12 +27,22 @@ type FS struct {
 	// maxSize, when not 0, bounds every file (a sysfs attribute);
 	// otherwise limitFor tells by the file's name.
 	maxSize int
-	stuck   *stuckReads
+	// kind is how its files are read to their end.
+	kind  fileKind
+	stuck *stuckReads
 }
 
 // New returns the filesystem mounted at root, read with DefaultTimeout.
 func New(root string) FS {
-	return FS{root: root, timeout: DefaultTimeout, stuck: &stuckReads{files: map[string]struct{}{}}}
+	return FS{root: root, timeout: DefaultTimeout, kind: seqFile, stuck: &stuckReads{files: map[string]struct{}{}}}
+}
+
+// Sysfs returns f for sysfs attributes: each at most MaxSysAttribute, and
+// written whole by one read (a sysfs show callback fills a page at once),
+// so a short read is its end.
+func (f FS) Sysfs() FS {
+	f.maxSize, f.kind = MaxSysAttribute, sysAttribute
+	return f
 }
 
 // WithTimeout returns f with batches under timeout (--path.read-timeout).
@@ -154,8 +164,9 @@ func (f FS) ReadDir(name string) ([]fs.DirEntry, error) {
 // of 0 ends one; a task's file is written whole unless the buffer is full,
 // so a short read ends it.
 var (
-	seqFile  = fileKind{grow: 8 << 10}
-	taskFile = fileKind{grow: 512, shortIsEnd: true}
+	seqFile      = fileKind{grow: 8 << 10}
+	taskFile     = fileKind{grow: 512, shortIsEnd: true}
+	sysAttribute = fileKind{grow: 4 << 10, shortIsEnd: true}
 )
 
 type fileKind struct {

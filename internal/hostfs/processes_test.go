@@ -99,22 +99,6 @@ func TestProcessesReadsWholeFiles(t *testing.T) {
 	}
 }
 
-// listed lists d and returns the entry of pid.
-func listed(t *testing.T, d *Processes, pid int) Process {
-	t.Helper()
-	entries, err := d.List(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if e.PID == pid {
-			return e
-		}
-	}
-	t.Fatalf("pid %d not listed in %v", pid, entries)
-	return Process{}
-}
-
 // gone tells whether a read failed because the process exited meanwhile:
 // its directory vanished, or the kernel answers ESRCH for a dead task.
 func gone(err error) bool {
