@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spark-exporter/spark_exporter/internal/collected"
+	"github.com/spark-exporter/spark_exporter/internal/engine"
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/judge"
@@ -67,6 +68,10 @@ type Env struct {
 	// collectors opens it when Selection.NeedsNVML and closes it after
 	// them; nil otherwise. Tests hand in fakes.
 	NVML NVML
+	// Engines is where the workloads collector puts the inference engines
+	// it finds, for the engines collector and /sd/engines. Build makes
+	// one when nil.
+	Engines *engine.Directory
 	// GPU is the --gpu.* settings (gpu.AddFlags) the readers of NVML
 	// apply: the deadline of a read, the age of a reading served again.
 	GPU gpu.Settings
@@ -263,6 +268,9 @@ func (s *Selection) NeedsNVML() bool {
 // exporter at start, which is when its operator is watching.
 func (s *Selection) Build(env Env) (*Exporter, error) {
 	env.PoolReserve = s.pool.Reserve()
+	if env.Engines == nil {
+		env.Engines = engine.NewDirectory()
+	}
 	if slices.Contains(s.Enabled(), "thermal") {
 		cfg, err := s.thermal.Config()
 		if err != nil {

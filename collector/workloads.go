@@ -10,6 +10,7 @@ import (
 
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
 	"github.com/spark-exporter/spark_exporter/internal/collected"
+	"github.com/spark-exporter/spark_exporter/internal/container/dockerapi"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/workload"
 )
@@ -25,8 +26,17 @@ func init() {
 				"arguments joined by spaces, before the built-in rules; repeatable. "+
 				`Example: training:finetune:python3 .*/finetune\.py`),
 			workload.ParsePattern)
+		dockerSocket := fg.Flag("workloads.docker-socket",
+			"The Docker Engine API's Unix socket (e.g. /var/run/docker.sock), to name the containers workloads run in; "+
+				"off when empty. The exporter's user needs the docker group.").Default("").String()
 		return func(env Env) (Collector, error) {
-			return newWorkloadsCollector(hostfs.New(env.ProcFS).WithTimeout(env.ReadTimeout), *patterns, env.Logger), nil
+			proc := hostfs.New(env.ProcFS).WithTimeout(env.ReadTimeout)
+			c := newWorkloadsCollector(proc, *patterns, env.Logger)
+			c.places.found = env.Engines
+			if *dockerSocket != "" {
+				c.places.docker = dockerapi.NewDocker(*dockerSocket)
+			}
+			return c, nil
 		}
 	})
 }
@@ -35,7 +45,8 @@ var (
 	workloadsDesc = newDesc("spark_workloads",
 		"Workloads found in /proc, per role; both roles are always reported.", "role")
 	workloadInfoDesc = newDesc("spark_workload_info",
-		"A workload: one program (server, trainer or launcher) with every process it started.", "pid", "kind", "role")
+		"A workload: one program (server, trainer or launcher) with every process it started; container: the first 12 hex digits "+
+			"of the ID of the container it runs in (\"\" on the host), pod_uid: its Kubernetes pod.", "pid", "kind", "role", "container", "pod_uid")
 	workloadResidentDesc = newDesc("spark_workload_resident_bytes",
 		"VmRSS summed over the workload's processes.", "pid", "kind", "role")
 	workloadCapDesc = newDesc("spark_workload_memory_cap_ratio",
@@ -48,14 +59,19 @@ var (
 type workloadsCollector struct {
 	scanner *workload.Scanner
 	logger  log.Logger
+	places  workloadPlaces
 	// last is what the latest Update rendered; nil when it failed.
-	last atomic.Pointer[workload.Result]
+	last       atomic.Pointer[workload.Result]
+	containers atomic.Pointer[collected.Containers]
 }
 
-func (c *workloadsCollector) keep(st *collected.State) { st.Workloads = c.last.Load() }
+func (c *workloadsCollector) keep(st *collected.State) {
+	st.Workloads, st.Containers = c.last.Load(), c.containers.Load()
+}
 
 func newWorkloadsCollector(proc hostfs.FS, patterns []workload.Pattern, logger log.Logger) *workloadsCollector {
-	return &workloadsCollector{scanner: workload.NewScannerOn(proc, patterns), logger: logger}
+	return &workloadsCollector{scanner: workload.NewScannerOn(proc, patterns), logger: logger,
+		places: workloadPlaces{proc: proc, logger: logger}}
 }
 
 // Close closes the /proc files the scanner keeps open between scrapes.
@@ -65,9 +81,12 @@ func (c *workloadsCollector) Update(ch chan<- prometheus.Metric) error {
 	res, err := c.scanner.Scan()
 	if err != nil {
 		c.last.Store(nil)
+		c.containers.Store(nil)
 		return err
 	}
+	containers := c.places.place(&res)
 	c.last.Store(&res)
+	c.containers.Store(containers)
 	for _, p := range res.Problems {
 		level.Debug(c.logger).Log("msg", "no memory cap exported for a workload", "pid", p.PID, "kind", p.Kind, "reason", p.What)
 	}
@@ -79,7 +98,8 @@ func (c *workloadsCollector) Update(ch chan<- prometheus.Metric) error {
 	for _, w := range res.Workloads {
 		perRole[w.Role]++
 		pid, role := strconv.Itoa(w.PID), string(w.Role)
-		gauge(workloadInfoDesc, 1, pid, w.Kind, role)
+		ref := containers.ByPID[w.PID]
+		gauge(workloadInfoDesc, 1, pid, w.Kind, role, ref.ID, ref.PodUID)
 		gauge(workloadResidentDesc, float64(w.ResidentBytes), pid, w.Kind, role)
 		if w.Cap.Source != "" {
 			gauge(workloadCapDesc, w.Cap.Ratio, pid, w.Kind, string(w.Cap.Source))
@@ -89,5 +109,6 @@ func (c *workloadsCollector) Update(ch chan<- prometheus.Metric) error {
 		gauge(workloadsDesc, float64(perRole[role]), string(role))
 	}
 	gauge(workloadUnreadableDesc, float64(res.Unreadable))
+	c.places.emit(ch, containers)
 	return nil
 }

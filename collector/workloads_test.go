@@ -42,41 +42,41 @@ func TestWorkloadsFixtures(t *testing.T) {
 			// vLLM capped at 0.4 beside a trainer: fine (cap ≤ 0.5, docs/design.md).
 			tree: "workloads/vllm-capped",
 			want: map[string]float64{
-				`spark_workloads{role="inference"}`:                                        1,
-				`spark_workloads{role="training"}`:                                         1,
-				`spark_workload_info{kind="vllm",pid="2101",role="inference"}`:             1,
-				`spark_workload_resident_bytes{kind="vllm",pid="2101",role="inference"}`:   (2900 + 24 + 38*1024) * mib, // server + resource tracker + engine core
-				`spark_workload_memory_cap_ratio{kind="vllm",pid="2101",source="flag"}`:    0.4,
-				`spark_workload_info{kind="axolotl",pid="2301",role="training"}`:           1,
-				`spark_workload_resident_bytes{kind="axolotl",pid="2301",role="training"}`: (590 + 14*1024) * mib, // accelerate + its python
-				`spark_workload_unreadable_processes`:                                      0,
+				`spark_workloads{role="inference"}`:                                                      1,
+				`spark_workloads{role="training"}`:                                                       1,
+				`spark_workload_info{container="",kind="vllm",pid="2101",pod_uid="",role="inference"}`:   1,
+				`spark_workload_resident_bytes{kind="vllm",pid="2101",role="inference"}`:                 (2900 + 24 + 38*1024) * mib, // server + resource tracker + engine core
+				`spark_workload_memory_cap_ratio{kind="vllm",pid="2101",source="flag"}`:                  0.4,
+				`spark_workload_info{container="",kind="axolotl",pid="2301",pod_uid="",role="training"}`: 1,
+				`spark_workload_resident_bytes{kind="axolotl",pid="2301",role="training"}`:               (590 + 14*1024) * mib, // accelerate + its python
+				`spark_workload_unreadable_processes`:                                                    0,
 			},
 		},
 		{
 			// vLLM with no flag: vLLM's default 0.9, beside a trainer.
 			tree: "workloads/vllm-default",
 			want: map[string]float64{
-				`spark_workloads{role="inference"}`:                                         1,
-				`spark_workloads{role="training"}`:                                          1,
-				`spark_workload_info{kind="vllm",pid="2101",role="inference"}`:              1,
-				`spark_workload_resident_bytes{kind="vllm",pid="2101",role="inference"}`:    (2*1024 + 24 + 61*1024) * mib,
-				`spark_workload_memory_cap_ratio{kind="vllm",pid="2101",source="default"}`:  0.9,
-				`spark_workload_info{kind="torchrun",pid="2301",role="training"}`:           1,
-				`spark_workload_resident_bytes{kind="torchrun",pid="2301",role="training"}`: (420 + 21*1024) * mib,
-				`spark_workload_unreadable_processes`:                                       0,
+				`spark_workloads{role="inference"}`:                                                       1,
+				`spark_workloads{role="training"}`:                                                        1,
+				`spark_workload_info{container="",kind="vllm",pid="2101",pod_uid="",role="inference"}`:    1,
+				`spark_workload_resident_bytes{kind="vllm",pid="2101",role="inference"}`:                  (2*1024 + 24 + 61*1024) * mib,
+				`spark_workload_memory_cap_ratio{kind="vllm",pid="2101",source="default"}`:                0.9,
+				`spark_workload_info{container="",kind="torchrun",pid="2301",pod_uid="",role="training"}`: 1,
+				`spark_workload_resident_bytes{kind="torchrun",pid="2301",role="training"}`:               (420 + 21*1024) * mib,
+				`spark_workload_unreadable_processes`:                                                     0,
 			},
 		},
 		{
 			// Ollama has no cap: no cap series.
 			tree: "workloads/ollama",
 			want: map[string]float64{
-				`spark_workloads{role="inference"}`:                                        1,
-				`spark_workloads{role="training"}`:                                         1,
-				`spark_workload_info{kind="ollama",pid="2050",role="inference"}`:           1,
-				`spark_workload_resident_bytes{kind="ollama",pid="2050",role="inference"}`: (310 + 19*1024) * mib, // serve + runner
-				`spark_workload_info{kind="trl",pid="2301",role="training"}`:               1,
-				`spark_workload_resident_bytes{kind="trl",pid="2301",role="training"}`:     12 * 1024 * mib,
-				`spark_workload_unreadable_processes`:                                      0,
+				`spark_workloads{role="inference"}`: 1,
+				`spark_workloads{role="training"}`:  1,
+				`spark_workload_info{container="",kind="ollama",pid="2050",pod_uid="",role="inference"}`: 1,
+				`spark_workload_resident_bytes{kind="ollama",pid="2050",role="inference"}`:               (310 + 19*1024) * mib, // serve + runner
+				`spark_workload_info{container="",kind="trl",pid="2301",pod_uid="",role="training"}`:     1,
+				`spark_workload_resident_bytes{kind="trl",pid="2301",role="training"}`:                   12 * 1024 * mib,
+				`spark_workload_unreadable_processes`:                                                    0,
 			},
 		},
 		{
@@ -84,24 +84,24 @@ func TestWorkloadsFixtures(t *testing.T) {
 			// workload.
 			tree: "workloads/vllm-workers",
 			want: map[string]float64{
-				`spark_workloads{role="inference"}`:                                      1,
-				`spark_workloads{role="training"}`:                                       0,
-				`spark_workload_info{kind="vllm",pid="2101",role="inference"}`:           1,
-				`spark_workload_resident_bytes{kind="vllm",pid="2101",role="inference"}`: (2*1024 + 24 + 1024 + 29*1024 + 23) * mib,
-				`spark_workload_memory_cap_ratio{kind="vllm",pid="2101",source="flag"}`:  0.5,
-				`spark_workload_unreadable_processes`:                                    0,
+				`spark_workloads{role="inference"}`:                                                    1,
+				`spark_workloads{role="training"}`:                                                     0,
+				`spark_workload_info{container="",kind="vllm",pid="2101",pod_uid="",role="inference"}`: 1,
+				`spark_workload_resident_bytes{kind="vllm",pid="2101",role="inference"}`:               (2*1024 + 24 + 1024 + 29*1024 + 23) * mib,
+				`spark_workload_memory_cap_ratio{kind="vllm",pid="2101",source="flag"}`:                0.5,
+				`spark_workload_unreadable_processes`:                                                  0,
 			},
 		},
 		{
 			// 3300's stat and 3301's command line cannot be read.
 			tree: "workloads/unreadable",
 			want: map[string]float64{
-				`spark_workloads{role="inference"}`:                                      1,
-				`spark_workloads{role="training"}`:                                       0,
-				`spark_workload_info{kind="vllm",pid="2101",role="inference"}`:           1,
-				`spark_workload_resident_bytes{kind="vllm",pid="2101",role="inference"}`: (2*1024 + 24 + 20*1024) * mib,
-				`spark_workload_memory_cap_ratio{kind="vllm",pid="2101",source="flag"}`:  0.3,
-				`spark_workload_unreadable_processes`:                                    2,
+				`spark_workloads{role="inference"}`:                                                    1,
+				`spark_workloads{role="training"}`:                                                     0,
+				`spark_workload_info{container="",kind="vllm",pid="2101",pod_uid="",role="inference"}`: 1,
+				`spark_workload_resident_bytes{kind="vllm",pid="2101",role="inference"}`:               (2*1024 + 24 + 20*1024) * mib,
+				`spark_workload_memory_cap_ratio{kind="vllm",pid="2101",source="flag"}`:                0.3,
+				`spark_workload_unreadable_processes`:                                                  2,
 			},
 		},
 		{
@@ -109,12 +109,12 @@ func TestWorkloadsFixtures(t *testing.T) {
 			// before its memory was read: left out, not unreadable.
 			tree: "workloads/exiting",
 			want: map[string]float64{
-				`spark_workloads{role="inference"}`:                                      1,
-				`spark_workloads{role="training"}`:                                       0,
-				`spark_workload_info{kind="vllm",pid="2101",role="inference"}`:           1,
-				`spark_workload_resident_bytes{kind="vllm",pid="2101",role="inference"}`: (2*1024 + 24) * mib,
-				`spark_workload_memory_cap_ratio{kind="vllm",pid="2101",source="flag"}`:  0.3,
-				`spark_workload_unreadable_processes`:                                    0,
+				`spark_workloads{role="inference"}`:                                                    1,
+				`spark_workloads{role="training"}`:                                                     0,
+				`spark_workload_info{container="",kind="vllm",pid="2101",pod_uid="",role="inference"}`: 1,
+				`spark_workload_resident_bytes{kind="vllm",pid="2101",role="inference"}`:               (2*1024 + 24) * mib,
+				`spark_workload_memory_cap_ratio{kind="vllm",pid="2101",source="flag"}`:                0.3,
+				`spark_workload_unreadable_processes`:                                                  0,
 			},
 		},
 	} {
@@ -126,14 +126,14 @@ func TestWorkloadsFixtures(t *testing.T) {
 
 func TestWorkloadsOnSparkFixture(t *testing.T) {
 	compare(t, workloadsOn(t, fixtures), map[string]float64{
-		`spark_workloads{role="inference"}`:                                      1,
-		`spark_workloads{role="training"}`:                                       1,
-		`spark_workload_info{kind="vllm",pid="2101",role="inference"}`:           1,
-		`spark_workload_resident_bytes{kind="vllm",pid="2101",role="inference"}`: (2900 + 24 + 38*1024) * mib,
-		`spark_workload_memory_cap_ratio{kind="vllm",pid="2101",source="flag"}`:  0.4,
-		`spark_workload_info{kind="trl",pid="2301",role="training"}`:             1,
-		`spark_workload_resident_bytes{kind="trl",pid="2301",role="training"}`:   (610 + 17*1024) * mib,
-		`spark_workload_unreadable_processes`:                                    0,
+		`spark_workloads{role="inference"}`:                                                    1,
+		`spark_workloads{role="training"}`:                                                     1,
+		`spark_workload_info{container="",kind="vllm",pid="2101",pod_uid="",role="inference"}`: 1,
+		`spark_workload_resident_bytes{kind="vllm",pid="2101",role="inference"}`:               (2900 + 24 + 38*1024) * mib,
+		`spark_workload_memory_cap_ratio{kind="vllm",pid="2101",source="flag"}`:                0.4,
+		`spark_workload_info{container="",kind="trl",pid="2301",pod_uid="",role="training"}`:   1,
+		`spark_workload_resident_bytes{kind="trl",pid="2301",role="training"}`:                 (610 + 17*1024) * mib,
+		`spark_workload_unreadable_processes`:                                                  0,
 	})
 }
 
@@ -150,11 +150,11 @@ func TestWorkloadsUserPattern(t *testing.T) {
 	got := workloadsOn(t, "../testdata/proc/workloads/vllm-default", `training:lora_script:python3 -u train_lora\.py`)
 	// The script's process matches the pattern, but belongs to torchrun,
 	// its matched ancestor: still one training workload.
-	if got[`spark_workloads{role="training"}`] != 1 || got[`spark_workload_info{kind="torchrun",pid="2301",role="training"}`] != 1 {
+	if got[`spark_workloads{role="training"}`] != 1 || got[`spark_workload_info{container="",kind="torchrun",pid="2301",pod_uid="",role="training"}`] != 1 {
 		t.Errorf("got %v", got)
 	}
 	got = workloadsOn(t, "../testdata/proc/workloads/vllm-default", `inference:openai_server:-m vllm\.entrypoints`)
-	if got[`spark_workload_info{kind="openai_server",pid="2101",role="inference"}`] != 1 {
+	if got[`spark_workload_info{container="",kind="openai_server",pid="2101",pod_uid="",role="inference"}`] != 1 {
 		t.Errorf("the user pattern did not take precedence: %v", got)
 	}
 }

@@ -64,6 +64,8 @@ var freeText = map[string]bool{
 	"instance": true, "svg": true, "gpu.name": true,
 	// status: a user name and a file, checked when the client is made.
 	"basic-auth-user": true, "basic-auth-password-file": true,
+	// serve: a key file, read at start, and a socket, asked at a scrape.
+	"engines.bearer-token-file": true, "workloads.docker-socket": true,
 }
 
 // Every flag of every command refuses a bad value naming the flag: a switch

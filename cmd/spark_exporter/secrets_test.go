@@ -127,9 +127,9 @@ func TestNoSecretReachesAnyOutput(t *testing.T) {
 	}
 	// The run did see every place a secret was put.
 	for _, series := range []string{
-		`spark_workload_info{kind="vllm",pid="2101",role="inference"} 1`,
-		`spark_workload_info{kind="sglang",pid="3500",role="inference"} 1`,
-		`spark_workload_info{kind="wrapped",pid="3700",role="inference"} 1`,
+		`spark_workload_info{container="",kind="vllm",pid="2101",pod_uid="",role="inference"} 1`,
+		`spark_workload_info{container="",kind="sglang",pid="3500",pod_uid="",role="inference"} 1`,
+		`spark_workload_info{container="",kind="wrapped",pid="3700",pod_uid="",role="inference"} 1`,
 		`spark_gpu_process_memory_bytes{comm="` + gpuComm + `",gpu="0",pid="4102"}`,
 		`spark_plan_required_bytes{plan="llama-3.1-70b-qlora"}`,
 		`spark_scrape_collector_success{collector="thermal"} 1`,

@@ -173,6 +173,9 @@ func serveMux(exporter *collector.Exporter, f *serveFlags, logger log.Logger) *h
 	for pattern, h := range statusRoutes(exporter, *f.metricsPath, status.DefaultMaxAge) {
 		mux.Handle(pattern, metrics.limit(h))
 	}
+	if *f.metricsPath != sdPath {
+		mux.Handle(sdPath, metrics.limit(engineSD(exporter)))
+	}
 	return mux
 }
 

@@ -53,9 +53,9 @@ func TestCommandLineSecretsNeverLeak(t *testing.T) {
 	metrics := p.Get(t, "/metrics")
 	// The scan did see the processes whose command lines hold the secrets.
 	for _, series := range []string{
-		`spark_workload_info{kind="vllm",pid="2101",role="inference"} 1`,
-		`spark_workload_info{kind="sglang",pid="3500",role="inference"} 1`,
-		`spark_workload_info{kind="wrapped_server",pid="3600",role="inference"} 1`,
+		`spark_workload_info{container="",kind="vllm",pid="2101",pod_uid="",role="inference"} 1`,
+		`spark_workload_info{container="",kind="sglang",pid="3500",pod_uid="",role="inference"} 1`,
+		`spark_workload_info{container="",kind="wrapped_server",pid="3600",pod_uid="",role="inference"} 1`,
 	} {
 		if !strings.Contains(metrics, series) {
 			t.Errorf("/metrics lacks %s", series)

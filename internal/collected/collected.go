@@ -8,6 +8,8 @@ package collected
 import (
 	"time"
 
+	"github.com/spark-exporter/spark_exporter/internal/container"
+	"github.com/spark-exporter/spark_exporter/internal/engine"
 	"github.com/spark-exporter/spark_exporter/internal/fabric"
 	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/pool"
@@ -28,7 +30,12 @@ type State struct {
 	GPU       *GPU
 	Thermal   *Thermal
 	Workloads *workload.Result
-	Fabric    *Fabric
+	// Containers are where the workloads run, beside Workloads.
+	Containers *Containers
+	// Engines are the inference engines' latest answers; nil when the
+	// engines collector is off.
+	Engines []engine.Reading
+	Fabric  *Fabric
 	// Plans is nil when the plan collector is off.
 	Plans []Plan
 }
@@ -93,4 +100,13 @@ type Fabric struct {
 type FabricReading struct {
 	At       time.Time
 	Snapshot fabric.Snapshot
+}
+
+// Containers are the containers the workloads run in.
+type Containers struct {
+	// ByPID is each workload's container (the zero Ref on the host).
+	ByPID map[int]container.Ref
+	// Names are the Docker Engine's names of those containers, by short
+	// ID; nil without --workloads.docker-socket or when it did not answer.
+	Names map[string]container.Info
 }

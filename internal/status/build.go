@@ -37,6 +37,7 @@ func Build(exp Exporter, st collected.State) Model {
 	}
 	if success["workloads"] && st.Workloads != nil {
 		model.Workloads = workloads(st.Workloads)
+		placeWorkloads(model.Workloads, st.Containers, st.Engines)
 	}
 	training := model.Workloads != nil && model.Workloads.Training > 0
 	if st.Plans != nil {

@@ -171,6 +171,7 @@ type Workload struct {
 	Cap *Cap `json:"cap"`
 	// Heavy: an inference server with no cap or a cap above judge.HeavyCapRatio.
 	Heavy bool `json:"heavy"`
+	Place
 }
 
 // Cap is a workload's memory cap.

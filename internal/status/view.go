@@ -112,6 +112,8 @@ func NewView(m Model) View {
 				v.Text[k+"resident_bytes"] = Bytes(*x.ResidentBytes)
 			}
 			v.Text[k+"cap"] = capCell(x.Cap)
+			v.Text[k+"container"] = containerCell(x)
+			v.Text[k+"engine"] = engineCell(x, generatedAt(m))
 		}
 	}
 	if pl := m.Plans; pl != nil {

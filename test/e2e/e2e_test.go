@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/spark-exporter/spark_exporter/internal/report"
+	"github.com/spark-exporter/spark_exporter/internal/testing/fakeengine"
+	"github.com/spark-exporter/spark_exporter/internal/testing/fakeproc"
 	"github.com/spark-exporter/spark_exporter/internal/testing/mdanchor"
 	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
@@ -48,6 +50,7 @@ func TestEndToEnd(t *testing.T) {
 	eviction := testexporter.CopyTree(t, spark)
 	idle := idleTree(t, root)
 	leak := idleTree(t, root)
+	contended, contendedArgs, calm, calmArgs := preemptingTrees(t, root)
 
 	// Every Spark has a GB10, at rest but on the throttling Spark, which
 	// plays a two-hour fine-tune that ends up throttling.
@@ -80,6 +83,11 @@ func TestEndToEnd(t *testing.T) {
 		// A Spark whose free memory the test drives: a model load, then a
 		// steady leak.
 		{instance: "leak", procfs: leak, nvml: "gb10-idle"},
+		// Inference engines preempting requests (fake vLLMs): beside a
+		// trainer, and alone on a calm pool. Prometheus also scrapes the
+		// contended one's engine through /sd/engines.
+		{instance: "contended", procfs: contended, nvml: "gb10-idle", sd: true, args: contendedArgs},
+		{instance: "calm", procfs: calm, nvml: "gb10-idle", args: calmArgs},
 	}
 	s := startStack(t, targets)
 	t.Logf("stack ready: Prometheus %s, Alertmanager %s, pager %s; configurations in %s (kept, with every log, if the run fails)",
@@ -304,7 +312,7 @@ func TestEndToEnd(t *testing.T) {
 	// A Spark at rest, a healthy sustained load on the power cap, a
 	// memory-bound decode, a warm-up at flat power, a steady 88 °C run and
 	// counter blips page nobody.
-	for _, quiet := range []string{"idle", "sustained", "decode", "warmup", "hot", "blips"} {
+	for _, quiet := range []string{"idle", "sustained", "decode", "warmup", "hot", "blips", "calm"} {
 		t.Run("PagesNobody/"+quiet, func(t *testing.T) {
 			// Every paging alert fires within its `for:` and a window no
 			// longer than it (the rules' windows: 2 to 30 minutes, `for:`
@@ -395,6 +403,19 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("InferencePreempting", func(t *testing.T) {
+		a := s.waitPage(t, due(s.ready, s.firesWithin("SparkInferencePreempting")+2*scrapeInterval), map[string]string{
+			"alertname": "SparkInferencePreempting", "instance": "contended", "job": "spark", "severity": "warning",
+			"kind": "vllm", "pid": "2101",
+		})
+		runbooks.check(t, a, "sparkinferencepreempting")
+		matches(t, a.Annotations["description"], `^vllm \(pid 2101, container 8dfafdbc3a40\) preempted \d+ request\(s\) in 5 minutes.* Beside it runs trl \(pid 2301\)`)
+		// The engine's own metrics, scraped through /sd/engines with the
+		// labels it lists.
+		s.waitFor(t, due(s.ready, 10*scrapeInterval), `up{job="spark-engines",kind="vllm",pid="2101"} == 1 and on (instance) vllm:num_preemptions_total{job="spark-engines"} > 0`,
+			"Prometheus to scrape the engine that /sd/engines lists")
+	})
+
 	t.Run("OOMKillResolves", func(t *testing.T) {
 		if !paged {
 			t.Skip("SparkOOMKill never paged")
@@ -437,7 +458,7 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	t.Run("DashboardQueries", func(t *testing.T) {
-		checkDashboard(t, s, root, []string{"blips", "clockfall", "clockonly", "decode", "eviction", "hot", "idle", "leak", "oom", "sustained", "throttle", "usbpd", "warmup", "wedged"})
+		checkDashboard(t, s, root, []string{"blips", "calm", "clockfall", "clockonly", "contended", "decode", "eviction", "hot", "idle", "leak", "oom", "sustained", "throttle", "usbpd", "warmup", "wedged"})
 	})
 }
 
@@ -464,6 +485,41 @@ func runReport(t *testing.T, s *stack, instance string) report.Report {
 
 // idleTree is a Spark at rest: the Spark fixture's kernel files and
 // counters, the idle fixture's meminfo (110 GiB free), and no process.
+// preemptingTrees are two /proc trees with a vLLM server answering, on a
+// fake engine, that it preempts requests and generates tokens at every
+// question: one beside the Spark fixture's trainer, in a Docker container
+// the fake Docker Engine names; one alone on an idle Spark, beside an
+// Ollama holding a model. The args are each exporter's.
+func preemptingTrees(t *testing.T, root string) (contended string, contendedArgs []string, calm string, calmArgs []string) {
+	t.Helper()
+	const id = "8dfafdbc3a40f1a5b7d2d4a8bb7c3f9b0e1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e"
+	busy := fakeengine.Figures{KVCache: 0.99, Running: 8, Waiting: 20, Model: "Qwen/Qwen3-32B-AWQ",
+		PreemptionsPerAnswer: 3, GenTokensPerAnswer: 400, PromptTokensPerAnswer: 900}
+	contended = testexporter.CopyTree(t, filepath.Join(root, "testdata", "proc", "spark"))
+	beside := fakeengine.Start(t, "vllm", busy)
+	cmdline := filepath.Join(contended, "2101", "cmdline")
+	data, err := os.ReadFile(cmdline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeAtomic(t, cmdline, append(data, []byte("--port\x00"+beside.Port()+"\x00")...))
+	writeAtomic(t, filepath.Join(contended, "2101", "cgroup"), []byte("0::/system.slice/docker-"+id+".scope\n"))
+	docker := fakeengine.StartDocker(t, id, "vllm-1", "vllm/vllm-openai:latest", "vllm")
+	contendedArgs = []string{"--workloads.docker-socket=" + docker}
+
+	calm = idleTree(t, root)
+	alone := fakeengine.Start(t, "vllm", busy)
+	server := fakeproc.VLLMServer
+	server.PPID = 1
+	server.Argv = append(server.Argv, "--port", alone.Port())
+	server.Write(t, calm)
+	ollama := fakeengine.Start(t, "ollama", fakeengine.Figures{Model: "llama3.1:8b", ModelBytes: 5e9, ExpiresAt: time.Now().Add(time.Hour)})
+	fakeproc.Process{PID: 3001, PPID: 1, Comm: "ollama", Start: 5000000, RSSKB: 1 << 20,
+		Argv: []string{"/usr/local/bin/ollama", "serve"}}.Write(t, calm)
+	calmArgs = []string{"--engines.target=ollama=" + ollama.Address()}
+	return contended, contendedArgs, calm, calmArgs
+}
+
 func idleTree(t *testing.T, root string) string {
 	t.Helper()
 	dir := testexporter.CopyTree(t, filepath.Join(root, "testdata", "proc", "spark"))

@@ -49,6 +49,9 @@ type target struct {
 	nvml     string   // the GB10 stand-in's scenario (testdata/nvml/scenarios), played speedup times faster
 	sysfs    string   // its /sys tree; testdata/sys/spark when ""
 	args     []string // beside --path.procfs, --path.sysfs, the thermal and the NVML flags
+	// sd: Prometheus also scrapes the engines this exporter lists at
+	// /sd/engines (job spark-engines), as examples/prometheus.yml does.
+	sd bool
 }
 
 // stack is a running chain: exporters, Prometheus, Alertmanager and the
@@ -124,6 +127,7 @@ func startStack(t *testing.T, targets []target) *stack {
 		Labels  map[string]string `yaml:"labels"`
 	}
 	var static []staticConfig
+	var engineSD []any
 	for _, tg := range targets {
 		env := []string{
 			"SPARK_NVML_SCENARIO=" + testexporter.Scenario(t, tg.nvml),
@@ -143,6 +147,9 @@ func startStack(t *testing.T, targets []target) *stack {
 			Targets: []string{strings.TrimPrefix(p.URL, "http://")},
 			Labels:  map[string]string{"instance": tg.instance},
 		})
+		if tg.sd {
+			engineSD = append(engineSD, map[string]any{"url": p.URL + "/sd/engines", "refresh_interval": scrapeInterval.String()})
+		}
 	}
 
 	// Prometheus: job "spark" with an instance label per target, as
@@ -158,6 +165,10 @@ func startStack(t *testing.T, targets []target) *stack {
 			"static_configs": []any{map[string]any{"targets": []string{strings.TrimPrefix(s.am.URL, "http://")}}},
 		}}},
 		"scrape_configs": []any{map[string]any{"job_name": "spark", "static_configs": static}},
+	}
+	if engineSD != nil {
+		cfg["scrape_configs"] = append(cfg["scrape_configs"].([]any),
+			map[string]any{"job_name": "spark-engines", "http_sd_configs": engineSD})
 	}
 	promConfig, err := yaml.Marshal(cfg)
 	if err != nil {

@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/grafana/grafana-foundation-sdk/go/common"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
@@ -85,7 +86,7 @@ func fleet() *dashboard.DashboardBuilder {
 
 	b.WithRow(row(6, "Every Spark"))
 	b.WithPanel(tablePanel(7, "Sparks",
-		fmt.Sprintf("One row per Spark, least usable memory first; click a column to sort by it, a Spark to open its dashboard. Usable is MemAvailable − CmaFree, the danger figure: orange under %.0f GiB (SparkPoolUsableLow), red under %.0f GiB (SparkPoolUsableCritical). Headroom is for a new job: free memory less free CMA and the reserve, below 0 when the page cache fills the pool (a flush first, not a fault). Power: orange from the ~%.0f W plateau (the platform's cap, not a fault), red at the %.0f W rating. Workloads counts the GPU programs by role; two heavy jobs on one pool evict each other (SparkConcurrentHeavyWorkloads). An empty row but for its alerts is a Spark whose exporter is not answering.", float64(judge.UsableLowBytes)/(1<<30), float64(judge.UsableCriticalBytes)/(1<<30), judge.PlateauWatts, judge.RatingWatts),
+		fmt.Sprintf("One row per Spark, least usable memory first; click a column to sort by it, a Spark to open its dashboard. Usable is MemAvailable − CmaFree, the danger figure: orange under %.0f GiB (SparkPoolUsableLow), red under %.0f GiB (SparkPoolUsableCritical). Headroom is for a new job: free memory less free CMA and the reserve, below 0 when the page cache fills the pool (a flush first, not a fault). Power: orange from the ~%.0f W plateau (the platform's cap, not a fault), red at the %.0f W rating. Workloads counts the GPU programs by role; two heavy jobs on one pool evict each other (SparkConcurrentHeavyWorkloads). Tokens/s, KV cache (the fullest engine's) and preemptions/s are the inference engines' own account: preemptions above 0 while the pool is short is SparkInferencePreempting. An empty row but for its alerts is a Spark whose exporter is not answering.", float64(judge.UsableLowBytes)/(1<<30), float64(judge.UsableCriticalBytes)/(1<<30), judge.PlateauWatts, judge.RatingWatts),
 		"none", 24, 16).
 		SortBy(sortBy("usable", false)).
 		OverrideByName("instance", props(
@@ -131,12 +132,23 @@ func fleet() *dashboard.DashboardBuilder {
 			dynamic("noValue", "0"),
 			thresholdsOverride(thresholds("green", step(1, "red"))),
 			dynamic("custom.cellOptions", map[string]any{"type": "color-text"}))).
+		OverrideByName("Value #M", props(
+			dynamic("displayName", "tokens/s"),
+			dynamic("decimals", 0))).
+		OverrideByName("Value #N", props(
+			dynamic("displayName", "KV cache"),
+			dynamic("unit", "percentunit"))).
+		OverrideByName("Value #O", props(
+			dynamic("displayName", "preemptions/s"),
+			dynamic("noValue", "0"),
+			thresholdsOverride(thresholds("green", step(math.SmallestNonzeroFloat64, "orange"))),
+			dynamic("custom.cellOptions", map[string]any{"type": "color-text"}))).
 		OverrideByName("version", props(
 			dynamic("displayName", "exporter"))).
 		WithTransformation(merge()).
 		WithTransformation(organize(
 			[]string{"Time", "Value #I"},
-			[]string{"instance", "Value #J", "Value #A", "Value #B", "Value #C", "Value #D", "Value #E", "Value #F", "Value #G", "Value #H", "version"})).
+			[]string{"instance", "Value #J", "Value #A", "Value #B", "Value #C", "Value #D", "Value #E", "Value #F", "Value #G", "Value #M", "Value #N", "Value #O", "Value #H", "version"})).
 		WithTarget(tableQuery("J", `min by (instance) (spark_pool_usable_bytes{instance=~"$instance"})`)).
 		WithTarget(tableQuery("A", `max by (instance) (spark_pool_headroom_bytes{instance=~"$instance"})`)).
 		WithTarget(tableQuery("B", `max by (instance) (spark_pool_headroom_after_flush_bytes{instance=~"$instance"})`)).
@@ -146,6 +158,9 @@ func fleet() *dashboard.DashboardBuilder {
 		WithTarget(tableQuery("F", `sum by (instance) (spark_workloads{instance=~"$instance", role="training"})`)).
 		WithTarget(tableQuery("G", `sum by (instance) (instance:spark_workload_resident_bytes:sum{instance=~"$instance"})`)).
 		WithTarget(tableQuery("H", `sum by (instance) (instance:spark_alerts_firing:count{instance=~"$instance"})`)).
-		WithTarget(tableQuery("I", `max by (instance, version) (spark_exporter_build_info{instance=~"$instance"})`)))
+		WithTarget(tableQuery("I", `max by (instance, version) (spark_exporter_build_info{instance=~"$instance"})`)).
+		WithTarget(tableQuery("M", `sum by (instance) (instance:spark_engine_generated_tokens:rate5m{instance=~"$instance"})`)).
+		WithTarget(tableQuery("N", `max by (instance) (instance:spark_engine_kv_cache_usage_ratio:max{instance=~"$instance"})`)).
+		WithTarget(tableQuery("O", `sum by (instance) (instance:spark_engine_preemptions:rate5m{instance=~"$instance"})`)))
 	return b
 }

@@ -304,9 +304,9 @@ func spark() *dashboard.DashboardBuilder {
 			thresholdsOverride(thresholds("green", step(math.Nextafter(judge.HeavyCapRatio, 1), "orange"))),
 			dynamic("custom.cellOptions", map[string]any{"type": "color-text"}))).
 		WithTransformation(merge()).
-		WithTransformation(organize([]string{"Time"}, []string{"instance", "pid", "kind", "role", "Value #B", "Value #A"})).
-		WithTarget(tableQuery("A", `max by (instance, pid, kind, role) (spark_workload_resident_bytes{instance=~"$instance"})`)).
-		WithTarget(tableQuery("B", `max by (instance, pid, kind, role) (spark_workload_memory_cap_ratio{instance=~"$instance"} * on (instance, pid) group_left (role) spark_workload_info{instance=~"$instance"})`)))
+		WithTransformation(organize([]string{"Time"}, []string{"instance", "pid", "kind", "role", "container", "Value #B", "Value #A"})).
+		WithTarget(tableQuery("A", `max by (instance, pid, kind, role, container) (spark_workload_resident_bytes{instance=~"$instance"} * on (instance, pid) group_left (container) spark_workload_info{instance=~"$instance"})`)).
+		WithTarget(tableQuery("B", `max by (instance, pid, kind, role, container) (spark_workload_memory_cap_ratio{instance=~"$instance"} * on (instance, pid) group_left (role, container) spark_workload_info{instance=~"$instance"})`)))
 	b.WithPanel(statPanel(30, "Workloads by role",
 		"GPU-resident programs per role. Both roles are always reported. A trainer beside an inference server is the pairing that evicts silently: check the inference server's memory cap in GPU-resident programs.",
 		"none", 4, 8).
@@ -432,5 +432,72 @@ func spark() *dashboard.DashboardBuilder {
 		OverrideByQuery("B", props(lineStyle(dashed))).
 		WithTarget(rangeQuery("A", `sum by (instance, device) (rate(spark_fabric_port_errors_total{instance=~"$instance"}[$__rate_interval]))`, "{{instance}} {{device}} port errors")).
 		WithTarget(rangeQuery("B", `sum by (instance, device) (rate(spark_fabric_roce_events_total{instance=~"$instance"}[$__rate_interval]))`, "{{instance}} {{device}} RoCE events")))
+	inferenceEngines(b)
 	return b
+}
+
+// inferenceEngines is the engines' own account beside the pool's: what
+// their KV cache holds, whether they preempt, what they serve and at what
+// energy, and what Ollama keeps loaded.
+func inferenceEngines(b *dashboard.DashboardBuilder) {
+	b.WithRow(row(60, "Inference engines: their own account"))
+	b.WithPanel(timeseriesPanel(61, "KV cache in use",
+		"Each engine's KV cache in use (vLLM, SGLang, llama.cpp's server). Near 100% the engine preempts requests or makes them wait; under pool pressure it cannot grow: see Preemptions and the pool.",
+		"percentunit", 8, 8).
+		AxisSoftMin(0).
+		Max(1).
+		WithTarget(rangeQuery("A", `spark_engine_kv_cache_usage_ratio{instance=~"$instance"}`, "{{instance}} {{kind}} ({{pid}})")))
+	b.WithPanel(timeseriesPanel(62, "Preemptions per second",
+		"Requests each engine preempted: their KV cache was lost and is computed again. Rising while the pool is short or a training job runs beside it is contention (SparkInferencePreempting): give the engine room or move the other job.",
+		"reqps", 8, 8).
+		AxisSoftMin(0).
+		WithTarget(rangeQuery("A", `rate(spark_engine_preemptions_total{instance=~"$instance"}[$__rate_interval])`, "{{instance}} {{kind}} ({{pid}})")))
+	b.WithPanel(timeseriesPanel(63, "Requests running and waiting",
+		"Requests each engine holds. Waiting requests that pile up while few run: the engine has no room for them (KV cache full) or is overloaded.",
+		"none", 8, 8).
+		AxisSoftMin(0).
+		OverrideByQuery("B", props(lineStyle(dashed))).
+		WithTarget(rangeQuery("A", `spark_engine_requests{instance=~"$instance", state="running"}`, "{{instance}} {{kind}} ({{pid}}) running")).
+		WithTarget(rangeQuery("B", `spark_engine_requests{instance=~"$instance", state="waiting"}`, "{{instance}} {{kind}} ({{pid}}) waiting")))
+	b.WithPanel(timeseriesPanel(64, "Tokens per second",
+		"Tokens each engine generates (and reads from prompts, dashed). A drop while requests wait: the engine slowed (preemptions, a throttled GPU, memory stalls); check the panels beside it.",
+		"none", 8, 8).
+		AxisSoftMin(0).
+		OverrideByQuery("B", props(lineStyle(dashed))).
+		WithTarget(rangeQuery("A", `rate(spark_engine_tokens_total{instance=~"$instance", tokens="generation"}[$__rate_interval])`, "{{instance}} {{kind}} ({{pid}}) generated")).
+		WithTarget(rangeQuery("B", `rate(spark_engine_tokens_total{instance=~"$instance", tokens="prompt"}[$__rate_interval])`, "{{instance}} {{kind}} ({{pid}}) prompt")))
+	b.WithPanel(timeseriesPanel(65, "Joules per generated token",
+		"The GPU's energy over the tokens the engines generated, 5-minute rates (instance:spark_gpu_energy_joules_per_generated_token:ratio_rate5m). Rising at the same load: the GPU is throttled or the engine recomputes (preemptions). Empty while nothing is generated, or where NVML gives no energy counter.",
+		"none", 8, 8).
+		AxisSoftMin(0).
+		WithTarget(rangeQuery("A", `instance:spark_gpu_energy_joules_per_generated_token:ratio_rate5m{instance=~"$instance"}`, "{{instance}}")))
+	b.WithPanel(tablePanel(66, "Models Ollama holds",
+		"Each model Ollama keeps loaded, its size in memory, and the seconds left of its keep-alive: after the last request the model stays resident that long (where did my memory go). Unload it early with `ollama stop MODEL`, or set a shorter keep_alive.",
+		"none", 8, 8).
+		NoValue("no Ollama model loaded").
+		OverrideByName("Value #A", props(
+			dynamic("displayName", "in memory"),
+			dynamic("unit", "bytes"))).
+		OverrideByName("Value #B", props(
+			dynamic("displayName", "unloads in"),
+			dynamic("unit", "s"))).
+		WithTransformation(merge()).
+		WithTransformation(organize([]string{"Time"}, []string{"instance", "model", "pid", "Value #A", "Value #B"})).
+		WithTarget(tableQuery("A", `max by (instance, pid, model) (spark_engine_model_bytes{instance=~"$instance"})`)).
+		WithTarget(tableQuery("B", `max by (instance, pid, model) (spark_engine_model_unload_seconds{instance=~"$instance"})`)))
+	b.WithPanel(tablePanel(67, "Containers",
+		"The containers GPU programs run in, as the Docker Engine names them (with --workloads.docker-socket): match the container column of GPU-resident programs. Empty without the flag, or when the exporter's user may not read the Docker socket.",
+		"none", 12, 6).
+		NoValue("no container named (--workloads.docker-socket not given)").
+		WithTransformation(organize([]string{"Time", "Value", "__name__"}, []string{"instance", "container", "name", "image", "compose_service"})).
+		WithTarget(tableQuery("A", `spark_workload_container_info{instance=~"$instance"}`)))
+	b.WithPanel(stateTimelinePanel(68, "Engines answering",
+		"Whether each engine answered its metrics (Ollama: /api/ps) on loopback. Down while the program runs: it listens elsewhere (--engines.target), asks for a key (--engines.bearer-token-file), or SGLang runs without --enable-metrics; the exporter's log says which.",
+		"none", 12, 6).
+		ShowValue(common.VisibilityModeNever).
+		Mappings(mappings(valueMap(
+			"0", "not answering", "red",
+			"1", "answering", "green",
+		))).
+		WithTarget(rangeQuery("A", `spark_engine_up{instance=~"$instance"}`, "{{instance}} {{kind}} ({{pid}})")))
 }

@@ -26,6 +26,8 @@ type Process struct {
 	// 0. Otherwise arg_end - arg_start is the command line's length, as
 	// the kernel's are.
 	HideMM bool
+	// Cgroup is /proc/PID/cgroup's content; none written when empty.
+	Cgroup string
 }
 
 // Write puts the process's stat, status and cmdline under root, as a
@@ -61,7 +63,11 @@ func (p Process) Write(t testing.TB, root string) {
 			"VmRSS:\t %8d kB\nRssAnon:\t %8d kB\nRssFile:\t  204800 kB\nVmSwap:\t       0 kB\n", p.RSSKB, p.RSSKB, p.RSSKB)
 	}
 	status += "Threads:\t12\nSigQ:\t0/491123\nvoluntary_ctxt_switches:\t1204\nnonvoluntary_ctxt_switches:\t31\n"
-	for name, data := range map[string]string{"stat": stat, "status": status, "cmdline": cmdline, "comm": p.Comm + "\n"} {
+	files := map[string]string{"stat": stat, "status": status, "cmdline": cmdline, "comm": p.Comm + "\n"}
+	if p.Cgroup != "" {
+		files["cgroup"] = p.Cgroup
+	}
+	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o444); err != nil {
 			t.Fatal(err)
 		}

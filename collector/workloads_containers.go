@@ -1,0 +1,117 @@
+package collector
+
+import (
+	"net"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/spark-exporter/spark_exporter/internal/collected"
+	"github.com/spark-exporter/spark_exporter/internal/container"
+	"github.com/spark-exporter/spark_exporter/internal/container/dockerapi"
+	"github.com/spark-exporter/spark_exporter/internal/engine"
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
+	"github.com/spark-exporter/spark_exporter/internal/workload"
+)
+
+// What the workloads collector adds to each workload beyond the scan: the
+// container it runs in (its /proc/PID/cgroup), Docker's name for it
+// (--workloads.docker-socket), and for an inference engine where it serves
+// its own metrics (its command line, read for the port and dropped), for the
+// engines collector and /sd/engines.
+
+var (
+	workloadContainerInfoDesc = newDesc("spark_workload_container_info",
+		"A container a workload runs in, as the Docker Engine names it (--workloads.docker-socket); 1.",
+		"container", "name", "image", "compose_service")
+	workloadFieldSupportedDesc = newDesc("spark_workload_field_supported",
+		"1 when the source is readable: docker, the Docker Engine API at --workloads.docker-socket.", "field")
+)
+
+// workloadPlaces finds where each workload runs.
+type workloadPlaces struct {
+	proc hostfs.FS
+	// docker is nil without --workloads.docker-socket.
+	docker *dockerapi.Docker
+	// found receives the engines of each scan; nil when nothing asks.
+	found  *engine.Directory
+	logger log.Logger
+	// dockerFailing: the failure has been logged, until it clears.
+	dockerFailing bool
+}
+
+// place reads each workload's container and, for engines, its endpoint,
+// and hands the engines to found. Each is one small read per workload: a
+// Spark runs a handful. A cgroup that cannot be read leaves the workload
+// unlabelled (container ""), as on the host.
+func (p *workloadPlaces) place(res *workload.Result) *collected.Containers {
+	out := &collected.Containers{ByPID: make(map[int]container.Ref, len(res.Workloads))}
+	var targets []engine.Target
+	var buf []byte
+	for _, w := range res.Workloads {
+		pid := strconv.Itoa(w.PID)
+		var ref container.Ref
+		var err error
+		if buf, err = p.proc.ReadFile(pid+"/cgroup", buf); err == nil {
+			ref = container.ParseCgroup(buf)
+		}
+		out.ByPID[w.PID] = ref
+		if p.found == nil || !slices.Contains(engine.Kinds, w.Kind) {
+			continue
+		}
+		if buf, err = p.proc.ReadFile(pid+"/cmdline", buf); err != nil {
+			continue
+		}
+		ep := workload.EndpointOf(w.Kind, buf)
+		if ep.Port == 0 || !ep.Metrics {
+			continue
+		}
+		targets = append(targets, engine.Target{PID: w.PID, Kind: w.Kind, Container: ref.ID,
+			Address: net.JoinHostPort("127.0.0.1", strconv.Itoa(ep.Port)), DefaultPort: !ep.FromFlag})
+	}
+	// A command line can be megabytes: the buffer is not kept.
+	clear(buf)
+	if p.found != nil {
+		p.found.Set(targets)
+	}
+	if p.docker != nil {
+		infos, err := p.docker.Containers(time.Now())
+		p.noteDocker(err)
+		if err == nil {
+			out.Names = map[string]container.Info{}
+			for _, ref := range out.ByPID {
+				if info, ok := infos[ref.ID]; ok && ref.ID != "" {
+					out.Names[ref.ID] = info
+				}
+			}
+		}
+	}
+	return out
+}
+
+// noteDocker logs a change of the Docker Engine's state, once.
+func (p *workloadPlaces) noteDocker(err error) {
+	switch {
+	case err != nil && !p.dockerFailing:
+		level.Warn(p.logger).Log("msg", "cannot name containers from the Docker Engine: spark_workload_field_supported{field=\"docker\"} 0 (the exporter's user needs the docker group)", "err", err)
+	case err == nil && p.dockerFailing:
+		level.Info(p.logger).Log("msg", "the Docker Engine answers again")
+	}
+	p.dockerFailing = err != nil
+}
+
+// emit sends the containers' names and whether Docker answered.
+func (p *workloadPlaces) emit(ch chan<- prometheus.Metric, cs *collected.Containers) {
+	if p.docker == nil {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(workloadFieldSupportedDesc, prometheus.GaugeValue, supported(cs.Names != nil), "docker")
+	for _, info := range cs.Names {
+		ch <- prometheus.MustNewConstMetric(workloadContainerInfoDesc, prometheus.GaugeValue, 1,
+			info.ID, info.Name, info.Image, info.ComposeService)
+	}
+}

@@ -1,0 +1,182 @@
+// Package container tells which container a process runs in, from its
+// /proc/PID/cgroup, and names the containers from the Docker Engine API.
+// The parser is a pure function of the file's content: it never reads the
+// cgroup filesystem and never keeps the path it parsed.
+package container
+
+import (
+	"bytes"
+	"strings"
+)
+
+// Ref is the container a process runs in. Both fields are empty on the
+// host.
+type Ref struct {
+	// ID is the first 12 hex digits of the container's ID, as `docker ps`
+	// and `podman ps` show it.
+	ID string
+	// PodUID is the Kubernetes pod's UID (with dashes), where the
+	// kubelet made the cgroup.
+	PodUID string
+}
+
+// ShortIDLength is how many hex digits of a container ID are kept: the
+// short form every runtime's CLI prints and accepts.
+const ShortIDLength = 12
+
+// maxLine bounds the lines looked at: a cgroup path is at most PATH_MAX
+// (4096) on Linux; a longer line is not one the kernel wrote.
+const maxLine = 4096
+
+// ParseCgroup reads the container of a process from the content of its
+// /proc/PID/cgroup ("hierarchy-ID:controllers:path" per line, cgroup(7)).
+// cgroup v2's line ("0::/path") is preferred; on v1 the first line that
+// names a container wins (every controller holds the same path there).
+// Content that names no container is the host: the zero Ref.
+//
+// The path forms, by runtime (fixtures in testdata/cgroup with their
+// sources):
+//
+//	Docker, cgroupfs driver     /docker/<64 hex>
+//	Docker, systemd driver      /system.slice/docker-<64 hex>.scope
+//	containerd (CRI)            …/cri-containerd-<64 hex>.scope
+//	CRI-O                       …/crio-<64 hex>.scope
+//	Podman                      …/libpod-<64 hex>.scope, /libpod_parent/libpod-<64 hex>
+//	Kubernetes, systemd driver  /kubepods.slice/kubepods-<qos>.slice/kubepods-<qos>-pod<uid, _ for ->.slice/<runtime scope>
+//	Kubernetes, cgroupfs driver /kubepods/<qos>/pod<uid>/<64 hex>
+func ParseCgroup(data []byte) Ref {
+	var v1 Ref
+	for len(data) > 0 {
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		if len(line) > maxLine {
+			continue
+		}
+		hierarchy, rest, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			continue
+		}
+		_, path, ok := bytes.Cut(rest, []byte(":"))
+		if !ok {
+			continue
+		}
+		ref := parsePath(string(path))
+		if string(hierarchy) == "0" && len(rest) > 0 && rest[0] == ':' {
+			// The unified hierarchy: the one a v2 (or hybrid) host
+			// files every process under.
+			if ref != (Ref{}) {
+				return ref
+			}
+			continue
+		}
+		if v1 == (Ref{}) {
+			v1 = ref
+		}
+	}
+	return v1
+}
+
+// parsePath finds the container and pod in one cgroup path. The deepest
+// component that is a container wins: a container's own cgroup lies under
+// its pod's.
+func parsePath(path string) Ref {
+	var ref Ref
+	for comp := range strings.SplitSeq(path, "/") {
+		if uid, ok := podUID(comp); ok {
+			ref.PodUID = uid
+			continue
+		}
+		if id, ok := containerID(comp); ok {
+			ref.ID = id
+		}
+	}
+	if ref.ID == "" {
+		// A pod without a container of its own (the pod's slice, read
+		// from a process the kubelet placed there) is still the pod's.
+		return Ref{PodUID: ref.PodUID}
+	}
+	return ref
+}
+
+// runtimePrefixes are the prefixes of a container's scope (systemd driver)
+// or directory, by runtime.
+var runtimePrefixes = []string{"docker-", "cri-containerd-", "crio-", "libpod-", "containerd-"}
+
+// containerID tells whether one path component is a container's cgroup,
+// and its short ID.
+func containerID(comp string) (string, bool) {
+	name := strings.TrimSuffix(comp, ".scope")
+	for _, p := range runtimePrefixes {
+		if rest, ok := strings.CutPrefix(name, p); ok {
+			name = rest
+			break
+		}
+	}
+	// A bare 64-hex component is a container under the cgroupfs driver
+	// (/docker/<id>, /kubepods/…/pod<uid>/<id>); conmon's scope
+	// (libpod-conmon-<id>.scope) is not the container but its monitor,
+	// and fails this test.
+	if len(name) != 64 || !isHex(name) {
+		return "", false
+	}
+	return name[:ShortIDLength], true
+}
+
+// podUID tells whether one path component is a pod's cgroup
+// (kubepods-burstable-pod<uid>.slice with the UID's dashes as underscores,
+// which systemd reserves; pod<uid> under the cgroupfs driver), and its UID.
+func podUID(comp string) (string, bool) {
+	name := strings.TrimSuffix(comp, ".slice")
+	i := strings.LastIndex(name, "pod")
+	if i < 0 {
+		return "", false
+	}
+	if i > 0 && name[i-1] != '-' {
+		return "", false
+	}
+	if i > 0 && !strings.HasPrefix(name, "kubepods") {
+		return "", false
+	}
+	uid := strings.ReplaceAll(name[i+len("pod"):], "_", "-")
+	if !isUUID(uid) {
+		return "", false
+	}
+	return uid, true
+}
+
+// isUUID tells whether s is a UUID in its canonical 8-4-4-4-12 form.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch i {
+		case 8, 13, 18, 23:
+			if s[i] != '-' {
+				return false
+			}
+		default:
+			if !isHexByte(s[i]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isHexByte(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// isHexByte accepts lowercase hex only: every runtime writes its IDs so,
+// and a label's value should not depend on case.
+func isHexByte(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' }

@@ -1,0 +1,147 @@
+// Package dockerapi names containers from the Docker Engine API, over its
+// Unix socket: GET /containers/json, cached, bounded and with a deadline.
+package dockerapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spark-exporter/spark_exporter/internal/container"
+)
+
+// Bounds of one answer of the Docker Engine: a host with more containers
+// than maxContainers is not a Spark running a few engines, and the rest are
+// left out rather than held.
+const (
+	maxBody       = 8 << 20
+	maxContainers = 1000
+	// DefaultTimeout bounds one call to the Docker Engine.
+	DefaultTimeout = 2 * time.Second
+	// DefaultMaxAge is how long an answer (or a failure) is served before
+	// the engine is asked again: containers start and stop far less often
+	// than Prometheus scrapes.
+	DefaultMaxAge = 30 * time.Second
+)
+
+// Docker asks a Docker Engine, over its Unix socket, which containers run
+// (GET /containers/json, Docker Engine API, "List containers"), and keeps
+// the answer for MaxAge.
+type Docker struct {
+	client  *http.Client
+	Timeout time.Duration
+	MaxAge  time.Duration
+
+	mu    sync.Mutex
+	at    time.Time
+	infos map[string]container.Info
+	err   error
+}
+
+// NewDocker talks to the Docker Engine on the Unix socket at socket
+// (/var/run/docker.sock).
+func NewDocker(socket string) *Docker {
+	transport := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		},
+		DisableKeepAlives:      true,
+		MaxResponseHeaderBytes: 64 << 10,
+	}
+	return &Docker{
+		client: &http.Client{Transport: transport,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+		Timeout: DefaultTimeout, MaxAge: DefaultMaxAge,
+	}
+}
+
+// Containers is the running containers by short ID, as of at most MaxAge
+// ago. An error (no socket, permission denied, a bad answer) is kept as
+// long as an answer would be, so that a missing engine costs one attempt
+// per MaxAge, not one per scrape.
+func (d *Docker) Containers(now time.Time) (map[string]container.Info, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.at.IsZero() && now.Sub(d.at) < d.MaxAge && now.After(d.at.Add(-time.Second)) {
+		return d.infos, d.err
+	}
+	d.infos, d.err = d.list()
+	d.at = now
+	return d.infos, d.err
+}
+
+func (d *Docker) list() (map[string]container.Info, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://docker/containers/json", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("docker engine: %w", withoutURL(err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("docker engine: GET /containers/json answered %s", resp.Status)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	if err != nil {
+		return nil, fmt.Errorf("docker engine: reading the answer: %w", withoutURL(err))
+	}
+	if len(body) > maxBody {
+		return nil, fmt.Errorf("docker engine: answer larger than %d MiB", maxBody>>20)
+	}
+	return ParseContainers(body)
+}
+
+// withoutURL drops the request's made-up URL from a client error.
+func withoutURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// ParseContainers reads the answer of GET /containers/json: a JSON array
+// of objects with Id, Names (each with a leading "/"), Image and Labels.
+// Containers past maxContainers, without a 64-hex Id, are left out; a name
+// or image that is too long or holds a control or format character is
+// left empty rather than shown.
+func ParseContainers(body []byte) (map[string]container.Info, error) {
+	var list []struct {
+		ID     string            `json:"Id"`
+		Names  []string          `json:"Names"`
+		Image  string            `json:"Image"`
+		Labels map[string]string `json:"Labels"`
+	}
+	if err := json.Unmarshal(body, &list); err != nil {
+		return nil, fmt.Errorf("docker engine: the answer is not a list of containers: %w", err)
+	}
+	infos := make(map[string]container.Info, min(len(list), maxContainers))
+	for _, c := range list {
+		if len(infos) == maxContainers {
+			break
+		}
+		id, ok := container.ShortID(c.ID)
+		if !ok {
+			continue
+		}
+		info := container.Info{ID: id, Image: container.Label(c.Image), ComposeService: container.Label(c.Labels["com.docker.compose.service"])}
+		if len(c.Names) > 0 {
+			info.Name = container.Label(strings.TrimPrefix(c.Names[0], "/"))
+		}
+		infos[info.ID] = info
+	}
+	return infos, nil
+}

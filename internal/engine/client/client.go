@@ -1,0 +1,185 @@
+// Package client asks inference engines on loopback for their own
+// account (internal/engine's Reading): vLLM's, SGLang's and llama.cpp's
+// Prometheus text through prometheus/common/expfmt, Ollama's /api/ps.
+package client
+
+import (
+	"github.com/spark-exporter/spark_exporter/internal/engine"
+
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Bounds of one question to an engine.
+const (
+	// DefaultTimeout is the deadline of one question, the answer read
+	// included: an engine answers its /metrics in milliseconds, and one
+	// that trickles is given up.
+	DefaultTimeout = 2 * time.Second
+	// MaxBody bounds an answer: vLLM's /metrics, histograms and all, is
+	// tens of kB per model.
+	MaxBody = 4 << 20
+)
+
+// Problems, as engine.Reading.Problem gives them: never the answer's text.
+const (
+	ProblemNeedsKey = "the engine asks for a key: give it with --engines.bearer-token-file"
+	ProblemRedirect = "the engine answered with a redirect, which is not followed"
+	ProblemTooLarge = "the answer is larger than 4 MiB"
+)
+
+// Asker asks engines on loopback.
+type Asker struct {
+	client  *http.Client
+	token   string
+	Timeout time.Duration
+}
+
+// NewAsker asks with the bearer token token ("" for none), read by the
+// caller from --engines.bearer-token-file.
+func NewAsker(token string) *Asker {
+	dialer := &net.Dialer{
+		Timeout: DefaultTimeout,
+		// The address is checked where it is dialled: a name that
+		// resolves elsewhere is refused however it got here.
+		Control: func(_, address string, _ syscall.RawConn) error {
+			host, _, err := net.SplitHostPort(address)
+			if err != nil {
+				return err
+			}
+			if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+				return errNotLoopback
+			}
+			return nil
+		},
+	}
+	transport := &http.Transport{
+		// Never a proxy from the environment: the question stays on
+		// this machine.
+		Proxy:                  nil,
+		DialContext:            dialer.DialContext,
+		MaxIdleConnsPerHost:    1,
+		IdleConnTimeout:        time.Minute,
+		MaxResponseHeaderBytes: 64 << 10,
+		ResponseHeaderTimeout:  DefaultTimeout,
+		DisableCompression:     true,
+	}
+	return &Asker{
+		client: &http.Client{Transport: transport,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return errRedirect }},
+		token:   strings.TrimSpace(token),
+		Timeout: DefaultTimeout,
+	}
+}
+
+var (
+	errNotLoopback = errors.New("not a loopback address")
+	errRedirect    = errors.New("redirect")
+)
+
+// CheckAddress tells whether address (host:port) may be asked: a loopback
+// IP or localhost, and a port in 1–65535.
+func CheckAddress(address string) error {
+	host, port, err := net.SplitHostPort(address)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port", address)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("port %q is not a number in 1–65535", port)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("%q is not a loopback address: engines are asked on this machine only", host)
+	}
+	return nil
+}
+
+// Ask asks one engine and reads its answer. It never fails: engine.Reading.Up
+// and Problem say how it went.
+func (a *Asker) Ask(ctx context.Context, t engine.Target, now time.Time) engine.Reading {
+	r := engine.Reading{Target: t, At: now}
+	body, problem := a.get(ctx, t)
+	if problem != "" {
+		r.Problem = problem
+		return r
+	}
+	var err error
+	if t.Kind == engine.KindOllama {
+		err = engine.ParseOllamaPS(body, &r)
+	} else {
+		err = ParseMetrics(t.Kind, body, &r)
+	}
+	if err != nil {
+		return engine.Reading{Target: t, At: now, Problem: err.Error()}
+	}
+	r.Up = true
+	return r
+}
+
+func (a *Asker) get(ctx context.Context, t engine.Target) ([]byte, string) {
+	ctx, cancel := context.WithTimeout(ctx, a.Timeout)
+	defer cancel()
+	u := url.URL{Scheme: "http", Host: t.Address, Path: t.Path()}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, "bad address"
+	}
+	if t.Kind != engine.KindOllama {
+		req.Header.Set("Accept", "text/plain;version=0.0.4")
+	}
+	if a.token != "" {
+		req.Header.Set("Authorization", "Bearer "+a.token)
+	}
+	resp, err := a.client.Do(req)
+	if err != nil {
+		return nil, describe(err)
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return nil, ProblemNeedsKey
+	case resp.StatusCode != http.StatusOK:
+		return nil, "the engine answered " + strconv.Itoa(resp.StatusCode) + " to GET " + t.Path()
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBody+1))
+	if err != nil {
+		return nil, describe(err)
+	}
+	if len(body) > MaxBody {
+		return nil, ProblemTooLarge
+	}
+	return body, ""
+}
+
+// describe says why a question failed, in words that carry no URL.
+func describe(err error) string {
+	switch {
+	case errors.Is(err, errRedirect):
+		return ProblemRedirect
+	case errors.Is(err, errNotLoopback):
+		return "the address is not on loopback"
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, syscall.ETIMEDOUT):
+		return "no answer within the deadline"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused: nothing listens at the engine's port"
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) && ue.Timeout() {
+		return "no answer within the deadline"
+	}
+	return "the question failed"
+}
+
+// Close drops the connections kept to the engines.
+func (a *Asker) Close() { a.client.CloseIdleConnections() }

@@ -1,0 +1,208 @@
+package client
+
+import (
+	"github.com/spark-exporter/spark_exporter/internal/engine"
+
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// figure is one of a engine.Reading's figures and the metric names it is read
+// from, first found first.
+type figure struct {
+	names []string
+	// ratio: the largest over the label sets (a KV cache per engine
+	// core); otherwise their sum.
+	ratio bool
+	set   func(r *engine.Reading, v float64)
+}
+
+// figures by kind. Sources of the names:
+//
+//   - vLLM V1: docs/design/metrics.md and vllm/v1/metrics/loggers.py:
+//     vllm:kv_cache_usage_perc (0–1 despite the name), which replaced V0's
+//     vllm:gpu_cache_usage_perc, still read where served;
+//     vllm:num_requests_running, vllm:num_requests_waiting,
+//     vllm:num_preemptions (a counter, served as …_total),
+//     vllm:prompt_tokens_total, vllm:generation_tokens_total.
+//   - SGLang: docs/references/production_metrics.md (served with
+//     --enable-metrics): sglang:token_usage (the KV pool's share in use),
+//     sglang:num_running_reqs, sglang:num_queue_reqs,
+//     sglang:prompt_tokens_total, sglang:generation_tokens_total; its
+//     retractions (SGLang's preemptions) as the counter
+//     sglang:num_retracted_requests_total where served (the gauge
+//     sglang:num_retracted_reqs is not a count since start and is not read).
+//   - llama.cpp's server: tools/server/README.md, GET /metrics (with
+//     --metrics): llamacpp:prompt_tokens_total, llamacpp:tokens_predicted_total,
+//     llamacpp:requests_processing, llamacpp:requests_deferred,
+//     llamacpp:kv_cache_usage_ratio (dropped by recent builds: then absent).
+//     It preempts nothing.
+var figures = map[string][]figure{
+	engine.KindVLLM: {
+		{names: []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"}, ratio: true, set: func(r *engine.Reading, v float64) { r.KVCacheUsage = &v }},
+		{names: []string{"vllm:num_requests_running"}, set: func(r *engine.Reading, v float64) { r.Running = &v }},
+		{names: []string{"vllm:num_requests_waiting"}, set: func(r *engine.Reading, v float64) { r.Waiting = &v }},
+		{names: []string{"vllm:num_preemptions_total"}, set: func(r *engine.Reading, v float64) { r.Preemptions = &v }},
+		{names: []string{"vllm:prompt_tokens_total"}, set: func(r *engine.Reading, v float64) { r.PromptTokens = &v }},
+		{names: []string{"vllm:generation_tokens_total"}, set: func(r *engine.Reading, v float64) { r.GenTokens = &v }},
+	},
+	engine.KindSGLang: {
+		{names: []string{"sglang:token_usage"}, ratio: true, set: func(r *engine.Reading, v float64) { r.KVCacheUsage = &v }},
+		{names: []string{"sglang:num_running_reqs"}, set: func(r *engine.Reading, v float64) { r.Running = &v }},
+		{names: []string{"sglang:num_queue_reqs"}, set: func(r *engine.Reading, v float64) { r.Waiting = &v }},
+		{names: []string{"sglang:num_retracted_requests_total"}, set: func(r *engine.Reading, v float64) { r.Preemptions = &v }},
+		{names: []string{"sglang:prompt_tokens_total"}, set: func(r *engine.Reading, v float64) { r.PromptTokens = &v }},
+		{names: []string{"sglang:generation_tokens_total"}, set: func(r *engine.Reading, v float64) { r.GenTokens = &v }},
+	},
+	engine.KindLlamaCpp: {
+		{names: []string{"llamacpp:kv_cache_usage_ratio"}, ratio: true, set: func(r *engine.Reading, v float64) { r.KVCacheUsage = &v }},
+		{names: []string{"llamacpp:requests_processing"}, set: func(r *engine.Reading, v float64) { r.Running = &v }},
+		{names: []string{"llamacpp:requests_deferred"}, set: func(r *engine.Reading, v float64) { r.Waiting = &v }},
+		{names: []string{"llamacpp:prompt_tokens_total"}, set: func(r *engine.Reading, v float64) { r.PromptTokens = &v }},
+		{names: []string{"llamacpp:tokens_predicted_total"}, set: func(r *engine.Reading, v float64) { r.GenTokens = &v }},
+	},
+}
+
+// MaxSeries bounds the samples of the names read that one answer may
+// hold: an engine has one per model and engine core, a handful. An answer
+// with more is refused whole rather than summed in part.
+const MaxSeries = 1000
+
+// ErrTooManySeries refuses an answer with more than MaxSeries samples of
+// the names read.
+var ErrTooManySeries = fmt.Errorf("more than %d series of the metrics read", MaxSeries)
+
+// ParseMetrics reads the figures of an engine of the given kind from its
+// /metrics answer (Prometheus text format 0.0.4) into r. Only the lines of
+// the names read reach the parser (prometheus/common/expfmt): the rest of
+// an answer, however large, costs a scan of its bytes.
+func ParseMetrics(kind string, body []byte, r *engine.Reading) error {
+	figs, ok := figures[kind]
+	if !ok {
+		return fmt.Errorf("no metrics are read from engines of kind %q", kind)
+	}
+	wanted := map[string]bool{}
+	for _, f := range figs {
+		for _, n := range f.names {
+			wanted[n] = true
+		}
+	}
+	kept, err := keepLines(body, wanted)
+	if err != nil {
+		return err
+	}
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(kept))
+	if err != nil {
+		// The parser's message quotes the engine's text; only where it
+		// failed is told.
+		var pe expfmt.ParseError
+		if errors.As(err, &pe) {
+			return fmt.Errorf("malformed metrics text at line %d of the lines read", pe.Line)
+		}
+		return errors.New("malformed metrics text")
+	}
+	for _, f := range figs {
+		for _, name := range f.names {
+			mf, ok := families[name]
+			if !ok || len(mf.GetMetric()) == 0 {
+				continue
+			}
+			v, ok := combine(mf.GetMetric(), f.ratio)
+			if ok {
+				f.set(r, v)
+			}
+			break
+		}
+	}
+	return nil
+}
+
+// keepLines returns the lines of body that are samples, HELP or TYPE
+// lines of the wanted names.
+func keepLines(body []byte, wanted map[string]bool) ([]byte, error) {
+	var out []byte
+	series := 0
+	for len(body) > 0 {
+		line := body
+		if i := bytes.IndexByte(body, '\n'); i >= 0 {
+			line, body = body[:i+1], body[i+1:]
+		} else {
+			body = nil
+		}
+		name, sample := lineName(line)
+		if name == "" || !wanted[name] {
+			continue
+		}
+		if sample {
+			series++
+			if series > MaxSeries {
+				return nil, ErrTooManySeries
+			}
+		}
+		out = append(out, line...)
+		if line[len(line)-1] != '\n' {
+			out = append(out, '\n')
+		}
+	}
+	return out, nil
+}
+
+// lineName is the metric name a line of the text format is about: a
+// sample's name, or the name of a HELP or TYPE comment; sample tells which.
+func lineName(line []byte) (name string, sample bool) {
+	line = bytes.TrimLeft(line, " \t")
+	if len(line) == 0 {
+		return "", false
+	}
+	if line[0] == '#' {
+		fields := bytes.Fields(line[1:])
+		if len(fields) >= 2 && (string(fields[0]) == "HELP" || string(fields[0]) == "TYPE") {
+			return string(fields[1]), false
+		}
+		return "", false
+	}
+	end := bytes.IndexAny(line, "{ \t\r\n")
+	if end < 0 {
+		end = len(line)
+	}
+	return string(line[:end]), true
+}
+
+// combine is the largest (ratio) or the sum of the metrics' values; a
+// value that is not finite, or a ratio outside 0–1, is no reading.
+func combine(ms []*dto.Metric, ratio bool) (float64, bool) {
+	var out float64
+	for i, m := range ms {
+		v, ok := value(m)
+		if !ok || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || (ratio && v > 1) {
+			return 0, false
+		}
+		if ratio {
+			if i == 0 || v > out {
+				out = v
+			}
+		} else {
+			out += v
+		}
+	}
+	return out, !math.IsInf(out, 0)
+}
+
+func value(m *dto.Metric) (float64, bool) {
+	switch {
+	case m.Gauge != nil:
+		return m.GetGauge().GetValue(), true
+	case m.Counter != nil:
+		return m.GetCounter().GetValue(), true
+	case m.Untyped != nil:
+		return m.GetUntyped().GetValue(), true
+	}
+	return 0, false
+}
