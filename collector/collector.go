@@ -436,13 +436,7 @@ func (e *Exporter) record(name string, err error, duration time.Duration) {
 // relative to them: "open /srv/x/proc/meminfo: …" is logged as
 // "open meminfo: …".
 func (e *Exporter) redact(err error) string {
-	var renamings []hostfs.Renaming
-	for _, root := range []string{e.procfs, e.sysfs} {
-		if len(root) > 1 { // "" or "/": nothing to cut
-			renamings = append(renamings, hostfs.Renaming{Path: root + string(filepath.Separator)}, hostfs.Renaming{Path: root, Name: "."})
-		}
-	}
-	return hostfs.ReplacePaths(err.Error(), renamings)
+	return hostfs.UnderRoots(err.Error(), e.procfs, e.sysfs)
 }
 
 // Filter returns a collector that runs only the named collectors, for the

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -62,8 +60,7 @@ var (
 )
 
 type fabricCollector struct {
-	fs     hostfs.FS
-	kept   *hostfs.KeptFiles
+	sys    *sysfs
 	now    func() time.Time
 	logger log.Logger
 	// A host with more devices than fabric.MaxDevices, or a device with
@@ -88,15 +85,7 @@ type fabricCollector struct {
 const maxKept = 512
 
 func newFabricCollector(root string, timeout time.Duration, logger log.Logger) *fabricCollector {
-	fsys := hostfs.New(root).WithTimeout(timeout).WithMaxSize(hostfs.MaxSysAttribute)
-	return &fabricCollector{fs: fsys, kept: fsys.KeptFiles(), now: time.Now, logger: logger}
-}
-
-// Close closes the files kept open.
-func (c *fabricCollector) Close() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.kept.Close()
+	return &fabricCollector{sys: newSysfs(root, timeout), now: time.Now, logger: logger}
 }
 
 // fabricLayout is what a discovery found: the files fabric.Read read (all
@@ -117,18 +106,19 @@ func (c *fabricCollector) read() (fabric.Snapshot, error) {
 		// No RDMA device: nothing to read until the next discovery.
 		return fabric.Read(replay{l, nil}), nil
 	}
+	value, err := c.sys.readAll(l.files, 0)
+	if err != nil {
+		c.layout = nil
+		return fabric.Snapshot{}, err
+	}
 	values := make(map[string]keptValue, len(l.files))
-	err := c.kept.ReadAll(l.files, func(i int, data []byte, err error) error {
-		values[l.files[i]] = keptValue{bytes.Clone(data), err}
+	for i, name := range l.files {
+		data, err := value(i)
+		values[name] = keptValue{bytes.Clone(data), err}
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENODEV) {
 			// A device or port went: the next scrape discovers afresh.
 			c.layout = nil
 		}
-		return nil
-	})
-	if err != nil {
-		c.layout = nil
-		return fabric.Snapshot{}, err
 	}
 	return fabric.Read(replay{l, values}), nil
 }
@@ -136,19 +126,18 @@ func (c *fabricCollector) read() (fabric.Snapshot, error) {
 // discover walks the devices in one batch of reads under one deadline,
 // noting what it read and listed.
 func (c *fabricCollector) discover() (fabric.Snapshot, error) {
-	c.kept.Close()
 	c.layout = nil
 	var (
 		s   fabric.Snapshot
 		rec *recorder
 	)
-	blocked := c.fs.Batch(func(r *hostfs.Reader) error {
-		rec = &recorder{inner: &batchReader{r: r}, layout: &fabricLayout{dirs: map[string][]fs.DirEntry{}}}
+	blocked := c.sys.fs.Batch(func(r *hostfs.Reader) error {
+		rec = &recorder{inner: &batchReader{r: r, sys: c.sys}, layout: &fabricLayout{dirs: map[string][]fs.DirEntry{}}}
 		s = fabric.Read(rec)
 		return nil
 	})
 	if blocked != nil {
-		return fabric.Snapshot{}, c.underRoot(blocked)
+		return fabric.Snapshot{}, c.sys.relative("", blocked)
 	}
 	if s.LeftOut > 0 {
 		level.Debug(c.logger).Log("msg", "RDMA devices or ports left out beyond the cap", "devices", fabric.MaxDevices,
@@ -158,20 +147,6 @@ func (c *fabricCollector) discover() (fabric.Snapshot, error) {
 		c.layout, c.discovered = rec.layout, c.now()
 	}
 	return s, nil
-}
-
-// underRoot names the file of a read that blocked relative to the mount
-// point: a batch's Reader names it by its whole path.
-func (c *fabricCollector) underRoot(err error) error {
-	pe, ok := errors.AsType[*fs.PathError](err)
-	if !ok {
-		return err
-	}
-	rel, relErr := filepath.Rel(c.fs.Path("."), pe.Path)
-	if relErr != nil || strings.HasPrefix(rel, "..") {
-		return hostfs.WithoutPath(err)
-	}
-	return &fs.PathError{Op: pe.Op, Path: filepath.ToSlash(rel), Err: pe.Err}
 }
 
 // recorder is a fabric.FS that notes the files read (all but the absent)
@@ -228,6 +203,7 @@ func (r replay) ReadDir(name string) ([]fs.DirEntry, error) {
 // valid until the next call: the parsers are done with it by then.
 type batchReader struct {
 	r   *hostfs.Reader
+	sys *sysfs
 	buf []byte
 }
 
@@ -239,7 +215,7 @@ func (b *batchReader) ReadFile(name string) ([]byte, error) {
 	if err == nil {
 		b.buf = data
 	}
-	return data, relative(name, err)
+	return data, b.sys.relative(name, err)
 }
 
 func (b *batchReader) ReadDir(name string) ([]fs.DirEntry, error) {
@@ -247,7 +223,7 @@ func (b *batchReader) ReadDir(name string) ([]fs.DirEntry, error) {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
 	}
 	entries, err := b.r.ReadDir(name)
-	return entries, relative(name, err)
+	return entries, b.sys.relative(name, err)
 }
 
 func (c *fabricCollector) Update(ch chan<- prometheus.Metric) error {
@@ -297,10 +273,10 @@ func (c *fabricCollector) Update(ch chan<- prometheus.Metric) error {
 				gauge(fabricRateDesc, p.RateBits, d.Name, p.Number)
 			}
 			if p.ReceiveBytes != nil {
-				counter(fabricReceiveDesc, float64(*p.ReceiveBytes), d.Name, p.Number)
+				counter(fabricReceiveDesc, *p.ReceiveBytes, d.Name, p.Number)
 			}
 			if p.TransmitBytes != nil {
-				counter(fabricTransmitDesc, float64(*p.TransmitBytes), d.Name, p.Number)
+				counter(fabricTransmitDesc, *p.TransmitBytes, d.Name, p.Number)
 			}
 			for _, e := range p.Errors {
 				counter(fabricErrorsDesc, float64(e.Value), d.Name, p.Number, e.Name)
@@ -320,11 +296,14 @@ func (c *fabricCollector) Update(ch chan<- prometheus.Metric) error {
 	return nil
 }
 
-// remember keeps a reading and the one before it.
+// remember keeps a reading and a copy of the one before it: a pointer
+// into the previous Fabric would keep that one, and its own previous,
+// alive, a chain of every reading.
 func (c *fabricCollector) remember(s fabric.Snapshot) {
 	next := &collected.Fabric{Latest: collected.FabricReading{At: c.now(), Snapshot: s}}
 	if prev := c.last.Load(); prev != nil {
-		next.Previous = &prev.Latest
+		previous := prev.Latest
+		next.Previous = &previous
 	}
 	c.last.Store(next)
 }

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
@@ -148,7 +150,6 @@ func TestFabricRereadsValuesAndRediscovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := newFabricCollector(dir, 0, nopLogger())
-	defer c.Close()
 	now := time.Unix(1e9, 0)
 	c.now = func() time.Time { return now }
 	scrape := func() map[string]float64 {
@@ -195,7 +196,6 @@ func TestFabricRereadsValuesAndRediscovers(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "class/infiniband/roceP2p1s0f1/ports/1/state")); err != nil {
 		t.Fatal(err)
 	}
-	c.kept.Close() // as a driver unbinding under an open file answers ENODEV: reopened, not found
 	scrape()
 	if c.layout != nil {
 		t.Error("a file of the layout went, and the layout is kept")
@@ -223,7 +223,6 @@ func TestFabricBlockedRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := newFabricCollector(dir, 50*time.Millisecond, nopLogger())
-	defer c.Close()
 	_, err := collect(t, c)
 	if err == nil || !strings.Contains(err.Error(), state) || !strings.Contains(err.Error(), "blocked") || strings.Contains(err.Error(), dir) {
 		t.Fatalf("a blocked read: %v", err)
@@ -275,7 +274,6 @@ func TestFabricCountsWhatItLeavesOut(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	c := newFabricCollector(dir, 0, level.NewFilter(log.NewLogfmtLogger(&buf), level.AllowDebug()))
-	defer c.Close()
 	for range 2 { // the discovery, then the layout replayed
 		got, err := collect(t, c)
 		if err != nil {
@@ -302,14 +300,13 @@ func TestFabricKeepsItsLastTwoReadings(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := newFabricCollector(dir, 0, nopLogger())
-	defer c.Close()
 	now := time.Unix(1e9, 0)
 	c.now = func() time.Time { return now }
 	var st collected.State
 	if c.keep(&st); st.Fabric != nil {
 		t.Fatalf("a reading before the first scrape: %+v", st.Fabric)
 	}
-	rcv := func(r collected.FabricReading) uint64 {
+	rcv := func(r collected.FabricReading) float64 {
 		t.Helper()
 		for _, d := range r.Snapshot.Devices {
 			if d.Name == "rocep1s0f0" {
@@ -337,5 +334,48 @@ func TestFabricKeepsItsLastTwoReadings(t *testing.T) {
 	c.keep(&st)
 	if p := st.Fabric.Previous; p == nil || rcv(*p) != first || st.Fabric.Latest.At.Sub(p.At) != 15*time.Second || rcv(st.Fabric.Latest) != 12e9 {
 		t.Errorf("after two scrapes: %+v", st.Fabric)
+	}
+}
+
+// Issue 38, item 1: the reading kept as the previous one is a copy, so the
+// readings before it are garbage: a chain of every reading would grow the
+// exporter by ~5.7 KB a scrape.
+func TestFabricKeepsNoChainOfReadings(t *testing.T) {
+	c := newFabricCollector(sysFixture("spark-fabric"), 0, nopLogger())
+	if _, err := collect(t, c); err != nil {
+		t.Fatal(err)
+	}
+	first := weak.Make(c.last.Load())
+	for range 3 {
+		if _, err := collect(t, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.GC()
+	if first.Value() != nil {
+		t.Error("the first reading is still reachable three scrapes later")
+	}
+	if st := c.last.Load(); st.Previous == nil {
+		t.Error("no previous reading kept")
+	}
+}
+
+// Issue 38, item 9: a data counter of 2^62 words or more is 2^64 bytes or
+// more, not a wrapped 0 (a false reset).
+func TestFabricDataCountersDoNotWrap(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(sysFixture("spark-fabric"))); err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Join(dir, "class/infiniband/rocep1s0f0/ports/1/counters/port_xmit_data")
+	if err := os.WriteFile(name, []byte("4611686018427387904\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := fabricOn(t, dir, nopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := got[`spark_fabric_transmit_bytes_total{device="rocep1s0f0",port="1"}`]; v != 0x1p64 {
+		t.Errorf("2^62 words transmitted: %v bytes, want 2^64", v)
 	}
 }

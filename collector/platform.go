@@ -1,9 +1,7 @@
 package collector
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"sync"
 	"time"
 
@@ -11,7 +9,6 @@ import (
 	"github.com/go-kit/log/level"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/platform"
 
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
@@ -63,10 +60,8 @@ var (
 
 type platformCollector struct {
 	fsys platform.FS // discovery reads
-	// values reads the value files of a layout; forget drops what it
-	// keeps (open files) when the layout is discovered again.
+	// values reads the value files of a layout.
 	values func(*platform.Layout) platform.Snapshot
-	forget func()
 	now    func() time.Time
 	logger log.Logger
 	// A host with thousands of zones or channels is read up to
@@ -83,15 +78,7 @@ type platformCollector struct {
 
 func newPlatformCollector(root string, timeout time.Duration, logger log.Logger) *platformCollector {
 	sys := newSysfs(root, timeout)
-	return &platformCollector{fsys: sys, values: sys.readValues, forget: sys.closeKept, now: time.Now, logger: logger}
-}
-
-// Close closes the value files kept open.
-func (c *platformCollector) Close() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.forget()
-	return nil
+	return &platformCollector{fsys: sys, values: sys.platformValues, now: time.Now, logger: logger}
 }
 
 func (c *platformCollector) read() platform.Snapshot {
@@ -99,7 +86,6 @@ func (c *platformCollector) read() platform.Snapshot {
 	defer c.mu.Unlock()
 	now := c.now()
 	if c.layout == nil || now.Sub(c.discovered) >= rediscoverEvery {
-		c.forget()
 		c.layout, c.discovered = platform.DiscoverAtMost(c.fsys, MaxEntriesPerScrape), now
 		if n, first := c.layout.LeftOut(); n > 0 {
 			level.Debug(c.logger).Log("msg", "sysfs entries left out beyond the cap", "cap", MaxEntriesPerScrape,
@@ -166,86 +152,3 @@ func (c *platformCollector) Update(ch chan<- prometheus.Metric) error {
 	}
 	return nil
 }
-
-// sysfs is the sysfs mount point as a platform.FS: names are relative to
-// it, and errors name the file relative to it, never the mount point.
-// Reads go through hostfs, under its deadline and with every file bounded
-// by the size of a sysfs attribute (hostfs.MaxSysAttribute). It also keeps
-// the value files a scrape reads open, and reads them again with one pread
-// each, all in one batch: sysfs regenerates an attribute on every read at
-// offset 0.
-type sysfs struct {
-	fs   hostfs.FS
-	kept *hostfs.KeptFiles
-	// What the last batch read: value i is arena[ends[i-1]:ends[i]], or
-	// errs[i]. Kept from scrape to scrape.
-	arena []byte
-	ends  []int
-	errs  []error
-}
-
-func newSysfs(root string, timeout time.Duration) *sysfs {
-	fsys := hostfs.New(root).WithTimeout(timeout).WithMaxSize(hostfs.MaxSysAttribute)
-	return &sysfs{fs: fsys, kept: fsys.KeptFiles()}
-}
-
-func (d *sysfs) ReadFile(name string) ([]byte, error) {
-	if !fs.ValidPath(name) {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
-	}
-	data, err := d.fs.ReadFile(name, nil)
-	return data, relative(name, err)
-}
-
-func (d *sysfs) ReadDir(name string) ([]fs.DirEntry, error) {
-	if !fs.ValidPath(name) {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
-	}
-	entries, err := d.fs.ReadDir(name)
-	return entries, relative(name, err)
-}
-
-// relative makes the path of an *fs.PathError name, relative to the mount
-// point.
-func relative(name string, err error) error {
-	if pe, ok := errors.AsType[*fs.PathError](err); ok {
-		return &fs.PathError{Op: pe.Op, Path: name, Err: pe.Err}
-	}
-	return err
-}
-
-// readValues reads the value files of the layout in one batch (one
-// hand-off to a worker rather than one per file, which cost the collector
-// about as much as the rest of a scrape), then builds the snapshot from
-// what was read, here, in the collector's goroutine.
-func (d *sysfs) readValues(l *platform.Layout) platform.Snapshot {
-	names := l.ValueFiles()
-	d.arena, d.ends, d.errs = d.arena[:0], d.ends[:0], d.errs[:0]
-	err := d.kept.ReadAll(names, func(i int, data []byte, err error) error {
-		if err == nil && len(data) > platform.MaxValue {
-			err = &fs.PathError{Op: "read", Path: names[i], Err: fmt.Errorf("more than %d bytes, not a value", platform.MaxValue)}
-		}
-		if err == nil {
-			d.arena = append(d.arena, data...)
-		}
-		d.ends, d.errs = append(d.ends, len(d.arena)), append(d.errs, err)
-		return nil
-	})
-	if err != nil {
-		// The next file may block as long: nothing of the batch is
-		// used.
-		return l.BlockedAt(err)
-	}
-	return l.Snapshot(func(i int) ([]byte, error) {
-		if d.errs[i] != nil {
-			return nil, d.errs[i]
-		}
-		start := 0
-		if i > 0 {
-			start = d.ends[i-1]
-		}
-		return d.arena[start:d.ends[i]], nil
-	})
-}
-
-func (d *sysfs) closeKept() { d.kept.Close() }

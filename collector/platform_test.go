@@ -26,13 +26,12 @@ func sysFixture(tree string) string { return filepath.Join("..", "testdata", "sy
 // onFS is a platform collector reading through fsys alone, nothing kept.
 func onFS(fsys platform.FS, logger log.Logger) *platformCollector {
 	values := func(l *platform.Layout) platform.Snapshot { return l.Read(fsys.ReadFile) }
-	return &platformCollector{fsys: fsys, values: values, forget: func() {}, now: time.Now, logger: logger}
+	return &platformCollector{fsys: fsys, values: values, now: time.Now, logger: logger}
 }
 
 func platformOn(t *testing.T, root string) map[string]float64 {
 	t.Helper()
 	c := newPlatformCollector(root, 0, nopLogger())
-	defer c.Close()
 	got, err := collect(t, c)
 	if err != nil {
 		t.Fatalf("Update: %v", err)
@@ -253,7 +252,6 @@ func TestBuildPassesSysFS(t *testing.T) {
 func TestPlatformKeepsTheLayoutAndRereadsValues(t *testing.T) {
 	dir := testexporter.CopyTree(t, sysFixture("spark"))
 	c := newPlatformCollector(dir, 0, nopLogger())
-	defer c.Close()
 	now := time.Unix(1e9, 0)
 	c.now = func() time.Time { return now }
 	write := func(rel, data string) {
@@ -332,7 +330,6 @@ func TestPlatformBlockedValueFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := newPlatformCollector(dir, 50*time.Millisecond, nopLogger())
-	defer c.Close()
 	_, err := collect(t, c)
 	if err == nil || !strings.Contains(err.Error(), rail+": blocked: no answer within 50ms") || strings.Contains(err.Error(), dir) {
 		t.Fatalf("a blocked value file: %v", err)

@@ -73,8 +73,9 @@ type Port struct {
 	// RateBits is the negotiated rate in bits per second; 0 when unknown.
 	RateBits float64
 	// ReceiveBytes and TransmitBytes are port_rcv_data and port_xmit_data
-	// in bytes; nil when unreadable.
-	ReceiveBytes, TransmitBytes *uint64
+	// in bytes; nil when unreadable. Floats, as Prometheus keeps them: a
+	// 64-bit count of words × 4 does not fit in 64 bits.
+	ReceiveBytes, TransmitBytes *float64
 	Errors                      []Counter // ErrorCounters that could be read
 	Events                      []Counter // EventCounters that could be read
 	HWCounters                  bool      // the port has a hw_counters directory
@@ -295,12 +296,10 @@ func (r *reader) port(dev, number string, netdevs []string) Port {
 	// The data counters count 32-bit words (the IBTA's PortXmitData and
 	// PortRcvData "divided by 4"): ×4 for bytes.
 	if v, ok := hostfs.Parsed(&r.Tree, path.Join(counters, "port_rcv_data"), ParseCounter); ok {
-		v *= 4
-		p.ReceiveBytes = &v
+		p.ReceiveBytes = wordsToBytes(v)
 	}
 	if v, ok := hostfs.Parsed(&r.Tree, path.Join(counters, "port_xmit_data"), ParseCounter); ok {
-		v *= 4
-		p.TransmitBytes = &v
+		p.TransmitBytes = wordsToBytes(v)
 	}
 	if listed, ok := r.listed(counters); ok {
 		p.Errors = r.counters(counters, filter(ErrorCounters, listed))
@@ -311,6 +310,13 @@ func (r *reader) port(dev, number string, netdevs []string) Port {
 		p.Events = r.counters(hw, filter(EventCounters, events))
 	}
 	return p
+}
+
+// wordsToBytes converts before it multiplies: a count of 2^62 words or
+// more would wrap to a false reset in uint64.
+func wordsToBytes(words uint64) *float64 {
+	b := float64(words) * 4
+	return &b
 }
 
 // listed lists the names in dir; ok is false when it is absent or could

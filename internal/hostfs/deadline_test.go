@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -207,37 +206,10 @@ func TestLinksAreRefused(t *testing.T) {
 	}
 }
 
-// The kept files of sysfs values block and are bounded like the others.
-func TestKeptFilesBlockAndAreBounded(t *testing.T) {
-	dir := t.TempDir()
-	path := fifo(t, dir, "temp")
-	if err := os.WriteFile(filepath.Join(dir, "value"), []byte("42\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	k := New(dir).WithTimeout(50 * time.Millisecond).WithMaxSize(8).KeptFiles()
-	defer k.Close()
-	if _, err := k.Read("temp", nil); !errors.Is(err, ErrBlocked) || !strings.HasPrefix(err.Error(), "read temp: blocked") {
-		t.Errorf("a blocked value: %v", err)
-	}
-	for range 2 {
-		if data, err := k.Read("value", nil); err != nil || string(data) != "42\n" {
-			t.Errorf("a value: %q %v", data, err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, "value"), []byte("123456789\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := k.Read("value", nil); !errors.As(err, new(*TooLargeError)) {
-		t.Errorf("a value beyond the bound: %v", err)
-	}
-	unblock(t, path)
-}
-
-// A batch of kept files that blocks in its middle fails naming the file,
-// calls nothing back and reads no file after it; a later batch fails at
-// once on it while it is still blocked; once it returns, the batch reads
-// every file.
-func TestKeptFilesReadAllBlockedInTheMiddle(t *testing.T) {
+// A batch that blocks in its middle fails naming the file and reads no
+// file after it; a later batch fails at once on it while it is still
+// blocked; once it returns, the batch reads every file.
+func TestBatchBlockedInTheMiddle(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, data string) {
 		t.Helper()
@@ -250,24 +222,30 @@ func TestKeptFilesReadAllBlockedInTheMiddle(t *testing.T) {
 	// A pipe too: opening it for writing without blocking succeeds only
 	// while a reader has it open, which tells whether the batch got to it.
 	afterPath := fifo(t, dir, "after")
-	k := New(dir).WithTimeout(50 * time.Millisecond).KeptFiles()
-	defer k.Close()
+	f := New(dir).WithTimeout(50 * time.Millisecond)
 	names := []string{"first", "blocked", "after"}
-	called := 0
-	each := func(int, []byte, error) error { called++; return nil }
+	batch := func(got *[]string) error {
+		return f.Batch(func(r *Reader) error {
+			for _, name := range names {
+				data, err := r.ReadFile(name, nil)
+				if err != nil {
+					return err
+				}
+				*got = append(*got, name+"="+strings.TrimSpace(string(data)))
+			}
+			return nil
+		})
+	}
 
-	err := k.ReadAll(names, each)
+	err := batch(new([]string))
 	var pe *fs.PathError
 	var b *BlockedError
-	if !errors.As(err, &pe) || pe.Path != "blocked" || !errors.As(err, &b) || b.Still {
+	if !errors.As(err, &pe) || pe.Path != blockedPath || !errors.As(err, &b) || b.Still {
 		t.Fatalf("a batch blocked in its middle: %v, want blocked naming the file", err)
 	}
-	if called != 0 {
-		t.Errorf("each called %d times after the batch blocked", called)
-	}
-	err = k.ReadAll(names, each)
-	if !errors.As(err, &pe) || pe.Path != "blocked" || !errors.As(err, &b) || !b.Still || called != 0 {
-		t.Fatalf("the next batch while the file is blocked: %v (each called %d times), want still blocked naming the file", err, called)
+	err = batch(new([]string))
+	if !errors.As(err, &pe) || pe.Path != blockedPath || !errors.As(err, &b) || !b.Still {
+		t.Fatalf("the next batch while the file is blocked: %v, want still blocked naming the file", err)
 	}
 	if fd, err := syscall.Open(afterPath, syscall.O_WRONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0); err == nil {
 		syscall.Close(fd)
@@ -285,92 +263,51 @@ func TestKeptFilesReadAllBlockedInTheMiddle(t *testing.T) {
 	var got []string
 	err = waitUnblocked(t, func() error {
 		got = got[:0]
-		return k.ReadAll(names, func(i int, data []byte, err error) error {
-			if err != nil {
-				return err
-			}
-			got = append(got, names[i]+"="+strings.TrimSpace(string(data)))
-			return nil
-		})
+		return batch(&got)
 	})
 	if err != nil || strings.Join(got, " ") != "first=1 blocked=2 after=3" {
 		t.Errorf("once the blocked read returned: %v, %v", got, err)
 	}
 }
 
-// ReadAll keeps the files it reads open and reads them again through the
-// same descriptors: the process's open files stay as many from batch to
-// batch. A file that fails is reported to each with its name, and the
-// others are still read.
-func TestKeptFilesReadAllReusesDescriptors(t *testing.T) {
+// A batch leaves no descriptor open, whatever it read or failed to read.
+func TestBatchLeavesNoDescriptorOpen(t *testing.T) {
 	dir := t.TempDir()
-	names := []string{"a", "missing", "b", "c"}
 	for i, name := range []string{"a", "b", "c"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(strconv.Itoa(i)+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	openFiles := func() int {
-		t.Helper()
-		entries, err := os.ReadDir("/proc/self/fd")
-		if err != nil {
-			t.Skip("no /proc/self/fd:", err)
-		}
-		return len(entries)
+	f := New(dir).WithMaxSize(8)
+	if err := os.WriteFile(filepath.Join(dir, "large"), bytes.Repeat([]byte("9"), 9), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	k := New(dir).KeptFiles()
-	defer k.Close()
-	batch := func() string {
-		t.Helper()
-		var got []string
-		if err := k.ReadAll(names, func(i int, data []byte, err error) error {
-			if err != nil {
-				var pe *fs.PathError
-				if !errors.As(err, &pe) || pe.Path != names[i] || !errors.Is(err, fs.ErrNotExist) {
-					t.Errorf("%s: %v, want not found naming the file", names[i], err)
+	before := openFiles(t)
+	for range 20 {
+		if err := f.Batch(func(r *Reader) error {
+			for _, name := range []string{"a", "missing", "b", "large", "c"} {
+				data, err := r.ReadFile(name, nil)
+				switch name {
+				case "missing":
+					if !errors.Is(err, fs.ErrNotExist) {
+						t.Errorf("%s: %v", name, err)
+					}
+				case "large":
+					if !errors.As(err, new(*TooLargeError)) {
+						t.Errorf("%s: %v", name, err)
+					}
+				default:
+					if err != nil || len(data) != 2 {
+						t.Errorf("%s: %q %v", name, data, err)
+					}
 				}
-				got = append(got, names[i]+"!")
-				return nil
 			}
-			got = append(got, names[i]+"="+strings.TrimSpace(string(data)))
 			return nil
 		}); err != nil {
 			t.Fatal(err)
 		}
-		return strings.Join(got, " ")
 	}
-	if got := batch(); got != "a=0 missing! b=1 c=2" {
-		t.Errorf("first batch: %s", got)
-	}
-	kept := maps.Clone(k.kept)
-	before := openFiles()
-	if err := os.WriteFile(filepath.Join(dir, "b"), []byte("7\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for range 20 {
-		if got := batch(); got != "a=0 missing! b=7 c=2" {
-			t.Fatalf("a later batch: %s", got)
-		}
-	}
-	if n := openFiles(); n != before {
-		t.Errorf("%d files open after 20 batches, %d after the first", n, before)
-	}
-	if !maps.Equal(k.kept, kept) || len(kept) != 3 {
-		t.Errorf("descriptors kept %v, first batch's %v", k.kept, kept)
-	}
-
-	// An error from each ends the calls and is ReadAll's; the files
-	// stay open.
-	stop := errors.New("stop")
-	calls := 0
-	if err := k.ReadAll(names, func(int, []byte, error) error { calls++; return stop }); err != stop || calls != 1 {
-		t.Errorf("each failing: %v after %d calls, want stop after 1", err, calls)
-	}
-	if n := openFiles(); n != before || !maps.Equal(k.kept, kept) {
-		t.Errorf("after each failed: %d files open, want %d; kept %v", n, before, k.kept)
-	}
-	k.Close()
-	if n := openFiles(); n != before-3 {
-		t.Errorf("%d files open after Close, want %d", n, before-3)
+	if n := openFiles(t); n != before {
+		t.Errorf("%d files open after 20 batches, %d before", n, before)
 	}
 }

@@ -14,15 +14,17 @@ import (
 // file or a certificate may sit in a private directory. These are the only
 // functions that take them out.
 
-// Redact renders err with the paths under the mount point made relative to
-// it: "open /srv/x/proc/meminfo: …" reads "open meminfo: …", and the mount
-// point itself ".".
-func (f FS) Redact(err error) string {
-	msg := err.Error()
-	if len(f.root) <= 1 { // "" or "/": nothing to cut
-		return msg
+// UnderRoots renders msg with the paths under each mount point made
+// relative to it: "open /srv/x/proc/meminfo: …" reads "open meminfo: …",
+// and a mount point itself ".".
+func UnderRoots(msg string, roots ...string) string {
+	var renamings []Renaming
+	for _, root := range roots {
+		if len(root) > 1 { // "" or "/": nothing to cut
+			renamings = append(renamings, Renaming{root + string(filepath.Separator), ""}, Renaming{root, "."})
+		}
 	}
-	return ReplacePaths(msg, []Renaming{{f.root + string(filepath.Separator), ""}, {f.root, "."}})
+	return ReplacePaths(msg, renamings)
 }
 
 // Renaming is a path and what it reads as once redacted.

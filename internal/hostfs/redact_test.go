@@ -18,7 +18,7 @@ func TestRedactMakesPathsRelativeToTheMountPoint(t *testing.T) {
 		{"/", "open /meminfo: permission denied", "open /meminfo: permission denied"},
 		{"", "open meminfo: permission denied", "open meminfo: permission denied"},
 	} {
-		if got := New(c.root).Redact(errors.New(c.msg)); got != c.want {
+		if got := UnderRoots(c.msg, c.root); got != c.want {
 			t.Errorf("root %q: %q, want %q", c.root, got, c.want)
 		}
 	}

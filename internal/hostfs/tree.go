@@ -48,8 +48,9 @@ func (t *Tree) absent(err error) bool {
 	return errors.Is(err, fs.ErrNotExist)
 }
 
-// fails notes err of a read of name; it reports whether there was one.
-func (t *Tree) fails(name string, err error) bool {
+// gaveNothing tells whether a read of name gave nothing (absent,
+// unreadable or blocked), noting a problem when it was not simply absent.
+func (t *Tree) gaveNothing(name string, err error) bool {
 	switch {
 	case err == nil:
 		return false
@@ -68,7 +69,7 @@ func (t *Tree) File(name string) (data []byte, ok bool) {
 		return nil, false
 	}
 	data, err := t.FS.ReadFile(name)
-	if t.fails(name, err) {
+	if t.gaveNothing(name, err) {
 		return nil, false
 	}
 	return data, true
@@ -82,7 +83,7 @@ func (t *Tree) Dir(name string) (entries []fs.DirEntry, ok bool) {
 		return nil, false
 	}
 	entries, err := t.FS.ReadDir(name)
-	return entries, !t.fails(name, err)
+	return entries, !t.gaveNothing(name, err)
 }
 
 // Parsed reads name and parses it; ok is false when absent, unreadable or

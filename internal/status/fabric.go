@@ -88,7 +88,7 @@ func traffic(prev, latest *collected.FabricReading) *float64 {
 			before[d.Name+"/"+p.Number] = p
 		}
 	}
-	var bytes uint64
+	var bytes float64
 	measured := false
 	for _, d := range latest.Snapshot.Devices {
 		for _, p := range d.Ports {
@@ -96,7 +96,7 @@ func traffic(prev, latest *collected.FabricReading) *float64 {
 			if !ok {
 				continue
 			}
-			for _, pair := range [][2]*uint64{{b.ReceiveBytes, p.ReceiveBytes}, {b.TransmitBytes, p.TransmitBytes}} {
+			for _, pair := range [][2]*float64{{b.ReceiveBytes, p.ReceiveBytes}, {b.TransmitBytes, p.TransmitBytes}} {
 				if pair[0] == nil || pair[1] == nil {
 					continue
 				}
@@ -111,7 +111,7 @@ func traffic(prev, latest *collected.FabricReading) *float64 {
 	if !measured {
 		return nil
 	}
-	rate := float64(bytes) / seconds
+	rate := bytes / seconds
 	return &rate
 }
 

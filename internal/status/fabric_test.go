@@ -15,7 +15,7 @@ import (
 // fabricReadings is two readings of a fabric fixture tree, gap apart: the
 // later one with both counters of each port that is up grown by grow
 // bytes; only the later one when gap is 0.
-func fabricReadings(t testing.TB, tree string, gap time.Duration, grow uint64) *collected.Fabric {
+func fabricReadings(t testing.TB, tree string, gap time.Duration, grow float64) *collected.Fabric {
 	t.Helper()
 	read := func() fabric.Snapshot {
 		s := fabric.Read(os.DirFS(filepath.Join("..", "..", "testdata", "sys", tree)).(fabric.FS))
