@@ -101,12 +101,14 @@ deps:
 ## test: everything CI checks.
 test: deps lint nvml-standin unit e2e fuzz test-arm64 test-release test-deb
 
-# tools/dashboards is its own module (Grafana's SDK, go-jsonnet): its tests
-# check the dashboards against their code and the mixin against the shipped
-# files.
+# tools/dashboards (Grafana's SDK, go-jsonnet) and tools/browser (chromedp)
+# are modules of their own, so that go.mod lists only what the binary links:
+# their tests check the dashboards against their code, the mixin against the
+# shipped files, and the status page in headless Chromium.
 unit: tools
 	$(GO) test -count=1 ./...
 	$(GO) -C tools/dashboards test -count=1 ./...
+	$(GO) -C tools/browser test -count=1 ./...
 
 ## e2e: exporter → real Prometheus 3 → shipped rules → real Alertmanager →
 ## a webhook pager, on 127.0.0.1, with every dashboard query run against it
@@ -149,7 +151,7 @@ demo: build nvml-standin
 ## test and keeps its screenshots in the test's artifact directory.
 screenshots:
 	rm -rf .build/screenshots
-	SPARK_SCREENSHOT_DIR=$(CURDIR)/.build/screenshots $(GO) test -count=1 -run '^TestStatusPageInBrowser$$' ./cmd/spark_exporter/
+	SPARK_SCREENSHOT_DIR=$(CURDIR)/.build/screenshots $(GO) -C tools/browser test -count=1 -run '^TestStatusPageInBrowser$$' ./...
 	cp .build/screenshots/status-*.png docs/
 
 ## report-example: docs/report-example.png, README's `report --svg` of a
@@ -175,10 +177,12 @@ fmt:
 vet:
 	$(GO) vet -tags e2e ./...
 	$(GO) -C tools/dashboards vet ./...
+	$(GO) -C tools/browser vet ./...
 
 staticcheck: $(TOOLS)/staticcheck
 	$(TOOLS)/staticcheck -tags e2e ./...
 	cd tools/dashboards && $(CURDIR)/$(TOOLS)/staticcheck ./...
+	cd tools/browser && $(CURDIR)/$(TOOLS)/staticcheck ./...
 
 ## tools: the real Prometheus parts, pinned in tools/*/go.mod, kept out of
 ## the product's go.mod. Each set is rebuilt only when its pins change: the

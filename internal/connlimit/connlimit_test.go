@@ -150,9 +150,9 @@ func closed(c net.Conn) bool {
 }
 
 // Keep-alive connections that have had their answer are closed for room
-// even within their grace: clients that keep asking cheap requests never
-// stay idle for long, and used to keep a new client out for as long as
-// they kept asking.
+// even within their grace: clients that keep asking cheap requests are
+// never idle for long, and would otherwise keep a new client out for as
+// long as they kept asking.
 func TestIdleKeepAliveConnectionsMakeRoom(t *testing.T) {
 	addr := serve(t, 4, time.Hour, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	squatters := make([]net.Conn, 4)

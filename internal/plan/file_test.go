@@ -136,7 +136,7 @@ func FuzzParseFile(f *testing.F) {
 	})
 }
 
-// Issue 18, item 5: a file that repeats one key thousands of times, or
+// A file that repeats one key thousands of times, or
 // holds tens of thousands of unknown keys, is refused at the first with
 // an error of one short line that names neither key; a file over 1 MiB is
 // refused before it is parsed.

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// Issue 38, item 2: a request promising a body that never comes is
+// A request promising a body that never comes is
 // answered 400 at once, and its connection closed, rather than held until
 // the read deadline; next never runs.
 func TestBodyIsRefusedWithoutWaitingForIt(t *testing.T) {

@@ -127,7 +127,7 @@ func TestReportsNameTheEpisodeAndTheLines(t *testing.T) {
 		t.Fatalf("%d episodes, want 1", len(u.Throttle.Episodes))
 	}
 	// The log climbs at a flat 100 W from 15 min with its clock holding
-	// (watching, not throttled: issue 26); the clock falls and the
+	// (watching, not throttled); the clock falls and the
 	// counters grow from 27 min.
 	e := u.Throttle.Episodes[0]
 	onset := u.Start.Add(27 * time.Minute)

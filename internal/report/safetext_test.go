@@ -14,7 +14,7 @@ import (
 // a right-to-left override, a NUL and a line of its own.
 const hostile = "spark\x1b[2J\x1b]0;pwned\x07\u202egnilttorhT\x00\x0b\nverdict: all fine"
 
-// Issue 28, item 9: strings from a server reach neither the terminal nor
+// Strings from a server reach neither the terminal nor
 // the SVG with what would act on them; control characters in the
 // instance label leave the SVG valid XML.
 func TestServerStringsAreStripped(t *testing.T) {

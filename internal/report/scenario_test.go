@@ -36,7 +36,7 @@ func scenarioLog(t *testing.T, name string, span time.Duration) thermallog.Trace
 	return tr
 }
 
-// Issue 26's stand-in scenarios, each reproducing public GB10 captures
+// The stand-in scenarios, each reproducing public GB10 captures
 // (the sources in each file's header): a warm-up at a flat ~90 W, an hour
 // at 88 °C with the clock steady and counter blips of a fraction of a
 // percent are never throttled; a clock falling 2.45 → 2.0 GHz at 90 °C and

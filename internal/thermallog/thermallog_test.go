@@ -404,7 +404,7 @@ func TestParseTimestamps(t *testing.T) {
 	}
 }
 
-// Issue 37: the captures people make. A harness header with its own
+// The captures people make. A harness header with its own
 // names, --columns over a noheader capture or a header, Not Supported as
 // an absent value, a UTF-16 file with its BOM; malformed lines named up to
 // MaxSkippedKept and counted; timestamps outside the years a Duration

@@ -22,14 +22,15 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/testing/standin"
 )
 
-// Root is the repository root, found from this file's package directory.
+// Root is the repository root: the exporter's module directory, also from
+// a tools module that replaces the exporter with its checkout.
 func Root(t testing.TB) string {
 	t.Helper()
-	out, err := exec.Command("go", "env", "GOMOD").Output()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/spark-exporter/spark_exporter").Output()
 	if err != nil {
-		t.Fatalf("go env GOMOD: %v", err)
+		t.Fatalf("go list -m: %v", err)
 	}
-	return filepath.Dir(strings.TrimSpace(string(out)))
+	return strings.TrimSpace(string(out))
 }
 
 // once builds something once per test process, into a temporary
