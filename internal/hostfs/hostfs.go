@@ -65,13 +65,6 @@ func (f FS) WithContext(ctx context.Context) FS {
 	return f
 }
 
-// WithMaxSize returns f with every file bounded by n bytes, whatever its
-// name.
-func (f FS) WithMaxSize(n int) FS {
-	f.maxSize = n
-	return f
-}
-
 // MaxSysAttribute bounds a sysfs file: an attribute is at most a page (4
 // KiB on x86, up to 64 KiB on arm64).
 const MaxSysAttribute = 64 << 10

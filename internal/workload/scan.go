@@ -297,7 +297,7 @@ func hashCmdline(data []byte) uint64 {
 // group makes one workload of each matched process that has no matched
 // ancestor, and sums the memory of its tree.
 func (s *Scanner) group(ctx context.Context, nodes []Node, blind map[int]bool, res *Result) error {
-	owners := Owners(nodes)
+	owners := ownerPIDs(nodes)
 	for i, n := range nodes {
 		if owners[i] != n.PID {
 			continue
