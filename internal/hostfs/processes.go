@@ -28,6 +28,8 @@ type Process struct {
 type Processes struct {
 	fs FS
 	fd int // the tree's directory, open from one List to the next; -1 before
+	// arena holds what the last ReadAll read.
+	arena []byte
 }
 
 // File is what ReadAll read of one process's file, or why not.
@@ -98,12 +100,17 @@ func (d *Processes) Read(ctx context.Context, pid int, name string, buf []byte) 
 }
 
 // ReadAll reads the file name of each of ps in one batch, within ctx:
-// files[i] is what was read of ps[i], or why not. When a read blocks,
+// files[i] is what was read of ps[i], or why not, valid until the next
+// ReadAll. When a read blocks,
 // ReadAll fails naming the file, and reads no file after it.
 func (d *Processes) ReadAll(ctx context.Context, ps []Process, name string) ([]File, error) {
 	// The batch may outlive the call: its own copies.
 	dir, ps := d.fd, slices.Clone(ps)
 	files := make([]File, len(ps))
+	// One buffer for the lot, kept for the next call, cut into files once
+	// the batch has returned; a batch given up keeps its own.
+	arena := d.arena[:0]
+	d.arena = nil
 	if blocked := d.fs.WithContext(ctx).Batch(func(r *Reader) error {
 		var buf []byte
 		for i, p := range ps {
@@ -112,11 +119,20 @@ func (d *Processes) ReadAll(ctx context.Context, ps []Process, name string) ([]F
 				return err
 			}
 			buf = data
-			files[i] = File{bytes.Clone(data), err}
+			arena = append(arena, data...)
+			files[i] = File{Data: arena[len(arena)-len(data):], Err: err}
 		}
 		return nil
 	}); blocked != nil {
 		return nil, blocked
+	}
+	if cap(arena) <= 1<<20 { // a thousand stat files are about 300 KiB
+		d.arena = arena
+	}
+	end := 0
+	for i := range files {
+		end += len(files[i].Data)
+		files[i].Data = arena[end-len(files[i].Data) : end : end]
 	}
 	return files, nil
 }
