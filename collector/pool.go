@@ -160,9 +160,8 @@ func (c *poolCollector) Update(ctx context.Context, ch chan<- prometheus.Metric)
 
 // read reads and parses meminfo, vmstat and the memory pressure.
 func (c *poolCollector) read(ctx context.Context) (snap pool.Snapshot, vm vmstat.Counters, psi pool.Pressure, psiOK bool, err error) {
-	// The three files are read in one batch, under one deadline, each into
-	// a buffer of its own: what a worker per file or a kept buffer would
-	// cost or pay is in docs/performance.md.
+	// One batch, so that a blocked file costs one wait of the run's
+	// deadline and no file after it is read.
 	var (
 		meminfo, vmstatData, pressure []byte
 		meminfoErr, vmstatErr, psiErr error

@@ -69,8 +69,7 @@ type procFiles interface {
 // python3 -m vllm serve), its comm; its stat's arg_start and arg_end, where
 // the kernel shows them (to root, or the process's owner), change, and
 // cost nothing more to read. Where they are hidden, only the command line
-// tells: it is reread at every scan with the stats, kept open (one pread),
-// and compared by a hash. It is safe for concurrent use; scans run one at a
+// tells: it is reread at every scan, all at once, and compared by a hash. It is safe for concurrent use; scans run one at a
 // time.
 type Scanner struct {
 	proc     procFiles
@@ -158,9 +157,8 @@ func (s *Scanner) Scan(ctx context.Context) (Result, error) {
 	// blind: processes already counted unreadable, whose memory is not
 	// read either.
 	var blind map[int]bool
-	// A process seen before is read at every scan of its life, its stat
-	// kept open and reread with the others' at once; one new now may be
-	// gone by the next.
+	// The stat of each process seen before is reread with the others' in
+	// one batch; one new now may be gone by the next scan.
 	rereads := s.rereads[:0]
 	counted := func(pid int, n Node, present bool, err error) error {
 		if errors.Is(err, hostfs.ErrBlocked) {
@@ -225,10 +223,7 @@ func (s *Scanner) Scan(ctx context.Context) (Result, error) {
 		s.buf = nil
 		return Result{}, err
 	}
-	// The read buffer serves one scan's reads and is not kept for the
-	// next: keeping it paid nothing measurable in the whole-scrape
-	// benchmark (docs/performance.md), and a command line of megabytes
-	// would have pinned as much.
+	// A command line of megabytes would pin as much in a kept buffer.
 	s.buf = nil
 	return res, nil
 }
