@@ -27,6 +27,7 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/judge"
+	"github.com/spark-exporter/spark_exporter/internal/redact"
 
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
 )
@@ -35,7 +36,8 @@ import (
 type Collector interface {
 	// Update sends this scrape's metrics to ch. An error marks the
 	// collector failed for this scrape; metrics already sent are kept.
-	Update(ch chan<- prometheus.Metric) error
+	// ctx's deadline bounds the collector's reads of /proc and /sys.
+	Update(ctx context.Context, ch chan<- prometheus.Metric) error
 }
 
 // ErrNoData tells the registry that a collector has nothing to report on
@@ -51,9 +53,9 @@ type Env struct {
 	// SysFS is the sysfs mount point (--path.sysfs). Every /sys read goes
 	// through it, for the same reason.
 	SysFS string
-	// ReadTimeout is --path.read-timeout: the deadline of each read under
-	// ProcFS and SysFS (hostfs.DefaultTimeout when 0). A read that blocks
-	// past it fails its collector, naming the file.
+	// ReadTimeout is --path.read-timeout: how long a collector's reads
+	// under ProcFS and SysFS may take in all (hostfs.DefaultTimeout when
+	// 0). A read that blocks past it fails its collector, naming the file.
 	ReadTimeout time.Duration
 	// PoolReserve is --pool.reserve: the memory kept back for the OS and
 	// driver. Build sets it from the flag AddFlags registers.
@@ -296,6 +298,7 @@ func (s *Selection) Build(env Env) (*Exporter, error) {
 		cs[name] = c
 	}
 	e := NewExporter(cs, env.Logger)
+	e.readTimeout = env.ReadTimeout
 	e.procfs = filepath.Clean(env.ProcFS)
 	if env.SysFS != "" {
 		e.sysfs = filepath.Clean(env.SysFS)
@@ -338,6 +341,8 @@ type Exporter struct {
 	// errors quote the files they failed on, and the mount point may be
 	// a private path. sysfs is --path.sysfs, cut out the same way.
 	procfs, sysfs string
+	// readTimeout is Env.ReadTimeout: each run's deadline.
+	readTimeout time.Duration
 
 	mu sync.Mutex
 	at time.Time // when the latest run of every collector ended
@@ -391,7 +396,9 @@ func (e *Exporter) collect(ch chan<- prometheus.Metric, names []string) {
 
 func (e *Exporter) run(name string, ch chan<- prometheus.Metric) {
 	start := time.Now()
-	err := e.collectors[name].Update(ch)
+	ctx, cancel := hostfs.RunContext(context.Background(), e.readTimeout)
+	err := e.collectors[name].Update(ctx, ch)
+	cancel()
 	duration := time.Since(start)
 
 	success := 1.0
@@ -436,7 +443,7 @@ func (e *Exporter) record(name string, err error, duration time.Duration) {
 // relative to them: "open /srv/x/proc/meminfo: …" is logged as
 // "open meminfo: …".
 func (e *Exporter) redact(err error) string {
-	return hostfs.UnderRoots(err.Error(), e.procfs, e.sysfs)
+	return redact.UnderRoots(err.Error(), e.procfs, e.sysfs)
 }
 
 // Filter returns a collector that runs only the named collectors, for the

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -27,7 +28,7 @@ type fake struct {
 
 func (f *fake) set(err error) { f.mu.Lock(); f.err = err; f.mu.Unlock() }
 
-func (f *fake) Update(ch chan<- prometheus.Metric) error {
+func (f *fake) Update(_ context.Context, ch chan<- prometheus.Metric) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.err != nil {
@@ -60,7 +61,7 @@ func TestFailingCollectorDoesNotHideOthers(t *testing.T) {
 
 type noData struct{}
 
-func (noData) Update(chan<- prometheus.Metric) error { return ErrNoData }
+func (noData) Update(context.Context, chan<- prometheus.Metric) error { return ErrNoData }
 
 func TestFailureLoggedWhenItStartsAndClears(t *testing.T) {
 	var buf bytes.Buffer

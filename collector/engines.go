@@ -198,7 +198,7 @@ func (c *enginesCollector) keep(st *collected.State) {
 }
 
 // Update starts a round and renders the latest one's answers.
-func (c *enginesCollector) Update(ch chan<- prometheus.Metric) error {
+func (c *enginesCollector) Update(_ context.Context, ch chan<- prometheus.Metric) error {
 	select {
 	case c.kick <- struct{}{}:
 	default: // a round is already due

@@ -58,12 +58,12 @@ func BenchmarkWorkloadPlaces(b *testing.B) {
 	w := newWorkloadsCollector(hostfs.New(fixtures), nil, nopLogger())
 	defer w.Close()
 	w.places.found = engine.NewDirectory()
-	res, err := w.scanner.Scan()
+	res, err := w.scanner.Scan(b.Context())
 	if err != nil || len(res.Workloads) == 0 {
 		b.Fatalf("%d workloads, %v", len(res.Workloads), err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		w.places.place(&res)
+		w.places.place(b.Context(), &res)
 	}
 }

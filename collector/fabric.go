@@ -2,6 +2,7 @@ package collector
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -226,7 +227,7 @@ func (b *batchReader) ReadDir(name string) ([]fs.DirEntry, error) {
 	return entries, b.sys.relative(name, err)
 }
 
-func (c *fabricCollector) Update(ch chan<- prometheus.Metric) error {
+func (c *fabricCollector) Update(_ context.Context, ch chan<- prometheus.Metric) error {
 	s, err := c.read()
 	c.Set(s.LeftOut)
 	if err == nil && s.Blocked != nil {

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -20,6 +21,7 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/kmsg"
 	"github.com/spark-exporter/spark_exporter/internal/pool"
+	"github.com/spark-exporter/spark_exporter/internal/redact"
 	"github.com/spark-exporter/spark_exporter/internal/workload"
 )
 
@@ -94,7 +96,7 @@ func newFlightCollector(path string, size uint64, interval time.Duration, proc h
 		// A read-only or full disk stops the recorder, never the
 		// exporter: counted, and logged without the path.
 		c.writeErrors.Add(1)
-		level.Error(logger).Log("msg", "the flight recorder cannot open its file; recording nothing", "err", hostfs.WithoutPath(err))
+		level.Error(logger).Log("msg", "the flight recorder cannot open its file; recording nothing", "err", redact.WithoutPath(err))
 		close(c.done)
 		return c, nil
 	}
@@ -175,7 +177,7 @@ func (c *flightCollector) write(clean bool) {
 	}
 	if err != nil {
 		if c.writeErrors.Add(1) == 1 {
-			level.Error(c.logger).Log("msg", "a flight record could not be written; counting in spark_flight_write_errors_total", "err", hostfs.WithoutPath(err))
+			level.Error(c.logger).Log("msg", "a flight record could not be written; counting in spark_flight_write_errors_total", "err", redact.WithoutPath(err))
 		}
 		return
 	}
@@ -259,7 +261,7 @@ func (c *flightCollector) keep(st *collected.State) {
 	st.Flight = f
 }
 
-func (c *flightCollector) Update(ch chan<- prometheus.Metric) error {
+func (c *flightCollector) Update(_ context.Context, ch chan<- prometheus.Metric) error {
 	ch <- prometheus.MustNewConstMetric(flightRecordsDesc, prometheus.CounterValue, float64(c.records.Load()))
 	ch <- prometheus.MustNewConstMetric(flightErrorsDesc, prometheus.CounterValue, float64(c.writeErrors.Load()))
 	ch <- prometheus.MustNewConstMetric(flightUncleanDesc, prometheus.GaugeValue, supported(c.unclean() != nil))

@@ -154,7 +154,7 @@ func newGPUCollector(nvml snapshotter, timeout, maxAge time.Duration, fs hostfs.
 	return &gpuCollector{nvml: nvml, timeout: timeout, maxAge: maxAge, procfs: fs, logger: logger}, nil
 }
 
-func (c *gpuCollector) Update(ch chan<- prometheus.Metric) error {
+func (c *gpuCollector) Update(_ context.Context, ch chan<- prometheus.Metric) error {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
 	snap, err := c.nvml.Recent(ctx, c.maxAge)

@@ -55,7 +55,7 @@ func collect(t *testing.T, c Collector) (map[string]float64, error) {
 	ch := make(chan prometheus.Metric)
 	done := make(chan error, 1)
 	go func() {
-		err := c.Update(ch)
+		err := c.Update(t.Context(), ch)
 		close(ch)
 		done <- err
 	}()

@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"sort"
@@ -86,7 +87,7 @@ func (c *kernelCollector) keep(st *collected.State) {
 	st.Kernel = &k
 }
 
-func (c *kernelCollector) Update(ch chan<- prometheus.Metric) error {
+func (c *kernelCollector) Update(_ context.Context, ch chan<- prometheus.Metric) error {
 	k := c.state()
 	ch <- prometheus.MustNewConstMetric(kernelSupportedDesc, prometheus.GaugeValue, supported(k.Readable), "kmsg")
 	if !k.Readable {

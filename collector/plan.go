@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -63,7 +64,7 @@ func newPlanCollector(plans []plan.Named) (*planCollector, error) {
 	return c, nil
 }
 
-func (c *planCollector) Update(ch chan<- prometheus.Metric) error {
+func (c *planCollector) Update(_ context.Context, ch chan<- prometheus.Metric) error {
 	for _, p := range c.plans {
 		ch <- prometheus.MustNewConstMetric(planRequiredDesc, prometheus.GaugeValue, p.PeakBytes, p.Name)
 	}

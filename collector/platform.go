@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -103,7 +104,7 @@ func (c *platformCollector) read() platform.Snapshot {
 	return s
 }
 
-func (c *platformCollector) Update(ch chan<- prometheus.Metric) error {
+func (c *platformCollector) Update(_ context.Context, ch chan<- prometheus.Metric) error {
 	s := c.read()
 	if s.Blocked != nil {
 		// The next file may block as long: nothing more was read, and

@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -25,7 +26,7 @@ import (
 func init() {
 	registerCollector("pool", defaultEnabled, func(cliflag.FlagGroup) Factory {
 		return func(env Env) (Collector, error) {
-			return newPoolCollector(hostfs.New(env.ProcFS).WithTimeout(env.ReadTimeout), env.PoolReserve, env.Logger)
+			return newPoolCollector(hostfs.New(env.ProcFS), env.PoolReserve, env.Logger)
 		}
 	})
 }
@@ -80,10 +81,10 @@ func newPoolCollector(proc hostfs.FS, reserve uint64, logger log.Logger) (*poolC
 	}, nil
 }
 
-func (c *poolCollector) Update(ch chan<- prometheus.Metric) error {
+func (c *poolCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
 	// Read every source before sending anything, so that a failed scrape
 	// sends no half set of pool figures.
-	snap, vm, psi, psiOK, err := c.read()
+	snap, vm, psi, psiOK, err := c.read(ctx)
 	if err != nil {
 		c.last.Store(nil)
 		return err
@@ -158,15 +159,14 @@ func (c *poolCollector) Update(ch chan<- prometheus.Metric) error {
 }
 
 // read reads and parses meminfo, vmstat and the memory pressure.
-func (c *poolCollector) read() (snap pool.Snapshot, vm vmstat.Counters, psi pool.Pressure, psiOK bool, err error) {
-	// The three files are read in one batch, under one deadline, each into
-	// a buffer of its own: what a worker per file or a kept buffer would
-	// cost or pay is in docs/performance.md.
+func (c *poolCollector) read(ctx context.Context) (snap pool.Snapshot, vm vmstat.Counters, psi pool.Pressure, psiOK bool, err error) {
+	// One batch, so that a blocked file costs one wait of the run's
+	// deadline and no file after it is read.
 	var (
 		meminfo, vmstatData, pressure []byte
 		meminfoErr, vmstatErr, psiErr error
 	)
-	if err := c.proc.Batch(func(r *hostfs.Reader) error {
+	if err := c.proc.WithContext(ctx).Batch(func(r *hostfs.Reader) error {
 		if meminfo, meminfoErr = r.ReadFile("meminfo", nil); errors.Is(meminfoErr, hostfs.ErrBlocked) {
 			return nil
 		}

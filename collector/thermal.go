@@ -182,7 +182,7 @@ func (c *thermalCollector) keep(st *collected.State) {
 	}
 }
 
-func (c *thermalCollector) Update(ch chan<- prometheus.Metric) error {
+func (c *thermalCollector) Update(_ context.Context, ch chan<- prometheus.Metric) error {
 	snap := c.sampler.Snapshot()
 	c.rendered.Store(&snap)
 	sendThermal(ch, snap)

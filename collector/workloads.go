@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"context"
 	"strconv"
 	"sync/atomic"
 
@@ -30,8 +31,7 @@ func init() {
 			"The Docker Engine API's Unix socket (e.g. /var/run/docker.sock), to name the containers workloads run in; "+
 				"off when empty. The exporter's user needs the docker group.").Default("").String()
 		return func(env Env) (Collector, error) {
-			proc := hostfs.New(env.ProcFS).WithTimeout(env.ReadTimeout)
-			c := newWorkloadsCollector(proc, *patterns, env.Logger)
+			c := newWorkloadsCollector(hostfs.New(env.ProcFS), *patterns, env.Logger)
 			c.places.found = env.Engines
 			if *dockerSocket != "" {
 				c.places.docker = dockerapi.NewDocker(*dockerSocket)
@@ -70,21 +70,21 @@ func (c *workloadsCollector) keep(st *collected.State) {
 }
 
 func newWorkloadsCollector(proc hostfs.FS, patterns []workload.Pattern, logger log.Logger) *workloadsCollector {
-	return &workloadsCollector{scanner: workload.NewScannerOn(proc, patterns), logger: logger,
+	return &workloadsCollector{scanner: workload.NewScanner(proc, patterns), logger: logger,
 		places: workloadPlaces{proc: proc, logger: logger}}
 }
 
 // Close closes the /proc files the scanner keeps open between scrapes.
 func (c *workloadsCollector) Close() error { return c.scanner.Close() }
 
-func (c *workloadsCollector) Update(ch chan<- prometheus.Metric) error {
-	res, err := c.scanner.Scan()
+func (c *workloadsCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
+	res, err := c.scanner.Scan(ctx)
 	if err != nil {
 		c.last.Store(nil)
 		c.containers.Store(nil)
 		return err
 	}
-	containers := c.places.place(&res)
+	containers := c.places.place(ctx, &res)
 	c.last.Store(&res)
 	c.containers.Store(containers)
 	for _, p := range res.Problems {

@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"context"
 	"net"
 	"slices"
 	"strconv"
@@ -48,7 +49,8 @@ type workloadPlaces struct {
 // and hands the engines to found. Each is one small read per workload: a
 // Spark runs a handful. A cgroup that cannot be read leaves the workload
 // unlabelled (container ""), as on the host.
-func (p *workloadPlaces) place(res *workload.Result) *collected.Containers {
+func (p *workloadPlaces) place(ctx context.Context, res *workload.Result) *collected.Containers {
+	proc := p.proc.WithContext(ctx)
 	out := &collected.Containers{ByPID: make(map[int]container.Ref, len(res.Workloads))}
 	var targets []engine.Target
 	var buf []byte
@@ -56,14 +58,14 @@ func (p *workloadPlaces) place(res *workload.Result) *collected.Containers {
 		pid := strconv.Itoa(w.PID)
 		var ref container.Ref
 		var err error
-		if buf, err = p.proc.ReadFile(pid+"/cgroup", buf); err == nil {
+		if buf, err = proc.ReadFile(pid+"/cgroup", buf); err == nil {
 			ref = container.ParseCgroup(buf)
 		}
 		out.ByPID[w.PID] = ref
 		if p.found == nil || !slices.Contains(engine.Kinds, w.Kind) {
 			continue
 		}
-		if buf, err = p.proc.ReadFile(pid+"/cmdline", buf); err != nil {
+		if buf, err = proc.ReadFile(pid+"/cmdline", buf); err != nil {
 			continue
 		}
 		ep := workload.EndpointOf(w.Kind, buf)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"compress/gzip"
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -23,7 +24,7 @@ type gate struct {
 	entered chan struct{}
 }
 
-func (g *gate) Update(chan<- prometheus.Metric) error {
+func (g *gate) Update(context.Context, chan<- prometheus.Metric) error {
 	select {
 	case g.entered <- struct{}{}:
 	default:
@@ -34,7 +35,7 @@ func (g *gate) Update(chan<- prometheus.Metric) error {
 
 type idle struct{}
 
-func (idle) Update(chan<- prometheus.Metric) error { return nil }
+func (idle) Update(context.Context, chan<- prometheus.Metric) error { return nil }
 
 func get(h http.Handler, target string) *httptest.ResponseRecorder {
 	w := httptest.NewRecorder()

@@ -20,8 +20,8 @@ import (
 	"github.com/spark-exporter/spark_exporter/collector"
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
-	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/judge"
+	"github.com/spark-exporter/spark_exporter/internal/redact"
 	"github.com/spark-exporter/spark_exporter/internal/report"
 	"github.com/spark-exporter/spark_exporter/internal/thermallog"
 )
@@ -151,7 +151,7 @@ type sourceError struct{ error }
 func reportLog(path string, opt logOptions, cfg judge.ThermalConfig, stderr io.Writer) (report.Report, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return report.Report{}, sourceError{fmt.Errorf("cannot read the log %q: %w", path, hostfs.OpWithoutPath(err))}
+		return report.Report{}, sourceError{fmt.Errorf("cannot read the log %q: %w", path, redact.OpWithoutPath(err))}
 	}
 	defer f.Close()
 	var first, last time.Time
@@ -169,7 +169,7 @@ func reportLog(path string, opt logOptions, cfg judge.ThermalConfig, stderr io.W
 	case errors.As(err, &format):
 		return report.Report{}, usageError{fmt.Errorf("cannot read the log %q: %w", path, err)}
 	case err != nil && !errors.As(err, &malformed):
-		return report.Report{}, sourceError{fmt.Errorf("cannot read the log %q: %w", path, hostfs.OpWithoutPath(err))}
+		return report.Report{}, sourceError{fmt.Errorf("cannot read the log %q: %w", path, redact.OpWithoutPath(err))}
 	}
 	// The first few malformed lines are named, the rest counted: a log
 	// of bad lines costs no output per line.
@@ -196,14 +196,14 @@ func reportLog(path string, opt logOptions, cfg judge.ThermalConfig, stderr io.W
 	}
 	source := func(yield func(thermallog.Row)) error {
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return sourceError{fmt.Errorf("cannot read the log %q again: %w", path, hostfs.OpWithoutPath(err))}
+			return sourceError{fmt.Errorf("cannot read the log %q again: %w", path, redact.OpWithoutPath(err))}
 		}
 		_, err := thermallog.ParseEach(f, opt.parse, func(r thermallog.Row) {
 			r.Time = r.Time.Add(shift)
 			yield(r)
 		})
 		if err != nil && !errors.As(err, &malformed) {
-			return sourceError{fmt.Errorf("cannot read the log %q again: %w", path, hostfs.OpWithoutPath(err))}
+			return sourceError{fmt.Errorf("cannot read the log %q again: %w", path, redact.OpWithoutPath(err))}
 		}
 		return nil
 	}
@@ -350,7 +350,7 @@ func (o httpOptions) client() (config.HTTPClientConfig, error) {
 		}
 		loaded, _, err := config.LoadHTTPConfigFile(o.configFile)
 		if err != nil {
-			return cfg, usageError{fmt.Errorf("invalid flag --http.config.file: %w", hostfs.OpWithoutPath(err))}
+			return cfg, usageError{fmt.Errorf("invalid flag --http.config.file: %w", redact.OpWithoutPath(err))}
 		}
 		return *loaded, nil
 	}
@@ -380,7 +380,7 @@ func reportPrometheus(address string, o httpOptions, q report.Query, cfg judge.T
 	// configuration.
 	httpClient, err := config.NewClientFromConfig(httpCfg, name+"_report")
 	if err != nil {
-		return report.Report{}, usageError{fmt.Errorf("the Prometheus HTTP client: %w", hostfs.OpWithoutPath(err))}
+		return report.Report{}, usageError{fmt.Errorf("the Prometheus HTTP client: %w", redact.OpWithoutPath(err))}
 	}
 	// The answer's size capped as it is read (cappedTransport).
 	httpClient.Transport = cappedTransport{httpClient.Transport}
@@ -401,13 +401,13 @@ func reportPrometheus(address string, o httpOptions, q report.Query, cfg judge.T
 func writeSVG(path string, r report.Report) error {
 	f, err := os.Create(path)
 	if err != nil {
-		return fmt.Errorf("--svg: %w", hostfs.OpWithoutPath(err))
+		return fmt.Errorf("--svg: %w", redact.OpWithoutPath(err))
 	}
 	if err := r.WriteSVG(f); err != nil {
 		f.Close()
 		return fmt.Errorf("--svg: %w", err)
 	}
-	return hostfs.OpWithoutPath(f.Close())
+	return redact.OpWithoutPath(f.Close())
 }
 
 // maxAnswerBytes caps one Prometheus answer, as `status` caps its: the

@@ -14,6 +14,7 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
 	"github.com/spark-exporter/spark_exporter/internal/flight"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
+	"github.com/spark-exporter/spark_exporter/internal/redact"
 )
 
 // defaultFlightFile is where the .deb's unit keeps the flight ring.
@@ -55,7 +56,7 @@ func reportFlight(app *kingpin.Application, f reportFlightFlags, file string, fr
 	}
 	recs, damaged, err := flight.Read(file)
 	if err != nil {
-		return fail(reportFailed, fmt.Errorf("the flight file: %w", hostfs.WithoutPath(err)))
+		return fail(reportFailed, fmt.Errorf("the flight file: %w", redact.WithoutPath(err)))
 	}
 	boots := flight.Boots(recs)
 	if len(boots) == 0 {
@@ -111,7 +112,7 @@ func reportFlight(app *kingpin.Application, f reportFlightFlags, file string, fr
 		}
 	}
 	if err != nil {
-		return fail(reportFailed, hostfs.WithoutPath(err))
+		return fail(reportFailed, redact.WithoutPath(err))
 	}
 	return reportMade
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/common/config"
 
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
-	"github.com/spark-exporter/spark_exporter/internal/hostfs"
+	"github.com/spark-exporter/spark_exporter/internal/redact"
 	"github.com/spark-exporter/spark_exporter/internal/status"
 )
 
@@ -94,7 +94,7 @@ func statusClient(u *url.URL, configFile, user, passwordFile string, timeout tim
 	case configFile != "":
 		loaded, _, err := config.LoadHTTPConfigFile(configFile)
 		if err != nil {
-			return nil, fmt.Errorf("invalid flag --http.config.file: %w", hostfs.OpWithoutPath(err))
+			return nil, fmt.Errorf("invalid flag --http.config.file: %w", redact.OpWithoutPath(err))
 		}
 		cfg = *loaded
 	case user == "" && passwordFile != "":
@@ -107,7 +107,7 @@ func statusClient(u *url.URL, configFile, user, passwordFile string, timeout tim
 	}
 	client, err := config.NewClientFromConfig(cfg, name+"_status")
 	if err != nil {
-		return nil, fmt.Errorf("the HTTP client: %w", hostfs.OpWithoutPath(err))
+		return nil, fmt.Errorf("the HTTP client: %w", redact.OpWithoutPath(err))
 	}
 	client.Timeout = timeout
 	return client, nil

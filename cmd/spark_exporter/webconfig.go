@@ -13,7 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/spark-exporter/spark_exporter/internal/hostfs"
+	"github.com/spark-exporter/spark_exporter/internal/redact"
 )
 
 // checkWebConfig validates --web.config.file at start, as exporter-toolkit
@@ -30,7 +30,7 @@ func checkWebConfig(path string) error {
 		return fmt.Errorf("invalid --web.config.file: %w", err)
 	}
 	if err := web.Validate(path); err != nil {
-		return fmt.Errorf("invalid --web.config.file: %s", redactWebConfigPaths(hostfs.WithoutPath(err).Error(), path))
+		return fmt.Errorf("invalid --web.config.file: %s", redactWebConfigPaths(redact.WithoutPath(err).Error(), path))
 	}
 	return nil
 }
@@ -130,20 +130,20 @@ func redactWebConfigPaths(msg, path string) string {
 	if data, err := os.ReadFile(path); err == nil {
 		_ = yaml.Unmarshal(data, &c) // a file that does not parse names no other file
 	}
-	redactions := []hostfs.Renaming{{Path: path, Name: "the file"}}
+	redactions := []redact.Renaming{{Path: path, Name: "the file"}}
 	for _, f := range []struct{ value, setting string }{
 		{c.TLS.Cert, "cert_file"}, {c.TLS.Key, "key_file"}, {c.TLS.CA, "client_ca_file"},
 	} {
 		if f.value == "" {
 			continue
 		}
-		redactions = append(redactions, hostfs.Renaming{Path: f.value, Name: f.setting})
+		redactions = append(redactions, redact.Renaming{Path: f.value, Name: f.setting})
 		if !filepath.IsAbs(f.value) {
 			// exporter-toolkit reads a relative path from the config's directory.
-			redactions = append(redactions, hostfs.Renaming{Path: filepath.Join(filepath.Dir(path), f.value), Name: f.setting})
+			redactions = append(redactions, redact.Renaming{Path: filepath.Join(filepath.Dir(path), f.value), Name: f.setting})
 		}
 	}
-	return hostfs.ReplacePaths(msg, redactions)
+	return redact.ReplacePaths(msg, redactions)
 }
 
 // redactingHandler passes exporter-toolkit's log records on with the web

@@ -108,19 +108,19 @@ func TestProcessesBlockedRead(t *testing.T) {
 	path := fifo(t, dir, "7/cmdline")
 	ps := New(dir).WithTimeout(50 * time.Millisecond).Processes()
 	defer ps.Close()
-	list, err := ps.List(nil)
+	list, err := ps.List(t.Context(), nil)
 	if err != nil || len(list) != 1 {
 		t.Fatalf("List: %v, %v", list, err)
 	}
-	_, err = ps.Read(7, "cmdline", nil)
+	_, err = ps.Read(t.Context(), 7, "cmdline", nil)
 	var pe *fs.PathError
 	if !errors.Is(err, ErrBlocked) || !errors.As(err, &pe) || pe.Path != "7/cmdline" {
 		t.Fatalf("Read of a blocked cmdline: %v, want blocked naming 7/cmdline", err)
 	}
-	if _, err := ps.Reread(list[0], "status", nil); err != nil {
+	if _, err := ps.Read(t.Context(), list[0].PID, "status", nil); err != nil {
 		t.Errorf("another file of the process: %v", err)
 	}
-	if _, err := ps.Read(7, "cmdline", nil); !errors.Is(err, ErrBlocked) {
+	if _, err := ps.Read(t.Context(), 7, "cmdline", nil); !errors.Is(err, ErrBlocked) {
 		t.Errorf("a second read: %v, want still blocked", err)
 	}
 	unblock(t, path)
@@ -128,7 +128,7 @@ func TestProcessesBlockedRead(t *testing.T) {
 	if err := os.WriteFile(path, []byte("vllm\x00serve\x00"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := waitUnblocked(t, func() error { _, err := ps.Read(7, "cmdline", nil); return err }); err != nil {
+	if err := waitUnblocked(t, func() error { _, err := ps.Read(t.Context(), 7, "cmdline", nil); return err }); err != nil {
 		t.Errorf("after the writer came: %v", err)
 	}
 }
@@ -163,8 +163,8 @@ func TestReadsAreBoundedBySize(t *testing.T) {
 			t.Errorf("%s beyond its bound: %d bytes of a buffer of %d, %v; want a TooLargeError and the buffer given", tc.name, len(data), cap(data), err)
 		}
 	}
-	if _, err := New(dir).WithMaxSize(MaxSysAttribute).ReadFile("1/cmdline", nil); !errors.As(err, new(*TooLargeError)) {
-		t.Errorf("WithMaxSize: %v", err)
+	if _, err := New(dir).Sysfs().ReadFile("1/cmdline", nil); !errors.As(err, new(*TooLargeError)) {
+		t.Errorf("a sysfs attribute of a command line's size: %v", err)
 	}
 }
 
@@ -188,16 +188,16 @@ func TestLinksAreRefused(t *testing.T) {
 	}
 	ps := f.Processes()
 	defer ps.Close()
-	list, err := ps.List(nil)
+	list, err := ps.List(t.Context(), nil)
 	if err != nil || len(list) != 1 {
 		t.Fatalf("List: %v %v", list, err)
 	}
 	for _, name := range []string{"stat", "status", "cmdline"} {
-		if _, err := ps.Read(5, name, nil); !errors.Is(err, syscall.ELOOP) {
+		if _, err := ps.Read(t.Context(), 5, name, nil); !errors.Is(err, syscall.ELOOP) {
 			t.Errorf("Read %s -> /dev/zero: %v, want ELOOP", name, err)
 		}
-		if _, err := ps.Reread(list[0], name, nil); !errors.Is(err, syscall.ELOOP) {
-			t.Errorf("Reread %s -> /dev/zero: %v, want ELOOP", name, err)
+		if files, err := ps.ReadAll(t.Context(), list, name); err != nil || !errors.Is(files[0].Err, syscall.ELOOP) {
+			t.Errorf("ReadAll %s -> /dev/zero: %v, want ELOOP", name, err)
 		}
 	}
 	// A character device itself (not a link) is bounded by size.
@@ -278,7 +278,8 @@ func TestBatchLeavesNoDescriptorOpen(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f := New(dir).WithMaxSize(8)
+	f := New(dir)
+	f.maxSize = 8
 	if err := os.WriteFile(filepath.Join(dir, "large"), bytes.Repeat([]byte("9"), 9), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -309,5 +310,34 @@ func TestBatchLeavesNoDescriptorOpen(t *testing.T) {
 	}
 	if n := openFiles(t); n != before {
 		t.Errorf("%d files open after 20 batches, %d before", n, before)
+	}
+}
+
+// A collector run has one deadline: a read after a blocked one waits no
+// longer than what is left of it, not a timeout of its own.
+func TestRunContextIsOneDeadline(t *testing.T) {
+	dir := t.TempDir()
+	first, second := fifo(t, dir, "first"), fifo(t, dir, "second")
+	t.Cleanup(func() {
+		// Whichever read began still waits for a writer.
+		for _, path := range []string{first, second} {
+			if fd, err := syscall.Open(path, syscall.O_WRONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0); err == nil {
+				syscall.Close(fd)
+			}
+		}
+	})
+	// Outside a run a read would wait an hour.
+	f := New(dir).WithTimeout(time.Hour)
+	ctx, cancel := RunContext(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	run := f.WithContext(ctx)
+	_, err := run.ReadFile("first", nil)
+	var b *BlockedError
+	if !errors.As(err, &b) || b.Still || !strings.Contains(err.Error(), "first: blocked: no answer within 50ms") {
+		t.Fatalf("first under the run's deadline: %v, want blocked within 50ms naming it", err)
+	}
+	// The deadline has passed: the next read is given up at once.
+	if _, err := run.ReadFile("second", nil); !errors.As(err, &b) || b.Still || b.Timeout != 50*time.Millisecond {
+		t.Fatalf("second under the passed deadline: %v, want blocked", err)
 	}
 }

@@ -2,12 +2,12 @@
 // names (--path.procfs, --path.sysfs): whole small files, bounded by their
 // kind so that a link to /dev/zero is an error and not an out-of-memory,
 // never through a symbolic link (procfs and sysfs files are never links;
-// one in a fixture tree could put any file in a label). Reads run in
-// batches under a deadline (deadline.go), and errors can be rendered
-// without the paths they carry (redact.go).
+// one in a fixture tree could put any file in a label), and under a
+// deadline (deadline.go).
 package hostfs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -17,19 +17,23 @@ import (
 	"slices"
 	"syscall"
 	"time"
+
+	"github.com/spark-exporter/spark_exporter/internal/redact"
 )
 
 // FS is a pseudo-filesystem mounted at a directory. Copies share the set
 // of reads known to be stuck.
 type FS struct {
-	root    string
+	root string
+	// ctx bounds the reads: a collector run's (WithContext), or none, and
+	// then each batch waits at most timeout.
+	ctx     context.Context
 	timeout time.Duration
-	// maxSize, when not 0, bounds every file (a sysfs attribute);
-	// otherwise limitFor tells by the file's name.
+	// maxSize, when not 0, bounds every file; otherwise limitFor tells by
+	// the file's name.
 	maxSize int
-	// kind is how its files are read to their end.
-	kind  fileKind
-	stuck *stuckReads
+	kind    fileKind
+	stuck   *stuckReads
 }
 
 // New returns the filesystem mounted at root, read with DefaultTimeout.
@@ -45,7 +49,8 @@ func (f FS) Sysfs() FS {
 	return f
 }
 
-// WithTimeout returns f with batches under timeout (--path.read-timeout).
+// WithTimeout returns f with batches outside a collector run under timeout
+// (--path.read-timeout).
 func (f FS) WithTimeout(timeout time.Duration) FS {
 	if timeout > 0 {
 		f.timeout = timeout
@@ -53,10 +58,10 @@ func (f FS) WithTimeout(timeout time.Duration) FS {
 	return f
 }
 
-// WithMaxSize returns f with every file bounded by n bytes, whatever its
-// name.
-func (f FS) WithMaxSize(n int) FS {
-	f.maxSize = n
+// WithContext returns f with its reads bounded by ctx, a collector run's
+// (RunContext): they wait at most until its deadline.
+func (f FS) WithContext(ctx context.Context) FS {
+	f.ctx = ctx
 	return f
 }
 
@@ -93,17 +98,13 @@ func (f FS) limitFor(name string) int {
 type TooLargeError struct{ Limit int }
 
 func (e *TooLargeError) Error() string {
-	return fmt.Sprintf("larger than %s, not a file of its kind", sizeText(e.Limit))
-}
-
-func sizeText(n int) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
+	if e.Limit >= 1<<20 && e.Limit%(1<<20) == 0 {
+		return fmt.Sprintf("larger than %d MiB, not a file of its kind", e.Limit>>20)
 	}
-	return fmt.Sprintf("%d bytes", n)
+	if e.Limit >= 1<<10 && e.Limit%(1<<10) == 0 {
+		return fmt.Sprintf("larger than %d KiB, not a file of its kind", e.Limit>>10)
+	}
+	return fmt.Sprintf("larger than %d bytes, not a file of its kind", e.Limit)
 }
 
 const openFlags = syscall.O_RDONLY | syscall.O_CLOEXEC | syscall.O_NOFOLLOW
@@ -117,13 +118,17 @@ func (f FS) Path(name string) string { return filepath.Join(f.root, filepath.Fro
 func (f FS) CheckRoot() error {
 	info, err := os.Stat(f.root)
 	if err != nil {
-		return WithoutPath(err)
+		return redact.WithoutPath(err)
 	}
 	if !info.IsDir() {
 		return errors.New("not a directory")
 	}
 	return nil
 }
+
+// WithoutPath is redact.WithoutPath, for the callers of hostfs that have
+// not moved to it.
+func WithoutPath(err error) error { return redact.WithoutPath(err) }
 
 // ReadFile reads the file name into buf, whose contents it replaces, and
 // returns it, grown if the file did not fit: a batch of one read. Errors
@@ -159,10 +164,10 @@ func (f FS) ReadDir(name string) ([]fs.DirEntry, error) {
 	return entries, err
 }
 
-// The two ways a file is read to its end. procfs hands a seq_file
-// (meminfo, vmstat: up to about 4 KiB) out a page a read, so only a read
-// of 0 ends one; a task's file is written whole unless the buffer is full,
-// so a short read ends it.
+// The ways a file is read to its end. procfs hands a seq_file (meminfo,
+// vmstat: up to about 4 KiB) out a page a read, so only a read of 0 ends
+// one; a task's file or a sysfs attribute is written whole unless the
+// buffer is full, so a short read ends it, and saves a read per file.
 var (
 	seqFile      = fileKind{grow: 8 << 10}
 	taskFile     = fileKind{grow: 512, shortIsEnd: true}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -45,7 +46,9 @@ func TestReadsSeqFilesToTheEnd(t *testing.T) {
 	if err != nil {
 		t.Skip("no /proc/kallsyms:", err)
 	}
-	got, err := New("/proc").WithMaxSize(256<<20).ReadFile("kallsyms", nil)
+	f := New("/proc")
+	f.maxSize = 256 << 20
+	got, err := f.ReadFile("kallsyms", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,5 +95,23 @@ func TestErrorsAreOSReadFiles(t *testing.T) {
 	}
 	if _, err := readPath(filepath.Join(dir, "missing"), nil); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing file: %v, want fs.ErrNotExist", err)
+	}
+}
+
+func TestCheckRootNamesNoPath(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := New(dir).CheckRoot(); err != nil {
+		t.Errorf("a directory: %v", err)
+	}
+	if err := New(file).CheckRoot(); err == nil || err.Error() != "not a directory" {
+		t.Errorf("a file: %v, want not a directory", err)
+	}
+	err := New(filepath.Join(dir, "missing")).CheckRoot()
+	if !errors.Is(err, syscall.ENOENT) || strings.Contains(err.Error(), dir) {
+		t.Errorf("a missing directory: %v, want ENOENT without the path", err)
 	}
 }

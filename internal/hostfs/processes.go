@@ -1,6 +1,8 @@
 package hostfs
 
 import (
+	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"slices"
@@ -13,44 +15,40 @@ type Process struct {
 	PID int
 	// Ino is the inode number of the process's directory, 0 when not
 	// known. procfs makes a new inode for every process, so an unchanged
-	// inode tells that a pid still names the same process.
+	// inode tells that a pid still names the same process without reading
+	// its stat.
 	Ino uint64
 }
 
 // Processes reads the per-process files of a /proc tree: the listing with
-// getdents (which gives each directory's inode, where os.ReadDir would
-// need a stat per process), then each file with an openat relative to the
-// tree's directory, reads into the caller's buffer, and a close. Errors
-// name the file relative to the mount point. A Processes is for one
-// goroutine at a time.
+// getdents, for each directory's inode (os.ReadDir would need a stat per
+// process), then each file opened relative to the tree's directory.
+// Errors are *fs.PathError naming the file relative to the mount point
+// ("1234/stat"). A Processes is for one goroutine at a time.
 type Processes struct {
 	fs FS
 	fd int // the tree's directory, open from one List to the next; -1 before
-
-	// What the last RereadAll read, kept for the next.
+	// arena holds what the last ReadAll read.
 	arena []byte
-	reads []span
 }
 
-// span is one file of a RereadAll: arena[start:end], or why not.
-type span struct {
-	start, end int
-	err        error
+// File is what ReadAll read of one process's file, or why not.
+type File struct {
+	Data []byte
+	Err  error
 }
 
 // Processes returns a reader of the process directories under the mount
 // point. Close it to release the tree's directory.
 func (f FS) Processes() *Processes { return &Processes{fs: f, fd: -1} }
 
-// List appends every process found to ps; the reads that follow are of
-// this listing's tree.
-func (d *Processes) List(ps []Process) ([]Process, error) {
+// List appends every process found to ps; the reads that follow, within
+// ctx, are of this listing's tree.
+func (d *Processes) List(ctx context.Context, ps []Process) ([]Process, error) {
 	d.Close()
-	var (
-		fd  = -1
-		err error
-	)
-	if blocked := d.fs.Batch(func(r *Reader) error {
+	fd := -1
+	var err error
+	if blocked := d.fs.WithContext(ctx).Batch(func(r *Reader) error {
 		if err = r.begin(".", "."); err != nil {
 			return nil
 		}
@@ -82,84 +80,70 @@ func (d *Processes) List(ps []Process) ([]Process, error) {
 	return ps, nil
 }
 
-// Read reads the file name of process pid into buf[:0], grown as needed. A
-// read that blocks past the deadline fails with an *fs.PathError naming
-// the file ("1234/cmdline") whose Err is a *BlockedError, and returns nil:
-// the buffer is still being written to.
-func (d *Processes) Read(pid int, name string, buf []byte) ([]byte, error) {
+// Read reads the file name of process pid into buf[:0], grown as needed.
+// A read that blocks past ctx's deadline fails with a *BlockedError naming
+// the file, and returns nil: the buffer is still being written to.
+func (d *Processes) Read(ctx context.Context, pid int, name string, buf []byte) ([]byte, error) {
 	var (
 		data []byte
 		err  error
 	)
 	// The batch may outlive the call, and the next List closes d.fd.
 	dir := d.fd
-	if blocked := d.fs.Batch(func(r *Reader) error {
+	if blocked := d.fs.WithContext(ctx).Batch(func(r *Reader) error {
 		data, err = d.read(r, dir, strconv.Itoa(pid)+"/"+name, buf)
 		return nil
 	}); blocked != nil {
 		return nil, blocked
 	}
-	if errors.Is(err, ErrBlocked) {
-		return nil, err
-	}
 	return data, err
 }
 
-func (d *Processes) read(r *Reader, dir int, rel string, buf []byte) ([]byte, error) {
-	if dir < 0 {
-		return buf[:0], syscall.EBADF
-	}
-	return r.readAt(dir, rel, buf, d.fs.limitFor(rel))
-}
-
-// Reread is Read for a file read at every scan (a known process's stat).
-// The process's inode is not used: a file kept open from scan to scan
-// paid less than 5 % of a scrape.
-func (d *Processes) Reread(p Process, name string, buf []byte) ([]byte, error) {
-	return d.Read(p.PID, name, buf)
-}
-
-// RereadAll reads the file name of each of ps in one batch, one deadline
-// for the lot; then each is called in turn, in the caller's goroutine,
-// with what was read of ps[i] (valid until it returns) or why not. An
-// error each returns ends the calls and is RereadAll's. When a read
-// blocks, RereadAll fails naming the file, and each is not called.
-func (d *Processes) RereadAll(ps []Process, name string, each func(i int, data []byte, err error) error) error {
-	arena, reads := d.arena[:0], d.reads[:0]
-	// The batch's until it has returned.
-	d.arena, d.reads = nil, nil
-	var stopped error
+// ReadAll reads the file name of each of ps in one batch, within ctx:
+// files[i] is what was read of ps[i], or why not, valid until the next
+// ReadAll. When a read blocks,
+// ReadAll fails naming the file, and reads no file after it.
+func (d *Processes) ReadAll(ctx context.Context, ps []Process, name string) ([]File, error) {
 	// The batch may outlive the call: its own copies.
 	dir, ps := d.fd, slices.Clone(ps)
-	if blocked := d.fs.Batch(func(r *Reader) error {
+	files := make([]File, len(ps))
+	// One buffer for the lot, kept for the next call, cut into files once
+	// the batch has returned; a batch given up keeps its own.
+	arena := d.arena[:0]
+	d.arena = nil
+	if blocked := d.fs.WithContext(ctx).Batch(func(r *Reader) error {
 		var buf []byte
-		for _, p := range ps {
+		for i, p := range ps {
 			data, err := d.read(r, dir, strconv.Itoa(p.PID)+"/"+name, buf)
 			if errors.Is(err, ErrBlocked) {
-				stopped = err
-				return nil
+				return err
 			}
 			buf = data
-			start := len(arena)
 			arena = append(arena, data...)
-			reads = append(reads, span{start, len(arena), err})
+			files[i] = File{Data: arena[len(arena)-len(data):], Err: err}
 		}
 		return nil
 	}); blocked != nil {
-		return blocked
-	}
-	if stopped != nil {
-		return stopped
-	}
-	for i, s := range reads {
-		if err := each(i, arena[s.start:s.end], s.err); err != nil {
-			return err
-		}
+		return nil, blocked
 	}
 	if cap(arena) <= 1<<20 { // a thousand stat files are about 300 KiB
-		d.arena, d.reads = arena, reads
+		d.arena = arena
 	}
-	return nil
+	end := 0
+	for i := range files {
+		end += len(files[i].Data)
+		files[i].Data = arena[end-len(files[i].Data) : end : end]
+	}
+	return files, nil
+}
+
+func (d *Processes) read(r *Reader, dir int, rel string, buf []byte) ([]byte, error) {
+	return r.read(rel, rel, buf, taskFile, d.fs.limitFor(rel), func() (int, error) {
+		if dir < 0 {
+			return -1, syscall.EBADF
+		}
+		return syscall.Openat(dir, rel, openFlags, 0)
+	})
 }
 
 // Close closes the tree's directory.
@@ -181,16 +165,9 @@ func appendPids(ps []Process, buf []byte) []Process {
 		if reclen < header || reclen > len(buf) {
 			break
 		}
-		ino := binary.NativeEndian.Uint64(buf[0:8])
-		name := buf[header:reclen]
-		for i, c := range name {
-			if c == 0 {
-				name = name[:i]
-				break
-			}
-		}
+		name, _, _ := bytes.Cut(buf[header:reclen], []byte{0})
 		if pid, ok := parsePID(name); ok {
-			ps = append(ps, Process{PID: pid, Ino: ino})
+			ps = append(ps, Process{PID: pid, Ino: binary.NativeEndian.Uint64(buf[0:8])})
 		}
 		buf = buf[reclen:]
 	}

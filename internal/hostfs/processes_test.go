@@ -73,10 +73,10 @@ func TestProcessesReadsWholeFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := New(root).Processes()
-	if _, err := d.Read(42, "stat", nil); err == nil {
+	if _, err := d.Read(t.Context(), 42, "stat", nil); err == nil {
 		t.Error("read before list succeeded")
 	}
-	entries, err := d.List(nil)
+	entries, err := d.List(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,16 +85,16 @@ func TestProcessesReadsWholeFiles(t *testing.T) {
 	}
 	var buf []byte
 	for name, want := range map[string]string{"stat": "42 (x) S 1", "cmdline": long, "status": ""} {
-		buf, err = d.Read(42, name, buf)
+		buf, err = d.Read(t.Context(), 42, name, buf)
 		if err != nil || !bytes.Equal(buf, []byte(want)) {
 			t.Errorf("%s: read %d bytes, %v; want %d bytes", name, len(buf), err, len(want))
 		}
 	}
-	_, err = d.Read(43, "stat", buf)
+	_, err = d.Read(t.Context(), 43, "stat", buf)
 	if !gone(err) {
 		t.Errorf("missing process: %v, want an error that says it has gone", err)
 	}
-	if _, err := New(filepath.Join(root, "none")).Processes().List(nil); !errors.Is(err, fs.ErrNotExist) || strings.Contains(err.Error(), root) {
+	if _, err := New(filepath.Join(root, "none")).Processes().List(t.Context(), nil); !errors.Is(err, fs.ErrNotExist) || strings.Contains(err.Error(), root) {
 		t.Errorf("listing a missing tree: %v, want ErrNotExist without the path", err)
 	}
 }
@@ -117,7 +117,7 @@ func openFiles(t *testing.T) int {
 
 // Issue 28, item 1: a batch of any number of processes holds one
 // descriptor at a time beside the tree's, and reads every one of them.
-func TestRereadAllHoldsOneDescriptorAtATime(t *testing.T) {
+func TestReadAllHoldsOneDescriptorAtATime(t *testing.T) {
 	root := t.TempDir()
 	const processes = 300
 	for pid := 1; pid <= processes; pid++ {
@@ -132,19 +132,20 @@ func TestRereadAllHoldsOneDescriptorAtATime(t *testing.T) {
 	dir := New(root).Processes()
 	t.Cleanup(func() { dir.Close() })
 	for scan := range 3 {
-		entries, err := dir.List(nil)
+		entries, err := dir.List(t.Context(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		before, read := openFiles(t), 0
-		if err := dir.RereadAll(entries, "stat", func(i int, data []byte, err error) error {
-			if want := strconv.Itoa(entries[i].PID) + " (x) S 1"; err != nil || string(data) != want {
-				t.Errorf("scan %d, pid %d: %q, %v; want %q", scan, entries[i].PID, data, err, want)
+		files, err := dir.ReadAll(t.Context(), entries, "stat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, f := range files {
+			if want := strconv.Itoa(entries[i].PID) + " (x) S 1"; f.Err != nil || string(f.Data) != want {
+				t.Errorf("scan %d, pid %d: %q, %v; want %q", scan, entries[i].PID, f.Data, f.Err, want)
 			}
 			read++
-			return nil
-		}); err != nil {
-			t.Fatal(err)
 		}
 		if n := openFiles(t); read != processes || n != before {
 			t.Errorf("scan %d read %d processes (want %d), %d descriptors open after it, %d before", scan, read, processes, n, before)

@@ -30,7 +30,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/spark-exporter/spark_exporter/internal/hostfs"
+	"github.com/spark-exporter/spark_exporter/internal/redact"
 )
 
 // Named is one planned run.
@@ -52,12 +52,12 @@ var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:/+-]{0,63}$`)
 func LoadFile(path string) ([]Named, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the file: %w", hostfs.WithoutPath(err))
+		return nil, fmt.Errorf("cannot read the file: %w", redact.WithoutPath(err))
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the file: %w", hostfs.WithoutPath(err))
+		return nil, fmt.Errorf("cannot read the file: %w", redact.WithoutPath(err))
 	}
 	if len(data) > maxFileBytes {
 		return nil, fmt.Errorf("larger than %d bytes", maxFileBytes)

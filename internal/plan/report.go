@@ -8,8 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/pool"
+	"github.com/spark-exporter/spark_exporter/internal/redact"
 )
 
 // Report is a plan judged against the pool as read now: what the plan
@@ -37,7 +37,7 @@ func NewReport(p Plan, snap pool.Snapshot, readErr error, reserve uint64, platfo
 	var budget *Budget
 	poolCheck := Check{Name: "pool"}
 	if readErr != nil {
-		poolCheck.Level, poolCheck.Detail = Fail, "cannot read meminfo under --path.procfs: "+hostfs.WithoutPath(readErr).Error()
+		poolCheck.Level, poolCheck.Detail = Fail, "cannot read meminfo under --path.procfs: "+redact.WithoutPath(readErr).Error()
 	} else {
 		r.Pool = &snap
 		budget = &Budget{

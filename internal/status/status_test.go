@@ -43,7 +43,7 @@ func sparkState(t testing.TB) collected.State {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := workload.NewScannerOn(proc, nil).Scan()
+	res, err := workload.NewScanner(proc, nil).Scan(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/spark-exporter/spark_exporter/internal/hostfs"
+	"github.com/spark-exporter/spark_exporter/internal/redact"
 )
 
 // Writer appends rows to a log file, one write per call so that every
@@ -49,7 +49,7 @@ func (w *Writer) Append(rows ...Row) error {
 	if _, err := io.WriteString(w.f, b.String()); err != nil {
 		w.f.Close()
 		w.f = nil
-		return hostfs.OpWithoutPath(err)
+		return redact.OpWithoutPath(err)
 	}
 	return nil
 }
@@ -73,7 +73,7 @@ func (w *Writer) open() (string, error) {
 	info, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return "", hostfs.OpWithoutPath(err)
+		return "", redact.OpWithoutPath(err)
 	}
 	if !info.Mode().IsRegular() {
 		f.Close()
@@ -116,5 +116,5 @@ func (w *Writer) Close() error {
 	}
 	err := w.f.Close()
 	w.f = nil
-	return hostfs.OpWithoutPath(err)
+	return redact.OpWithoutPath(err)
 }

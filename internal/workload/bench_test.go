@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"io/fs"
 	"os"
 	"testing"
@@ -31,7 +32,7 @@ func BenchmarkScan(b *testing.B) {
 		name string
 		new  func(root string) *Scanner
 	}{
-		{"reader=dir", func(root string) *Scanner { return NewScanner(root, nil) }},
+		{"reader=dir", func(root string) *Scanner { return NewScanner(hostfs.New(root), nil) }},
 		{"reader=fs", func(root string) *Scanner { return newScanner(fsFiles{os.DirFS(root)}, nil) }},
 	}
 	for _, tree := range trees {
@@ -40,7 +41,7 @@ func BenchmarkScan(b *testing.B) {
 				root := tree.root(b)
 				cputime.Loop(b, func() {
 					s := r.new(root)
-					if _, err := s.Scan(); err != nil {
+					if _, err := s.Scan(b.Context()); err != nil {
 						b.Fatal(err)
 					}
 					s.Close()
@@ -49,11 +50,11 @@ func BenchmarkScan(b *testing.B) {
 			b.Run(tree.name+"/"+r.name+"/steady", func(b *testing.B) {
 				s := r.new(tree.root(b))
 				b.Cleanup(func() { s.Close() })
-				if _, err := s.Scan(); err != nil {
+				if _, err := s.Scan(b.Context()); err != nil {
 					b.Fatal(err)
 				}
 				cputime.Loop(b, func() {
-					if _, err := s.Scan(); err != nil {
+					if _, err := s.Scan(b.Context()); err != nil {
 						b.Fatal(err)
 					}
 				})

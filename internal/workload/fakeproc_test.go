@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"context"
 	"io/fs"
 	"os"
 	"strconv"
@@ -55,7 +56,7 @@ func (w *watchedFS) readsOf(file string) int {
 // reads they count or fail.
 type fsFiles struct{ fsys fs.FS }
 
-func (f fsFiles) List(ps []hostfs.Process) ([]hostfs.Process, error) {
+func (f fsFiles) List(_ context.Context, ps []hostfs.Process) ([]hostfs.Process, error) {
 	des, err := fs.ReadDir(f.fsys, ".")
 	if err != nil {
 		return ps, err
@@ -78,23 +79,18 @@ func (f fsFiles) List(ps []hostfs.Process) ([]hostfs.Process, error) {
 	return ps, nil
 }
 
-func (f fsFiles) Read(pid int, name string, buf []byte) ([]byte, error) {
+func (f fsFiles) Read(_ context.Context, pid int, name string, buf []byte) ([]byte, error) {
 	data, err := fs.ReadFile(f.fsys, strconv.Itoa(pid)+"/"+name)
 	return append(buf[:0], data...), err
 }
 
-func (f fsFiles) Reread(p hostfs.Process, name string, buf []byte) ([]byte, error) {
-	return f.Read(p.PID, name, buf)
-}
-
-func (f fsFiles) RereadAll(ps []hostfs.Process, name string, each func(i int, data []byte, err error) error) error {
+func (f fsFiles) ReadAll(ctx context.Context, ps []hostfs.Process, name string) ([]hostfs.File, error) {
+	files := make([]hostfs.File, len(ps))
 	for i, p := range ps {
-		data, err := f.Reread(p, name, nil)
-		if err := each(i, data, err); err != nil {
-			return err
-		}
+		data, err := f.Read(ctx, p.PID, name, nil)
+		files[i] = hostfs.File{Data: data, Err: err}
 	}
-	return nil
+	return files, nil
 }
 
 func (fsFiles) Close() error { return nil }

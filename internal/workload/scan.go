@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
+	"github.com/spark-exporter/spark_exporter/internal/redact"
 )
 
 // Workload is one program found in /proc, with everything it started.
@@ -42,26 +44,19 @@ type Result struct {
 }
 
 // procFiles is the /proc tree as a scan reads it: the list of processes,
-// then a few small files of each. A scan reads it at every scrape, so the
-// reading is made cheap (hostfs.Processes, docs/performance.md); the tests
-// read trees through an fs.FS.
+// then a few small files of each, all within the scan's ctx.
+// hostfs.Processes is one; the tests read trees through an fs.FS.
 type procFiles interface {
-	// List appends every process found to ps, and starts a scan: the
-	// reads that follow are of this listing's processes.
-	List(ps []hostfs.Process) ([]hostfs.Process, error)
+	// List appends every process found to ps; the reads that follow are
+	// of this listing's processes.
+	List(ctx context.Context, ps []hostfs.Process) ([]hostfs.Process, error)
 	// Read reads the file name of process pid into buf[:0], grown as
 	// needed, and returns what was read.
-	Read(pid int, name string, buf []byte) ([]byte, error)
-	// Reread is Read for a file read again at every scan (a known
-	// process's stat, a workload's status): the reader may keep it open
-	// from scan to scan.
-	Reread(p hostfs.Process, name string, buf []byte) ([]byte, error)
-	// RereadAll is Reread of the file name of each of ps, at once (one
-	// deadline for the lot, hostfs.Processes.RereadAll): each is then
-	// called with what was read of ps[i], valid until it returns; an
-	// error it returns ends the calls and is RereadAll's. A read that
-	// blocks fails RereadAll, and each is not called.
-	RereadAll(ps []hostfs.Process, name string, each func(i int, data []byte, err error) error) error
+	Read(ctx context.Context, pid int, name string, buf []byte) ([]byte, error)
+	// ReadAll reads the file name of each of ps, one batch under one
+	// deadline: files[i] is what was read of ps[i], or why not. A read
+	// that blocks fails it.
+	ReadAll(ctx context.Context, ps []hostfs.Process, name string) ([]hostfs.File, error)
 	// Close releases what the reader keeps open.
 	Close() error
 }
@@ -74,8 +69,7 @@ type procFiles interface {
 // python3 -m vllm serve), its comm; its stat's arg_start and arg_end, where
 // the kernel shows them (to root, or the process's owner), change, and
 // cost nothing more to read. Where they are hidden, only the command line
-// tells: it is reread at every scan with the stats, kept open (one pread),
-// and compared by a hash. It is safe for concurrent use; scans run one at a
+// tells: it is reread at every scan, all at once, and compared by a hash. It is safe for concurrent use; scans run one at a
 // time.
 type Scanner struct {
 	proc     procFiles
@@ -132,13 +126,8 @@ type known struct {
 	ppid   int
 }
 
-// NewScanner scans the /proc tree at procPath (--path.procfs).
-func NewScanner(procPath string, patterns []Pattern) *Scanner {
-	return NewScannerOn(hostfs.New(procPath), patterns)
-}
-
-// NewScannerOn scans the /proc tree proc, read under its deadline.
-func NewScannerOn(proc hostfs.FS, patterns []Pattern) *Scanner {
+// NewScanner scans the /proc tree proc (--path.procfs).
+func NewScanner(proc hostfs.FS, patterns []Pattern) *Scanner {
 	return newScanner(proc.Processes(), patterns)
 }
 
@@ -148,28 +137,28 @@ func newScanner(proc procFiles, patterns []Pattern) *Scanner {
 
 // Scan lists the processes and groups them into workloads. Only a failure to
 // list /proc is an error; a process that cannot be read is counted in
-// Unreadable, and one that exits during the scan is left out.
-func (s *Scanner) Scan() (Result, error) {
+// Unreadable, and one that exits during the scan is left out. ctx's
+// deadline bounds the scan's reads.
+func (s *Scanner) Scan(ctx context.Context) (Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.scans++
 	s.rechecks = 0
 
 	var err error
-	s.entries, err = s.proc.List(s.entries[:0])
+	s.entries, err = s.proc.List(ctx, s.entries[:0])
 	if err != nil {
 		// A listing that blocked is still filling the slice given.
 		s.entries = nil
-		return Result{}, fmt.Errorf("listing processes: %w", hostfs.WithoutPath(err))
+		return Result{}, fmt.Errorf("listing processes: %w", redact.WithoutPath(err))
 	}
 	var res Result
 	nodes := s.nodes[:0]
 	// blind: processes already counted unreadable, whose memory is not
 	// read either.
 	var blind map[int]bool
-	// A process seen before is read at every scan of its life, its stat
-	// kept open and reread with the others' at once; one new now may be
-	// gone by the next.
+	// The stat of each process seen before is reread with the others' in
+	// one batch; one new now may be gone by the next scan.
 	rereads := s.rereads[:0]
 	counted := func(pid int, n Node, present bool, err error) error {
 		if errors.Is(err, hostfs.ErrBlocked) {
@@ -182,7 +171,7 @@ func (s *Scanner) Scan() (Result, error) {
 			// The exporter, not the process, is short: the scan has
 			// not seen what is there, and fails rather than count the
 			// process unreadable (and the workloads it hides gone).
-			return fmt.Errorf("reading processes: %w", hostfs.WithoutPath(err))
+			return fmt.Errorf("reading processes: %w", redact.WithoutPath(err))
 		}
 		if err != nil {
 			res.Unreadable++
@@ -201,21 +190,26 @@ func (s *Scanner) Scan() (Result, error) {
 			rereads = append(rereads, e)
 			continue
 		}
-		n, present, err := s.process(e)
+		n, present, err := s.process(ctx, e)
 		if err := counted(e.PID, n, present, err); err != nil {
 			s.buf = nil
 			return Result{}, err
 		}
 	}
 	s.rereads = rereads
-	if err := s.proc.RereadAll(rereads, "stat", func(i int, stat []byte, err error) error {
-		n, present, err := s.classify(rereads[i], stat, err)
-		return counted(rereads[i].PID, n, present, err)
-	}); err != nil {
+	stats, err := s.proc.ReadAll(ctx, rereads, "stat")
+	if err != nil {
 		s.buf = nil
 		return Result{}, err
 	}
-	if err := s.recheck(nodes); err != nil {
+	for i, stat := range stats {
+		n, present, err := s.classify(ctx, rereads[i], stat.Data, stat.Err)
+		if err := counted(rereads[i].PID, n, present, err); err != nil {
+			s.buf = nil
+			return Result{}, err
+		}
+	}
+	if err := s.recheck(ctx, nodes); err != nil {
 		s.buf = nil
 		return Result{}, err
 	}
@@ -225,14 +219,11 @@ func (s *Scanner) Scan() (Result, error) {
 			delete(s.known, pid)
 		}
 	}
-	if err := s.group(nodes, blind, &res); err != nil {
+	if err := s.group(ctx, nodes, blind, &res); err != nil {
 		s.buf = nil
 		return Result{}, err
 	}
-	// The read buffer serves one scan's reads and is not kept for the
-	// next: keeping it paid nothing measurable in the whole-scrape
-	// benchmark (docs/performance.md), and a command line of megabytes
-	// would have pinned as much.
+	// A command line of megabytes would pin as much in a kept buffer.
 	s.buf = nil
 	return res, nil
 }
@@ -241,7 +232,7 @@ func (s *Scanner) Scan() (Result, error) {
 // unchanged but whose stat hides arg_start (another user's, to a reader
 // that is not root), at once, and classifies again those whose command line is not
 // the one classified: an exec that kept the comm.
-func (s *Scanner) recheck(nodes []Node) error {
+func (s *Scanner) recheck(ctx context.Context, nodes []Node) error {
 	if s.rechecks == 0 {
 		// Every stat showed arg_start (the exporter runs as root).
 		return nil
@@ -255,24 +246,28 @@ func (s *Scanner) recheck(nodes []Node) error {
 		}
 	}
 	s.checks, s.checkNodes = checks, at
-	return s.proc.RereadAll(checks, "cmdline", func(i int, cmdline []byte, err error) error {
-		if hostfs.OutOfDescriptors(err) {
-			return fmt.Errorf("reading processes: %w", hostfs.WithoutPath(err))
+	cmdlines, err := s.proc.ReadAll(ctx, checks, "cmdline")
+	if err != nil {
+		return err
+	}
+	for i, cmdline := range cmdlines {
+		if hostfs.OutOfDescriptors(cmdline.Err) {
+			return fmt.Errorf("reading processes: %w", redact.WithoutPath(cmdline.Err))
 		}
 		// A process gone since its stat, or whose command line cannot be
 		// read now, keeps what it was classified as for this scan.
-		if err != nil || len(cmdline) == 0 {
-			return nil
+		if cmdline.Err != nil || len(cmdline.Data) == 0 {
+			continue
 		}
 		pid := checks[i].PID
 		k := s.known[pid]
-		if h := hashCmdline(cmdline); h != k.cmdline {
-			k.cmdline, k.identity = h, s.classifyCmdline(cmdline, k.comm)
+		if h := hashCmdline(cmdline.Data); h != k.cmdline {
+			k.cmdline, k.identity = h, s.classifyCmdline(cmdline.Data, k.comm)
 			s.known[pid] = k
 			nodes[at[i]].Matched = k.identity != nil
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // classifyCmdline is the identity of a command line, nil for none.
@@ -296,8 +291,8 @@ func hashCmdline(data []byte) uint64 {
 
 // group makes one workload of each matched process that has no matched
 // ancestor, and sums the memory of its tree.
-func (s *Scanner) group(nodes []Node, blind map[int]bool, res *Result) error {
-	owners := Owners(nodes)
+func (s *Scanner) group(ctx context.Context, nodes []Node, blind map[int]bool, res *Result) error {
+	owners := ownerPIDs(nodes)
 	for i, n := range nodes {
 		if owners[i] != n.PID {
 			continue
@@ -325,33 +320,34 @@ func (s *Scanner) group(nodes []Node, blind map[int]bool, res *Result) error {
 		members = append(members, hostfs.Process{PID: n.PID, Ino: s.known[n.PID].ino})
 		ws = append(ws, w)
 	}
-	// residentBytes, reread of every member at once.
-	err := s.proc.RereadAll(members, "status", func(i int, status []byte, err error) error {
-		if gone(err) {
+	statuses, err := s.proc.ReadAll(ctx, members, "status")
+	defer func() {
+		clear(ws) // no pointer into this scan's result is kept
+		s.members, s.owners = members, ws[:0]
+	}()
+	if err != nil {
+		return err
+	}
+	for i, status := range statuses {
+		if gone(status.Err) {
 			// A process that has gone counts for nothing.
-			return nil
+			continue
 		}
-		if hostfs.OutOfDescriptors(err) {
-			return fmt.Errorf("reading processes: %w", hostfs.WithoutPath(err))
+		if hostfs.OutOfDescriptors(status.Err) {
+			return fmt.Errorf("reading processes: %w", redact.WithoutPath(status.Err))
 		}
-		var rss uint64
+		rss, err := uint64(0), status.Err
 		if err == nil {
-			rss, _, err = parseVmRSS(status)
+			rss, _, err = parseVmRSS(status.Data)
 		}
 		w := ws[i]
 		if err != nil || rss > math.MaxUint64-w.ResidentBytes {
 			// A sum beyond 64 bits is no memory this machine has: the
 			// figures are corrupt, and are left out like unreadable ones.
 			res.Unreadable++
-			return nil
+			continue
 		}
 		w.ResidentBytes += rss
-		return nil
-	})
-	clear(ws) // no pointer into this scan's result is kept
-	s.members, s.owners = members, ws[:0]
-	if err != nil {
-		return err
 	}
 	slices.SortFunc(res.Workloads, func(a, b Workload) int { return a.PID - b.PID })
 	return nil
@@ -361,7 +357,7 @@ func (s *Scanner) group(nodes []Node, blind map[int]bool, res *Result) error {
 // present is false when the process has gone, or when its stat could not be
 // read (err then says why). A process whose command line could not be read
 // is present, unclassified, and read again next scan.
-func (s *Scanner) process(e hostfs.Process) (Node, bool, error) {
+func (s *Scanner) process(ctx context.Context, e hostfs.Process) (Node, bool, error) {
 	pid := e.PID
 	k, seen := s.known[pid]
 	if seen && k.kernel && e.Ino != 0 && e.Ino == k.ino {
@@ -371,13 +367,13 @@ func (s *Scanner) process(e hostfs.Process) (Node, bool, error) {
 	}
 
 	var err error
-	s.buf, err = s.proc.Read(pid, "stat", s.buf)
-	return s.classify(e, s.buf, err)
+	s.buf, err = s.proc.Read(ctx, pid, "stat", s.buf)
+	return s.classify(ctx, e, s.buf, err)
 }
 
 // classify goes on from a process's stat, as read (or why not): it reads
 // the command line of a process new or changed, and remembers the process.
-func (s *Scanner) classify(e hostfs.Process, stat []byte, err error) (n Node, present bool, _ error) {
+func (s *Scanner) classify(ctx context.Context, e hostfs.Process, stat []byte, err error) (n Node, present bool, _ error) {
 	pid := e.PID
 	k, seen := s.known[pid]
 	if gone(err) || (err == nil && len(stat) == 0) {
@@ -402,7 +398,7 @@ func (s *Scanner) classify(e hostfs.Process, stat []byte, err error) (n Node, pr
 		k = known{startTime: st.StartTime, comm: string(st.Comm), argStart: st.ArgStart, argEnd: st.ArgEnd}
 		// Kernel threads have no command line to read.
 		if !kernel {
-			s.buf, err = s.proc.Read(pid, "cmdline", s.buf)
+			s.buf, err = s.proc.Read(ctx, pid, "cmdline", s.buf)
 			if gone(err) {
 				return Node{}, false, nil
 			}

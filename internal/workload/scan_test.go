@@ -2,6 +2,7 @@ package workload
 
 import (
 	"errors"
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"io/fs"
 	"math"
 	"os"
@@ -29,7 +30,7 @@ func host(extra ...fakeproc.Process) []fakeproc.Process {
 
 func scanOnce(t *testing.T, s *Scanner) Result {
 	t.Helper()
-	res, err := s.Scan()
+	res, err := s.Scan(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +39,7 @@ func scanOnce(t *testing.T, s *Scanner) Result {
 
 func TestScanGroupsProgramsAndSumsTheirMemory(t *testing.T) {
 	root := fakeproc.WriteTree(t, host(vllmServer, engineCore, resourceTracker, accelerate, trainer)...)
-	res := scanOnce(t, NewScanner(root, nil))
+	res := scanOnce(t, NewScanner(hostfs.New(root), nil))
 	want := []Workload{
 		{PID: 2101, Identity: Identity{Inference, KindVLLM, flagCap(0.4)},
 			ResidentBytes: (3<<20 + 40<<20 + 24<<10) * 1024},
@@ -210,7 +211,7 @@ func TestScanOutOfDescriptorsFailsTheScan(t *testing.T) {
 				scanOnce(t, s) // the engine core's status is read once it is a workload's
 			}
 			w.fail[file] = errno
-			res, err := s.Scan()
+			res, err := s.Scan(t.Context())
 			if !errors.Is(err, errno) {
 				t.Errorf("%s failing with %v: scan %+v, error %v; want the scan failed", file, errno, res, err)
 			}
@@ -258,7 +259,7 @@ func TestScanZombieIsNoWorkload(t *testing.T) {
 	dead := vllmServer
 	dead.State, dead.NoRSS = 'Z', true
 	root := fakeproc.WriteTree(t, host(dead, engineCore)...)
-	res := scanOnce(t, NewScanner(root, nil))
+	res := scanOnce(t, NewScanner(hostfs.New(root), nil))
 	// The orphaned engine core stands alone, with no cap of its own.
 	if len(res.Workloads) != 1 || res.Workloads[0].PID != 2140 || res.Workloads[0].Cap.Source != "" {
 		t.Errorf("got %+v, want the engine core alone, uncapped", res.Workloads)
@@ -269,7 +270,7 @@ func TestScanReportsACapProblemOnce(t *testing.T) {
 	bad := vllmServer
 	bad.Argv = []string{"vllm", "serve", "m", "--gpu-memory-utilization", "sk-live-SECRET"}
 	root := fakeproc.WriteTree(t, host(bad)...)
-	s := NewScanner(root, nil)
+	s := NewScanner(hostfs.New(root), nil)
 
 	res := scanOnce(t, s)
 	want := Problem{PID: 2101, Kind: KindVLLM, What: ProblemCapNotANumber}
@@ -286,7 +287,7 @@ func TestScanReportsACapProblemOnce(t *testing.T) {
 
 func TestScanErrorNamesNoPath(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "no-such-proc")
-	_, err := NewScanner(missing, nil).Scan()
+	_, err := NewScanner(hostfs.New(missing), nil).Scan(t.Context())
 	if err == nil {
 		t.Fatal("no error for a missing /proc")
 	}
@@ -305,7 +306,7 @@ func TestScanKernelThreadReadOnceWhileItsDirectoryStays(t *testing.T) {
 		new  func() (*Scanner, *watchedFS)
 	}{
 		{"fs", func() (*Scanner, *watchedFS) { w := watch(root); return newScanner(fsFiles{w}, nil), w }},
-		{"dir", func() (*Scanner, *watchedFS) { return NewScanner(root, nil), nil }},
+		{"dir", func() (*Scanner, *watchedFS) { return NewScanner(hostfs.New(root), nil), nil }},
 	} {
 		t.Run(open.name, func(t *testing.T) {
 			fakeproc.Kworker.Write(t, root)
@@ -355,7 +356,7 @@ func TestScanResidentSumBeyond64Bits(t *testing.T) {
 	server, core := vllmServer, engineCore
 	server.RSSKB, core.RSSKB = largest, largest
 	root := fakeproc.WriteTree(t, host(server, core)...)
-	res := scanOnce(t, NewScanner(root, nil))
+	res := scanOnce(t, NewScanner(hostfs.New(root), nil))
 	if len(res.Workloads) != 1 || res.Workloads[0].ResidentBytes != largest*1024 {
 		t.Errorf("got %+v, want the server with its own %d bytes", res.Workloads, uint64(largest*1024))
 	}

@@ -7,7 +7,7 @@ type Node struct {
 	Matched   bool
 }
 
-// Owners returns, for each node, the pid of the workload it belongs to, or
+// ownerPIDs returns, for each node, the pid of the workload it belongs to, or
 // 0 for none. A process belongs to its topmost matched ancestor, itself
 // included: a vLLM server's engine core and a torchrun's Python workers are
 // one workload with their launcher, whose pid names it. Unmatched children
@@ -15,7 +15,7 @@ type Node struct {
 //
 // The tree is read while processes come and go, so a parent may be missing
 // or, with reused pids, the links may even loop; neither stops the walk.
-func Owners(nodes []Node) []int {
+func ownerPIDs(nodes []Node) []int {
 	const (
 		unvisited = -1
 		visiting  = -2

@@ -64,7 +64,7 @@ func TestOwners(t *testing.T) {
 		{name: "empty", nodes: nil, want: []int{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Owners(tc.nodes); !slices.Equal(got, tc.want) {
+			if got := ownerPIDs(tc.nodes); !slices.Equal(got, tc.want) {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
 		})

@@ -1,4 +1,7 @@
-package hostfs
+// Package redact takes paths out of what the exporter shows: a mount
+// point, a config file or a certificate may sit in a private directory,
+// and logs, status pages and JSON go to whoever reads them.
+package redact
 
 import (
 	"cmp"
@@ -9,10 +12,6 @@ import (
 	"slices"
 	"strings"
 )
-
-// Paths stay out of logs, status pages and JSON: a mount point, a config
-// file or a certificate may sit in a private directory. These are the only
-// functions that take them out.
 
 // UnderRoots renders msg with the paths under each mount point made
 // relative to it: "open /srv/x/proc/meminfo: …" reads "open meminfo: …",
