@@ -17,6 +17,7 @@ import (
 
 	"github.com/spark-exporter/spark_exporter/internal/collected"
 	"github.com/spark-exporter/spark_exporter/internal/fabric"
+	"github.com/spark-exporter/spark_exporter/internal/layout"
 	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
 
@@ -186,7 +187,7 @@ func TestFabricRereadsValuesAndRediscovers(t *testing.T) {
 	if _, ok := got[`spark_fabric_link_up{device="rocep1s0f1x",port="1"}`]; ok {
 		t.Error("the listing was made again before a minute passed")
 	}
-	now = now.Add(rediscoverEvery)
+	now = now.Add(layout.Every)
 	got = scrape()
 	if _, ok := got[`spark_fabric_link_up{device="rocep1s0f1x",port="1"}`]; !ok {
 		t.Error("a minute later, the device under its new name is not there")
@@ -197,7 +198,7 @@ func TestFabricRereadsValuesAndRediscovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	scrape()
-	if c.layout != nil {
+	if c.layout.Has() {
 		t.Error("a file of the layout went, and the layout is kept")
 	}
 	if got := scrape(); got[`spark_fabric_field_supported{field="rdma"}`] != 1 || countSeries(got, "spark_fabric_link_up{") != 3 {

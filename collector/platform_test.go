@@ -15,6 +15,7 @@ import (
 	"github.com/go-kit/log"
 
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
+	"github.com/spark-exporter/spark_exporter/internal/layout"
 	"github.com/spark-exporter/spark_exporter/internal/platform"
 	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
@@ -23,10 +24,10 @@ import (
 // tests.
 func sysFixture(tree string) string { return filepath.Join("..", "testdata", "sys", tree) }
 
-// onFS is a platform collector reading through fsys alone, nothing kept.
+// onFS is a platform collector reading through fsys alone.
 func onFS(fsys platform.FS, logger log.Logger) *platformCollector {
-	values := func(l *platform.Layout) platform.Snapshot { return l.Read(fsys.ReadFile) }
-	return &platformCollector{fsys: fsys, values: values, now: time.Now, logger: logger}
+	batch := func(job func(layout.FS)) error { job(fsys); return nil }
+	return &platformCollector{batch: batch, now: time.Now, logger: logger}
 }
 
 func platformOn(t *testing.T, root string) map[string]float64 {
@@ -279,7 +280,7 @@ func TestPlatformKeepsTheLayoutAndRereadsValues(t *testing.T) {
 	if _, ok := got[`spark_platform_info{bios_version="5.36_0ACUM018",board_name="P4242",product_name="NVIDIA DGX Spark",vendor="NVIDIA"}`]; !ok {
 		t.Error("the identity was read again within the minute")
 	}
-	now = now.Add(rediscoverEvery)
+	now = now.Add(layout.Every)
 	got = scrape()
 	if _, ok := got[`spark_platform_info{bios_version="5.40_0ACUM020",board_name="P4242",product_name="NVIDIA DGX Spark",vendor="NVIDIA"}`]; !ok {
 		t.Errorf("the identity not read again after a minute: %v", got)
@@ -289,7 +290,7 @@ func TestPlatformKeepsTheLayoutAndRereadsValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The kept file still reads: only a discovery sees the file gone.
-	now = now.Add(rediscoverEvery)
+	now = now.Add(layout.Every)
 	got = scrape()
 	if _, ok := got[`spark_platform_power_watts{rail="soc_pkg"}`]; ok {
 		t.Error("a removed rail is still exported after discovery")
@@ -334,7 +335,7 @@ func TestPlatformBlockedValueFile(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), rail+": blocked: no answer within 50ms") || strings.Contains(err.Error(), dir) {
 		t.Fatalf("a blocked value file: %v", err)
 	}
-	if c.layout != nil {
+	if c.layout.Has() {
 		t.Error("the layout is kept after a blocked read")
 	}
 	if _, err = collect(t, c); err == nil || !strings.Contains(err.Error(), rail+": still blocked") {
