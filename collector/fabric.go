@@ -97,6 +97,11 @@ func (c *fabricCollector) read() (fabric.Snapshot, layoutSeries, error) {
 	if err != nil {
 		return fabric.Snapshot{}, nil, err
 	}
+	if l.Empty() {
+		// No RDMA device (most hosts): nothing to read until the next
+		// discovery.
+		return l.Read(nil), l.series, nil
+	}
 	var s fabric.Snapshot
 	if err := c.sys.batch(func(fsys layout.FS) { s = l.Read(fsys) }); err != nil {
 		c.layout.Forget()

@@ -237,6 +237,9 @@ func Discover(fsys FS) *Layout {
 	return l
 }
 
+// Empty tells a layout without devices, whose Read reads nothing.
+func (l *Layout) Empty() bool { return len(l.devices) == 0 }
+
 // LeftOut counts the devices beyond MaxDevices and the ports beyond
 // MaxPorts, and names the first of them ("" when none).
 func (l *Layout) LeftOut() (n int, first string) { return l.leftOut, l.firstLeftOut }
