@@ -246,10 +246,9 @@ func TestBuildPassesSysFS(t *testing.T) {
 	}
 }
 
-// A scrape reads the values again through the files it keeps open, without
-// discovering the layout again; a minute later the layout is discovered
-// afresh (a new driver shows), and a value file that has gone makes the
-// next scrape discover at once.
+// A scrape reads the values again without discovering the layout again; a
+// minute later the layout is discovered afresh (a new driver shows), and a
+// value file that has gone is no longer in it.
 func TestPlatformKeepsTheLayoutAndRereadsValues(t *testing.T) {
 	dir := testexporter.CopyTree(t, sysFixture("spark"))
 	c := newPlatformCollector(dir, 0, nopLogger())
@@ -289,7 +288,6 @@ func TestPlatformKeepsTheLayoutAndRereadsValues(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "class/hwmon/hwmon1/power2_input")); err != nil {
 		t.Fatal(err)
 	}
-	// The kept file still reads: only a discovery sees the file gone.
 	now = now.Add(layout.Every)
 	got = scrape()
 	if _, ok := got[`spark_platform_power_watts{rail="soc_pkg"}`]; ok {

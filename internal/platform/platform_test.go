@@ -208,7 +208,7 @@ func TestBadFilesCostOnlyTheirReading(t *testing.T) {
 		{name: "an all-ones spbm register", data: map[string]string{spbm + "power7_input": "4294967295000\n"},
 			problem: spbm + "power7_input", reason: "all-ones",
 			check: func(t *testing.T, s Snapshot) { rails(t, s, 13, "dc_input", false) }},
-		// Issue 28: error codes read as values are no readings.
+		// Error codes read as values are no readings.
 		{name: "a zone at absolute zero", data: map[string]string{zone0 + "temp": "-273150\n"},
 			problem: zone0 + "temp", reason: "outside the plausible",
 			check: func(t *testing.T, s Snapshot) { zones(t, s, 6, "TSOC", false) }},
@@ -520,7 +520,7 @@ func valueFiles(l *Layout, fsys FS) []string {
 	return read
 }
 
-// Issue 28, item 2: thousands of thermal zones and spbm channels cost a
+// Thousands of thermal zones and spbm channels cost a
 // read no more than the cap's value files: the spbm channels first, then
 // the zones by index, the rest counted and the first named.
 func TestDiscoverAtMostCapsTheValueFiles(t *testing.T) {
