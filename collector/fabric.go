@@ -97,18 +97,17 @@ func (c *fabricCollector) read() (fabric.Snapshot, layoutSeries, error) {
 	if err != nil {
 		return fabric.Snapshot{}, nil, err
 	}
-	if l.Empty() {
-		// No RDMA device (most hosts): nothing to read until the next
-		// discovery.
-		return l.Read(nil), l.series, nil
-	}
 	var s fabric.Snapshot
-	if err := c.sys.batch(func(fsys layout.FS) { s = l.Read(fsys) }); err != nil {
+	if l.Empty() {
+		// No RDMA device (most hosts): nothing to read, no batch to run.
+		s = l.Read(nil)
+	} else if err := c.sys.batch(func(fsys layout.FS) { s = l.Read(fsys) }); err != nil {
 		c.layout.Forget()
 		return fabric.Snapshot{}, nil, err
 	}
 	if s.Stale {
-		// A device or port went: this scrape reports what is left.
+		// A device or port went, or a read blocked: this scrape reports
+		// what is left, the next one discovers afresh.
 		c.layout.Forget()
 	}
 	return s, l.series, nil

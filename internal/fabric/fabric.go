@@ -175,10 +175,10 @@ type Layout struct {
 }
 
 type deviceFiles struct {
-	name                string
-	max                 *Link
-	currentWidth, speed string // "" when absent
-	ports               []portFiles
+	name                       string
+	max                        *Link
+	currentWidth, currentSpeed string // "" when absent
+	ports                      []portFiles
 }
 
 type portFiles struct {
@@ -251,7 +251,7 @@ func discoverDevice(t *layout.Tree, name string) (d deviceFiles, leftOut int, fi
 	d.max = link(t, path.Join(pci, "max_link_width"), path.Join(pci, "max_link_speed"))
 	if has, ok := listed(t, pci); ok {
 		d.currentWidth = ifListed(has, pci, "current_link_width")
-		d.speed = ifListed(has, pci, "current_link_speed")
+		d.currentSpeed = ifListed(has, pci, "current_link_speed")
 	}
 
 	var ports []int
@@ -368,7 +368,7 @@ func (l *Layout) Read(fsys FS) Snapshot {
 	}}
 	for _, df := range l.devices {
 		d := Device{Name: df.name, Max: df.max}
-		d.Current = link(t, df.currentWidth, df.speed)
+		d.Current = link(t, df.currentWidth, df.currentSpeed)
 		for _, pf := range df.ports {
 			d.Ports = append(d.Ports, pf.read(t))
 		}
