@@ -1,14 +1,10 @@
 package collector
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/go-kit/log"
@@ -18,7 +14,7 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
 	"github.com/spark-exporter/spark_exporter/internal/collected"
 	"github.com/spark-exporter/spark_exporter/internal/fabric"
-	"github.com/spark-exporter/spark_exporter/internal/hostfs"
+	"github.com/spark-exporter/spark_exporter/internal/layout"
 )
 
 // The fabric collector watches the ConnectX-7 link between two Sparks: the
@@ -68,167 +64,60 @@ type fabricCollector struct {
 	// more ports than fabric.MaxPorts, is read up to those caps.
 	EntryCap
 
-	// A scrape reads the files of the layout discovered at most
-	// rediscoverEvery ago, each through a descriptor kept open, and
-	// replays the listings of that discovery (docs/performance.md:
-	// opening a Spark's 152 files through the class/ links on every
-	// scrape cost more than the rest of a scrape).
-	mu         sync.Mutex
-	layout     *fabricLayout
-	discovered time.Time
+	mu     sync.Mutex // held through an Update: the series are built as sent
+	layout layout.Kept[fabricLayout]
 
 	// last is the latest two readings, for the status page's traffic.
 	last atomic.Pointer[collected.Fabric]
 }
 
-// maxKept bounds the files a layout keeps open: a host with more (dozens
-// of RDMA devices) reads them afresh on every scrape instead.
-const maxKept = 512
+// fabricLayout is a discovery and the series built for it.
+type fabricLayout struct {
+	*fabric.Layout
+	series layoutSeries
+}
 
 func newFabricCollector(root string, timeout time.Duration, logger log.Logger) *fabricCollector {
 	return &fabricCollector{sys: newSysfs(root, timeout), now: time.Now, logger: logger}
 }
 
-// fabricLayout is what a discovery found: the files fabric.Read read (all
-// but those that were not there) and the listings it made.
-type fabricLayout struct {
-	files []string
-	dirs  map[string][]fs.DirEntry
+// read reads the values of the layout discovered at most layout.Every ago.
+func (c *fabricCollector) read(ctx context.Context) (fabric.Snapshot, layoutSeries, error) {
+	var err error
+	l := c.layout.Get(c.now(), func() *fabricLayout {
+		var d *fabric.Layout
+		if err = c.sys.batch(ctx, func(fsys layout.FS) { d = fabric.Discover(fsys) }); err != nil {
+			return nil
+		}
+		if n, first := d.LeftOut(); n > 0 {
+			level.Debug(c.logger).Log("msg", "RDMA devices or ports left out beyond the cap", "devices", fabric.MaxDevices,
+				"ports_per_device", fabric.MaxPorts, "left_out", n, "first", first)
+		}
+		return &fabricLayout{d, layoutSeries{}}
+	})
+	if err != nil {
+		return fabric.Snapshot{}, nil, err
+	}
+	var s fabric.Snapshot
+	if l.Empty() {
+		// No RDMA device (most hosts): nothing to read, no batch to run.
+		s = l.Read(nil)
+	} else if err := c.sys.batch(ctx, func(fsys layout.FS) { s = l.Read(fsys) }); err != nil {
+		c.layout.Forget()
+		return fabric.Snapshot{}, nil, err
+	}
+	if s.Stale {
+		// A device or port went, or a read blocked: this scrape reports
+		// what is left, the next one discovers afresh.
+		c.layout.Forget()
+	}
+	return s, l.series, nil
 }
 
-func (c *fabricCollector) read() (fabric.Snapshot, error) {
+func (c *fabricCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.layout == nil || c.now().Sub(c.discovered) >= rediscoverEvery {
-		return c.discover()
-	}
-	l := c.layout
-	if len(l.files) == 0 {
-		// No RDMA device: nothing to read until the next discovery.
-		return fabric.Read(replay{l, nil}), nil
-	}
-	value, err := c.sys.readAll(l.files, 0)
-	if err != nil {
-		c.layout = nil
-		return fabric.Snapshot{}, err
-	}
-	values := make(map[string]keptValue, len(l.files))
-	for i, name := range l.files {
-		data, err := value(i)
-		values[name] = keptValue{bytes.Clone(data), err}
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENODEV) {
-			// A device or port went: the next scrape discovers afresh.
-			c.layout = nil
-		}
-	}
-	return fabric.Read(replay{l, values}), nil
-}
-
-// discover walks the devices in one batch of reads under one deadline,
-// noting what it read and listed.
-func (c *fabricCollector) discover() (fabric.Snapshot, error) {
-	c.layout = nil
-	var (
-		s   fabric.Snapshot
-		rec *recorder
-	)
-	blocked := c.sys.fs.Batch(func(r *hostfs.Reader) error {
-		rec = &recorder{inner: &batchReader{r: r, sys: c.sys}, layout: &fabricLayout{dirs: map[string][]fs.DirEntry{}}}
-		s = fabric.Read(rec)
-		return nil
-	})
-	if blocked != nil {
-		return fabric.Snapshot{}, c.sys.relative("", blocked)
-	}
-	if s.LeftOut > 0 {
-		level.Debug(c.logger).Log("msg", "RDMA devices or ports left out beyond the cap", "devices", fabric.MaxDevices,
-			"ports_per_device", fabric.MaxPorts, "left_out", s.LeftOut, "first", s.FirstLeftOut)
-	}
-	if s.Blocked == nil && len(rec.layout.files) <= maxKept {
-		c.layout, c.discovered = rec.layout, c.now()
-	}
-	return s, nil
-}
-
-// recorder is a fabric.FS that notes the files read (all but the absent)
-// and the directories listed.
-type recorder struct {
-	inner  fabric.FS
-	layout *fabricLayout
-}
-
-func (r *recorder) ReadFile(name string) ([]byte, error) {
-	data, err := r.inner.ReadFile(name)
-	if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, hostfs.ErrBlocked) {
-		r.layout.files = append(r.layout.files, name)
-	}
-	return data, err
-}
-
-func (r *recorder) ReadDir(name string) ([]fs.DirEntry, error) {
-	entries, err := r.inner.ReadDir(name)
-	if err == nil {
-		r.layout.dirs[name] = entries
-	}
-	return entries, err
-}
-
-// keptValue is what a kept file's read gave.
-type keptValue struct {
-	data []byte
-	err  error
-}
-
-// replay is a layout's listings and this scrape's reads of its files as a
-// fabric.FS: a file or directory the discovery did not find is absent.
-type replay struct {
-	layout *fabricLayout
-	values map[string]keptValue
-}
-
-func (r replay) ReadFile(name string) ([]byte, error) {
-	if v, ok := r.values[name]; ok {
-		return v.data, v.err
-	}
-	return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
-}
-
-func (r replay) ReadDir(name string) ([]fs.DirEntry, error) {
-	if entries, ok := r.layout.dirs[name]; ok {
-		return entries, nil
-	}
-	return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
-}
-
-// batchReader is a hostfs.Reader as a fabric.FS. What ReadFile returns is
-// valid until the next call: the parsers are done with it by then.
-type batchReader struct {
-	r   *hostfs.Reader
-	sys *sysfs
-	buf []byte
-}
-
-func (b *batchReader) ReadFile(name string) ([]byte, error) {
-	if !fs.ValidPath(name) {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
-	}
-	data, err := b.r.ReadFile(name, b.buf)
-	if err == nil {
-		b.buf = data
-	}
-	return data, b.sys.relative(name, err)
-}
-
-func (b *batchReader) ReadDir(name string) ([]fs.DirEntry, error) {
-	if !fs.ValidPath(name) {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
-	}
-	entries, err := b.r.ReadDir(name)
-	return entries, b.sys.relative(name, err)
-}
-
-func (c *fabricCollector) Update(_ context.Context, ch chan<- prometheus.Metric) error {
-	s, err := c.read()
+	s, series, err := c.read(ctx)
 	c.Set(s.LeftOut)
 	if err == nil && s.Blocked != nil {
 		err = s.Blocked
@@ -239,10 +128,10 @@ func (c *fabricCollector) Update(_ context.Context, ch chan<- prometheus.Metric)
 	}
 	c.remember(s)
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+		series.send(ch, d, prometheus.GaugeValue, v, labels...)
 	}
 	counter := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+		series.send(ch, d, prometheus.CounterValue, v, labels...)
 	}
 
 	gauge(fabricSupportedDesc, supported(s.RDMA), "rdma")

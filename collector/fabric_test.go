@@ -17,6 +17,7 @@ import (
 
 	"github.com/spark-exporter/spark_exporter/internal/collected"
 	"github.com/spark-exporter/spark_exporter/internal/fabric"
+	"github.com/spark-exporter/spark_exporter/internal/layout"
 	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
 
@@ -140,10 +141,9 @@ func TestFabricUnreadableFile(t *testing.T) {
 	}
 }
 
-// A scrape reads the values again through the files kept open (sysfs
-// writes an attribute afresh for each read), without listing the devices
-// again; a minute later, or at once after a file of the layout has gone,
-// the devices are discovered afresh.
+// A scrape reads the values again without listing the devices again; a
+// minute later, or at once after a file of the layout has gone, the
+// devices are discovered afresh.
 func TestFabricRereadsValuesAndRediscovers(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.CopyFS(dir, os.DirFS(sysFixture("spark-fabric"))); err != nil {
@@ -182,11 +182,11 @@ func TestFabricRereadsValuesAndRediscovers(t *testing.T) {
 	if err := os.Rename(gone, gone+"x"); err != nil {
 		t.Fatal(err)
 	}
-	got = scrape() // reads the files kept open: the device's are still there
+	got = scrape() // the layout's names: the renamed device is not listed
 	if _, ok := got[`spark_fabric_link_up{device="rocep1s0f1x",port="1"}`]; ok {
 		t.Error("the listing was made again before a minute passed")
 	}
-	now = now.Add(rediscoverEvery)
+	now = now.Add(layout.Every)
 	got = scrape()
 	if _, ok := got[`spark_fabric_link_up{device="rocep1s0f1x",port="1"}`]; !ok {
 		t.Error("a minute later, the device under its new name is not there")
@@ -197,7 +197,7 @@ func TestFabricRereadsValuesAndRediscovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	scrape()
-	if c.layout != nil {
+	if c.layout.Has() {
 		t.Error("a file of the layout went, and the layout is kept")
 	}
 	if got := scrape(); got[`spark_fabric_field_supported{field="rdma"}`] != 1 || countSeries(got, "spark_fabric_link_up{") != 3 {
@@ -274,7 +274,7 @@ func TestFabricCountsWhatItLeavesOut(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	c := newFabricCollector(dir, 0, level.NewFilter(log.NewLogfmtLogger(&buf), level.AllowDebug()))
-	for range 2 { // the discovery, then the layout replayed
+	for range 2 { // the discovery, then the layout kept
 		got, err := collect(t, c)
 		if err != nil {
 			t.Fatal(err)
@@ -337,9 +337,8 @@ func TestFabricKeepsItsLastTwoReadings(t *testing.T) {
 	}
 }
 
-// Issue 38, item 1: the reading kept as the previous one is a copy, so the
-// readings before it are garbage: a chain of every reading would grow the
-// exporter by ~5.7 KB a scrape.
+// The reading kept as the previous one is a copy, so the readings before
+// it are garbage: a chain of every reading would grow without end.
 func TestFabricKeepsNoChainOfReadings(t *testing.T) {
 	c := newFabricCollector(sysFixture("spark-fabric"), 0, nopLogger())
 	if _, err := collect(t, c); err != nil {
@@ -360,7 +359,7 @@ func TestFabricKeepsNoChainOfReadings(t *testing.T) {
 	}
 }
 
-// Issue 38, item 9: a data counter of 2^62 words or more is 2^64 bytes or
+// A data counter of 2^62 words or more is 2^64 bytes or
 // more, not a wrapped 0 (a false reset).
 func TestFabricDataCountersDoNotWrap(t *testing.T) {
 	dir := t.TempDir()

@@ -10,9 +10,9 @@ import (
 	"github.com/go-kit/log/level"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/spark-exporter/spark_exporter/internal/platform"
-
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
+	"github.com/spark-exporter/spark_exporter/internal/layout"
+	"github.com/spark-exporter/spark_exporter/internal/platform"
 )
 
 // The platform collector reports what the DGX Spark tells beyond NVML, from
@@ -29,11 +29,6 @@ func init() {
 		}
 	})
 }
-
-// rediscoverEvery is how often the platform's layout (which zones and
-// spbm channels there are, their names, the DMI identity) is read again: a
-// driver loaded after the exporter started shows within it.
-const rediscoverEvery = time.Minute
 
 var (
 	platformInfoDesc = newDesc("spark_platform_info",
@@ -60,59 +55,73 @@ var (
 )
 
 type platformCollector struct {
-	fsys platform.FS // discovery reads
-	// values reads the value files of a layout.
-	values func(*platform.Layout) platform.Snapshot
+	// batch runs a job's reads under one deadline.
+	batch  func(ctx context.Context, job func(fsys layout.FS)) error
 	now    func() time.Time
 	logger log.Logger
 	// A host with thousands of zones or channels is read up to
 	// MaxEntriesPerScrape value files.
 	EntryCap
 
-	// A scrape reads only the values of the layout discovered at most
-	// rediscoverEvery ago (docs/performance.md: discovering on every
-	// scrape cost more than the rest of the scrape).
-	mu         sync.Mutex
-	layout     *platform.Layout
-	discovered time.Time
+	mu     sync.Mutex // held through an Update: the series are built as sent
+	layout layout.Kept[platformLayout]
+}
+
+// platformLayout is a discovery and the series built for it.
+type platformLayout struct {
+	*platform.Layout
+	series layoutSeries
 }
 
 func newPlatformCollector(root string, timeout time.Duration, logger log.Logger) *platformCollector {
-	sys := newSysfs(root, timeout)
-	return &platformCollector{fsys: sys, values: sys.platformValues, now: time.Now, logger: logger}
+	return &platformCollector{batch: newSysfs(root, timeout).batch, now: time.Now, logger: logger}
 }
 
-func (c *platformCollector) read() platform.Snapshot {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := c.now()
-	if c.layout == nil || now.Sub(c.discovered) >= rediscoverEvery {
-		c.layout, c.discovered = platform.DiscoverAtMost(c.fsys, MaxEntriesPerScrape), now
-		if n, first := c.layout.LeftOut(); n > 0 {
+// read reads the values of the layout discovered at most layout.Every ago.
+func (c *platformCollector) read(ctx context.Context) (platform.Snapshot, layoutSeries, error) {
+	var err error
+	l := c.layout.Get(c.now(), func() *platformLayout {
+		var d *platform.Layout
+		if err = c.batch(ctx, func(fsys layout.FS) { d = platform.DiscoverAtMost(fsys, MaxEntriesPerScrape) }); err != nil {
+			return nil
+		}
+		if n, first := d.LeftOut(); n > 0 {
 			level.Debug(c.logger).Log("msg", "sysfs entries left out beyond the cap", "cap", MaxEntriesPerScrape,
 				"left_out", n, "first", first)
 		}
+		return &platformLayout{d, layoutSeries{}}
+	})
+	if err != nil {
+		return platform.Snapshot{}, nil, err
 	}
-	n, _ := c.layout.LeftOut()
+	n, _ := l.LeftOut()
 	c.Set(n)
-	s := c.values(c.layout)
+	var s platform.Snapshot
+	if err := c.batch(ctx, func(fsys layout.FS) { s = l.Read(fsys.ReadFile) }); err != nil {
+		c.layout.Forget()
+		return platform.Snapshot{}, nil, err
+	}
 	if s.Stale || s.Blocked != nil {
 		// A file of the layout went (a driver unloaded): this scrape
 		// reports what is left; the next one discovers afresh.
-		c.layout = nil
+		c.layout.Forget()
 	}
-	return s
+	return s, l.series, nil
 }
 
-func (c *platformCollector) Update(_ context.Context, ch chan<- prometheus.Metric) error {
-	s := c.read()
-	if s.Blocked != nil {
-		// The next file may block as long: nothing more was read, and
-		// the collector fails naming the file.
-		return fmt.Errorf("reading sysfs: %w", s.Blocked)
+func (c *platformCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, series, err := c.read(ctx)
+	if err == nil && s.Blocked != nil {
+		err = s.Blocked
+	}
+	if err != nil {
+		// The next file may block as long: nothing more was read.
+		return fmt.Errorf("reading sysfs: %w", err)
 	}
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+		series.send(ch, d, prometheus.GaugeValue, v, labels...)
 	}
 
 	if id := s.Identity; id != nil {
@@ -129,7 +138,7 @@ func (c *platformCollector) Update(_ context.Context, ch chan<- prometheus.Metri
 			gauge(platformPowerDesc, r.Value, r.Name)
 		}
 		for _, r := range p.Energy {
-			ch <- prometheus.MustNewConstMetric(platformEnergyDesc, prometheus.CounterValue, r.Value, r.Name)
+			series.send(ch, platformEnergyDesc, prometheus.CounterValue, r.Value, r.Name)
 		}
 		for _, r := range p.Limits {
 			gauge(platformLimitDesc, r.Value, r.Name)

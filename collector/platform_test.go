@@ -2,6 +2,7 @@ package collector
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/go-kit/log"
 
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
+	"github.com/spark-exporter/spark_exporter/internal/layout"
 	"github.com/spark-exporter/spark_exporter/internal/platform"
 	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
@@ -23,10 +25,10 @@ import (
 // tests.
 func sysFixture(tree string) string { return filepath.Join("..", "testdata", "sys", tree) }
 
-// onFS is a platform collector reading through fsys alone, nothing kept.
+// onFS is a platform collector reading through fsys alone.
 func onFS(fsys platform.FS, logger log.Logger) *platformCollector {
-	values := func(l *platform.Layout) platform.Snapshot { return l.Read(fsys.ReadFile) }
-	return &platformCollector{fsys: fsys, values: values, now: time.Now, logger: logger}
+	batch := func(_ context.Context, job func(layout.FS)) error { job(fsys); return nil }
+	return &platformCollector{batch: batch, now: time.Now, logger: logger}
 }
 
 func platformOn(t *testing.T, root string) map[string]float64 {
@@ -245,10 +247,9 @@ func TestBuildPassesSysFS(t *testing.T) {
 	}
 }
 
-// A scrape reads the values again through the files it keeps open, without
-// discovering the layout again; a minute later the layout is discovered
-// afresh (a new driver shows), and a value file that has gone makes the
-// next scrape discover at once.
+// A scrape reads the values again without discovering the layout again; a
+// minute later the layout is discovered afresh (a new driver shows), and a
+// value file that has gone is no longer in it.
 func TestPlatformKeepsTheLayoutAndRereadsValues(t *testing.T) {
 	dir := testexporter.CopyTree(t, sysFixture("spark"))
 	c := newPlatformCollector(dir, 0, nopLogger())
@@ -279,7 +280,7 @@ func TestPlatformKeepsTheLayoutAndRereadsValues(t *testing.T) {
 	if _, ok := got[`spark_platform_info{bios_version="5.36_0ACUM018",board_name="P4242",product_name="NVIDIA DGX Spark",vendor="NVIDIA"}`]; !ok {
 		t.Error("the identity was read again within the minute")
 	}
-	now = now.Add(rediscoverEvery)
+	now = now.Add(layout.Every)
 	got = scrape()
 	if _, ok := got[`spark_platform_info{bios_version="5.40_0ACUM020",board_name="P4242",product_name="NVIDIA DGX Spark",vendor="NVIDIA"}`]; !ok {
 		t.Errorf("the identity not read again after a minute: %v", got)
@@ -288,8 +289,7 @@ func TestPlatformKeepsTheLayoutAndRereadsValues(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "class/hwmon/hwmon1/power2_input")); err != nil {
 		t.Fatal(err)
 	}
-	// The kept file still reads: only a discovery sees the file gone.
-	now = now.Add(rediscoverEvery)
+	now = now.Add(layout.Every)
 	got = scrape()
 	if _, ok := got[`spark_platform_power_watts{rail="soc_pkg"}`]; ok {
 		t.Error("a removed rail is still exported after discovery")
@@ -334,7 +334,7 @@ func TestPlatformBlockedValueFile(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), rail+": blocked: no answer within 50ms") || strings.Contains(err.Error(), dir) {
 		t.Fatalf("a blocked value file: %v", err)
 	}
-	if c.layout != nil {
+	if c.layout.Has() {
 		t.Error("the layout is kept after a blocked read")
 	}
 	if _, err = collect(t, c); err == nil || !strings.Contains(err.Error(), rail+": still blocked") {

@@ -1,51 +1,52 @@
 package collector
 
 import (
+	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
-	"github.com/spark-exporter/spark_exporter/internal/platform"
+	"github.com/spark-exporter/spark_exporter/internal/layout"
 )
 
-// sysfs is the sysfs mount point as a platform.FS and a fabric.FS: names
-// are relative to it and so are the files errors name, never the mount
-// point. Every file is bounded by the size of a sysfs attribute.
-type sysfs struct {
-	fs hostfs.FS
-	// What the last readAll read, kept for the next.
-	arena []byte
-	reads []sysfsRead
-}
-
-// sysfsRead is one file of a readAll: arena[start:end], or why not.
-type sysfsRead struct {
-	start, end int
-	err        error
-}
+// sysfs is the sysfs mount point as a layout.FS: names are relative to it
+// and so are the files errors name, never the mount point. Every file is
+// bounded by the size of a sysfs attribute.
+type sysfs struct{ fs hostfs.FS }
 
 func newSysfs(root string, timeout time.Duration) *sysfs {
 	return &sysfs{fs: hostfs.New(root).WithTimeout(timeout).Sysfs()}
 }
 
-func (d *sysfs) ReadFile(name string) ([]byte, error) {
-	if !fs.ValidPath(name) {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
-	}
-	data, err := d.fs.ReadFile(name, nil)
-	return data, d.relative(name, err)
+// batch runs job with its reads under ctx's deadline, a collector run's. A
+// read that does not answer in time fails the batch, naming its file; job's
+// results are then not to be used, since job may still be running.
+func (d *sysfs) batch(ctx context.Context, job func(fsys layout.FS)) error {
+	return d.relative("", d.fs.WithContext(ctx).Batch(func(r *hostfs.Reader) error {
+		job(&batchReader{r: r, sys: d})
+		return nil
+	}))
 }
 
-func (d *sysfs) ReadDir(name string) ([]fs.DirEntry, error) {
-	if !fs.ValidPath(name) {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
+func (d *sysfs) ReadFile(name string) (data []byte, err error) {
+	if blocked := d.batch(context.Background(), func(fsys layout.FS) { data, err = fsys.ReadFile(name) }); blocked != nil {
+		return nil, blocked
 	}
-	entries, err := d.fs.ReadDir(name)
-	return entries, d.relative(name, err)
+	return data, err
+}
+
+func (d *sysfs) ReadDir(name string) (entries []fs.DirEntry, err error) {
+	if blocked := d.batch(context.Background(), func(fsys layout.FS) { entries, err = fsys.ReadDir(name) }); blocked != nil {
+		return nil, blocked
+	}
+	return entries, err
 }
 
 // relative makes the path of an *fs.PathError name, or, for a read that
@@ -66,52 +67,85 @@ func (d *sysfs) relative(name string, err error) error {
 	return &fs.PathError{Op: pe.Op, Path: name, Err: pe.Err}
 }
 
-// readAll reads the files names in one batch, under one deadline: value(i)
-// is then what the read of names[i] gave, valid until the next readAll.
-// A read that blocks fails the batch, naming its file: the next file may
-// block as long.
-func (d *sysfs) readAll(names []string, maxValue int) (value func(i int) ([]byte, error), err error) {
-	arena, reads := d.arena[:0], d.reads[:0]
-	// The batch's until it has returned.
-	d.arena, d.reads = nil, nil
-	var stopped error
-	if blocked := d.fs.Batch(func(r *hostfs.Reader) error {
-		var buf []byte
-		for _, name := range names {
-			data, err := r.ReadFile(name, buf)
-			if errors.Is(err, hostfs.ErrBlocked) {
-				stopped = err
-				return nil
-			}
-			buf = data
-			if err == nil && maxValue > 0 && len(data) > maxValue {
-				err = &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("more than %d bytes, not a value", maxValue)}
-			}
-			err = d.relative(name, err)
-			start := len(arena)
-			if err == nil {
-				arena = append(arena, data...)
-			}
-			reads = append(reads, sysfsRead{start, len(arena), err})
-		}
-		return nil
-	}); blocked != nil {
-		return nil, d.relative("", blocked)
-	}
-	if stopped != nil {
-		return nil, d.relative("", stopped)
-	}
-	d.arena, d.reads = arena, reads
-	return func(i int) ([]byte, error) {
-		return arena[reads[i].start:reads[i].end], reads[i].err
-	}, nil
+// batchReader reads within a batch. What ReadFile returns is valid until
+// the next call: the parsers are done with it by then.
+type batchReader struct {
+	r   *hostfs.Reader
+	sys *sysfs
+	buf []byte
 }
 
-// platformValues reads the value files of a platform layout.
-func (d *sysfs) platformValues(l *platform.Layout) platform.Snapshot {
-	value, err := d.readAll(l.ValueFiles(), platform.MaxValue)
-	if err != nil {
-		return l.BlockedAt(err)
+func (b *batchReader) ReadFile(name string) ([]byte, error) {
+	if !fs.ValidPath(name) {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
 	}
-	return l.Snapshot(value)
+	data, err := b.r.ReadFile(name, b.buf)
+	if err == nil {
+		b.buf = data
+	}
+	return data, b.sys.relative(name, err)
+}
+
+func (b *batchReader) ReadDir(name string) ([]fs.DirEntry, error) {
+	if !fs.ValidPath(name) {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
+	}
+	entries, err := b.r.ReadDir(name)
+	return entries, b.sys.relative(name, err)
+}
+
+// layoutSeries are the series of one sysfs layout, each built (its labels
+// checked, paired and sorted) the first time it is sent: until the next
+// discovery a scrape sets only their values.
+type layoutSeries map[seriesKey]*series
+
+type seriesKey struct {
+	desc   *prometheus.Desc
+	labels [4]string
+}
+
+type series struct {
+	desc   *prometheus.Desc
+	kind   prometheus.ValueType
+	labels []*dto.LabelPair
+}
+
+// send sends the series of d with labels, valued v.
+func (m layoutSeries) send(ch chan<- prometheus.Metric, d *prometheus.Desc, kind prometheus.ValueType, v float64, labels ...string) {
+	k := seriesKey{desc: d}
+	if len(labels) > len(k.labels) {
+		ch <- prometheus.MustNewConstMetric(d, kind, v, slices.Clone(labels)...)
+		return
+	}
+	copy(k.labels[:], labels)
+	s := m[k]
+	if s == nil {
+		c := prometheus.MustNewConstMetric(d, kind, v, slices.Clone(labels)...)
+		var out dto.Metric
+		if err := c.Write(&out); err != nil {
+			panic(err) // a const metric's Write does not fail
+		}
+		s = &series{desc: d, kind: kind, labels: out.Label}
+		m[k] = s
+	}
+	ch <- valued{s, v}
+}
+
+// valued is a series with this scrape's value.
+type valued struct {
+	*series
+	value float64
+}
+
+func (s valued) Desc() *prometheus.Desc { return s.desc }
+
+func (s valued) Write(out *dto.Metric) error {
+	out.Label = s.labels
+	v := s.value
+	if s.kind == prometheus.CounterValue {
+		out.Counter = &dto.Counter{Value: &v}
+	} else {
+		out.Gauge = &dto.Gauge{Value: &v}
+	}
+	return nil
 }

@@ -4,18 +4,12 @@
 // negotiated rate of each port, the PCIe link each function trained at,
 // and the port's data, error and RoCE congestion counters.
 //
-// Read walks /sys/class/infiniband through the FS it is given (os.DirFS in
-// tests, the exporter's bounded reader in the collector). Every entry of
-// class/infiniband is a symbolic link into devices/ (the PCI function's
-// infiniband/<dev> directory): only the final component of a name must
-// not be a link, which the exporter's reads refuse, so the walk goes
-// through class/infiniband/<dev>/... as any sysfs reader does.
-//
-// prometheus/procfs's sysfs.InfiniBandClass parses the same files, but it
-// reads through os.ReadFile and os.ReadDir under no deadline and no size
-// bound, fails the whole class on one device's unreadable file, and does
-// not read the PCIe link of the function; hence this package, whose parsers
-// take bytes and whose reads go wherever the caller's FS sends them.
+// Every entry of class/infiniband is a symbolic link into devices/; only
+// the final component of a name must not be a link, which the exporter's
+// reads refuse, so names go through class/infiniband/<dev>/... as any
+// sysfs reader's do. prometheus/procfs's sysfs.InfiniBandClass parses the
+// same files, but fails the whole class on one device's unreadable file
+// and does not read the function's PCIe link (see also package layout).
 package fabric
 
 import (
@@ -26,12 +20,12 @@ import (
 	"strconv"
 	"syscall"
 
-	"github.com/spark-exporter/spark_exporter/internal/hostfs"
+	"github.com/spark-exporter/spark_exporter/internal/layout"
 )
 
-// FS is the part of a file system Read needs, with names relative to the
-// sysfs mount point ("class/infiniband"). os.DirFS is one.
-type FS = hostfs.TreeFS
+// FS is what the devices are read through, names relative to the sysfs
+// mount point.
+type FS = layout.FS
 
 // ClassDir is where the RDMA devices are listed, under the sysfs mount
 // point. It is missing altogether where no RDMA driver is loaded.
@@ -100,7 +94,7 @@ type Device struct {
 
 // Problem is a file that was there but could not be read or parsed, named
 // relative to the sysfs mount point.
-type Problem = hostfs.Problem
+type Problem = layout.Problem
 
 // Snapshot is one read of the RDMA devices.
 type Snapshot struct {
@@ -117,6 +111,9 @@ type Snapshot struct {
 	// Blocked is the read that did not answer within its deadline
 	// (hostfs.ErrBlocked), after which nothing more was read.
 	Blocked *Problem
+	// Stale says a file of the layout has gone (a device or port went):
+	// discover again.
+	Stale bool
 }
 
 // ErrorCounters are the counters/ files reported as
@@ -161,48 +158,38 @@ var EventCounters = []string{
 	"rp_cnp_ignored",
 }
 
-// Read reads every RDMA device under fsys, in name order, at most
-// MaxDevices. It never fails as a whole: what could not be read is a
-// Problem, and a read that blocks stops the walk (Snapshot.Blocked).
-func Read(fsys FS) Snapshot {
-	r := &reader{Tree: hostfs.Tree{FS: fsys, Absent: absent}}
-	var s Snapshot
-	entries := r.Entries(ClassDir)
-	var names []string
-	for _, e := range entries {
-		if validName(e.Name()) {
-			names = append(names, e.Name())
-		}
-	}
-	slices.Sort(names)
-	s.RDMA = len(names) > 0
-	if len(names) > MaxDevices {
-		s.LeftOut += len(names) - MaxDevices
-		s.FirstLeftOut = path.Join(ClassDir, names[MaxDevices])
-		names = names[:MaxDevices]
-	}
-	for _, name := range names {
-		d, leftOut, first := r.device(name)
-		if leftOut > 0 && s.LeftOut == 0 {
-			s.FirstLeftOut = first
-		}
-		s.LeftOut += leftOut
-		if r.Blocked != nil {
-			break
-		}
-		s.Devices = append(s.Devices, d)
-	}
-	s.Problems = r.Problems
-	s.Blocked = r.Blocked
-	if s.Blocked != nil {
-		s.Devices = nil
-	}
-	return s
+// Read discovers the devices under fsys and reads them once.
+func Read(fsys FS) Snapshot { return Discover(fsys).Read(fsys) }
+
+// Layout is what a discovery found: the devices and ports, at most
+// MaxDevices and MaxPorts, which files each has, and what does not change
+// while the port exists (its link layer and netdev, the function's
+// maximum PCIe link). Read reads the rest.
+type Layout struct {
+	rdma         bool
+	devices      []deviceFiles
+	leftOut      int
+	firstLeftOut string
+	problems     []Problem
+	blocked      *Problem
 }
 
-type reader struct {
-	hostfs.Tree
+type deviceFiles struct {
+	name                       string
+	max                        *Link
+	currentWidth, currentSpeed string // "" when absent
+	ports                      []portFiles
 }
+
+type portFiles struct {
+	number, linkLayer, netDev string
+	// The value files, "" when absent; errors and events by kernel name.
+	state, physState, rate, receive, transmit string
+	errors, events                            []counterFile
+	hasHWCounters                             bool
+}
+
+type counterFile struct{ name, file string }
 
 // absent tells the errors that say "this attribute is not there" rather
 // than "it could not be read": sysfs answers EINVAL or EOPNOTSUPP for a
@@ -213,16 +200,62 @@ func absent(err error) bool {
 		errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENODEV)
 }
 
-// device reads one device, and counts and names the first of the ports it
-// left out.
-func (r *reader) device(name string) (d Device, leftOut int, firstLeftOut string) {
+// Discover walks the RDMA devices under fsys, in name order. It never
+// fails as a whole: what it could not read is reported by every Read of
+// the layout, and a read that blocks stops the walk.
+func Discover(fsys FS) *Layout {
+	t := &layout.Tree{FS: fsys, Absent: absent}
+	l := &Layout{}
+	var names []string
+	for _, e := range t.Entries(ClassDir) {
+		if validName(e.Name()) {
+			names = append(names, e.Name())
+		}
+	}
+	slices.Sort(names)
+	l.rdma = len(names) > 0
+	if len(names) > MaxDevices {
+		l.leftOut += len(names) - MaxDevices
+		l.firstLeftOut = path.Join(ClassDir, names[MaxDevices])
+		names = names[:MaxDevices]
+	}
+	for _, name := range names {
+		d, leftOut, first := discoverDevice(t, name)
+		if leftOut > 0 && l.leftOut == 0 {
+			l.firstLeftOut = first
+		}
+		l.leftOut += leftOut
+		if t.Blocked != nil {
+			break
+		}
+		l.devices = append(l.devices, d)
+	}
+	l.problems, l.blocked = t.Problems, t.Blocked
+	if l.blocked != nil {
+		l.devices = nil
+	}
+	return l
+}
+
+// Empty tells a layout without devices, whose Read reads nothing.
+func (l *Layout) Empty() bool { return len(l.devices) == 0 }
+
+// LeftOut counts the devices beyond MaxDevices and the ports beyond
+// MaxPorts, and names the first of them ("" when none).
+func (l *Layout) LeftOut() (n int, first string) { return l.leftOut, l.firstLeftOut }
+
+func discoverDevice(t *layout.Tree, name string) (d deviceFiles, leftOut int, firstLeftOut string) {
 	dir := path.Join(ClassDir, name)
-	d.Name = name
-	d.Current = r.link(path.Join(dir, "device"), "current_link_width", "current_link_speed")
-	d.Max = r.link(path.Join(dir, "device"), "max_link_width", "max_link_speed")
+	pci := path.Join(dir, "device")
+	d.name = name
+	d.max = link(t, path.Join(pci, "max_link_width"), path.Join(pci, "max_link_speed"))
+	if has, ok := listed(t, pci); ok {
+		d.currentWidth = ifListed(has, pci, "current_link_width")
+		d.currentSpeed = ifListed(has, pci, "current_link_speed")
+	}
 
 	var ports []int
-	for _, e := range r.Entries(path.Join(dir, "ports")) {
+	for _, e := range t.Entries(path.Join(dir, "ports")) {
 		if n, err := strconv.Atoi(e.Name()); err == nil && n > 0 && strconv.Itoa(n) == e.Name() {
 			ports = append(ports, n)
 		}
@@ -233,96 +266,64 @@ func (r *reader) device(name string) (d Device, leftOut int, firstLeftOut string
 		firstLeftOut = path.Join(dir, "ports", strconv.Itoa(ports[MaxPorts]))
 		ports = ports[:MaxPorts]
 	}
-	netdevs := r.netdevs(path.Join(dir, "device", "net"))
+	var netdevs []string
+	for _, e := range t.Entries(path.Join(pci, "net")) {
+		if ValidNetDev(e.Name()) {
+			netdevs = append(netdevs, e.Name())
+		}
+	}
 	for _, n := range ports {
-		d.Ports = append(d.Ports, r.port(dir, strconv.Itoa(n), netdevs))
+		d.ports = append(d.ports, discoverPort(t, dir, strconv.Itoa(n), netdevs))
 	}
 	return d, leftOut, firstLeftOut
 }
 
 // link reads a PCIe link's width and speed attributes; nil when neither
 // gives a value.
-func (r *reader) link(dir, width, speed string) *Link {
+func link(t *layout.Tree, width, speed string) *Link {
 	var l Link
-	if w, ok := hostfs.Parsed(&r.Tree, path.Join(dir, width), ParseLinkWidth); ok {
-		l.Width = w
-	}
-	if s, ok := hostfs.Parsed(&r.Tree, path.Join(dir, speed), ParseLinkSpeed); ok {
-		l.Transfer = s
-	}
+	l.Width, _ = parsedIf(t, width, ParseLinkWidth)
+	l.Transfer, _ = parsedIf(t, speed, ParseLinkSpeed)
 	if l.Width == 0 && l.Transfer == 0 {
 		return nil
 	}
 	return &l
 }
 
-// netdevs lists the network interfaces of the PCI function (device/net/),
-// by name.
-func (r *reader) netdevs(dir string) []string {
-	var names []string
-	for _, e := range r.Entries(dir) {
-		if ValidNetDev(e.Name()) {
-			names = append(names, e.Name())
-		}
-	}
-	slices.Sort(names)
-	return names
-}
-
-func (r *reader) port(dev, number string, netdevs []string) Port {
+func discoverPort(t *layout.Tree, dev, number string, netdevs []string) portFiles {
 	dir := path.Join(dev, "ports", number)
-	p := Port{Number: number}
-	if v, ok := hostfs.Parsed(&r.Tree, path.Join(dir, "link_layer"), ParseWord); ok {
-		p.LinkLayer = v
-	}
-	if v, ok := hostfs.Parsed(&r.Tree, path.Join(dir, "state"), ParseState); ok {
-		p.State = v
-	}
-	if v, ok := hostfs.Parsed(&r.Tree, path.Join(dir, "phys_state"), ParseState); ok {
-		p.PhysState = v
-	}
-	if v, ok := hostfs.Parsed(&r.Tree, path.Join(dir, "rate"), ParseRate); ok {
-		p.RateBits = v
-	}
+	p := portFiles{number: number}
+	p.linkLayer, _ = layout.Parsed(t, path.Join(dir, "link_layer"), ParseWord)
 	// The netdev of the port's first GID (the port's own address), else
 	// the function's one interface: mlx5 binds one netdev per function.
-	if v, ok := hostfs.Parsed(&r.Tree, path.Join(dir, "gid_attrs", "ndevs", "0"), ParseNetDev); ok {
-		p.NetDev = v
+	if v, ok := layout.Parsed(t, path.Join(dir, "gid_attrs", "ndevs", "0"), ParseNetDev); ok {
+		p.netDev = v
 	} else if len(netdevs) == 1 {
-		p.NetDev = netdevs[0]
+		p.netDev = netdevs[0]
 	}
-
+	if has, ok := listed(t, dir); ok {
+		p.state = ifListed(has, dir, "state")
+		p.physState = ifListed(has, dir, "phys_state")
+		p.rate = ifListed(has, dir, "rate")
+	}
 	counters := path.Join(dir, "counters")
-	// The data counters count 32-bit words (the IBTA's PortXmitData and
-	// PortRcvData "divided by 4"): ×4 for bytes.
-	if v, ok := hostfs.Parsed(&r.Tree, path.Join(counters, "port_rcv_data"), ParseCounter); ok {
-		p.ReceiveBytes = wordsToBytes(v)
-	}
-	if v, ok := hostfs.Parsed(&r.Tree, path.Join(counters, "port_xmit_data"), ParseCounter); ok {
-		p.TransmitBytes = wordsToBytes(v)
-	}
-	if listed, ok := r.listed(counters); ok {
-		p.Errors = r.counters(counters, filter(ErrorCounters, listed))
+	if has, ok := listed(t, counters); ok {
+		p.receive = ifListed(has, counters, "port_rcv_data")
+		p.transmit = ifListed(has, counters, "port_xmit_data")
+		p.errors = filter(ErrorCounters, has, counters)
 	}
 	hw := path.Join(dir, "hw_counters")
-	if events, ok := r.listed(hw); ok {
-		p.HWCounters = true
-		p.Events = r.counters(hw, filter(EventCounters, events))
+	if has, ok := listed(t, hw); ok {
+		p.hasHWCounters = true
+		p.events = filter(EventCounters, has, hw)
 	}
 	return p
 }
 
-// wordsToBytes converts before it multiplies: a count of 2^62 words or
-// more would wrap to a false reset in uint64.
-func wordsToBytes(words uint64) *float64 {
-	b := float64(words) * 4
-	return &b
-}
-
 // listed lists the names in dir; ok is false when it is absent or could
 // not be listed.
-func (r *reader) listed(dir string) (map[string]bool, bool) {
-	entries, ok := r.Dir(dir)
+func listed(t *layout.Tree, dir string) (map[string]bool, bool) {
+	entries, ok := t.Dir(dir)
 	if !ok {
 		return nil, false
 	}
@@ -333,24 +334,93 @@ func (r *reader) listed(dir string) (map[string]bool, bool) {
 	return names, true
 }
 
-// filter keeps the names that were listed, in their order.
-func filter(names []string, listed map[string]bool) []string {
-	var out []string
+func ifListed(has map[string]bool, dir, name string) string {
+	if has[name] {
+		return path.Join(dir, name)
+	}
+	return ""
+}
+
+// filter keeps the names listed in dir, in their order.
+func filter(names []string, listed map[string]bool, dir string) []counterFile {
+	var out []counterFile
 	for _, n := range names {
 		if listed[n] {
-			out = append(out, n)
+			out = append(out, counterFile{n, path.Join(dir, n)})
 		}
 	}
 	return out
 }
 
-// counters reads the named counters of dir; a counter the device does not
-// have is left out.
-func (r *reader) counters(dir string, names []string) []Counter {
+// Read reads the values of the layout's files through fsys. After a read
+// that blocks nothing more is read, and the snapshot has no devices.
+func (l *Layout) Read(fsys FS) Snapshot {
+	s := Snapshot{RDMA: l.rdma, LeftOut: l.leftOut, FirstLeftOut: l.firstLeftOut}
+	if l.blocked != nil {
+		s.Blocked, s.Stale = l.blocked, true
+		return s
+	}
+	t := &layout.Tree{FS: fsys, Absent: func(err error) bool {
+		if layout.Gone(err) {
+			s.Stale = true
+		}
+		return absent(err)
+	}}
+	for _, df := range l.devices {
+		d := Device{Name: df.name, Max: df.max}
+		d.Current = link(t, df.currentWidth, df.currentSpeed)
+		for _, pf := range df.ports {
+			d.Ports = append(d.Ports, pf.read(t))
+		}
+		s.Devices = append(s.Devices, d)
+	}
+	s.Problems = append(slices.Clone(l.problems), t.Problems...)
+	if t.Blocked != nil {
+		s.Blocked, s.Devices, s.Stale = t.Blocked, nil, true
+	}
+	return s
+}
+
+// parsedIf is layout.Parsed of name, when the layout has it.
+func parsedIf[T any](t *layout.Tree, name string, parse func([]byte) (T, error)) (T, bool) {
+	if name == "" {
+		var zero T
+		return zero, false
+	}
+	return layout.Parsed(t, name, parse)
+}
+
+func (pf *portFiles) read(t *layout.Tree) Port {
+	p := Port{Number: pf.number, LinkLayer: pf.linkLayer, NetDev: pf.netDev, HWCounters: pf.hasHWCounters}
+	p.State, _ = parsedIf(t, pf.state, ParseState)
+	p.PhysState, _ = parsedIf(t, pf.physState, ParseState)
+	p.RateBits, _ = parsedIf(t, pf.rate, ParseRate)
+	// The data counters count 32-bit words (the IBTA's PortXmitData and
+	// PortRcvData "divided by 4").
+	if v, ok := parsedIf(t, pf.receive, ParseCounter); ok {
+		p.ReceiveBytes = wordsToBytes(v)
+	}
+	if v, ok := parsedIf(t, pf.transmit, ParseCounter); ok {
+		p.TransmitBytes = wordsToBytes(v)
+	}
+	p.Errors = counters(t, pf.errors)
+	p.Events = counters(t, pf.events)
+	return p
+}
+
+// wordsToBytes converts before it multiplies: a count of 2^62 words or
+// more would wrap to a false reset in uint64.
+func wordsToBytes(words uint64) *float64 {
+	b := float64(words) * 4
+	return &b
+}
+
+// counters reads counter files; one that cannot be read is left out.
+func counters(t *layout.Tree, files []counterFile) []Counter {
 	var out []Counter
-	for _, name := range names {
-		if v, ok := hostfs.Parsed(&r.Tree, path.Join(dir, name), ParseCounter); ok {
-			out = append(out, Counter{name, v})
+	for _, f := range files {
+		if v, ok := layout.Parsed(t, f.file, ParseCounter); ok {
+			out = append(out, Counter{f.name, v})
 		}
 	}
 	return out

@@ -6,13 +6,12 @@
 // 240 W supply; when a run slows with nothing in nvidia-smi, these are
 // where the cause shows.
 //
-// Discover walks a sysfs tree through the FS it is given (os.DirFS in
-// tests, the collector's bounded reader in the exporter) for what does not
-// change (names, labels, which files there are); Layout.Read then reads
-// the values, and returns plain values; the parsers take bytes. A file that cannot be read or parsed is a
-// Problem of the snapshot, never a failure of the whole read: sysfs is
-// full of attributes that refuse a read (ACPI thermal zones answer EIO or
-// ENODATA when their AML method fails) or that only root may read.
+// Discover walks the tree for what does not change (names, labels, which
+// files there are); Layout.Read then reads the values. A file that cannot
+// be read or parsed is a Problem of the snapshot, never a failure of the
+// whole read: sysfs is full of attributes that refuse a read (ACPI thermal
+// zones answer EIO or ENODATA when their AML method fails) or that only
+// root may read. procfs's sysfs readers do not serve: see package layout.
 package platform
 
 import (
@@ -30,13 +29,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
+	"github.com/spark-exporter/spark_exporter/internal/layout"
 	"github.com/spark-exporter/spark_exporter/internal/safetext"
 )
 
-// FS is the part of a file system Read needs: fs.ReadFileFS and
-// fs.ReadDirFS together, with names relative to the sysfs mount point
-// ("class/thermal"). os.DirFS and fstest.MapFS are both one.
-type FS = hostfs.TreeFS
+// FS is what the platform is read through, names relative to the sysfs
+// mount point.
+type FS = layout.FS
 
 // Where the three sources live under the sysfs mount point.
 const (
@@ -100,7 +99,7 @@ type SPBM struct {
 
 // Problem is a file that was there but could not be read or parsed, named
 // relative to the sysfs mount point.
-type Problem = hostfs.Problem
+type Problem = layout.Problem
 
 // Snapshot is one read of the platform.
 type Snapshot struct {
@@ -118,24 +117,20 @@ type Snapshot struct {
 	Blocked *Problem
 }
 
-// Read discovers the layout under fsys and reads it once: Discover(fsys)
-// then Layout.Read(fsys.ReadFile).
+// Read discovers the layout under fsys and reads it once.
 func Read(fsys FS) Snapshot {
 	return Discover(fsys).Read(fsys.ReadFile)
 }
 
 // Layout is what does not change while the machine runs: the DMI identity,
 // which thermal zones there are and their names, where the spbm device is,
-// its channels and their labels. Discovering it takes some hundred reads
-// and listings; a scrape then reads only the values, a few dozen files
-// (docs/performance.md).
+// its channels and their labels.
 type Layout struct {
 	identity *Identity
 	zones    []zoneFile
 	spbm     *spbmFiles
 	problems []Problem // found while discovering, reported with every read
 	blocked  *Problem  // a discovery read that blocked
-	files    []string  // the value files, in the order Snapshot reads them
 	// leftOut counts the entries (zones, channels) beyond the cap on
 	// value files, first names one.
 	leftOut int
@@ -188,14 +183,13 @@ func Discover(fsys FS) *Layout { return DiscoverAtMost(fsys, math.MaxInt) }
 // first (they are the Spark's power and temperatures), then the thermal
 // zones by index; LeftOut counts the rest.
 func DiscoverAtMost(fsys FS, max int) *Layout {
-	r := reader{Tree: hostfs.Tree{FS: fsys}}
+	r := reader{Tree: layout.Tree{FS: fsys}}
 	l := &Layout{}
 	l.identity = r.identity()
 	l.spbm = r.spbm(max)
 	l.zones = r.zones(max - l.spbm.count())
 	l.problems = r.Problems
 	l.blocked = r.Blocked
-	l.files = l.valueFiles()
 	l.leftOut, l.first = r.leftOut, r.first
 	return l
 }
@@ -205,49 +199,13 @@ func DiscoverAtMost(fsys FS, max int) *Layout {
 // when none).
 func (l *Layout) LeftOut() (n int, first string) { return l.leftOut, l.first }
 
-// ValueFiles are the files a read of the layout's values reads, in the
-// order Snapshot takes their contents: what a caller that reads them all in
-// one batch reads. The slice is the layout's, not to be modified.
-func (l *Layout) ValueFiles() []string { return l.files }
-
-// valueFiles lists the layout's value files in the order Snapshot reads
-// them.
-func (l *Layout) valueFiles() []string {
-	var files []string
-	for _, z := range l.zones {
-		files = append(files, z.file)
-	}
-	if f := l.spbm; f != nil {
-		for _, group := range [][]valueFile{f.power, f.limits, f.energy, f.temps} {
-			for _, v := range group {
-				files = append(files, v.file)
-			}
-		}
-		for _, name := range []string{f.prochot, f.plLevel} {
-			if name != "" {
-				files = append(files, name)
-			}
-		}
-	}
-	return files
-}
-
-// Read reads the values of the layout through read (an fs.ReadFileFS's
-// ReadFile, or a reader that keeps the files open), one file after the
+// Read reads the values of the layout through read, one file after the
 // other: after a read that blocks, nothing more is read.
 func (l *Layout) Read(read func(name string) ([]byte, error)) Snapshot {
-	return l.Snapshot(func(i int) ([]byte, error) { return read(l.files[i]) })
-}
-
-// Snapshot builds the snapshot of the layout's values from the contents of
-// ValueFiles: value(i) is what a read of ValueFiles()[i] gave, called once
-// for each i in order, and no more after one whose error is
-// hostfs.ErrBlocked.
-func (l *Layout) Snapshot(value func(i int) ([]byte, error)) Snapshot {
 	if l.blocked != nil {
 		return Snapshot{Identity: l.identity, Problems: slices.Clone(l.problems), Blocked: l.blocked, Stale: true}
 	}
-	v := valueReader{value: value}
+	v := valueReader{read: read}
 	s := Snapshot{Identity: l.identity}
 	for _, z := range l.zones {
 		data, ok := v.file(z.file)
@@ -291,22 +249,9 @@ func (l *Layout) Snapshot(value func(i int) ([]byte, error)) Snapshot {
 	return s
 }
 
-// BlockedAt is the snapshot of a read of the layout's values that blocked
-// (err is a hostfs.ErrBlocked, an *fs.PathError naming the file, as a
-// batch of reads fails): like the read that blocks in Read, it fails the
-// read as a whole, and the layout is to be discovered again.
-func (l *Layout) BlockedAt(err error) Snapshot {
-	blocked := &Problem{Err: hostfs.WithoutPath(err)}
-	if pe, ok := errors.AsType[*fs.PathError](err); ok {
-		blocked.File = pe.Path
-	}
-	return Snapshot{Identity: l.identity, Problems: slices.Clone(l.problems), Blocked: blocked, Stale: true}
-}
-
 // valueReader reads a layout's value files, noting problems.
 type valueReader struct {
-	value    func(i int) ([]byte, error)
-	next     int // the index in ValueFiles of the next file read
+	read     func(name string) ([]byte, error)
 	problems []Problem
 	stale    bool
 	blocked  *Problem
@@ -320,8 +265,7 @@ func (v *valueReader) file(name string) ([]byte, bool) {
 	if v.blocked != nil {
 		return nil, false
 	}
-	data, err := v.value(v.next)
-	v.next++
+	data, err := v.read(name)
 	switch {
 	case errors.Is(err, hostfs.ErrBlocked):
 		v.blocked = &Problem{File: name, Err: hostfs.WithoutPath(err)}
@@ -388,7 +332,7 @@ func (v *valueReader) plausible(file string, value, lo, hi float64, unit string)
 }
 
 type reader struct {
-	hostfs.Tree
+	layout.Tree
 	// The entries left out by the cap on value files, and the first.
 	leftOut int
 	first   string

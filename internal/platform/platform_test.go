@@ -1,7 +1,6 @@
 package platform
 
 import (
-	"errors"
 	"io/fs"
 	"os"
 	"reflect"
@@ -10,10 +9,7 @@ import (
 	"syscall"
 	"testing"
 	"testing/fstest"
-	"time"
 	"unicode/utf8"
-
-	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 )
 
 const fixtures = "../../testdata/sys/"
@@ -212,7 +208,7 @@ func TestBadFilesCostOnlyTheirReading(t *testing.T) {
 		{name: "an all-ones spbm register", data: map[string]string{spbm + "power7_input": "4294967295000\n"},
 			problem: spbm + "power7_input", reason: "all-ones",
 			check: func(t *testing.T, s Snapshot) { rails(t, s, 13, "dc_input", false) }},
-		// Issue 28: error codes read as values are no readings.
+		// Error codes read as values are no readings.
 		{name: "a zone at absolute zero", data: map[string]string{zone0 + "temp": "-273150\n"},
 			problem: zone0 + "temp", reason: "outside the plausible",
 			check: func(t *testing.T, s Snapshot) { zones(t, s, 6, "TSOC", false) }},
@@ -514,33 +510,17 @@ func TestLayoutReadAgainAndStale(t *testing.T) {
 	}
 }
 
-// ValueFiles are what Read reads, in its order, so that a batch of them
-// read at once builds the same snapshot; a batch that blocked fails the
-// snapshot naming the file.
-func TestLayoutValueFilesAndSnapshot(t *testing.T) {
-	m := mapOf(t, "spark")
-	l := Discover(m)
+// valueFiles are the files a read of l reads.
+func valueFiles(l *Layout, fsys FS) []string {
 	var read []string
-	want := l.Read(func(name string) ([]byte, error) {
+	l.Read(func(name string) ([]byte, error) {
 		read = append(read, name)
-		return m.ReadFile(name)
+		return fsys.ReadFile(name)
 	})
-	if !reflect.DeepEqual(read, l.ValueFiles()) || len(read) != 39 {
-		t.Errorf("Read read %d files %v, ValueFiles are %d: %v", len(read), read, len(l.ValueFiles()), l.ValueFiles())
-	}
-	got := l.Snapshot(func(i int) ([]byte, error) { return m.ReadFile(l.ValueFiles()[i]) })
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("Snapshot %+v, Read %+v", got, want)
-	}
-
-	blocked := &fs.PathError{Op: "read", Path: "class/hwmon/hwmon1/power3_input", Err: &hostfs.BlockedError{Timeout: time.Second}}
-	s := l.BlockedAt(blocked)
-	if s.Blocked == nil || s.Blocked.File != blocked.Path || !errors.Is(s.Blocked.Err, hostfs.ErrBlocked) || strings.Contains(s.Blocked.Err.Error(), "hwmon") {
-		t.Errorf("a batch blocked: %+v", s.Blocked)
-	}
+	return read
 }
 
-// Issue 28, item 2: thousands of thermal zones and spbm channels cost a
+// Thousands of thermal zones and spbm channels cost a
 // read no more than the cap's value files: the spbm channels first, then
 // the zones by index, the rest counted and the first named.
 func TestDiscoverAtMostCapsTheValueFiles(t *testing.T) {
@@ -554,12 +534,12 @@ func TestDiscoverAtMostCapsTheValueFiles(t *testing.T) {
 		m["class/hwmon/hwmon1/temp"+strconv.Itoa(i)+"_input"] = &fstest.MapFile{Data: []byte("3100\n")}
 	}
 	full := Discover(m)
-	if n := len(full.ValueFiles()); n != 1000+30+300+2 {
+	if n := len(valueFiles(full, m)); n != 1000+30+300+2 {
 		t.Fatalf("uncapped: %d value files", n)
 	}
 	const max = 256
 	l := DiscoverAtMost(m, max)
-	if n := len(l.ValueFiles()); n != max {
+	if n := len(valueFiles(l, m)); n != max {
 		t.Errorf("capped at %d: %d value files", max, n)
 	}
 	// The Spark's 32 spbm files, 224 of the 300 extra channels, no zone.

@@ -1,4 +1,4 @@
-package hostfs
+package layout
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"testing/fstest"
+
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 )
 
 // failingFS answers from files, except for the names in errs.
@@ -32,7 +34,7 @@ func (f failingFS) ReadDir(name string) ([]fs.DirEntry, error) {
 func TestTree(t *testing.T) {
 	fsys := failingFS{
 		files: fstest.MapFS{"a/ok": {Data: []byte("1\n")}, "a/bad": {Data: []byte("x")}},
-		errs:  map[string]error{"a/eio": syscall.EIO, "a/inval": syscall.EINVAL, "a/wedged": ErrBlocked},
+		errs:  map[string]error{"a/eio": syscall.EIO, "a/inval": syscall.EINVAL, "a/wedged": hostfs.ErrBlocked},
 	}
 	tr := &Tree{FS: fsys}
 	if _, ok := tr.File("a/missing"); ok || len(tr.Problems) != 0 {

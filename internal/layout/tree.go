@@ -1,14 +1,26 @@
-package hostfs
+// Package layout is how a sysfs collector remembers what it found. A
+// discovery walks the tree (Tree) for what does not change while the
+// machine runs: which devices, channels and zones there are, their names,
+// which files each has. The collector keeps it (Kept) and builds its
+// metrics once for it; a scrape then reads only the value files.
+//
+// prometheus/procfs's sysfs class readers (ThermalZoneStats, DMIClass,
+// InfiniBandClass, ClassHwmon) read with os.ReadFile: no size bound, no
+// deadline, through links, one unreadable file failing the whole class;
+// hence these walks, whose reads go wherever the caller's FS sends them.
+package layout
 
 import (
 	"errors"
 	"io/fs"
+	"syscall"
+
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 )
 
-// TreeFS is the part of a file system a Tree reads: fs.ReadFileFS and
-// fs.ReadDirFS together, with names relative to a mount point
-// ("class/thermal"). os.DirFS and fstest.MapFS are both one.
-type TreeFS interface {
+// FS is what a walk reads through, names relative to the sysfs mount
+// point ("class/thermal"). os.DirFS and fstest.MapFS are both one.
+type FS interface {
 	ReadFile(name string) ([]byte, error)
 	ReadDir(name string) ([]fs.DirEntry, error)
 }
@@ -23,12 +35,12 @@ type Problem struct {
 
 func (p Problem) Error() string { return p.File + ": " + p.Err.Error() }
 
-// Tree walks a sysfs tree for one discovery: a file that is absent is no
-// problem, one that cannot be read is noted and the walk goes on, and a
-// read that blocks stops the walk (every later read answers nothing), so
-// that a wedged attribute costs one deadline, not one per file.
+// Tree walks a sysfs tree: a file that is absent is no problem, one that
+// cannot be read is noted and the walk goes on, and a read that blocks
+// stops the walk, so that a wedged attribute costs one deadline, not one
+// per file.
 type Tree struct {
-	FS TreeFS
+	FS FS
 	// Absent tells the errors that mean "this attribute is not there";
 	// nil means fs.ErrNotExist alone.
 	Absent   func(error) bool
@@ -38,7 +50,7 @@ type Tree struct {
 
 // Problem notes that file could not be read or parsed.
 func (t *Tree) Problem(file string, err error) {
-	t.Problems = append(t.Problems, Problem{File: file, Err: WithoutPath(err)})
+	t.Problems = append(t.Problems, Problem{File: file, Err: hostfs.WithoutPath(err)})
 }
 
 func (t *Tree) absent(err error) bool {
@@ -48,14 +60,14 @@ func (t *Tree) absent(err error) bool {
 	return errors.Is(err, fs.ErrNotExist)
 }
 
-// gaveNothing tells whether a read of name gave nothing (absent,
-// unreadable or blocked), noting a problem when it was not simply absent.
+// gaveNothing tells whether a read of name gave nothing, noting a problem
+// when the file was not simply absent.
 func (t *Tree) gaveNothing(name string, err error) bool {
 	switch {
 	case err == nil:
 		return false
-	case errors.Is(err, ErrBlocked):
-		t.Blocked = &Problem{File: name, Err: WithoutPath(err)}
+	case errors.Is(err, hostfs.ErrBlocked):
+		t.Blocked = &Problem{File: name, Err: hostfs.WithoutPath(err)}
 	case !t.absent(err):
 		t.Problem(name, err)
 	}
@@ -107,4 +119,10 @@ func Parsed[T any](t *Tree, name string, parse func([]byte) (T, error)) (T, bool
 func (t *Tree) Entries(name string) []fs.DirEntry {
 	entries, _ := t.Dir(name)
 	return entries
+}
+
+// Gone tells a read error that says the layout changed under the
+// collector: the file is gone, or its driver was unbound (ENODEV).
+func Gone(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENODEV)
 }
