@@ -188,7 +188,7 @@ func (c *enginesCollector) round() {
 	}
 }
 
-func (c *enginesCollector) keep(st *collected.State) {
+func (c *enginesCollector) publish(st *collected.State) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st.Engines = c.readings
@@ -197,12 +197,18 @@ func (c *enginesCollector) keep(st *collected.State) {
 	}
 }
 
-// Update starts a round and renders the latest one's answers.
-func (c *enginesCollector) Update(ch chan<- prometheus.Metric) error {
+// refresh starts a round; publish shows the latest one's answers.
+func (c *enginesCollector) refresh() error {
 	select {
 	case c.kick <- struct{}{}:
 	default: // a round is already due
 	}
+	return nil
+}
+
+// Update starts a round and renders the latest one's answers.
+func (c *enginesCollector) Update(ch chan<- prometheus.Metric) error {
+	c.refresh()
 	c.mu.Lock()
 	readings := c.readings
 	c.mu.Unlock()

@@ -226,7 +226,13 @@ func (b *batchReader) ReadDir(name string) ([]fs.DirEntry, error) {
 	return entries, b.sys.relative(name, err)
 }
 
-func (c *fabricCollector) Update(ch chan<- prometheus.Metric) error {
+func (c *fabricCollector) refresh() error {
+	_, err := c.take()
+	return err
+}
+
+// take reads the devices and keeps the reading for publish.
+func (c *fabricCollector) take() (fabric.Snapshot, error) {
 	s, err := c.read()
 	c.Set(s.LeftOut)
 	if err == nil && s.Blocked != nil {
@@ -234,9 +240,17 @@ func (c *fabricCollector) Update(ch chan<- prometheus.Metric) error {
 	}
 	if err != nil {
 		// The next file may block as long: nothing more was read.
-		return fmt.Errorf("reading sysfs: %w", err)
+		return s, fmt.Errorf("reading sysfs: %w", err)
 	}
 	c.remember(s)
+	return s, nil
+}
+
+func (c *fabricCollector) Update(ch chan<- prometheus.Metric) error {
+	s, err := c.take()
+	if err != nil {
+		return err
+	}
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
@@ -308,4 +322,4 @@ func (c *fabricCollector) remember(s fabric.Snapshot) {
 	c.last.Store(next)
 }
 
-func (c *fabricCollector) keep(st *collected.State) { st.Fabric = c.last.Load() }
+func (c *fabricCollector) publish(st *collected.State) { st.Fabric = c.last.Load() }

@@ -250,7 +250,7 @@ func (c *flightCollector) unclean() *flight.Boot {
 // VerdictWindow is the span of the previous boot's end the verdict reads.
 const VerdictWindow = 10 * time.Minute
 
-func (c *flightCollector) keep(st *collected.State) {
+func (c *flightCollector) publish(st *collected.State) {
 	f := &collected.Flight{}
 	if b := c.unclean(); b != nil {
 		f.Unclean, f.EndedAt = true, b.End()
@@ -258,6 +258,9 @@ func (c *flightCollector) keep(st *collected.State) {
 	}
 	st.Flight = f
 }
+
+// refresh has nothing to read: the previous boot was read at start.
+func (c *flightCollector) refresh() error { return nil }
 
 func (c *flightCollector) Update(ch chan<- prometheus.Metric) error {
 	ch <- prometheus.MustNewConstMetric(flightRecordsDesc, prometheus.CounterValue, float64(c.records.Load()))

@@ -102,24 +102,23 @@ type gpuCollector struct {
 
 	// A reading is served to every scrape for up to --gpu.max-age, so
 	// the metrics built from it are kept and sent again while it is
-	// served (what that pays: docs/performance.md, "Caches kept"). The
-	// per-process metrics are not kept: their comm is read afresh.
+	// served (docs/performance.md, "Caches kept"). The per-process
+	// metrics are not kept: their comm is read afresh.
 	mu        sync.Mutex
 	builtFrom *gpu.Reading // &Devices[0] of the snapshot built; each read makes a new slice
 	built     []prometheus.Metric
 
-	// last is the reading the latest Update rendered, turned into
-	// collected.GPU only when a view asks (keep).
-	last atomic.Pointer[gpuRendered]
+	latest atomic.Pointer[gpuReading]
 }
 
-type gpuRendered struct {
+// gpuReading is the latest reading, for publish.
+type gpuReading struct {
 	loaded bool
 	snap   gpu.Snapshot
 }
 
-func (c *gpuCollector) keep(st *collected.State) {
-	r := c.last.Load()
+func (c *gpuCollector) publish(st *collected.State) {
+	r := c.latest.Load()
 	if r == nil {
 		return
 	}
@@ -154,22 +153,42 @@ func newGPUCollector(nvml snapshotter, timeout, maxAge time.Duration, fs hostfs.
 	return &gpuCollector{nvml: nvml, timeout: timeout, maxAge: maxAge, procfs: fs, logger: logger}, nil
 }
 
-func (c *gpuCollector) Update(ch chan<- prometheus.Metric) error {
+// read serves the latest reading while it is at most --gpu.max-age old,
+// else reads NVML. gpu.ErrUnavailable (no driver or library) is a normal
+// host state, not a failure.
+func (c *gpuCollector) read() (gpu.Snapshot, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
 	snap, err := c.nvml.Recent(ctx, c.maxAge)
 	switch {
 	case errors.Is(err, gpu.ErrUnavailable):
-		// No driver or library: a normal host state, not a failure.
-		c.last.Store(&gpuRendered{})
+		c.latest.Store(&gpuReading{})
+		return snap, err
+	case errors.Is(err, gpu.ErrTimeout):
+		c.latest.Store(&gpuReading{loaded: true})
+		return snap, fmt.Errorf("%w (--gpu.timeout=%s): is the driver wedged?", err, c.timeout)
+	}
+	c.latest.Store(&gpuReading{loaded: true, snap: snap})
+	return snap, err
+}
+
+func (c *gpuCollector) refresh() error {
+	if _, err := c.read(); !errors.Is(err, gpu.ErrUnavailable) {
+		return err
+	}
+	return nil
+}
+
+func (c *gpuCollector) Update(ch chan<- prometheus.Metric) error {
+	snap, err := c.read()
+	switch {
+	case errors.Is(err, gpu.ErrUnavailable):
 		ch <- prometheus.MustNewConstMetric(gpuUpDesc, prometheus.GaugeValue, 0)
 		return nil
 	case errors.Is(err, gpu.ErrTimeout):
-		c.last.Store(&gpuRendered{loaded: true})
 		ch <- prometheus.MustNewConstMetric(gpuUpDesc, prometheus.GaugeValue, 1)
-		return fmt.Errorf("%w (--gpu.timeout=%s): is the driver wedged?", err, c.timeout)
+		return err
 	}
-	c.last.Store(&gpuRendered{loaded: true, snap: snap})
 	ch <- prometheus.MustNewConstMetric(gpuUpDesc, prometheus.GaugeValue, 1)
 	for _, m := range c.metrics(snap, err) {
 		ch <- m
@@ -178,9 +197,9 @@ func (c *gpuCollector) Update(ch chan<- prometheus.Metric) error {
 	for _, r := range snap.Devices {
 		c.processes(ch, r, &blocked)
 	}
-	// Devices and fields that failed (GPU lost, unknown error) fail the
-	// collector; what did answer has been sent. So does a comm whose read
-	// blocked.
+	// A device or field that failed (GPU lost, unknown error) fails the
+	// collector, as does a comm whose read blocked; what did answer has
+	// been sent.
 	return errors.Join(err, blocked)
 }
 

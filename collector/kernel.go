@@ -81,10 +81,13 @@ func (c *kernelCollector) state() collected.Kernel {
 	return collected.Kernel{Readable: true, Counts: c.reader.Counts()}
 }
 
-func (c *kernelCollector) keep(st *collected.State) {
+func (c *kernelCollector) publish(st *collected.State) {
 	k := c.state()
 	st.Kernel = &k
 }
+
+// refresh has nothing to read: the reader counts the log as it comes.
+func (c *kernelCollector) refresh() error { return nil }
 
 func (c *kernelCollector) Update(ch chan<- prometheus.Metric) error {
 	k := c.state()

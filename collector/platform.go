@@ -103,6 +103,15 @@ func (c *platformCollector) read() platform.Snapshot {
 	return s
 }
 
+// refresh reads the sysfs files for the collector's success alone: the
+// status page shows nothing of them.
+func (c *platformCollector) refresh() error {
+	if s := c.read(); s.Blocked != nil {
+		return fmt.Errorf("reading sysfs: %w", s.Blocked)
+	}
+	return nil
+}
+
 func (c *platformCollector) Update(ch chan<- prometheus.Metric) error {
 	s := c.read()
 	if s.Blocked != nil {

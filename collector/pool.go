@@ -71,7 +71,7 @@ type poolCollector struct {
 	last atomic.Pointer[collected.Pool]
 }
 
-func (c *poolCollector) keep(st *collected.State) { st.Pool = c.last.Load() }
+func (c *poolCollector) publish(st *collected.State) { st.Pool = c.last.Load() }
 
 func newPoolCollector(proc hostfs.FS, reserve uint64, logger log.Logger) (*poolCollector, error) {
 	return &poolCollector{
@@ -80,15 +80,28 @@ func newPoolCollector(proc hostfs.FS, reserve uint64, logger log.Logger) (*poolC
 	}, nil
 }
 
+func (c *poolCollector) refresh() error {
+	snap, _, _, _, err := c.read()
+	c.remember(snap, err)
+	return err
+}
+
+func (c *poolCollector) remember(snap pool.Snapshot, err error) {
+	if err != nil {
+		c.last.Store(nil)
+		return
+	}
+	c.last.Store(&collected.Pool{Snapshot: snap, Reserve: c.reserve})
+}
+
 func (c *poolCollector) Update(ch chan<- prometheus.Metric) error {
 	// Read every source before sending anything, so that a failed scrape
 	// sends no half set of pool figures.
 	snap, vm, psi, psiOK, err := c.read()
+	c.remember(snap, err)
 	if err != nil {
-		c.last.Store(nil)
 		return err
 	}
-	c.last.Store(&collected.Pool{Snapshot: snap, Reserve: c.reserve})
 
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)

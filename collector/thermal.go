@@ -135,10 +135,7 @@ var (
 // scrape: nothing built from it is kept (docs/performance.md, "Caches kept").
 type thermalCollector struct {
 	sampler *thermalsampler.Sampler
-	// rendered is the snapshot the latest Update rendered: the status page
-	// shows it (Exporter.State), so that its verdict and window are the
-	// exposition's.
-	rendered atomic.Pointer[thermal.Snapshot]
+	latest  atomic.Pointer[thermal.Snapshot]
 
 	cancel    context.CancelFunc
 	done      chan struct{}
@@ -176,20 +173,31 @@ func (c *thermalCollector) Close() error {
 	return c.closeErr
 }
 
-func (c *thermalCollector) keep(st *collected.State) {
-	if snap := c.rendered.Load(); snap != nil {
+func (c *thermalCollector) publish(st *collected.State) {
+	if snap := c.latest.Load(); snap != nil {
 		st.Thermal = &collected.Thermal{Snapshot: *snap, Config: c.sampler.Config()}
 	}
 }
 
-func (c *thermalCollector) Update(ch chan<- prometheus.Metric) error {
+// snapshot is the sampler's latest, kept for publish.
+func (c *thermalCollector) snapshot() (thermal.Snapshot, error) {
 	snap := c.sampler.Snapshot()
-	c.rendered.Store(&snap)
-	sendThermal(ch, snap)
+	c.latest.Store(&snap)
 	if len(snap.GPUs) == 0 {
-		return ErrNoData
+		return snap, ErrNoData
 	}
-	return nil
+	return snap, nil
+}
+
+func (c *thermalCollector) refresh() error {
+	_, err := c.snapshot()
+	return err
+}
+
+func (c *thermalCollector) Update(ch chan<- prometheus.Metric) error {
+	snap, err := c.snapshot()
+	sendThermal(ch, snap)
+	return err
 }
 
 // sendThermal renders a snapshot.

@@ -65,7 +65,7 @@ type workloadsCollector struct {
 	containers atomic.Pointer[collected.Containers]
 }
 
-func (c *workloadsCollector) keep(st *collected.State) {
+func (c *workloadsCollector) publish(st *collected.State) {
 	st.Workloads, st.Containers = c.last.Load(), c.containers.Load()
 }
 
@@ -77,16 +77,31 @@ func newWorkloadsCollector(proc hostfs.FS, patterns []workload.Pattern, logger l
 // Close closes the /proc files the scanner keeps open between scrapes.
 func (c *workloadsCollector) Close() error { return c.scanner.Close() }
 
-func (c *workloadsCollector) Update(ch chan<- prometheus.Metric) error {
+func (c *workloadsCollector) refresh() error {
+	_, _, err := c.scan()
+	return err
+}
+
+// scan finds the workloads and their containers, and keeps them for
+// publish.
+func (c *workloadsCollector) scan() (workload.Result, *collected.Containers, error) {
 	res, err := c.scanner.Scan()
 	if err != nil {
 		c.last.Store(nil)
 		c.containers.Store(nil)
-		return err
+		return res, nil, err
 	}
 	containers := c.places.place(&res)
 	c.last.Store(&res)
 	c.containers.Store(containers)
+	return res, containers, nil
+}
+
+func (c *workloadsCollector) Update(ch chan<- prometheus.Metric) error {
+	res, containers, err := c.scan()
+	if err != nil {
+		return err
+	}
 	for _, p := range res.Problems {
 		level.Debug(c.logger).Log("msg", "no memory cap exported for a workload", "pid", p.PID, "kind", p.Kind, "reason", p.What)
 	}
