@@ -26,7 +26,6 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/engine"
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
-	"github.com/spark-exporter/spark_exporter/internal/judge"
 
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
 )
@@ -55,14 +54,7 @@ type Env struct {
 	// ProcFS and SysFS (hostfs.DefaultTimeout when 0). A read that blocks
 	// past it fails its collector, naming the file.
 	ReadTimeout time.Duration
-	// PoolReserve is --pool.reserve: the memory kept back for the OS and
-	// driver. Build sets it from the flag AddFlags registers.
-	PoolReserve uint64
-	// Thermal is the --thermal.* configuration, validated, and ThermalCSV
-	// --thermal.csv-file. Build sets them when the thermal collector runs.
-	Thermal    judge.ThermalConfig
-	ThermalCSV string
-	Logger     log.Logger
+	Logger      log.Logger
 	// NVML is the process's one NVML client (gpu.Settings.Open says why
 	// one), shared by the collectors that read NVML. Whoever builds the
 	// collectors opens it when Selection.NeedsNVML and closes it after
@@ -153,14 +145,10 @@ type Selection struct {
 	configured map[string]*bool // the collector's onWith flag given
 	factories  map[string]Factory
 	nvml       map[string]bool // the collector reads NVML
-	// The settings serve's collectors share with plan (pool) and report
-	// (thermal): the same flags, registered by the same code.
-	pool    *PoolSettings
-	thermal *ThermalSettings
 }
 
 // PoolSettings are the pool's flags (--pool.reserve), for every command that
-// judges against the pool's headroom: serve's pool collector and plan.
+// judges against the pool's headroom: the pool collector's Setup and plan.
 type PoolSettings struct{ reserve *uint64 }
 
 // AddPoolFlags registers the pool's flags on fg.
@@ -172,35 +160,11 @@ func AddPoolFlags(fg cliflag.FlagGroup) *PoolSettings {
 // driver. Read it once the flags are parsed.
 func (p *PoolSettings) Reserve() uint64 { return *p.reserve }
 
-// ThermalSettings are the thermal verdict's flags (--thermal.*), for every
-// command that judges a GPU's thermal window: serve's thermal collector
-// and report, which replays a log as the collector would have judged it.
-type ThermalSettings struct{ flags thermalFlags }
-
-// AddThermalFlags registers the thermal flags on fg.
-func AddThermalFlags(fg cliflag.FlagGroup) *ThermalSettings {
-	return &ThermalSettings{flags: addThermalFlags(fg)}
-}
-
-// Config is the configuration the --thermal.* flags give, validated. Read
-// it once the flags are parsed.
-func (t *ThermalSettings) Config() (judge.ThermalConfig, error) {
-	cfg := t.flags.config()
-	if err := cfg.Validate(); err != nil {
-		return cfg, fmt.Errorf("--thermal.* flags: %w", err)
-	}
-	return cfg, nil
-}
-
-// CSVFile is --thermal.csv-file, "" when not given.
-func (t *ThermalSettings) CSVFile() string { return *t.flags.csvFile }
-
 // AddFlags registers --collector.NAME for every known collector and each
 // collector's own flags.
 func AddFlags(fg cliflag.FlagGroup) *Selection {
 	s := &Selection{enabled: map[string]*bool{}, explicit: map[string]*bool{},
-		configured: map[string]*bool{}, factories: map[string]Factory{}, nvml: map[string]bool{},
-		pool: AddPoolFlags(fg), thermal: AddThermalFlags(fg)}
+		configured: map[string]*bool{}, factories: map[string]Factory{}, nvml: map[string]bool{}}
 	for _, r := range registrations {
 		def := "disabled"
 		switch {
@@ -241,13 +205,6 @@ func (w watchFlag) Flag(name, help string) *kingpin.FlagClause {
 	return fc
 }
 
-// PoolReserve is the parsed --pool.reserve (PoolSettings.Reserve).
-func (s *Selection) PoolReserve() uint64 { return s.pool.Reserve() }
-
-// ThermalConfig is the --thermal.* configuration, validated
-// (ThermalSettings.Config).
-func (s *Selection) ThermalConfig() (judge.ThermalConfig, error) { return s.thermal.Config() }
-
 // Enabled lists the enabled collectors, sorted.
 func (s *Selection) Enabled() []string {
 	var names []string
@@ -271,16 +228,8 @@ func (s *Selection) NeedsNVML() bool {
 // built (bad flag combination, unreadable file it was pointed at) stops the
 // exporter at start, which is when its operator is watching.
 func (s *Selection) Build(env Env) (*Exporter, error) {
-	env.PoolReserve = s.pool.Reserve()
 	if env.Engines == nil {
 		env.Engines = engine.NewDirectory()
-	}
-	if slices.Contains(s.Enabled(), "thermal") {
-		cfg, err := s.thermal.Config()
-		if err != nil {
-			return nil, fmt.Errorf("collector thermal: %w", err)
-		}
-		env.Thermal, env.ThermalCSV = cfg, s.thermal.CSVFile()
 	}
 	cs := map[string]Collector{}
 	for _, name := range s.Enabled() {

@@ -23,17 +23,16 @@ import (
 // CMA and a reserve, which nvidia-smi cannot show), the page cache that eats
 // it unseen, and the signs of eviction (stalls, refaults, reclaim, OOM kills).
 func init() {
-	registerCollector("pool", defaultEnabled, func(cliflag.FlagGroup) Factory {
+	registerCollector("pool", defaultEnabled, func(fg cliflag.FlagGroup) Factory {
+		settings := AddPoolFlags(fg)
 		return func(env Env) (Collector, error) {
-			return newPoolCollector(hostfs.New(env.ProcFS).WithTimeout(env.ReadTimeout), env.PoolReserve, env.Logger)
+			return newPoolCollector(hostfs.New(env.ProcFS).WithTimeout(env.ReadTimeout), settings.Reserve(), env.Logger)
 		}
 	})
 }
 
-// addPoolReserveFlag registers --pool.reserve. AddFlags registers it once,
-// beside the collectors' own flags, because the plan command judges against
-// the same headroom (Selection.PoolReserve) and the pool collector gets it
-// through Env.
+// addPoolReserveFlag registers --pool.reserve (AddPoolFlags): the plan
+// command judges against the same headroom as the pool collector.
 func addPoolReserveFlag(fg cliflag.FlagGroup) *uint64 {
 	return cliflag.Bytes(fg.Flag("pool.reserve",
 		"Memory kept back for the OS and driver; headroom is MemFree minus this. GiB is 2^30 bytes, GB 10^9: 4GiB, 512MiB, 4GB.").

@@ -37,15 +37,17 @@ import (
 // Exporter.State. NVML is Env.NVML, the process's client, whose
 // reads are bounded by --gpu.timeout.
 func init() {
-	registerNVMLCollector("thermal", defaultEnabled, func(cliflag.FlagGroup) Factory {
+	registerNVMLCollector("thermal", defaultEnabled, func(fg cliflag.FlagGroup) Factory {
+		settings := AddThermalFlags(fg)
 		return func(env Env) (Collector, error) {
 			if env.NVML == nil {
 				return nil, errNoNVML
 			}
-			if err := env.Thermal.Validate(); err != nil {
-				return nil, fmt.Errorf("--thermal.* flags: %w", err)
+			cfg, err := settings.Config()
+			if err != nil {
+				return nil, err
 			}
-			sampler := thermalsampler.NewSampler(gpu.WithTimeout(env.NVML, env.GPU.Timeout), env.Thermal, env.ThermalCSV, env.Logger)
+			sampler := thermalsampler.NewSampler(gpu.WithTimeout(env.NVML, env.GPU.Timeout), cfg, settings.CSVFile(), env.Logger)
 			c := newThermalCollector(sampler)
 			c.start()
 			return c, nil
@@ -53,10 +55,31 @@ func init() {
 	})
 }
 
-// thermalFlags are the --thermal.* flags. AddFlags registers them once for
-// every command (Selection.ThermalConfig): serve's thermal collector and
-// report judge alike. docs/thermal.md justifies each default, and
-// judge.DefaultThermalConfig holds them.
+// ThermalSettings are the --thermal.* flags, for every command that judges
+// a GPU's thermal window: the thermal collector's Setup, and report, which
+// replays a log as the collector would have judged it.
+type ThermalSettings struct{ flags thermalFlags }
+
+// AddThermalFlags registers the thermal flags on fg.
+func AddThermalFlags(fg cliflag.FlagGroup) *ThermalSettings {
+	return &ThermalSettings{flags: addThermalFlags(fg)}
+}
+
+// Config is the configuration the flags give, validated: the one place it
+// is. Read it once the flags are parsed.
+func (t *ThermalSettings) Config() (judge.ThermalConfig, error) {
+	cfg := t.flags.config()
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("--thermal.* flags: %w", err)
+	}
+	return cfg, nil
+}
+
+// CSVFile is --thermal.csv-file, "" when not given.
+func (t *ThermalSettings) CSVFile() string { return *t.flags.csvFile }
+
+// thermalFlags are the --thermal.* flags. docs/thermal.md justifies each
+// default, and judge.DefaultThermalConfig holds them.
 type thermalFlags struct {
 	interval, window                              *time.Duration
 	nominal, belowRatio, flatSpread               *float64

@@ -393,7 +393,7 @@ func TestThermalFactoryRefusesAShortWindow(t *testing.T) {
 	if _, err := app.Parse([]string{"--thermal.window=10s", "--thermal.interval=5s"}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := sel.Build(Env{Logger: log.NewNopLogger(), NVML: &fakeNVML{}})
+	_, err := sel.Build(Env{ProcFS: t.TempDir(), SysFS: t.TempDir(), Logger: log.NewNopLogger(), NVML: &fakeNVML{}})
 	if err == nil || !strings.Contains(err.Error(), "--thermal") {
 		t.Errorf("error %v; want one naming the --thermal flags", err)
 	}
