@@ -438,8 +438,9 @@ func newDesc(name, help string, labels ...string) *prometheus.Desc {
 	return prometheus.NewDesc(name, help, labels, nil)
 }
 
-// supported renders a field's availability as the 1/0 of a _supported gauge.
-func supported(ok bool) float64 {
+// boolToFloat64 is a gauge's 1 for true, 0 for false: a field supported, a
+// state held, a flag set.
+func boolToFloat64(ok bool) float64 {
 	if ok {
 		return 1
 	}

@@ -224,7 +224,7 @@ func (c *enginesCollector) Update(ch chan<- prometheus.Metric) error {
 		if r.PID != 0 {
 			pid = strconv.Itoa(r.PID)
 		}
-		gauge(engineUpDesc, supported(r.Up), pid, r.Kind)
+		gauge(engineUpDesc, boolToFloat64(r.Up), pid, r.Kind)
 		if !r.Up {
 			continue
 		}

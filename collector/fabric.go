@@ -258,7 +258,7 @@ func (c *fabricCollector) Update(ch chan<- prometheus.Metric) error {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 	}
 
-	gauge(fabricSupportedDesc, supported(s.RDMA), "rdma")
+	gauge(fabricSupportedDesc, boolToFloat64(s.RDMA), "rdma")
 	if !s.RDMA {
 		return nil
 	}
@@ -279,7 +279,7 @@ func (c *fabricCollector) Update(ch chan<- prometheus.Metric) error {
 		for _, p := range d.Ports {
 			gauge(fabricInfoDesc, 1, d.Name, p.Number, p.NetDev, p.LinkLayer)
 			if p.Known() {
-				gauge(fabricLinkUpDesc, supported(p.Up()), d.Name, p.Number)
+				gauge(fabricLinkUpDesc, boolToFloat64(p.Up()), d.Name, p.Number)
 			}
 			// A port that is down keeps the rate of some earlier or
 			// default state: it negotiated nothing.
@@ -301,8 +301,8 @@ func (c *fabricCollector) Update(ch chan<- prometheus.Metric) error {
 			hwCounters = hwCounters || p.HWCounters
 		}
 	}
-	gauge(fabricSupportedDesc, supported(hwCounters), "hw_counters")
-	gauge(fabricSupportedDesc, supported(pcie), "pcie_link")
+	gauge(fabricSupportedDesc, boolToFloat64(hwCounters), "hw_counters")
+	gauge(fabricSupportedDesc, boolToFloat64(pcie), "pcie_link")
 
 	for _, p := range s.Problems {
 		level.Debug(c.logger).Log("msg", "sysfs file unreadable", "file", p.File, "err", p.Err)

@@ -265,6 +265,6 @@ func (c *flightCollector) refresh() error { return nil }
 func (c *flightCollector) Update(ch chan<- prometheus.Metric) error {
 	ch <- prometheus.MustNewConstMetric(flightRecordsDesc, prometheus.CounterValue, float64(c.records.Load()))
 	ch <- prometheus.MustNewConstMetric(flightErrorsDesc, prometheus.CounterValue, float64(c.writeErrors.Load()))
-	ch <- prometheus.MustNewConstMetric(flightUncleanDesc, prometheus.GaugeValue, supported(c.unclean() != nil))
+	ch <- prometheus.MustNewConstMetric(flightUncleanDesc, prometheus.GaugeValue, boolToFloat64(c.unclean() != nil))
 	return nil
 }

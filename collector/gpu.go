@@ -245,7 +245,7 @@ func device(ms []prometheus.Metric, snap gpu.Snapshot, r gpu.Reading) []promethe
 		idx, r.UUID, labelValue(r.Name), snap.DriverVersion, snap.CUDADriverVersion, r.ComputeCapability))
 	for _, f := range gpu.Fields {
 		if ok, asked := r.Supported[f]; asked {
-			ms = append(ms, prometheus.MustNewConstMetric(gpuSupportedDesc, prometheus.GaugeValue, supported(ok), idx, string(f)))
+			ms = append(ms, prometheus.MustNewConstMetric(gpuSupportedDesc, prometheus.GaugeValue, boolToFloat64(ok), idx, string(f)))
 		}
 	}
 	gauge(gpuTempDesc, r.TemperatureCelsius)
@@ -262,7 +262,7 @@ func device(ms []prometheus.Metric, snap gpu.Snapshot, r gpu.Reading) []promethe
 	if r.ClockEventReasons != nil {
 		for _, reason := range gpuClockEventNames {
 			active := *r.ClockEventReasons&reason.bit != 0
-			ms = append(ms, prometheus.MustNewConstMetric(gpuReasonDesc, prometheus.GaugeValue, supported(active), idx, reason.name))
+			ms = append(ms, prometheus.MustNewConstMetric(gpuReasonDesc, prometheus.GaugeValue, boolToFloat64(active), idx, reason.name))
 		}
 	}
 	for _, e := range gpu.ClockEvents {

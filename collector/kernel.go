@@ -91,7 +91,7 @@ func (c *kernelCollector) refresh() error { return nil }
 
 func (c *kernelCollector) Update(ch chan<- prometheus.Metric) error {
 	k := c.state()
-	ch <- prometheus.MustNewConstMetric(kernelSupportedDesc, prometheus.GaugeValue, supported(k.Readable), "kmsg")
+	ch <- prometheus.MustNewConstMetric(kernelSupportedDesc, prometheus.GaugeValue, boolToFloat64(k.Readable), "kmsg")
 	if !k.Readable {
 		return nil
 	}

@@ -143,16 +143,16 @@ func (c *platformCollector) Update(ch chan<- prometheus.Metric) error {
 			gauge(platformLimitDesc, r.Value, r.Name)
 		}
 		if p.Prochot != nil {
-			gauge(platformProchotDesc, supported(*p.Prochot))
+			gauge(platformProchotDesc, boolToFloat64(*p.Prochot))
 		}
 		if p.PLLevel != nil {
 			gauge(platformPLLevelDesc, float64(*p.PLLevel))
 		}
 	}
 	gauge(platformUnreadableDesc, float64(len(s.Problems)))
-	gauge(platformSupportedDesc, supported(s.SPBM != nil), "spbm")
-	gauge(platformSupportedDesc, supported(len(s.Zones) > 0), "thermal_zones")
-	gauge(platformSupportedDesc, supported(s.Identity != nil), "dmi")
+	gauge(platformSupportedDesc, boolToFloat64(s.SPBM != nil), "spbm")
+	gauge(platformSupportedDesc, boolToFloat64(len(s.Zones) > 0), "thermal_zones")
+	gauge(platformSupportedDesc, boolToFloat64(s.Identity != nil), "dmi")
 
 	// Sysfs is full of files that refuse some readers; counted above,
 	// named at debug level (relative to --path.sysfs).

@@ -164,7 +164,7 @@ func (c *poolCollector) Update(ch chan<- prometheus.Metric) error {
 		{"hugepages", snap.HugePages != nil},
 		{"cma", snap.CMA != nil},
 	} {
-		gauge(poolSupportedDesc, supported(f.ok), f.field)
+		gauge(poolSupportedDesc, boolToFloat64(f.ok), f.field)
 	}
 	return nil
 }

@@ -235,9 +235,9 @@ func sendThermal(ch chan<- prometheus.Metric, snap thermal.Snapshot) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, x, append([]string{label}, labels...)...)
 		}
 		for _, s := range judge.ThermalStates {
-			gauge(thermalStateDesc, supported(v.State == s), string(s))
+			gauge(thermalStateDesc, boolToFloat64(v.State == s), string(s))
 		}
-		gauge(thermalSignatureDesc, supported(v.Signature))
+		gauge(thermalSignatureDesc, boolToFloat64(v.Signature))
 		if st := v.Stats; st != nil {
 			gauge(thermalPowerMeanDesc, st.PowerMean)
 			gauge(thermalSpreadDesc, st.PowerSpread)

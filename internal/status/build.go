@@ -20,12 +20,12 @@ const MaxPoints = 240
 
 // Build makes the model from the collectors' latest results (the state
 // /metrics rendered) and the running build, as of st.At.
-func Build(exp Exporter, st collected.State) Model {
+func Build(build BuildInfo, st collected.State) Model {
 	now := st.At
 	model := Model{
 		APIVersion:  APIVersion,
 		GeneratedAt: now.UTC().Format(time.RFC3339),
-		Exporter:    exp,
+		Exporter:    build,
 		Collectors:  collectors(st.Runs),
 	}
 	success := map[string]bool{}

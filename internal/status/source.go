@@ -37,7 +37,7 @@ type Source struct {
 	MaxAge time.Duration
 
 	collectors Collectors
-	exporter   Exporter
+	build      BuildInfo
 	now        func() time.Time
 
 	mu      sync.Mutex
@@ -104,7 +104,7 @@ const DefaultMaxAge = time.Second
 // NewSource makes models from c's state.
 func NewSource(c Collectors) *Source {
 	return &Source{collectors: c, MaxAge: DefaultMaxAge, now: time.Now,
-		exporter: Exporter{Version: version.Version, Revision: version.GetRevision(), GoVersion: version.GoVersion}}
+		build: BuildInfo{Version: version.Version, Revision: version.GetRevision(), GoVersion: version.GoVersion}}
 }
 
 // Get returns a model of the newest state, running the collectors when it
@@ -146,7 +146,7 @@ func (s *Source) run(g *refresh) {
 		s.collectors.Refresh()
 		st = s.collectors.State()
 	}
-	g.res = &Result{Model: Build(s.exporter, st), At: st.At}
+	g.res = &Result{Model: Build(s.build, st), At: st.At}
 	s.mu.Lock()
 	s.last, s.pending = g.res, nil
 	s.mu.Unlock()

@@ -71,7 +71,7 @@ func sparkState(t testing.TB) collected.State {
 }
 
 func TestBuildFromSparkState(t *testing.T) {
-	m := Build(Exporter{}, sparkState(t))
+	m := Build(BuildInfo{}, sparkState(t))
 	p := m.Pool
 	if p == nil {
 		t.Fatal("no pool")
@@ -174,7 +174,7 @@ func TestVerdicts(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			st := sparkState(t)
 			tc.edit(&st)
-			if msg := tc.check(Build(Exporter{}, st)); msg != "" {
+			if msg := tc.check(Build(BuildInfo{}, st)); msg != "" {
 				t.Error(msg)
 			}
 		})
@@ -434,7 +434,7 @@ func BenchmarkRender(b *testing.B) {
 	}
 	st.Thermal = &collected.Thermal{Config: cfg, Snapshot: thermal.Snapshot{GPUs: []thermal.GPUState{{Index: 0,
 		Verdict: judge.ThermalVerdict{State: judge.Normal}, Window: window}}}}
-	m := Build(Exporter{}, st)
+	m := Build(BuildInfo{}, st)
 	h := NewHandler(nil, "/metrics", true, true)
 	b.Run("json", func(b *testing.B) {
 		for b.Loop() {
@@ -515,7 +515,7 @@ func TestPoolOnServingFixtures(t *testing.T) {
 		}
 		st := collected.State{At: now, Pool: &collected.Pool{Snapshot: snap, Reserve: 4 << 30},
 			Runs: []collected.Run{{Name: "pool", Success: true, Duration: time.Millisecond}}}
-		m := Build(Exporter{}, st)
+		m := Build(BuildInfo{}, st)
 		p := m.Pool
 		if p.UsableBytes != (tc.available-tc.cmaFree)*1024 || p.CMAFreeBytes == nil || *p.CMAFreeBytes != tc.cmaFree*1024 {
 			t.Errorf("%s: usable %d, CMA free %v; want %d = MemAvailable − CmaFree", tc.tree, p.UsableBytes, p.CMAFreeBytes, (tc.available-tc.cmaFree)*1024)
