@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 	"io"
 	"path/filepath"
 	"slices"
@@ -72,10 +73,10 @@ type Env struct {
 // NVML is what the collectors read NVML through; *gpu.Client is one.
 type NVML interface {
 	// Read reads every GPU now (gpu.Source).
-	Read(ctx context.Context) ([]gpu.Reading, error)
+	Read(ctx context.Context) ([]readings.Reading, error)
 	// Recent serves the latest complete reading while it is at most
 	// maxAge old, and reads NVML otherwise.
-	Recent(ctx context.Context, maxAge time.Duration) (gpu.Snapshot, error)
+	Recent(ctx context.Context, maxAge time.Duration) (readings.Snapshot, error)
 }
 
 // errNoNVML refuses to build a collector that reads NVML without a client.

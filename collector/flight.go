@@ -197,8 +197,8 @@ func (c *flightCollector) record(st collected.State) flight.Record {
 			rec.Pressure = &flight.Pressure{Some: *p.Some, Full: p.Full}
 		}
 	}
-	if g := st.GPU; g != nil && len(g.Devices) > 0 {
-		d := g.Devices[0]
+	if g := st.GPU; g != nil && len(g.Snapshot.Devices) > 0 {
+		d := g.Snapshot.Devices[0]
 		value := func(v *float64) float64 {
 			if v == nil {
 				return math.NaN()

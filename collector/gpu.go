@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -70,27 +70,11 @@ var (
 	gpuMarginDesc     = newDesc("spark_gpu_temperature_margin_celsius", "Degrees left before the GPU's slowdown temperature (nvidia-smi's GPU T.Limit Temp).", "gpu")
 	gpuPStateDesc     = newDesc("spark_gpu_performance_state", "Performance state number: 0 is P0 (full speed), 8 is P8 (idle).", "gpu")
 	gpuProcMemoryDesc = newDesc("spark_gpu_process_memory_bytes", "GPU memory held by a compute process, per NVML; comm is empty when /proc/<pid>/comm cannot be read.", "gpu", "pid", "comm")
-	// The nine reasons of docs/metrics.md, by NVML bit. The hardware bits only
-	// have NVML's older "throttle" names.
-	gpuClockEventNames = []struct {
-		bit  uint64
-		name string
-	}{
-		{nvml.ClocksEventReasonGpuIdle, "gpu_idle"},
-		{nvml.ClocksEventReasonApplicationsClocksSetting, "applications_clocks_setting"},
-		{nvml.ClocksEventReasonSwPowerCap, "sw_power_cap"},
-		{nvml.ClocksThrottleReasonHwSlowdown, "hw_slowdown"},
-		{nvml.ClocksEventReasonSyncBoost, "sync_boost"},
-		{nvml.ClocksEventReasonSwThermalSlowdown, "sw_thermal_slowdown"},
-		{nvml.ClocksThrottleReasonHwThermalSlowdown, "hw_thermal_slowdown"},
-		{nvml.ClocksThrottleReasonHwPowerBrakeSlowdown, "hw_power_brake_slowdown"},
-		{nvml.ClocksEventReasonDisplayClockSetting, "display_clock_setting"},
-	}
 )
 
 // snapshotter is the part of gpu.Client the collector uses.
 type snapshotter interface {
-	Recent(ctx context.Context, maxAge time.Duration) (gpu.Snapshot, error)
+	Recent(ctx context.Context, maxAge time.Duration) (readings.Snapshot, error)
 }
 
 type gpuCollector struct {
@@ -105,7 +89,7 @@ type gpuCollector struct {
 	// served (docs/performance.md, "Caches kept"). The per-process
 	// metrics are not kept: their comm is read afresh.
 	mu        sync.Mutex
-	builtFrom *gpu.Reading // &Devices[0] of the snapshot built; each read makes a new slice
+	builtFrom *readings.Reading // &Devices[0] of the snapshot built; each read makes a new slice
 	built     []prometheus.Metric
 
 	latest atomic.Pointer[gpuReading]
@@ -114,36 +98,13 @@ type gpuCollector struct {
 // gpuReading is the latest reading, for publish.
 type gpuReading struct {
 	loaded bool
-	snap   gpu.Snapshot
+	snap   readings.Snapshot
 }
 
 func (c *gpuCollector) publish(st *collected.State) {
-	r := c.latest.Load()
-	if r == nil {
-		return
+	if r := c.latest.Load(); r != nil {
+		st.GPU = &collected.GPU{Loaded: r.loaded, Snapshot: r.snap}
 	}
-	g := &collected.GPU{Loaded: r.loaded, Devices: make([]collected.Device, 0, len(r.snap.Devices))}
-	for _, d := range r.snap.Devices {
-		g.Devices = append(g.Devices, collected.Device{Index: d.Index, Name: labelValue(d.Name),
-			TemperatureCelsius: d.TemperatureCelsius, PowerWatts: d.PowerWatts, SMClockHertz: d.SMClockHertz,
-			SMClockMaxHertz: d.SMClockMaxHertz, Utilization: d.Utilization, ClockEvents: activeClockEvents(d)})
-	}
-	st.GPU = g
-}
-
-// activeClockEvents names the reasons spark_gpu_clocks_event_active says
-// are active.
-func activeClockEvents(r gpu.Reading) []string {
-	out := []string{}
-	if r.ClockEventReasons == nil {
-		return out
-	}
-	for _, reason := range gpuClockEventNames {
-		if *r.ClockEventReasons&reason.bit != 0 {
-			out = append(out, reason.name)
-		}
-	}
-	return out
 }
 
 func newGPUCollector(nvml snapshotter, timeout, maxAge time.Duration, fs hostfs.FS, logger log.Logger) (*gpuCollector, error) {
@@ -156,7 +117,7 @@ func newGPUCollector(nvml snapshotter, timeout, maxAge time.Duration, fs hostfs.
 // read serves the latest reading while it is at most --gpu.max-age old,
 // else reads NVML. gpu.ErrUnavailable (no driver or library) is a normal
 // host state, not a failure.
-func (c *gpuCollector) read() (gpu.Snapshot, error) {
+func (c *gpuCollector) read() (readings.Snapshot, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
 	snap, err := c.nvml.Recent(ctx, c.maxAge)
@@ -206,7 +167,7 @@ func (c *gpuCollector) Update(ch chan<- prometheus.Metric) error {
 // metrics returns the metrics of every device but the per-process ones:
 // those built last time when snap is the same reading, else built anew.
 // Only a complete reading's are kept; a failed read is never served again.
-func (c *gpuCollector) metrics(snap gpu.Snapshot, err error) []prometheus.Metric {
+func (c *gpuCollector) metrics(snap readings.Snapshot, err error) []prometheus.Metric {
 	if len(snap.Devices) == 0 {
 		return nil
 	}
@@ -228,7 +189,7 @@ func (c *gpuCollector) metrics(snap gpu.Snapshot, err error) []prometheus.Metric
 
 // device appends the metrics of one device's reading, but the per-process
 // ones, to ms.
-func device(ms []prometheus.Metric, snap gpu.Snapshot, r gpu.Reading) []prometheus.Metric {
+func device(ms []prometheus.Metric, snap readings.Snapshot, r readings.Reading) []prometheus.Metric {
 	idx := strconv.Itoa(r.Index)
 	gauge := func(d *prometheus.Desc, v *float64, labels ...string) {
 		if v != nil {
@@ -243,7 +204,7 @@ func device(ms []prometheus.Metric, snap gpu.Snapshot, r gpu.Reading) []promethe
 
 	ms = append(ms, prometheus.MustNewConstMetric(gpuInfoDesc, prometheus.GaugeValue, 1,
 		idx, r.UUID, labelValue(r.Name), snap.DriverVersion, snap.CUDADriverVersion, r.ComputeCapability))
-	for _, f := range gpu.Fields {
+	for _, f := range readings.Fields {
 		if ok, asked := r.Supported[f]; asked {
 			ms = append(ms, prometheus.MustNewConstMetric(gpuSupportedDesc, prometheus.GaugeValue, boolToFloat64(ok), idx, string(f)))
 		}
@@ -260,12 +221,12 @@ func device(ms []prometheus.Metric, snap gpu.Snapshot, r gpu.Reading) []promethe
 	bytes(gpuMemTotalDesc, r.MemoryTotalBytes)
 	bytes(gpuMemUsedDesc, r.MemoryUsedBytes)
 	if r.ClockEventReasons != nil {
-		for _, reason := range gpuClockEventNames {
-			active := *r.ClockEventReasons&reason.bit != 0
-			ms = append(ms, prometheus.MustNewConstMetric(gpuReasonDesc, prometheus.GaugeValue, boolToFloat64(active), idx, reason.name))
+		for _, reason := range readings.ClockEventReasons {
+			active := *r.ClockEventReasons&reason.Bit != 0
+			ms = append(ms, prometheus.MustNewConstMetric(gpuReasonDesc, prometheus.GaugeValue, boolToFloat64(active), idx, reason.Name))
 		}
 	}
-	for _, e := range gpu.ClockEvents {
+	for _, e := range readings.ClockEvents {
 		if secs, ok := r.ClockEventSeconds[e.Name]; ok {
 			ms = append(ms, prometheus.MustNewConstMetric(gpuEventSecsDesc, prometheus.CounterValue, secs, idx, e.Name))
 		}
@@ -280,7 +241,7 @@ func device(ms []prometheus.Metric, snap gpu.Snapshot, r gpu.Reading) []promethe
 // processes sends the memory of each process on a device, with its comm as
 // it is now. Once a comm read has blocked (*blocked set), the others of the
 // scrape are not read: their comm is "".
-func (c *gpuCollector) processes(ch chan<- prometheus.Metric, r gpu.Reading, blocked *error) {
+func (c *gpuCollector) processes(ch chan<- prometheus.Metric, r readings.Reading, blocked *error) {
 	if len(r.Processes) == 0 {
 		return
 	}

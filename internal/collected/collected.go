@@ -11,6 +11,7 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/container"
 	"github.com/spark-exporter/spark_exporter/internal/engine"
 	"github.com/spark-exporter/spark_exporter/internal/fabric"
+	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/kmsg"
 	"github.com/spark-exporter/spark_exporter/internal/pool"
@@ -61,23 +62,8 @@ type Pool struct {
 // GPU is the gpu collector's latest NVML reading.
 type GPU struct {
 	// Loaded: NVML is loaded and initialised (spark_gpu_nvml_up).
-	Loaded  bool
-	Devices []Device
-}
-
-// Device is one GPU's reading, the fields the views show. A nil field was
-// not reported.
-type Device struct {
-	Index              int
-	Name               string
-	TemperatureCelsius *float64
-	PowerWatts         *float64
-	SMClockHertz       *float64
-	SMClockMaxHertz    *float64
-	Utilization        *float64
-	// ClockEvents names the clock event reasons active in the reading
-	// (spark_gpu_clocks_event_active 1), in the exposition's order.
-	ClockEvents []string
+	Loaded   bool
+	Snapshot readings.Snapshot
 }
 
 // Thermal is the snapshot the thermal collector rendered and the

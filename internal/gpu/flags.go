@@ -3,6 +3,7 @@ package gpu
 import (
 	"context"
 	"fmt"
+	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 	"time"
 
 	"github.com/go-kit/log"
@@ -98,7 +99,7 @@ type deadline struct {
 	timeout time.Duration
 }
 
-func (d deadline) Read(ctx context.Context) ([]Reading, error) {
+func (d deadline) Read(ctx context.Context) ([]readings.Reading, error) {
 	ctx, cancel := context.WithTimeout(ctx, d.timeout)
 	defer cancel()
 	return d.src.Read(ctx)

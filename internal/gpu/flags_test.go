@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"context"
+	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 	"strings"
 	"testing"
 	"time"
@@ -59,7 +60,7 @@ func TestParseMaxAge(t *testing.T) {
 // deadlineOf notes the time left to each read's deadline.
 type deadlineOf struct{ left []time.Duration }
 
-func (d *deadlineOf) Read(ctx context.Context) ([]Reading, error) {
+func (d *deadlineOf) Read(ctx context.Context) ([]readings.Reading, error) {
 	dl, ok := ctx.Deadline()
 	if !ok {
 		d.left = append(d.left, -1)

@@ -3,6 +3,7 @@ package gpu
 import (
 	"context"
 	"errors"
+	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -60,7 +61,7 @@ func newClockedClient(t *testing.T, lib nvml.Interface) (*Client, *clock) {
 	return c, clk
 }
 
-func recent(t *testing.T, c *Client, maxAge time.Duration) (Snapshot, error) {
+func recent(t *testing.T, c *Client, maxAge time.Duration) (readings.Snapshot, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -107,7 +108,7 @@ func TestRecentServesTheLatestReadingWithinMaxAge(t *testing.T) {
 			calls(), snap.Time, clk.Now())
 	}
 	if _, err := c.Snapshot(context.Background()); err != nil || calls() != 3 {
-		t.Errorf("Snapshot: %v, %d power reads; want a read whatever the age", err, calls())
+		t.Errorf("readings.Snapshot: %v, %d power reads; want a read whatever the age", err, calls())
 	}
 }
 

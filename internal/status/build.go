@@ -290,15 +290,15 @@ func gpus(g *collected.GPU, th *collected.Thermal, now time.Time) []GPU {
 		return byIndex[idx]
 	}
 	if g != nil {
-		for _, d := range g.Devices {
+		for _, d := range g.Snapshot.Devices {
 			m := get(d.Index)
-			m.Name = d.Name
+			m.Name = strings.ToValidUTF8(d.Name, "\uFFFD")
 			m.TemperatureCelsius = finite(d.TemperatureCelsius)
 			m.PowerWatts = finite(d.PowerWatts)
 			m.SMClockHertz = finite(d.SMClockHertz)
 			m.SMClockMaxHertz = finite(d.SMClockMaxHertz)
 			m.UtilizationRatio = finite(d.Utilization)
-			m.ClockEvents = append(m.ClockEvents, d.ClockEvents...)
+			m.ClockEvents = append(m.ClockEvents, d.ActiveClockEvents()...)
 			slices.Sort(m.ClockEvents)
 		}
 	}

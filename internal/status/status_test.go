@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spark-exporter/spark_exporter/internal/collected"
+	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/plan"
@@ -60,10 +61,11 @@ func sparkState(t testing.TB) collected.State {
 		plans = append(plans, collected.Plan{Name: p.Name, PeakBytes: e.Peak})
 	}
 	f := func(x float64) *float64 { return &x }
+	swPowerCap := uint64(0x4)
 	st := collected.State{At: now, Pool: &collected.Pool{Snapshot: snap, Reserve: 4 << 30}, Workloads: &res, Plans: plans,
-		GPU: &collected.GPU{Loaded: true, Devices: []collected.Device{{Index: 0, Name: "NVIDIA GB10",
+		GPU: &collected.GPU{Loaded: true, Snapshot: readings.Snapshot{Devices: []readings.Reading{{Index: 0, Name: "NVIDIA GB10",
 			TemperatureCelsius: f(90), PowerWatts: f(99.3), SMClockHertz: f(1.833e9), SMClockMaxHertz: f(3.003e9), Utilization: f(0.97),
-			ClockEvents: []string{"sw_power_cap"}}}}}
+			ClockEventReasons: &swPowerCap}}}}}
 	for _, name := range []string{"gpu", "plan", "platform", "pool", "thermal", "workloads"} {
 		st.Runs = append(st.Runs, collected.Run{Name: name, Success: true, Duration: time.Millisecond})
 	}

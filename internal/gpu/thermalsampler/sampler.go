@@ -5,6 +5,7 @@ package thermalsampler
 
 import (
 	"context"
+	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 	"math"
 	"sort"
 	"sync"
@@ -159,7 +160,7 @@ func (s *Sampler) snapshot() *thermal.Snapshot {
 
 // logRow keeps the reading's temperature and power for the CSV log and the
 // analysis, leaving out values no GPU can give.
-func logRow(r gpu.Reading, now time.Time) thermallog.Row {
+func logRow(r readings.Reading, now time.Time) thermallog.Row {
 	row := thermallog.Row{Time: r.Time}
 	if row.Time.IsZero() {
 		row.Time = now
