@@ -3,7 +3,6 @@ package collector
 import (
 	"context"
 	"fmt"
-	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 	"sort"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
+	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 )
 
 // fixtures is the /proc tree of a DGX Spark mid-run, shared with the golden

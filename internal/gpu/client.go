@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +13,8 @@ import (
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 	"github.com/jpillora/backoff"
+
+	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 )
 
 // DefaultLibrary is the library dlopen looks for without --gpu.nvml-library.

@@ -3,12 +3,12 @@ package gpu
 import (
 	"context"
 	"fmt"
-	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 	"time"
 
 	"github.com/go-kit/log"
 
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
+	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 )
 
 const (

@@ -2,12 +2,13 @@ package gpu
 
 import (
 	"context"
-	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 )
 
 // The --gpu.* flags parse into the settings, with their defaults when not

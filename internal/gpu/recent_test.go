@@ -3,7 +3,6 @@ package gpu
 import (
 	"context"
 	"errors"
-	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +10,8 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/go-kit/log"
+
+	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 )
 
 func TestFresh(t *testing.T) {

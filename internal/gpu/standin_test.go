@@ -3,7 +3,6 @@ package gpu
 import (
 	"context"
 	"errors"
-	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 	"github.com/spark-exporter/spark_exporter/internal/testing/standin"
 	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )

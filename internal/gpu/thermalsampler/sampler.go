@@ -5,7 +5,6 @@ package thermalsampler
 
 import (
 	"context"
-	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 	"math"
 	"sort"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"github.com/go-kit/log/level"
 
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
+	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/thermal"
 	"github.com/spark-exporter/spark_exporter/internal/thermallog"
