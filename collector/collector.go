@@ -1,9 +1,7 @@
 // Package collector holds the exporter's collectors and the registry that
-// runs them, in node_exporter's shape: each collector lives in one file,
-// registers itself in init() with its default state and its own flags, and
-// gets --collector.NAME / --no-collector.NAME. Every scrape runs the enabled
-// collectors concurrently and reports, per collector, whether it succeeded and
-// how long it took; a failing collector never hides the others.
+// runs them, in node_exporter's shape: one file per collector, registered in
+// init() with its flags and --[no-]collector.NAME. A failing collector never
+// hides the others.
 package collector
 
 import (
@@ -33,46 +31,38 @@ import (
 
 // Collector is one source of metrics, read afresh on every scrape.
 type Collector interface {
-	// Update sends this scrape's metrics to ch. An error marks the
-	// collector failed for this scrape; metrics already sent are kept.
+	// Update sends this scrape's metrics to ch. An error fails the
+	// collector for this scrape; metrics already sent are kept.
 	Update(ch chan<- prometheus.Metric) error
 }
 
-// ErrNoData tells the registry that a collector has nothing to report on
-// this host. It is not a failure: success stays 1 and only a debug line is
-// logged.
+// ErrNoData: the collector has nothing to report on this host, which is
+// not a failure.
 var ErrNoData = errors.New("collector returned no data")
 
-// Env is what every collector may need besides its own flags.
+// Env is what every collector may need besides its own flags, which reach
+// it through its Setup.
 type Env struct {
-	// ProcFS is the procfs mount point (--path.procfs). Every /proc read
-	// goes through it, so that tests can point it at a fixture tree.
-	ProcFS string
-	// SysFS is the sysfs mount point (--path.sysfs). Every /sys read goes
-	// through it, for the same reason.
-	SysFS string
-	// ReadTimeout is --path.read-timeout: the deadline of each read under
-	// ProcFS and SysFS (hostfs.DefaultTimeout when 0). A read that blocks
-	// past it fails its collector, naming the file.
+	// ProcFS and SysFS are --path.procfs and --path.sysfs: every read goes
+	// through them, so that tests point them at fixture trees.
+	ProcFS, SysFS string
+	// ReadTimeout is --path.read-timeout (hostfs.DefaultTimeout when 0).
 	ReadTimeout time.Duration
 	Logger      log.Logger
-	// NVML is the process's one NVML client (gpu.Settings.Open says why
-	// one), shared by the collectors that read NVML. Whoever builds the
-	// collectors opens it when Selection.NeedsNVML and closes it after
-	// them; nil otherwise. Tests hand in fakes.
+	// NVML is the process's one client (gpu.Settings.Open says why one):
+	// whoever builds the collectors opens it when Selection.NeedsNVML and
+	// closes it after them.
 	NVML NVML
 	// Engines is where the workloads collector puts the inference engines
-	// it finds, for the engines collector and /sd/engines. Build makes
+	// it finds, for the engines collector and /sd/engines; Build makes
 	// one when nil.
 	Engines *engine.Directory
-	// GPU is the --gpu.* settings (gpu.AddFlags) the readers of NVML
-	// apply: the deadline of a read, the age of a reading served again.
+	// GPU is --gpu.*, the process's NVML settings.
 	GPU gpu.Settings
 }
 
 // NVML is what the collectors read NVML through; *gpu.Client is one.
 type NVML interface {
-	// Read reads every GPU now (gpu.Source).
 	Read(ctx context.Context) ([]readings.Reading, error)
 	// Recent serves the latest complete reading while it is at most
 	// maxAge old, and reads NVML otherwise.
@@ -90,8 +80,9 @@ type starter interface{ start(e *Exporter) }
 type Factory func(env Env) (Collector, error)
 
 // Setup registers a collector's own flags on fg and returns the factory that
-// reads them. Binding flags in a closure keeps collectors free of package
-// state, so tests can build any number of them with any flags.
+// reads them: the one place each setting is parsed and validated. Binding
+// flags in a closure keeps collectors free of package state, so tests can
+// build any number of them with any flags.
 type Setup func(fg cliflag.FlagGroup) Factory
 
 const (
@@ -103,11 +94,10 @@ type registration struct {
 	name    string
 	enabled bool
 	setup   Setup
-	// onWith names a flag of the collector's own that switches it on
-	// when given; "" for collectors switched by --collector.NAME alone.
+	// onWith names the collector's own flag that switches it on when
+	// given, if any.
 	onWith string
-	// nvml: the collector reads NVML, through Env.NVML.
-	nvml bool
+	nvml   bool // reads Env.NVML
 }
 
 var registrations []registration
@@ -116,16 +106,14 @@ func registerCollector(name string, enabledByDefault bool, setup Setup) {
 	register(registration{name: name, enabled: enabledByDefault, setup: setup})
 }
 
-// registerNVMLCollector registers a collector that reads NVML: when it is
-// enabled, Selection.NeedsNVML tells the caller to open the client.
+// registerNVMLCollector registers a collector that reads Env.NVML.
 func registerNVMLCollector(name string, enabledByDefault bool, setup Setup) {
 	register(registration{name: name, enabled: enabledByDefault, setup: setup, nvml: true})
 }
 
 // registerConfiguredCollector registers a collector that has nothing to do
-// until it is given its configuration (a file to read): it is off by
-// default, and giving its flag onWith turns it on, so that one flag does the
-// job; --no-collector.NAME keeps it off regardless.
+// until given a file: giving its flag onWith turns it on, so that one flag
+// does the job; --no-collector.NAME keeps it off regardless.
 func registerConfiguredCollector(name, onWith string, setup Setup) {
 	register(registration{name: name, setup: setup, onWith: onWith})
 }

@@ -21,19 +21,13 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
 )
 
-// The gpu collector is NVML's view of each GPU, as `nvidia-smi` shows it:
-// what a GB10 reports (temperature, power, energy, SM clock, utilisation,
-// clock event reasons and their counters, thermal margin, P-state,
-// per-process memory) and, by spark_gpu_field_supported,
-// what it cannot (memory info, power limit: `[N/A]`). A host without NVML
-// reports spark_gpu_nvml_up 0 and succeeds; a wedged driver fails this
-// collector after --gpu.timeout, never the scrape. A scrape is served the
-// latest reading, the thermal sampler's, while it is at most --gpu.max-age
-// old, so that NVML is not read twice for the same moment.
-//
-// NVML and its --gpu.* flags are not the collector's: the process has one
-// client (gpu.Settings.Open), handed in through Env.NVML and closed by
-// whoever opened it.
+// The gpu collector is NVML's view of each GPU, as `nvidia-smi` shows it,
+// and by spark_gpu_field_supported what a GB10 cannot report (memory info,
+// power limit: `[N/A]`). A host without NVML reports spark_gpu_nvml_up 0 and
+// succeeds; a wedged driver fails this collector after --gpu.timeout, never
+// the scrape. A scrape is served the thermal sampler's reading while it is
+// at most --gpu.max-age old, so that NVML is not read twice for the same
+// moment. NVML is the process's client (Env.NVML), not the collector's.
 func init() {
 	registerNVMLCollector("gpu", defaultEnabled, func(cliflag.FlagGroup) Factory {
 		return func(env Env) (Collector, error) {
@@ -255,16 +249,9 @@ func (c *gpuCollector) processes(ch chan<- prometheus.Metric, r readings.Reading
 // comm is the process's name from /proc/<pid>/comm, never its command line
 // (which can hold secrets). It is empty when the entry cannot be read: the
 // process exited since NVML listed it, hidepid hides it, or it lives in
-// another PID namespace (an exporter in a container without the host's PID
-// namespace sees host pids from NVML but not their /proc entries).
-//
-// It is read afresh at every scrape, into a buffer the size of a command
-// name (the kernel keeps 16 bytes of it): nothing is kept for it, since a
-// GPU holds a few processes (docs/performance.md). The read is under
-// --gpu.timeout (or --path.read-timeout, if shorter), as NVML's are; one
-// that blocks sets *blocked, failing the collector. A comm that is a
-// symbolic link is not followed (hostfs refuses links): the label is only
-// ever the process's own name.
+// another PID namespace (a container without the host's sees host pids from
+// NVML but not their /proc entries). A read that blocks sets *blocked,
+// failing the collector.
 func (c *gpuCollector) comm(pid uint32, blocked *error) string {
 	if *blocked != nil {
 		return ""

@@ -20,22 +20,11 @@ import (
 )
 
 // The thermal collector is the thermal watch of docs/design.md as software: a
-// sampler beside the run (thermalsampler.Sampler) reads each GPU's temperature,
-// power, SM clock, utilisation and clock event reasons every
-// --thermal.interval, keeps --thermal.window of them, and judges the window
-// (internal/judge): the throttle signature (busy, power flat below the
-// rating, temperature climbing or holding hot) or NVML's own thermal
-// slowdown reasons. Entering and leaving a throttle episode is logged, once
-// each; with --thermal.csv-file every sample is also appended to the
-// nvidia-smi CSV log. This collector owns the --thermal.* flags and renders the
-// sampler's snapshot as metrics.
-//
-// The factory builds, starts and (through Close) stops the sampler: it has
-// the flags, it runs only when the collector is enabled, and its lifetime
-// is the collector's, with no state outside it. Readers besides the metrics
-// (a status page) get the snapshot the latest scrape rendered through
-// Exporter.State. NVML is Env.NVML, the process's client, whose
-// reads are bounded by --gpu.timeout.
+// sampler (thermalsampler.Sampler) reads each GPU every --thermal.interval,
+// keeps --thermal.window of samples, and judges the window (internal/judge);
+// this collector renders its snapshot. The factory starts the sampler and
+// Close stops it, so that it runs only while the collector is enabled, with
+// no state outside it.
 func init() {
 	registerNVMLCollector("thermal", defaultEnabled, func(fg cliflag.FlagGroup) Factory {
 		settings := AddThermalFlags(fg)
@@ -155,7 +144,7 @@ var (
 )
 
 // thermalCollector renders the sampler's latest snapshot afresh on every
-// scrape: nothing built from it is kept (docs/performance.md, "Caches kept").
+// scrape: nothing built from it is kept.
 type thermalCollector struct {
 	sampler *thermalsampler.Sampler
 	latest  atomic.Pointer[thermal.Snapshot]
