@@ -17,14 +17,6 @@ var entriesLeftOutDesc = newDesc("spark_scrape_collector_entries_left_out",
 // spark_scrape_collector_entries_left_out for it.
 type EntryCap struct{ leftOut atomic.Int64 }
 
-// Keep is how many of n entries to report: at most MaxEntriesPerScrape,
-// the rest counted as left out.
-func (c *EntryCap) Keep(n int) int {
-	kept := min(n, MaxEntriesPerScrape)
-	c.Set(n - kept)
-	return kept
-}
-
 // Set records that n entries were left out by a cap of the collector's own.
 func (c *EntryCap) Set(n int) { c.leftOut.Store(int64(n)) }
 

@@ -184,16 +184,16 @@ func (c *Client) Recent(ctx context.Context, maxAge time.Duration) (readings.Sna
 func (c *Client) recent(maxAge time.Duration) (readings.Snapshot, bool) {
 	c.lastMu.Lock()
 	defer c.lastMu.Unlock()
-	if c.last == nil || !Fresh(c.last.Time, c.opts.Now(), maxAge) {
+	if c.last == nil || !fresh(c.last.Time, c.opts.Now(), maxAge) {
 		return readings.Snapshot{}, false
 	}
 	return *c.last, true
 }
 
-// Fresh tells whether a reading taken at taken may still be served at now:
+// fresh tells whether a reading taken at taken may still be served at now:
 // it is at most maxAge old. A reading from the future (the clock stepped
 // back) is not.
-func Fresh(taken, now time.Time, maxAge time.Duration) bool {
+func fresh(taken, now time.Time, maxAge time.Duration) bool {
 	age := now.Sub(taken)
 	return age >= 0 && age <= maxAge
 }

@@ -52,7 +52,7 @@ func AddFlags(fg cliflag.FlagGroup) *Flags {
 		maxAge: cliflag.Value(fg.Flag("gpu.max-age",
 			"A scrape serves the latest NVML reading, the thermal sampler's or another scrape's, while it is at most this old, "+
 				"instead of reading NVML again; 0 reads NVML on every scrape.").
-			Default(DefaultMaxAge.String()), ParseMaxAge),
+			Default(DefaultMaxAge.String()), parseMaxAge),
 	}
 }
 
@@ -61,8 +61,8 @@ func (f *Flags) Settings() Settings {
 	return Settings{Library: *f.library, Timeout: *f.timeout, MaxAge: *f.maxAge}
 }
 
-// ParseMaxAge reads --gpu.max-age: a duration, 0 included.
-func ParseMaxAge(s string) (time.Duration, error) {
+// parseMaxAge reads --gpu.max-age: a duration, 0 included.
+func parseMaxAge(s string) (time.Duration, error) {
 	d, err := time.ParseDuration(s)
 	switch {
 	case err != nil:

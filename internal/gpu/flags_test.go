@@ -47,12 +47,12 @@ func TestFlags(t *testing.T) {
 
 func TestParseMaxAge(t *testing.T) {
 	for in, want := range map[string]time.Duration{"5s": 5 * time.Second, "0": 0, "0s": 0, "1m": time.Minute} {
-		if got, err := ParseMaxAge(in); err != nil || got != want {
+		if got, err := parseMaxAge(in); err != nil || got != want {
 			t.Errorf("%q: %v, %v; want %v", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"-1s", "soon", ""} {
-		if _, err := ParseMaxAge(in); err == nil {
+		if _, err := parseMaxAge(in); err == nil {
 			t.Errorf("%q accepted", in)
 		}
 	}

@@ -30,7 +30,7 @@ func TestFresh(t *testing.T) {
 		{"negative bound: never", taken, -1, false},
 		{"from the future (clock stepped back)", taken.Add(-time.Second), 5 * time.Second, false},
 	} {
-		if got := Fresh(taken, tc.now, tc.maxAge); got != tc.want {
+		if got := fresh(taken, tc.now, tc.maxAge); got != tc.want {
 			t.Errorf("%s: Fresh = %v, want %v", tc.name, got, tc.want)
 		}
 	}
