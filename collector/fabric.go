@@ -243,6 +243,9 @@ func (c *fabricCollector) take() (fabric.Snapshot, error) {
 		return s, fmt.Errorf("reading sysfs: %w", err)
 	}
 	c.remember(s)
+	for _, p := range s.Problems {
+		level.Debug(c.logger).Log("msg", "sysfs file unreadable", "file", p.File, "err", p.Err)
+	}
 	return s, nil
 }
 
@@ -303,10 +306,6 @@ func (c *fabricCollector) Update(ch chan<- prometheus.Metric) error {
 	}
 	gauge(fabricSupportedDesc, boolToFloat64(hwCounters), "hw_counters")
 	gauge(fabricSupportedDesc, boolToFloat64(pcie), "pcie_link")
-
-	for _, p := range s.Problems {
-		level.Debug(c.logger).Log("msg", "sysfs file unreadable", "file", p.File, "err", p.Err)
-	}
 	return nil
 }
 

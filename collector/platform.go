@@ -106,8 +106,12 @@ func (c *platformCollector) read() platform.Snapshot {
 // refresh reads the sysfs files for the collector's success alone: the
 // status page shows nothing of them.
 func (c *platformCollector) refresh() error {
-	if s := c.read(); s.Blocked != nil {
+	s := c.read()
+	if s.Blocked != nil {
 		return fmt.Errorf("reading sysfs: %w", s.Blocked)
+	}
+	for _, p := range s.Problems {
+		level.Debug(c.logger).Log("msg", "sysfs file unreadable", "file", p.File, "err", p.Err)
 	}
 	return nil
 }

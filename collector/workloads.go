@@ -94,6 +94,10 @@ func (c *workloadsCollector) scan() (workload.Result, *collected.Containers, err
 	containers := c.places.place(&res)
 	c.last.Store(&res)
 	c.containers.Store(containers)
+	// A process's problems come once, at the scan that first finds it.
+	for _, p := range res.Problems {
+		level.Debug(c.logger).Log("msg", "no memory cap exported for a workload", "pid", p.PID, "kind", p.Kind, "reason", p.What)
+	}
 	return res, containers, nil
 }
 
@@ -101,9 +105,6 @@ func (c *workloadsCollector) Update(ch chan<- prometheus.Metric) error {
 	res, containers, err := c.scan()
 	if err != nil {
 		return err
-	}
-	for _, p := range res.Problems {
-		level.Debug(c.logger).Log("msg", "no memory cap exported for a workload", "pid", p.PID, "kind", p.Kind, "reason", p.What)
 	}
 
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
