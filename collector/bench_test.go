@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
+	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 	"github.com/spark-exporter/spark_exporter/internal/gpu/thermalsampler"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/testing/cputime"
@@ -151,7 +152,7 @@ func BenchmarkGPU(b *testing.B) {
 // the verdict is worked out by the sampler, so a scrape only reports it.
 func BenchmarkThermal(b *testing.B) {
 	src := &fakeSource{}
-	src.set([]gpu.Reading{reading(0, 90, 100, 0.98)}, nil)
+	src.set([]readings.Reading{reading(0, 90, 100, 0.98)}, nil)
 	sampler := thermalsampler.NewSampler(src, oneMinute(), "", nopLogger())
 	for i := range 10 {
 		sampler.Sample(context.Background(), tick(i))

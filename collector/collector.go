@@ -1,9 +1,7 @@
 // Package collector holds the exporter's collectors and the registry that
-// runs them, in node_exporter's shape: each collector lives in one file,
-// registers itself in init() with its default state and its own flags, and
-// gets --collector.NAME / --no-collector.NAME. Every scrape runs the enabled
-// collectors concurrently and reports, per collector, whether it succeeded and
-// how long it took; a failing collector never hides the others.
+// runs them, in node_exporter's shape: one file per collector, registered in
+// init() with its flags and --[no-]collector.NAME. A failing collector never
+// hides the others.
 package collector
 
 import (
@@ -25,8 +23,8 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/collected"
 	"github.com/spark-exporter/spark_exporter/internal/engine"
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
+	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
-	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/redact"
 
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
@@ -34,58 +32,43 @@ import (
 
 // Collector is one source of metrics, read afresh on every scrape.
 type Collector interface {
-	// Update sends this scrape's metrics to ch. An error marks the
-	// collector failed for this scrape; metrics already sent are kept.
-	// ctx's deadline bounds the collector's reads of /proc and /sys.
+	// Update sends this scrape's metrics to ch. An error fails the
+	// collector for this scrape; metrics already sent are kept. ctx's
+	// deadline bounds the collector's reads of /proc and /sys.
 	Update(ctx context.Context, ch chan<- prometheus.Metric) error
 }
 
-// ErrNoData tells the registry that a collector has nothing to report on
-// this host. It is not a failure: success stays 1 and only a debug line is
-// logged.
+// ErrNoData: the collector has nothing to report on this host, which is
+// not a failure.
 var ErrNoData = errors.New("collector returned no data")
 
-// Env is what every collector may need besides its own flags.
+// Env is what every collector may need besides its own flags, which reach
+// it through its Setup.
 type Env struct {
-	// ProcFS is the procfs mount point (--path.procfs). Every /proc read
-	// goes through it, so that tests can point it at a fixture tree.
-	ProcFS string
-	// SysFS is the sysfs mount point (--path.sysfs). Every /sys read goes
-	// through it, for the same reason.
-	SysFS string
-	// ReadTimeout is --path.read-timeout: how long a collector's reads
-	// under ProcFS and SysFS may take in all (hostfs.DefaultTimeout when
-	// 0). A read that blocks past it fails its collector, naming the file.
+	// ProcFS and SysFS are --path.procfs and --path.sysfs: every read goes
+	// through them, so that tests point them at fixture trees.
+	ProcFS, SysFS string
+	// ReadTimeout is --path.read-timeout (hostfs.DefaultTimeout when 0).
 	ReadTimeout time.Duration
-	// PoolReserve is --pool.reserve: the memory kept back for the OS and
-	// driver. Build sets it from the flag AddFlags registers.
-	PoolReserve uint64
-	// Thermal is the --thermal.* configuration, validated, and ThermalCSV
-	// --thermal.csv-file. Build sets them when the thermal collector runs.
-	Thermal    judge.ThermalConfig
-	ThermalCSV string
-	Logger     log.Logger
-	// NVML is the process's one NVML client (gpu.Settings.Open says why
-	// one), shared by the collectors that read NVML. Whoever builds the
-	// collectors opens it when Selection.NeedsNVML and closes it after
-	// them; nil otherwise. Tests hand in fakes.
+	Logger      log.Logger
+	// NVML is the process's one client (gpu.Settings.Open says why one):
+	// whoever builds the collectors opens it when Selection.NeedsNVML and
+	// closes it after them.
 	NVML NVML
 	// Engines is where the workloads collector puts the inference engines
-	// it finds, for the engines collector and /sd/engines. Build makes
+	// it finds, for the engines collector and /sd/engines; Build makes
 	// one when nil.
 	Engines *engine.Directory
-	// GPU is the --gpu.* settings (gpu.AddFlags) the readers of NVML
-	// apply: the deadline of a read, the age of a reading served again.
+	// GPU is --gpu.*, the process's NVML settings.
 	GPU gpu.Settings
 }
 
 // NVML is what the collectors read NVML through; *gpu.Client is one.
 type NVML interface {
-	// Read reads every GPU now (gpu.Source).
-	Read(ctx context.Context) ([]gpu.Reading, error)
+	Read(ctx context.Context) ([]readings.Reading, error)
 	// Recent serves the latest complete reading while it is at most
 	// maxAge old, and reads NVML otherwise.
-	Recent(ctx context.Context, maxAge time.Duration) (gpu.Snapshot, error)
+	Recent(ctx context.Context, maxAge time.Duration) (readings.Snapshot, error)
 }
 
 // errNoNVML refuses to build a collector that reads NVML without a client.
@@ -99,8 +82,9 @@ type starter interface{ start(e *Exporter) }
 type Factory func(env Env) (Collector, error)
 
 // Setup registers a collector's own flags on fg and returns the factory that
-// reads them. Binding flags in a closure keeps collectors free of package
-// state, so tests can build any number of them with any flags.
+// reads them: the one place each setting is parsed and validated. Binding
+// flags in a closure keeps collectors free of package state, so tests can
+// build any number of them with any flags.
 type Setup func(fg cliflag.FlagGroup) Factory
 
 const (
@@ -112,11 +96,10 @@ type registration struct {
 	name    string
 	enabled bool
 	setup   Setup
-	// onWith names a flag of the collector's own that switches it on
-	// when given; "" for collectors switched by --collector.NAME alone.
+	// onWith names the collector's own flag that switches it on when
+	// given, if any.
 	onWith string
-	// nvml: the collector reads NVML, through Env.NVML.
-	nvml bool
+	nvml   bool // reads Env.NVML
 }
 
 var registrations []registration
@@ -125,16 +108,14 @@ func registerCollector(name string, enabledByDefault bool, setup Setup) {
 	register(registration{name: name, enabled: enabledByDefault, setup: setup})
 }
 
-// registerNVMLCollector registers a collector that reads NVML: when it is
-// enabled, Selection.NeedsNVML tells the caller to open the client.
+// registerNVMLCollector registers a collector that reads Env.NVML.
 func registerNVMLCollector(name string, enabledByDefault bool, setup Setup) {
 	register(registration{name: name, enabled: enabledByDefault, setup: setup, nvml: true})
 }
 
 // registerConfiguredCollector registers a collector that has nothing to do
-// until it is given its configuration (a file to read): it is off by
-// default, and giving its flag onWith turns it on, so that one flag does the
-// job; --no-collector.NAME keeps it off regardless.
+// until given a file: giving its flag onWith turns it on, so that one flag
+// does the job; --no-collector.NAME keeps it off regardless.
 func registerConfiguredCollector(name, onWith string, setup Setup) {
 	register(registration{name: name, setup: setup, onWith: onWith})
 }
@@ -155,14 +136,10 @@ type Selection struct {
 	configured map[string]*bool // the collector's onWith flag given
 	factories  map[string]Factory
 	nvml       map[string]bool // the collector reads NVML
-	// The settings serve's collectors share with plan (pool) and report
-	// (thermal): the same flags, registered by the same code.
-	pool    *PoolSettings
-	thermal *ThermalSettings
 }
 
 // PoolSettings are the pool's flags (--pool.reserve), for every command that
-// judges against the pool's headroom: serve's pool collector and plan.
+// judges against the pool's headroom: the pool collector's Setup and plan.
 type PoolSettings struct{ reserve *uint64 }
 
 // AddPoolFlags registers the pool's flags on fg.
@@ -174,35 +151,11 @@ func AddPoolFlags(fg cliflag.FlagGroup) *PoolSettings {
 // driver. Read it once the flags are parsed.
 func (p *PoolSettings) Reserve() uint64 { return *p.reserve }
 
-// ThermalSettings are the thermal verdict's flags (--thermal.*), for every
-// command that judges a GPU's thermal window: serve's thermal collector
-// and report, which replays a log as the collector would have judged it.
-type ThermalSettings struct{ flags thermalFlags }
-
-// AddThermalFlags registers the thermal flags on fg.
-func AddThermalFlags(fg cliflag.FlagGroup) *ThermalSettings {
-	return &ThermalSettings{flags: addThermalFlags(fg)}
-}
-
-// Config is the configuration the --thermal.* flags give, validated. Read
-// it once the flags are parsed.
-func (t *ThermalSettings) Config() (judge.ThermalConfig, error) {
-	cfg := t.flags.config()
-	if err := cfg.Validate(); err != nil {
-		return cfg, fmt.Errorf("--thermal.* flags: %w", err)
-	}
-	return cfg, nil
-}
-
-// CSVFile is --thermal.csv-file, "" when not given.
-func (t *ThermalSettings) CSVFile() string { return *t.flags.csvFile }
-
 // AddFlags registers --collector.NAME for every known collector and each
 // collector's own flags.
 func AddFlags(fg cliflag.FlagGroup) *Selection {
 	s := &Selection{enabled: map[string]*bool{}, explicit: map[string]*bool{},
-		configured: map[string]*bool{}, factories: map[string]Factory{}, nvml: map[string]bool{},
-		pool: AddPoolFlags(fg), thermal: AddThermalFlags(fg)}
+		configured: map[string]*bool{}, factories: map[string]Factory{}, nvml: map[string]bool{}}
 	for _, r := range registrations {
 		def := "disabled"
 		switch {
@@ -243,13 +196,6 @@ func (w watchFlag) Flag(name, help string) *kingpin.FlagClause {
 	return fc
 }
 
-// PoolReserve is the parsed --pool.reserve (PoolSettings.Reserve).
-func (s *Selection) PoolReserve() uint64 { return s.pool.Reserve() }
-
-// ThermalConfig is the --thermal.* configuration, validated
-// (ThermalSettings.Config).
-func (s *Selection) ThermalConfig() (judge.ThermalConfig, error) { return s.thermal.Config() }
-
 // Enabled lists the enabled collectors, sorted.
 func (s *Selection) Enabled() []string {
 	var names []string
@@ -273,16 +219,8 @@ func (s *Selection) NeedsNVML() bool {
 // built (bad flag combination, unreadable file it was pointed at) stops the
 // exporter at start, which is when its operator is watching.
 func (s *Selection) Build(env Env) (*Exporter, error) {
-	env.PoolReserve = s.pool.Reserve()
 	if env.Engines == nil {
 		env.Engines = engine.NewDirectory()
-	}
-	if slices.Contains(s.Enabled(), "thermal") {
-		cfg, err := s.thermal.Config()
-		if err != nil {
-			return nil, fmt.Errorf("collector thermal: %w", err)
-		}
-		env.Thermal, env.ThermalCSV = cfg, s.thermal.CSVFile()
 	}
 	cs := map[string]Collector{}
 	for _, name := range s.Enabled() {
@@ -496,8 +434,9 @@ func newDesc(name, help string, labels ...string) *prometheus.Desc {
 	return prometheus.NewDesc(name, help, labels, nil)
 }
 
-// supported renders a field's availability as the 1/0 of a _supported gauge.
-func supported(ok bool) float64 {
+// boolToFloat64 is a gauge's 1 for true, 0 for false: a field supported, a
+// state held, a flag set.
+func boolToFloat64(ok bool) float64 {
 	if ok {
 		return 1
 	}

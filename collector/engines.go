@@ -188,7 +188,7 @@ func (c *enginesCollector) round() {
 	}
 }
 
-func (c *enginesCollector) keep(st *collected.State) {
+func (c *enginesCollector) publish(st *collected.State) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st.Engines = c.readings
@@ -197,12 +197,18 @@ func (c *enginesCollector) keep(st *collected.State) {
 	}
 }
 
-// Update starts a round and renders the latest one's answers.
-func (c *enginesCollector) Update(_ context.Context, ch chan<- prometheus.Metric) error {
+// refresh starts a round; publish shows the latest one's answers.
+func (c *enginesCollector) refresh(ctx context.Context) error {
 	select {
 	case c.kick <- struct{}{}:
 	default: // a round is already due
 	}
+	return nil
+}
+
+// Update starts a round and renders the latest one's answers.
+func (c *enginesCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
+	c.refresh(ctx)
 	c.mu.Lock()
 	readings := c.readings
 	c.mu.Unlock()
@@ -218,7 +224,7 @@ func (c *enginesCollector) Update(_ context.Context, ch chan<- prometheus.Metric
 		if r.PID != 0 {
 			pid = strconv.Itoa(r.PID)
 		}
-		gauge(engineUpDesc, supported(r.Up), pid, r.Kind)
+		gauge(engineUpDesc, boolToFloat64(r.Up), pid, r.Kind)
 		if !r.Up {
 			continue
 		}

@@ -114,9 +114,15 @@ func (c *fabricCollector) read(ctx context.Context) (fabric.Snapshot, layoutSeri
 	return s, l.series, nil
 }
 
-func (c *fabricCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
+func (c *fabricCollector) refresh(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	_, _, err := c.take(ctx)
+	return err
+}
+
+// take reads the devices and keeps the reading for publish; c.mu held.
+func (c *fabricCollector) take(ctx context.Context) (fabric.Snapshot, layoutSeries, error) {
 	s, series, err := c.read(ctx)
 	c.Set(s.LeftOut)
 	if err == nil && s.Blocked != nil {
@@ -124,9 +130,22 @@ func (c *fabricCollector) Update(ctx context.Context, ch chan<- prometheus.Metri
 	}
 	if err != nil {
 		// The next file may block as long: nothing more was read.
-		return fmt.Errorf("reading sysfs: %w", err)
+		return s, nil, fmt.Errorf("reading sysfs: %w", err)
 	}
 	c.remember(s)
+	for _, p := range s.Problems {
+		level.Debug(c.logger).Log("msg", "sysfs file unreadable", "file", p.File, "err", p.Err)
+	}
+	return s, series, nil
+}
+
+func (c *fabricCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, series, err := c.take(ctx)
+	if err != nil {
+		return err
+	}
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		series.send(ch, d, prometheus.GaugeValue, v, labels...)
 	}
@@ -134,7 +153,7 @@ func (c *fabricCollector) Update(ctx context.Context, ch chan<- prometheus.Metri
 		series.send(ch, d, prometheus.CounterValue, v, labels...)
 	}
 
-	gauge(fabricSupportedDesc, supported(s.RDMA), "rdma")
+	gauge(fabricSupportedDesc, boolToFloat64(s.RDMA), "rdma")
 	if !s.RDMA {
 		return nil
 	}
@@ -155,7 +174,7 @@ func (c *fabricCollector) Update(ctx context.Context, ch chan<- prometheus.Metri
 		for _, p := range d.Ports {
 			gauge(fabricInfoDesc, 1, d.Name, p.Number, p.NetDev, p.LinkLayer)
 			if p.Known() {
-				gauge(fabricLinkUpDesc, supported(p.Up()), d.Name, p.Number)
+				gauge(fabricLinkUpDesc, boolToFloat64(p.Up()), d.Name, p.Number)
 			}
 			// A port that is down keeps the rate of some earlier or
 			// default state: it negotiated nothing.
@@ -177,12 +196,8 @@ func (c *fabricCollector) Update(ctx context.Context, ch chan<- prometheus.Metri
 			hwCounters = hwCounters || p.HWCounters
 		}
 	}
-	gauge(fabricSupportedDesc, supported(hwCounters), "hw_counters")
-	gauge(fabricSupportedDesc, supported(pcie), "pcie_link")
-
-	for _, p := range s.Problems {
-		level.Debug(c.logger).Log("msg", "sysfs file unreadable", "file", p.File, "err", p.Err)
-	}
+	gauge(fabricSupportedDesc, boolToFloat64(hwCounters), "hw_counters")
+	gauge(fabricSupportedDesc, boolToFloat64(pcie), "pcie_link")
 	return nil
 }
 
@@ -198,4 +213,4 @@ func (c *fabricCollector) remember(s fabric.Snapshot) {
 	c.last.Store(next)
 }
 
-func (c *fabricCollector) keep(st *collected.State) { st.Fabric = c.last.Load() }
+func (c *fabricCollector) publish(st *collected.State) { st.Fabric = c.last.Load() }

@@ -303,7 +303,7 @@ func TestFabricKeepsItsLastTwoReadings(t *testing.T) {
 	now := time.Unix(1e9, 0)
 	c.now = func() time.Time { return now }
 	var st collected.State
-	if c.keep(&st); st.Fabric != nil {
+	if c.publish(&st); st.Fabric != nil {
 		t.Fatalf("a reading before the first scrape: %+v", st.Fabric)
 	}
 	rcv := func(r collected.FabricReading) float64 {
@@ -319,7 +319,7 @@ func TestFabricKeepsItsLastTwoReadings(t *testing.T) {
 	if _, err := collect(t, c); err != nil {
 		t.Fatal(err)
 	}
-	if c.keep(&st); st.Fabric == nil || st.Fabric.Previous != nil || !st.Fabric.Latest.At.Equal(now) {
+	if c.publish(&st); st.Fabric == nil || st.Fabric.Previous != nil || !st.Fabric.Latest.At.Equal(now) {
 		t.Fatalf("after one scrape: %+v", st.Fabric)
 	}
 	first := rcv(st.Fabric.Latest)
@@ -331,7 +331,7 @@ func TestFabricKeepsItsLastTwoReadings(t *testing.T) {
 	if _, err := collect(t, c); err != nil {
 		t.Fatal(err)
 	}
-	c.keep(&st)
+	c.publish(&st)
 	if p := st.Fabric.Previous; p == nil || rcv(*p) != first || st.Fabric.Latest.At.Sub(p.At) != 15*time.Second || rcv(st.Fabric.Latest) != 12e9 {
 		t.Errorf("after two scrapes: %+v", st.Fabric)
 	}

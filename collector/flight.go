@@ -199,8 +199,8 @@ func (c *flightCollector) record(st collected.State) flight.Record {
 			rec.Pressure = &flight.Pressure{Some: *p.Some, Full: p.Full}
 		}
 	}
-	if g := st.GPU; g != nil && len(g.Devices) > 0 {
-		d := g.Devices[0]
+	if g := st.GPU; g != nil && len(g.Snapshot.Devices) > 0 {
+		d := g.Snapshot.Devices[0]
 		value := func(v *float64) float64 {
 			if v == nil {
 				return math.NaN()
@@ -252,7 +252,7 @@ func (c *flightCollector) unclean() *flight.Boot {
 // VerdictWindow is the span of the previous boot's end the verdict reads.
 const VerdictWindow = 10 * time.Minute
 
-func (c *flightCollector) keep(st *collected.State) {
+func (c *flightCollector) publish(st *collected.State) {
 	f := &collected.Flight{}
 	if b := c.unclean(); b != nil {
 		f.Unclean, f.EndedAt = true, b.End()
@@ -261,9 +261,12 @@ func (c *flightCollector) keep(st *collected.State) {
 	st.Flight = f
 }
 
-func (c *flightCollector) Update(_ context.Context, ch chan<- prometheus.Metric) error {
+// refresh has nothing to read: the previous boot was read at start.
+func (c *flightCollector) refresh(ctx context.Context) error { return nil }
+
+func (c *flightCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
 	ch <- prometheus.MustNewConstMetric(flightRecordsDesc, prometheus.CounterValue, float64(c.records.Load()))
 	ch <- prometheus.MustNewConstMetric(flightErrorsDesc, prometheus.CounterValue, float64(c.writeErrors.Load()))
-	ch <- prometheus.MustNewConstMetric(flightUncleanDesc, prometheus.GaugeValue, supported(c.unclean() != nil))
+	ch <- prometheus.MustNewConstMetric(flightUncleanDesc, prometheus.GaugeValue, boolToFloat64(c.unclean() != nil))
 	return nil
 }

@@ -10,30 +10,24 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spark-exporter/spark_exporter/internal/collected"
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
+	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
 )
 
-// The gpu collector is NVML's view of each GPU, as `nvidia-smi` shows it:
-// what a GB10 reports (temperature, power, energy, SM clock, utilisation,
-// clock event reasons and their counters, thermal margin, P-state,
-// per-process memory) and, by spark_gpu_field_supported,
-// what it cannot (memory info, power limit: `[N/A]`). A host without NVML
-// reports spark_gpu_nvml_up 0 and succeeds; a wedged driver fails this
-// collector after --gpu.timeout, never the scrape. A scrape is served the
-// latest reading, the thermal sampler's, while it is at most --gpu.max-age
-// old, so that NVML is not read twice for the same moment.
-//
-// NVML and its --gpu.* flags are not the collector's: the process has one
-// client (gpu.Settings.Open), handed in through Env.NVML and closed by
-// whoever opened it.
+// The gpu collector is NVML's view of each GPU, as `nvidia-smi` shows it,
+// and by spark_gpu_field_supported what a GB10 cannot report (memory info,
+// power limit: `[N/A]`). A host without NVML reports spark_gpu_nvml_up 0 and
+// succeeds; a wedged driver fails this collector after --gpu.timeout, never
+// the scrape. A scrape is served the thermal sampler's reading while it is
+// at most --gpu.max-age old, so that NVML is not read twice for the same
+// moment. NVML is the process's client (Env.NVML), not the collector's.
 func init() {
 	registerNVMLCollector("gpu", defaultEnabled, func(cliflag.FlagGroup) Factory {
 		return func(env Env) (Collector, error) {
@@ -70,27 +64,11 @@ var (
 	gpuMarginDesc     = newDesc("spark_gpu_temperature_margin_celsius", "Degrees left before the GPU's slowdown temperature (nvidia-smi's GPU T.Limit Temp).", "gpu")
 	gpuPStateDesc     = newDesc("spark_gpu_performance_state", "Performance state number: 0 is P0 (full speed), 8 is P8 (idle).", "gpu")
 	gpuProcMemoryDesc = newDesc("spark_gpu_process_memory_bytes", "GPU memory held by a compute process, per NVML; comm is empty when /proc/<pid>/comm cannot be read.", "gpu", "pid", "comm")
-	// The nine reasons of docs/metrics.md, by NVML bit. The hardware bits only
-	// have NVML's older "throttle" names.
-	gpuClockEventNames = []struct {
-		bit  uint64
-		name string
-	}{
-		{nvml.ClocksEventReasonGpuIdle, "gpu_idle"},
-		{nvml.ClocksEventReasonApplicationsClocksSetting, "applications_clocks_setting"},
-		{nvml.ClocksEventReasonSwPowerCap, "sw_power_cap"},
-		{nvml.ClocksThrottleReasonHwSlowdown, "hw_slowdown"},
-		{nvml.ClocksEventReasonSyncBoost, "sync_boost"},
-		{nvml.ClocksEventReasonSwThermalSlowdown, "sw_thermal_slowdown"},
-		{nvml.ClocksThrottleReasonHwThermalSlowdown, "hw_thermal_slowdown"},
-		{nvml.ClocksThrottleReasonHwPowerBrakeSlowdown, "hw_power_brake_slowdown"},
-		{nvml.ClocksEventReasonDisplayClockSetting, "display_clock_setting"},
-	}
 )
 
 // snapshotter is the part of gpu.Client the collector uses.
 type snapshotter interface {
-	Recent(ctx context.Context, maxAge time.Duration) (gpu.Snapshot, error)
+	Recent(ctx context.Context, maxAge time.Duration) (readings.Snapshot, error)
 }
 
 type gpuCollector struct {
@@ -102,49 +80,25 @@ type gpuCollector struct {
 
 	// A reading is served to every scrape for up to --gpu.max-age, so
 	// the metrics built from it are kept and sent again while it is
-	// served (what that pays: docs/performance.md, "Caches kept"). The
-	// per-process metrics are not kept: their comm is read afresh.
+	// served (docs/performance.md, "Caches kept"). The per-process
+	// metrics are not kept: their comm is read afresh.
 	mu        sync.Mutex
-	builtFrom *gpu.Reading // &Devices[0] of the snapshot built; each read makes a new slice
+	builtFrom *readings.Reading // &Devices[0] of the snapshot built; each read makes a new slice
 	built     []prometheus.Metric
 
-	// last is the reading the latest Update rendered, turned into
-	// collected.GPU only when a view asks (keep).
-	last atomic.Pointer[gpuRendered]
+	latest atomic.Pointer[gpuReading]
 }
 
-type gpuRendered struct {
+// gpuReading is the latest reading, for publish.
+type gpuReading struct {
 	loaded bool
-	snap   gpu.Snapshot
+	snap   readings.Snapshot
 }
 
-func (c *gpuCollector) keep(st *collected.State) {
-	r := c.last.Load()
-	if r == nil {
-		return
+func (c *gpuCollector) publish(st *collected.State) {
+	if r := c.latest.Load(); r != nil {
+		st.GPU = &collected.GPU{Loaded: r.loaded, Snapshot: r.snap}
 	}
-	g := &collected.GPU{Loaded: r.loaded, Devices: make([]collected.Device, 0, len(r.snap.Devices))}
-	for _, d := range r.snap.Devices {
-		g.Devices = append(g.Devices, collected.Device{Index: d.Index, Name: labelValue(d.Name),
-			TemperatureCelsius: d.TemperatureCelsius, PowerWatts: d.PowerWatts, SMClockHertz: d.SMClockHertz,
-			SMClockMaxHertz: d.SMClockMaxHertz, Utilization: d.Utilization, ClockEvents: activeClockEvents(d)})
-	}
-	st.GPU = g
-}
-
-// activeClockEvents names the reasons spark_gpu_clocks_event_active says
-// are active.
-func activeClockEvents(r gpu.Reading) []string {
-	out := []string{}
-	if r.ClockEventReasons == nil {
-		return out
-	}
-	for _, reason := range gpuClockEventNames {
-		if *r.ClockEventReasons&reason.bit != 0 {
-			out = append(out, reason.name)
-		}
-	}
-	return out
 }
 
 func newGPUCollector(nvml snapshotter, timeout, maxAge time.Duration, fs hostfs.FS, logger log.Logger) (*gpuCollector, error) {
@@ -154,22 +108,42 @@ func newGPUCollector(nvml snapshotter, timeout, maxAge time.Duration, fs hostfs.
 	return &gpuCollector{nvml: nvml, timeout: timeout, maxAge: maxAge, procfs: fs, logger: logger}, nil
 }
 
-func (c *gpuCollector) Update(_ context.Context, ch chan<- prometheus.Metric) error {
+// read serves the latest reading while it is at most --gpu.max-age old,
+// else reads NVML. gpu.ErrUnavailable (no driver or library) is a normal
+// host state, not a failure.
+func (c *gpuCollector) read() (readings.Snapshot, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
 	snap, err := c.nvml.Recent(ctx, c.maxAge)
 	switch {
 	case errors.Is(err, gpu.ErrUnavailable):
-		// No driver or library: a normal host state, not a failure.
-		c.last.Store(&gpuRendered{})
+		c.latest.Store(&gpuReading{})
+		return snap, err
+	case errors.Is(err, gpu.ErrTimeout):
+		c.latest.Store(&gpuReading{loaded: true})
+		return snap, fmt.Errorf("%w (--gpu.timeout=%s): is the driver wedged?", err, c.timeout)
+	}
+	c.latest.Store(&gpuReading{loaded: true, snap: snap})
+	return snap, err
+}
+
+func (c *gpuCollector) refresh(ctx context.Context) error {
+	if _, err := c.read(); !errors.Is(err, gpu.ErrUnavailable) {
+		return err
+	}
+	return nil
+}
+
+func (c *gpuCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
+	snap, err := c.read()
+	switch {
+	case errors.Is(err, gpu.ErrUnavailable):
 		ch <- prometheus.MustNewConstMetric(gpuUpDesc, prometheus.GaugeValue, 0)
 		return nil
 	case errors.Is(err, gpu.ErrTimeout):
-		c.last.Store(&gpuRendered{loaded: true})
 		ch <- prometheus.MustNewConstMetric(gpuUpDesc, prometheus.GaugeValue, 1)
-		return fmt.Errorf("%w (--gpu.timeout=%s): is the driver wedged?", err, c.timeout)
+		return err
 	}
-	c.last.Store(&gpuRendered{loaded: true, snap: snap})
 	ch <- prometheus.MustNewConstMetric(gpuUpDesc, prometheus.GaugeValue, 1)
 	for _, m := range c.metrics(snap, err) {
 		ch <- m
@@ -178,16 +152,16 @@ func (c *gpuCollector) Update(_ context.Context, ch chan<- prometheus.Metric) er
 	for _, r := range snap.Devices {
 		c.processes(ch, r, &blocked)
 	}
-	// Devices and fields that failed (GPU lost, unknown error) fail the
-	// collector; what did answer has been sent. So does a comm whose read
-	// blocked.
+	// A device or field that failed (GPU lost, unknown error) fails the
+	// collector, as does a comm whose read blocked; what did answer has
+	// been sent.
 	return errors.Join(err, blocked)
 }
 
 // metrics returns the metrics of every device but the per-process ones:
 // those built last time when snap is the same reading, else built anew.
 // Only a complete reading's are kept; a failed read is never served again.
-func (c *gpuCollector) metrics(snap gpu.Snapshot, err error) []prometheus.Metric {
+func (c *gpuCollector) metrics(snap readings.Snapshot, err error) []prometheus.Metric {
 	if len(snap.Devices) == 0 {
 		return nil
 	}
@@ -209,7 +183,7 @@ func (c *gpuCollector) metrics(snap gpu.Snapshot, err error) []prometheus.Metric
 
 // device appends the metrics of one device's reading, but the per-process
 // ones, to ms.
-func device(ms []prometheus.Metric, snap gpu.Snapshot, r gpu.Reading) []prometheus.Metric {
+func device(ms []prometheus.Metric, snap readings.Snapshot, r readings.Reading) []prometheus.Metric {
 	idx := strconv.Itoa(r.Index)
 	gauge := func(d *prometheus.Desc, v *float64, labels ...string) {
 		if v != nil {
@@ -224,9 +198,9 @@ func device(ms []prometheus.Metric, snap gpu.Snapshot, r gpu.Reading) []promethe
 
 	ms = append(ms, prometheus.MustNewConstMetric(gpuInfoDesc, prometheus.GaugeValue, 1,
 		idx, r.UUID, labelValue(r.Name), snap.DriverVersion, snap.CUDADriverVersion, r.ComputeCapability))
-	for _, f := range gpu.Fields {
+	for _, f := range readings.Fields {
 		if ok, asked := r.Supported[f]; asked {
-			ms = append(ms, prometheus.MustNewConstMetric(gpuSupportedDesc, prometheus.GaugeValue, supported(ok), idx, string(f)))
+			ms = append(ms, prometheus.MustNewConstMetric(gpuSupportedDesc, prometheus.GaugeValue, boolToFloat64(ok), idx, string(f)))
 		}
 	}
 	gauge(gpuTempDesc, r.TemperatureCelsius)
@@ -241,12 +215,12 @@ func device(ms []prometheus.Metric, snap gpu.Snapshot, r gpu.Reading) []promethe
 	bytes(gpuMemTotalDesc, r.MemoryTotalBytes)
 	bytes(gpuMemUsedDesc, r.MemoryUsedBytes)
 	if r.ClockEventReasons != nil {
-		for _, reason := range gpuClockEventNames {
-			active := *r.ClockEventReasons&reason.bit != 0
-			ms = append(ms, prometheus.MustNewConstMetric(gpuReasonDesc, prometheus.GaugeValue, supported(active), idx, reason.name))
+		for _, reason := range readings.ClockEventReasons {
+			active := *r.ClockEventReasons&reason.Bit != 0
+			ms = append(ms, prometheus.MustNewConstMetric(gpuReasonDesc, prometheus.GaugeValue, boolToFloat64(active), idx, reason.Name))
 		}
 	}
-	for _, e := range gpu.ClockEvents {
+	for _, e := range readings.ClockEvents {
 		if secs, ok := r.ClockEventSeconds[e.Name]; ok {
 			ms = append(ms, prometheus.MustNewConstMetric(gpuEventSecsDesc, prometheus.CounterValue, secs, idx, e.Name))
 		}
@@ -261,7 +235,7 @@ func device(ms []prometheus.Metric, snap gpu.Snapshot, r gpu.Reading) []promethe
 // processes sends the memory of each process on a device, with its comm as
 // it is now. Once a comm read has blocked (*blocked set), the others of the
 // scrape are not read: their comm is "".
-func (c *gpuCollector) processes(ch chan<- prometheus.Metric, r gpu.Reading, blocked *error) {
+func (c *gpuCollector) processes(ch chan<- prometheus.Metric, r readings.Reading, blocked *error) {
 	if len(r.Processes) == 0 {
 		return
 	}
@@ -275,16 +249,9 @@ func (c *gpuCollector) processes(ch chan<- prometheus.Metric, r gpu.Reading, blo
 // comm is the process's name from /proc/<pid>/comm, never its command line
 // (which can hold secrets). It is empty when the entry cannot be read: the
 // process exited since NVML listed it, hidepid hides it, or it lives in
-// another PID namespace (an exporter in a container without the host's PID
-// namespace sees host pids from NVML but not their /proc entries).
-//
-// It is read afresh at every scrape, into a buffer the size of a command
-// name (the kernel keeps 16 bytes of it): nothing is kept for it, since a
-// GPU holds a few processes (docs/performance.md). The read is under
-// --gpu.timeout (or --path.read-timeout, if shorter), as NVML's are; one
-// that blocks sets *blocked, failing the collector. A comm that is a
-// symbolic link is not followed (hostfs refuses links): the label is only
-// ever the process's own name.
+// another PID namespace (a container without the host's sees host pids from
+// NVML but not their /proc entries). A read that blocks sets *blocked,
+// failing the collector.
 func (c *gpuCollector) comm(pid uint32, blocked *error) string {
 	if *blocked != nil {
 		return ""

@@ -11,6 +11,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
+	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 	"github.com/spark-exporter/spark_exporter/internal/gpu/thermalsampler"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/testing/gputest"
@@ -57,7 +58,7 @@ func TestGPUOnGB10(t *testing.T) {
 		`spark_gpu_process_memory_bytes{comm="embed-server",gpu="0",pid="4102"}`: 30 * gputest.GiB,
 		`spark_gpu_process_memory_bytes{comm="",gpu="0",pid="4199"}`:             2 * gputest.GiB,
 	}
-	for _, f := range gpu.Fields {
+	for _, f := range readings.Fields {
 		want[`spark_gpu_field_supported{field="`+string(f)+`",gpu="0"}`] = 1
 	}
 	// nvidia-smi's [N/A] on GB10.
@@ -274,7 +275,7 @@ func TestGPUMetricsFollowTheReading(t *testing.T) {
 // reading, --gpu.timeout bounding the sampler's reads. Closing them leaves
 // the client to its owner.
 func TestNVMLIsHandedIn(t *testing.T) {
-	nvml := &fakeNVML{readings: []gpu.Reading{reading(0, 90, 100, 0.97)}, readDone: make(chan struct{}, 1)}
+	nvml := &fakeNVML{readings: []readings.Reading{reading(0, 90, 100, 0.97)}, readDone: make(chan struct{}, 1)}
 	sel := selection(t, "--no-collector.pool", "--no-collector.workloads", "--thermal.interval=1h", "--thermal.window=3h")
 	if !sel.NeedsNVML() {
 		t.Fatal("NeedsNVML is false with the gpu and thermal collectors on")

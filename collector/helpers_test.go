@@ -14,6 +14,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
+	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 )
 
 // fixtures is the /proc tree of a DGX Spark mid-run, shared with the golden
@@ -89,7 +90,7 @@ func nopLogger() log.Logger { return log.NewNopLogger() }
 // err), counts the reads, and notes what each asked for.
 type fakeNVML struct {
 	mu       sync.Mutex
-	readings []gpu.Reading
+	readings []readings.Reading
 	err      error
 	reads    int           // Read calls
 	recents  int           // Recent calls
@@ -98,7 +99,7 @@ type fakeNVML struct {
 	readDone chan struct{} // if set, told of each Read
 }
 
-func (f *fakeNVML) Read(ctx context.Context) ([]gpu.Reading, error) {
+func (f *fakeNVML) Read(ctx context.Context) ([]readings.Reading, error) {
 	f.mu.Lock()
 	f.reads++
 	if d, ok := ctx.Deadline(); ok {
@@ -112,12 +113,12 @@ func (f *fakeNVML) Read(ctx context.Context) ([]gpu.Reading, error) {
 	return readings, err
 }
 
-func (f *fakeNVML) Recent(_ context.Context, maxAge time.Duration) (gpu.Snapshot, error) {
+func (f *fakeNVML) Recent(_ context.Context, maxAge time.Duration) (readings.Snapshot, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.recents++
 	f.maxAge = maxAge
-	return gpu.Snapshot{Devices: f.readings}, f.err
+	return readings.Snapshot{Devices: f.readings}, f.err
 }
 
 // testEnv is the Env of a host without NVML, on the spark fixture /proc.

@@ -82,14 +82,17 @@ func (c *kernelCollector) state() collected.Kernel {
 	return collected.Kernel{Readable: true, Counts: c.reader.Counts()}
 }
 
-func (c *kernelCollector) keep(st *collected.State) {
+func (c *kernelCollector) publish(st *collected.State) {
 	k := c.state()
 	st.Kernel = &k
 }
 
-func (c *kernelCollector) Update(_ context.Context, ch chan<- prometheus.Metric) error {
+// refresh has nothing to read: the reader counts the log as it comes.
+func (c *kernelCollector) refresh(ctx context.Context) error { return nil }
+
+func (c *kernelCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
 	k := c.state()
-	ch <- prometheus.MustNewConstMetric(kernelSupportedDesc, prometheus.GaugeValue, supported(k.Readable), "kmsg")
+	ch <- prometheus.MustNewConstMetric(kernelSupportedDesc, prometheus.GaugeValue, boolToFloat64(k.Readable), "kmsg")
 	if !k.Readable {
 		return nil
 	}

@@ -47,7 +47,10 @@ type planCollector struct {
 	plans []collected.Plan
 }
 
-func (c *planCollector) keep(st *collected.State) { st.Plans = c.plans }
+func (c *planCollector) publish(st *collected.State) { st.Plans = c.plans }
+
+// refresh has nothing to read: the file was read at start.
+func (c *planCollector) refresh(ctx context.Context) error { return nil }
 
 func newPlanCollector(plans []plan.Named) (*planCollector, error) {
 	c := &planCollector{}

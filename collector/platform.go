@@ -109,16 +109,39 @@ func (c *platformCollector) read(ctx context.Context) (platform.Snapshot, layout
 	return s, l.series, nil
 }
 
-func (c *platformCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
+// refresh reads the sysfs files for the collector's success alone: the
+// status page shows nothing of them.
+func (c *platformCollector) refresh(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	_, _, err := c.take(ctx)
+	return err
+}
+
+// take reads the layout's files and logs those unreadable; c.mu held.
+func (c *platformCollector) take(ctx context.Context) (platform.Snapshot, layoutSeries, error) {
 	s, series, err := c.read(ctx)
 	if err == nil && s.Blocked != nil {
 		err = s.Blocked
 	}
 	if err != nil {
 		// The next file may block as long: nothing more was read.
-		return fmt.Errorf("reading sysfs: %w", err)
+		return s, nil, fmt.Errorf("reading sysfs: %w", err)
+	}
+	// Sysfs is full of files that refuse some readers: counted in a
+	// metric, named at debug level (relative to --path.sysfs).
+	for _, p := range s.Problems {
+		level.Debug(c.logger).Log("msg", "sysfs file unreadable", "file", p.File, "err", p.Err)
+	}
+	return s, series, nil
+}
+
+func (c *platformCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, series, err := c.take(ctx)
+	if err != nil {
+		return err
 	}
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		series.send(ch, d, prometheus.GaugeValue, v, labels...)
@@ -144,21 +167,15 @@ func (c *platformCollector) Update(ctx context.Context, ch chan<- prometheus.Met
 			gauge(platformLimitDesc, r.Value, r.Name)
 		}
 		if p.Prochot != nil {
-			gauge(platformProchotDesc, supported(*p.Prochot))
+			gauge(platformProchotDesc, boolToFloat64(*p.Prochot))
 		}
 		if p.PLLevel != nil {
 			gauge(platformPLLevelDesc, float64(*p.PLLevel))
 		}
 	}
 	gauge(platformUnreadableDesc, float64(len(s.Problems)))
-	gauge(platformSupportedDesc, supported(s.SPBM != nil), "spbm")
-	gauge(platformSupportedDesc, supported(len(s.Zones) > 0), "thermal_zones")
-	gauge(platformSupportedDesc, supported(s.Identity != nil), "dmi")
-
-	// Sysfs is full of files that refuse some readers; counted above,
-	// named at debug level (relative to --path.sysfs).
-	for _, p := range s.Problems {
-		level.Debug(c.logger).Log("msg", "sysfs file unreadable", "file", p.File, "err", p.Err)
-	}
+	gauge(platformSupportedDesc, boolToFloat64(s.SPBM != nil), "spbm")
+	gauge(platformSupportedDesc, boolToFloat64(len(s.Zones) > 0), "thermal_zones")
+	gauge(platformSupportedDesc, boolToFloat64(s.Identity != nil), "dmi")
 	return nil
 }

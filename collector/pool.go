@@ -24,17 +24,16 @@ import (
 // CMA and a reserve, which nvidia-smi cannot show), the page cache that eats
 // it unseen, and the signs of eviction (stalls, refaults, reclaim, OOM kills).
 func init() {
-	registerCollector("pool", defaultEnabled, func(cliflag.FlagGroup) Factory {
+	registerCollector("pool", defaultEnabled, func(fg cliflag.FlagGroup) Factory {
+		settings := AddPoolFlags(fg)
 		return func(env Env) (Collector, error) {
-			return newPoolCollector(hostfs.New(env.ProcFS), env.PoolReserve, env.Logger)
+			return newPoolCollector(hostfs.New(env.ProcFS), settings.Reserve(), env.Logger)
 		}
 	})
 }
 
-// addPoolReserveFlag registers --pool.reserve. AddFlags registers it once,
-// beside the collectors' own flags, because the plan command judges against
-// the same headroom (Selection.PoolReserve) and the pool collector gets it
-// through Env.
+// addPoolReserveFlag registers --pool.reserve (AddPoolFlags): the plan
+// command judges against the same headroom as the pool collector.
 func addPoolReserveFlag(fg cliflag.FlagGroup) *uint64 {
 	return cliflag.Bytes(fg.Flag("pool.reserve",
 		"Memory kept back for the OS and driver; headroom is MemFree minus this. GiB is 2^30 bytes, GB 10^9: 4GiB, 512MiB, 4GB.").
@@ -72,7 +71,7 @@ type poolCollector struct {
 	last atomic.Pointer[collected.Pool]
 }
 
-func (c *poolCollector) keep(st *collected.State) { st.Pool = c.last.Load() }
+func (c *poolCollector) publish(st *collected.State) { st.Pool = c.last.Load() }
 
 func newPoolCollector(proc hostfs.FS, reserve uint64, logger log.Logger) (*poolCollector, error) {
 	return &poolCollector{
@@ -81,15 +80,28 @@ func newPoolCollector(proc hostfs.FS, reserve uint64, logger log.Logger) (*poolC
 	}, nil
 }
 
+func (c *poolCollector) refresh(ctx context.Context) error {
+	snap, _, _, _, err := c.read(ctx)
+	c.remember(snap, err)
+	return err
+}
+
+func (c *poolCollector) remember(snap pool.Snapshot, err error) {
+	if err != nil {
+		c.last.Store(nil)
+		return
+	}
+	c.last.Store(&collected.Pool{Snapshot: snap, Reserve: c.reserve})
+}
+
 func (c *poolCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
 	// Read every source before sending anything, so that a failed scrape
 	// sends no half set of pool figures.
 	snap, vm, psi, psiOK, err := c.read(ctx)
+	c.remember(snap, err)
 	if err != nil {
-		c.last.Store(nil)
 		return err
 	}
-	c.last.Store(&collected.Pool{Snapshot: snap, Reserve: c.reserve})
 
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
@@ -153,7 +165,7 @@ func (c *poolCollector) Update(ctx context.Context, ch chan<- prometheus.Metric)
 		{"hugepages", snap.HugePages != nil},
 		{"cma", snap.CMA != nil},
 	} {
-		gauge(poolSupportedDesc, supported(f.ok), f.field)
+		gauge(poolSupportedDesc, boolToFloat64(f.ok), f.field)
 	}
 	return nil
 }

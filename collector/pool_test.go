@@ -427,11 +427,11 @@ func FuzzPoolCollector(f *testing.F) {
 func TestPoolReserveFlag(t *testing.T) {
 	for args, want := range map[string]uint64{"": judge.DefaultReserveBytes, "--pool.reserve=4GB": 4e9, "--pool.reserve=6GiB": 6 * gib} {
 		app := kingpin.New("t", "")
-		sel := AddFlags(app)
+		settings := AddPoolFlags(app)
 		if _, err := app.Parse(strings.Fields(args)); err != nil {
 			t.Fatal(err)
 		}
-		if got := sel.PoolReserve(); got != want {
+		if got := settings.Reserve(); got != want {
 			t.Errorf("%q: reserve %d, want %d", args, got, want)
 		}
 	}

@@ -1,23 +1,35 @@
 package collector
 
 import (
+	"context"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spark-exporter/spark_exporter/internal/collected"
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 )
 
-// keeper is a collector that keeps the typed result its latest Update
-// rendered, and adds it to a State.
-type keeper interface {
-	keep(st *collected.State)
+// publisher is a collector whose latest result the status page shows.
+type publisher interface {
+	// publish sets the collector's part of st to its latest result: the
+	// one its latest Update rendered, or its latest refresh read. The
+	// part is shared, not copied.
+	publish(st *collected.State)
 }
 
-// State is what the collectors found at their latest run, typed: the values
-// their metrics were rendered from, for the views beside /metrics (the
-// status page), which so cannot say other than the exposition. The parts
-// are shared, not copied: read them, never change them.
+// refresher is a collector that can read its source without rendering it:
+// a status refresh then builds no metric only to drop it.
+type refresher interface {
+	// refresh reads what Update reads and keeps the result for publish;
+	// its error is the one Update would return. ctx is as Update's.
+	refresh(ctx context.Context) error
+}
+
+// State is what the collectors found at their latest run, typed: the
+// values their metrics were rendered from, so that the status page cannot
+// say other than the exposition. Read the parts, never change them.
 func (e *Exporter) State() collected.State {
 	e.mu.Lock()
 	st := collected.State{At: e.at}
@@ -29,32 +41,56 @@ func (e *Exporter) State() collected.State {
 		h.mu.Unlock()
 		run.Name = name
 		st.Runs = append(st.Runs, run)
-		if k, ok := e.collectors[name].(keeper); ok {
-			k.keep(&st)
+		if p, ok := e.collectors[name].(publisher); ok {
+			p.publish(&st)
 		}
 	}
 	return st
 }
 
-// At is when the latest run of every collector together ended (State's
-// At); zero before the first.
+// At is when the latest complete collection ended (State's At); zero
+// before the first.
 func (e *Exporter) At() time.Time {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.at
 }
 
-// Refresh runs every collector as a scrape does, its metrics discarded: for
-// a view that finds State older than it may show.
+// Refresh runs every collector for the status page. A collector that is a
+// refresher only reads; any other runs Update into a channel that is
+// drained.
 func (e *Exporter) Refresh() {
+	var wg sync.WaitGroup
+	for _, name := range e.Names() {
+		wg.Go(func() {
+			start := time.Now()
+			ctx, cancel := hostfs.RunContext(context.Background(), e.readTimeout)
+			err := refresh(ctx, e.collectors[name])
+			cancel()
+			e.record(name, err, time.Since(start))
+		})
+	}
+	wg.Wait()
+	e.complete()
+}
+
+func refresh(ctx context.Context, c Collector) error {
+	if r, ok := c.(refresher); ok {
+		return r.refresh(ctx)
+	}
 	ch := make(chan prometheus.Metric, 64)
-	done := make(chan struct{})
 	go func() {
 		for range ch {
 		}
-		close(done)
 	}()
-	e.collect(ch, e.Names())
-	close(ch)
-	<-done
+	defer close(ch)
+	return c.Update(ctx, ch)
+}
+
+// complete notes that every collector has just run, as a scrape's
+// collect() notes it.
+func (e *Exporter) complete() {
+	e.mu.Lock()
+	e.at = time.Now()
+	e.mu.Unlock()
 }

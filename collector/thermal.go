@@ -20,32 +20,23 @@ import (
 )
 
 // The thermal collector is the thermal watch of docs/design.md as software: a
-// sampler beside the run (thermalsampler.Sampler) reads each GPU's temperature,
-// power, SM clock, utilisation and clock event reasons every
-// --thermal.interval, keeps --thermal.window of them, and judges the window
-// (internal/judge): the throttle signature (busy, power flat below the
-// rating, temperature climbing or holding hot) or NVML's own thermal
-// slowdown reasons. Entering and leaving a throttle episode is logged, once
-// each; with --thermal.csv-file every sample is also appended to the
-// nvidia-smi CSV log. This collector owns the --thermal.* flags and renders the
-// sampler's snapshot as metrics.
-//
-// The factory builds, starts and (through Close) stops the sampler: it has
-// the flags, it runs only when the collector is enabled, and its lifetime
-// is the collector's, with no state outside it. Readers besides the metrics
-// (a status page) get the snapshot the latest scrape rendered through
-// Exporter.State. NVML is Env.NVML, the process's client, whose
-// reads are bounded by --gpu.timeout.
+// sampler (thermalsampler.Sampler) reads each GPU every --thermal.interval,
+// keeps --thermal.window of samples, and judges the window (internal/judge);
+// this collector renders its snapshot. The factory starts the sampler and
+// Close stops it, so that it runs only while the collector is enabled, with
+// no state outside it.
 func init() {
-	registerNVMLCollector("thermal", defaultEnabled, func(cliflag.FlagGroup) Factory {
+	registerNVMLCollector("thermal", defaultEnabled, func(fg cliflag.FlagGroup) Factory {
+		settings := AddThermalFlags(fg)
 		return func(env Env) (Collector, error) {
 			if env.NVML == nil {
 				return nil, errNoNVML
 			}
-			if err := env.Thermal.Validate(); err != nil {
-				return nil, fmt.Errorf("--thermal.* flags: %w", err)
+			cfg, err := settings.Config()
+			if err != nil {
+				return nil, err
 			}
-			sampler := thermalsampler.NewSampler(gpu.WithTimeout(env.NVML, env.GPU.Timeout), env.Thermal, env.ThermalCSV, env.Logger)
+			sampler := thermalsampler.NewSampler(gpu.WithTimeout(env.NVML, env.GPU.Timeout), cfg, settings.CSVFile(), env.Logger)
 			c := newThermalCollector(sampler)
 			c.start()
 			return c, nil
@@ -53,10 +44,31 @@ func init() {
 	})
 }
 
-// thermalFlags are the --thermal.* flags. AddFlags registers them once for
-// every command (Selection.ThermalConfig): serve's thermal collector and
-// report judge alike. docs/thermal.md justifies each default, and
-// judge.DefaultThermalConfig holds them.
+// ThermalSettings are the --thermal.* flags, for every command that judges
+// a GPU's thermal window: the thermal collector's Setup, and report, which
+// replays a log as the collector would have judged it.
+type ThermalSettings struct{ flags thermalFlags }
+
+// AddThermalFlags registers the thermal flags on fg.
+func AddThermalFlags(fg cliflag.FlagGroup) *ThermalSettings {
+	return &ThermalSettings{flags: addThermalFlags(fg)}
+}
+
+// Config is the configuration the flags give, validated: the one place it
+// is. Read it once the flags are parsed.
+func (t *ThermalSettings) Config() (judge.ThermalConfig, error) {
+	cfg := t.flags.config()
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("--thermal.* flags: %w", err)
+	}
+	return cfg, nil
+}
+
+// CSVFile is --thermal.csv-file, "" when not given.
+func (t *ThermalSettings) CSVFile() string { return *t.flags.csvFile }
+
+// thermalFlags are the --thermal.* flags. docs/thermal.md justifies each
+// default, and judge.DefaultThermalConfig holds them.
 type thermalFlags struct {
 	interval, window                              *time.Duration
 	nominal, belowRatio, flatSpread               *float64
@@ -132,13 +144,10 @@ var (
 )
 
 // thermalCollector renders the sampler's latest snapshot afresh on every
-// scrape: nothing built from it is kept (docs/performance.md, "Caches kept").
+// scrape: nothing built from it is kept.
 type thermalCollector struct {
 	sampler *thermalsampler.Sampler
-	// rendered is the snapshot the latest Update rendered: the status page
-	// shows it (Exporter.State), so that its verdict and window are the
-	// exposition's.
-	rendered atomic.Pointer[thermal.Snapshot]
+	latest  atomic.Pointer[thermal.Snapshot]
 
 	cancel    context.CancelFunc
 	done      chan struct{}
@@ -176,20 +185,31 @@ func (c *thermalCollector) Close() error {
 	return c.closeErr
 }
 
-func (c *thermalCollector) keep(st *collected.State) {
-	if snap := c.rendered.Load(); snap != nil {
+func (c *thermalCollector) publish(st *collected.State) {
+	if snap := c.latest.Load(); snap != nil {
 		st.Thermal = &collected.Thermal{Snapshot: *snap, Config: c.sampler.Config()}
 	}
 }
 
-func (c *thermalCollector) Update(_ context.Context, ch chan<- prometheus.Metric) error {
+// snapshot is the sampler's latest, kept for publish.
+func (c *thermalCollector) snapshot() (thermal.Snapshot, error) {
 	snap := c.sampler.Snapshot()
-	c.rendered.Store(&snap)
-	sendThermal(ch, snap)
+	c.latest.Store(&snap)
 	if len(snap.GPUs) == 0 {
-		return ErrNoData
+		return snap, ErrNoData
 	}
-	return nil
+	return snap, nil
+}
+
+func (c *thermalCollector) refresh(ctx context.Context) error {
+	_, err := c.snapshot()
+	return err
+}
+
+func (c *thermalCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
+	snap, err := c.snapshot()
+	sendThermal(ch, snap)
+	return err
 }
 
 // sendThermal renders a snapshot.
@@ -204,9 +224,9 @@ func sendThermal(ch chan<- prometheus.Metric, snap thermal.Snapshot) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, x, append([]string{label}, labels...)...)
 		}
 		for _, s := range judge.ThermalStates {
-			gauge(thermalStateDesc, supported(v.State == s), string(s))
+			gauge(thermalStateDesc, boolToFloat64(v.State == s), string(s))
 		}
-		gauge(thermalSignatureDesc, supported(v.Signature))
+		gauge(thermalSignatureDesc, boolToFloat64(v.Signature))
 		if st := v.Stats; st != nil {
 			gauge(thermalPowerMeanDesc, st.PowerMean)
 			gauge(thermalSpreadDesc, st.PowerSpread)

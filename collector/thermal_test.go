@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
+	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 	"github.com/spark-exporter/spark_exporter/internal/gpu/thermalsampler"
 	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/thermallog"
@@ -26,25 +27,25 @@ import (
 // read.
 type fakeSource struct {
 	mu   sync.Mutex
-	next func() ([]gpu.Reading, error)
+	next func() ([]readings.Reading, error)
 }
 
-func (f *fakeSource) Read(context.Context) ([]gpu.Reading, error) {
+func (f *fakeSource) Read(context.Context) ([]readings.Reading, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.next()
 }
 
-func (f *fakeSource) set(readings []gpu.Reading, err error) {
+func (f *fakeSource) set(rs []readings.Reading, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.next = func() ([]gpu.Reading, error) { return readings, err }
+	f.next = func() ([]readings.Reading, error) { return rs, err }
 }
 
 func fptr(v float64) *float64 { return &v }
 
-func reading(idx int, temp, power, util float64) gpu.Reading {
-	return gpu.Reading{Index: idx, TemperatureCelsius: fptr(temp), PowerWatts: fptr(power), Utilization: fptr(util)}
+func reading(idx int, temp, power, util float64) readings.Reading {
+	return readings.Reading{Index: idx, TemperatureCelsius: fptr(temp), PowerWatts: fptr(power), Utilization: fptr(util)}
 }
 
 // logLines splits what the collector logged; the tests step the sampler
@@ -81,7 +82,7 @@ func TestThermalThrottleEpisode(t *testing.T) {
 	c, logs := newTestThermal(t, src, "")
 	ctx := context.Background()
 
-	src.set([]gpu.Reading{reading(0, 90, 100, 0.97)}, nil)
+	src.set([]readings.Reading{reading(0, 90, 100, 0.97)}, nil)
 	for i := range 6 {
 		c.sampler.Sample(ctx, tick(i))
 	}
@@ -112,7 +113,7 @@ func TestThermalThrottleEpisode(t *testing.T) {
 	compareSamples(t, got, want)
 
 	// The job ends: power drops, the episode ends.
-	src.set([]gpu.Reading{reading(0, 88, 5, 0)}, nil)
+	src.set([]readings.Reading{reading(0, 88, 5, 0)}, nil)
 	c.sampler.Sample(ctx, tick(10))
 	got, _ = collect(t, c)
 	if got[`spark_thermal_state{gpu="0",state="throttled"}`] != 0 || got[`spark_thermal_throttled_seconds_total{gpu="0"}`] != 40 ||
@@ -158,7 +159,7 @@ func TestThermalNVMLSlowdown(t *testing.T) {
 	r := reading(0, 80, 100, 1)
 	reasons := judge.ReasonHWThermalSlowdown
 	r.ClockEventReasons = &reasons
-	src.set([]gpu.Reading{r}, nil)
+	src.set([]readings.Reading{r}, nil)
 	c.sampler.Sample(context.Background(), tick(0))
 	got, _ := collect(t, c)
 	if got[`spark_thermal_state{gpu="0",state="throttled"}`] != 1 || got[`spark_thermal_throttle_signature{gpu="0"}`] != 0 {
@@ -175,7 +176,7 @@ func TestThermalReadFailuresComeAndGo(t *testing.T) {
 	src := &fakeSource{}
 	c, logs := newTestThermal(t, src, "")
 	ctx := context.Background()
-	src.set([]gpu.Reading{reading(0, 40, 4, 0)}, nil)
+	src.set([]readings.Reading{reading(0, 40, 4, 0)}, nil)
 	for i := range 7 {
 		c.sampler.Sample(ctx, tick(i))
 	}
@@ -193,7 +194,7 @@ func TestThermalReadFailuresComeAndGo(t *testing.T) {
 	if _, ok := got[`spark_thermal_window_power_mean_watts{gpu="0"}`]; ok {
 		t.Error("a stale window still reports its power")
 	}
-	src.set([]gpu.Reading{reading(0, 40, 4, 0)}, nil)
+	src.set([]readings.Reading{reading(0, 40, 4, 0)}, nil)
 	for i := 12; i < 19; i++ {
 		c.sampler.Sample(ctx, tick(i))
 	}
@@ -235,7 +236,7 @@ func TestThermalIgnoresImpossibleReadings(t *testing.T) {
 	c, _ := newTestThermal(t, src, path)
 	nan := 0.0
 	nan /= nan
-	src.set([]gpu.Reading{
+	src.set([]readings.Reading{
 		{Index: 0, Time: tick(0), TemperatureCelsius: &nan, PowerWatts: fptr(-3)},
 		{Index: 1, Time: tick(0), TemperatureCelsius: fptr(50), PowerWatts: fptr(60), Utilization: fptr(7)},
 	}, nil)
@@ -262,7 +263,7 @@ func TestThermalCSV(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "thermal.log")
 	src := &fakeSource{}
-	src.set([]gpu.Reading{{Index: 0, Time: time.Date(2025, 11, 24, 14, 8, 55, 751e6, time.Local),
+	src.set([]readings.Reading{{Index: 0, Time: time.Date(2025, 11, 24, 14, 8, 55, 751e6, time.Local),
 		TemperatureCelsius: fptr(38), PowerWatts: fptr(12.34)}}, nil)
 	for range 2 { // two exporter runs
 		c, _ := newTestThermal(t, src, path)
@@ -307,11 +308,11 @@ type gatedSource struct {
 	gate  chan struct{}
 }
 
-func (g *gatedSource) Read(ctx context.Context) ([]gpu.Reading, error) {
+func (g *gatedSource) Read(ctx context.Context) ([]readings.Reading, error) {
 	g.reads <- struct{}{}
 	select {
 	case <-g.gate:
-		return []gpu.Reading{reading(0, 40, 4, 0)}, nil
+		return []readings.Reading{reading(0, 40, 4, 0)}, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -393,7 +394,7 @@ func TestThermalFactoryRefusesAShortWindow(t *testing.T) {
 	if _, err := app.Parse([]string{"--thermal.window=10s", "--thermal.interval=5s"}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := sel.Build(Env{Logger: log.NewNopLogger(), NVML: &fakeNVML{}})
+	_, err := sel.Build(Env{ProcFS: t.TempDir(), SysFS: t.TempDir(), Logger: log.NewNopLogger(), NVML: &fakeNVML{}})
 	if err == nil || !strings.Contains(err.Error(), "--thermal") {
 		t.Errorf("error %v; want one naming the --thermal flags", err)
 	}
@@ -417,7 +418,7 @@ func TestThermalCounterSlowdown(t *testing.T) {
 	c, logs := newTestThermal(t, src, "")
 	ctx := context.Background()
 	clear := uint64(0)
-	at := func(slowdown, powerCap float64) gpu.Reading {
+	at := func(slowdown, powerCap float64) readings.Reading {
 		r := reading(0, 81, 100, 0.97)
 		r.ClockEventReasons = &clear
 		r.ClockEventSeconds = map[string]float64{"sw_power_cap": powerCap, "sw_thermal_slowdown": slowdown, "hw_thermal_slowdown": 1}
@@ -425,14 +426,14 @@ func TestThermalCounterSlowdown(t *testing.T) {
 	}
 	// Only the power cap grows: the platform cap, not throttling.
 	for i, capped := range []float64{100, 110} {
-		src.set([]gpu.Reading{at(0.9, capped)}, nil)
+		src.set([]readings.Reading{at(0.9, capped)}, nil)
 		c.sampler.Sample(ctx, tick(i))
 	}
 	if got, _ := collect(t, c); got[`spark_thermal_state{gpu="0",state="throttled"}`] != 0 {
 		t.Fatalf("throttled on the power cap counter alone: %v", got)
 	}
 	// The SW thermal slowdown counter grows 3.5 s in one interval.
-	src.set([]gpu.Reading{at(4.4, 120)}, nil)
+	src.set([]readings.Reading{at(4.4, 120)}, nil)
 	c.sampler.Sample(ctx, tick(2))
 	got, _ := collect(t, c)
 	if got[`spark_thermal_state{gpu="0",state="throttled"}`] != 1 || got[`spark_thermal_throttle_signature{gpu="0"}`] != 0 {
@@ -456,7 +457,7 @@ func TestThermalSnapshotIsTheRenderedOne(t *testing.T) {
 	c, _ := newTestThermal(t, src, "")
 	e := NewExporter(map[string]Collector{"thermal": c}, nopLogger())
 	ctx := context.Background()
-	src.set([]gpu.Reading{reading(0, 90, 100, 0.97)}, nil)
+	src.set([]readings.Reading{reading(0, 90, 100, 0.97)}, nil)
 	c.sampler.Sample(ctx, tick(0))
 	if th := e.State().Thermal; th != nil {
 		t.Fatalf("before any scrape: a snapshot of %d samples, want none (the page runs the collectors)", th.Snapshot.Samples)

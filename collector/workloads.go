@@ -65,7 +65,7 @@ type workloadsCollector struct {
 	containers atomic.Pointer[collected.Containers]
 }
 
-func (c *workloadsCollector) keep(st *collected.State) {
+func (c *workloadsCollector) publish(st *collected.State) {
 	st.Workloads, st.Containers = c.last.Load(), c.containers.Load()
 }
 
@@ -77,18 +77,34 @@ func newWorkloadsCollector(proc hostfs.FS, patterns []workload.Pattern, logger l
 // Close closes the /proc files the scanner keeps open between scrapes.
 func (c *workloadsCollector) Close() error { return c.scanner.Close() }
 
-func (c *workloadsCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
+func (c *workloadsCollector) refresh(ctx context.Context) error {
+	_, _, err := c.scan(ctx)
+	return err
+}
+
+// scan finds the workloads and their containers, and keeps them for
+// publish.
+func (c *workloadsCollector) scan(ctx context.Context) (workload.Result, *collected.Containers, error) {
 	res, err := c.scanner.Scan(ctx)
 	if err != nil {
 		c.last.Store(nil)
 		c.containers.Store(nil)
-		return err
+		return res, nil, err
 	}
 	containers := c.places.place(ctx, &res)
 	c.last.Store(&res)
 	c.containers.Store(containers)
+	// A process's problems come once, at the scan that first finds it.
 	for _, p := range res.Problems {
 		level.Debug(c.logger).Log("msg", "no memory cap exported for a workload", "pid", p.PID, "kind", p.Kind, "reason", p.What)
+	}
+	return res, containers, nil
+}
+
+func (c *workloadsCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
+	res, containers, err := c.scan(ctx)
+	if err != nil {
+		return err
 	}
 
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {

@@ -111,7 +111,7 @@ func (p *workloadPlaces) emit(ch chan<- prometheus.Metric, cs *collected.Contain
 	if p.docker == nil {
 		return
 	}
-	ch <- prometheus.MustNewConstMetric(workloadFieldSupportedDesc, prometheus.GaugeValue, supported(cs.Names != nil), "docker")
+	ch <- prometheus.MustNewConstMetric(workloadFieldSupportedDesc, prometheus.GaugeValue, boolToFloat64(cs.Names != nil), "docker")
 	for _, info := range cs.Names {
 		ch <- prometheus.MustNewConstMetric(workloadContainerInfoDesc, prometheus.GaugeValue, 1,
 			info.ID, info.Name, info.Image, info.ComposeService)

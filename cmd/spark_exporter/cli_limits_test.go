@@ -35,7 +35,7 @@ func hostileModel(t *testing.T) []byte {
 	t.Helper()
 	hostile := "GB10\x1b[2J\x1b[H\u202egnilttorhT\nPool     all fine"
 	m := status.Model{APIVersion: status.APIVersion, GeneratedAt: "2025-11-24T14:00:00Z" + hostile,
-		Exporter: status.Exporter{Version: hostile}, NVML: status.NVML{Text: hostile},
+		Exporter: status.BuildInfo{Version: hostile}, NVML: status.NVML{Text: hostile},
 		GPUs:       []status.GPU{{Index: 0, Name: hostile}},
 		Collectors: []status.Collector{{Name: hostile, Success: false}}}
 	data, err := json.Marshal(m)

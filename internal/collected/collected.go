@@ -1,8 +1,7 @@
 // Package collected is what the collectors found at their latest run, as
-// plain typed values: the one state that /metrics renders as metrics and
-// the status page as its model, so that the two cannot disagree. The
-// collector package fills it (collector.Exporter.State); it holds no NVML,
-// file or logging type, so that the views link none.
+// plain values: the one state /metrics and the status page both render, so
+// that the two cannot disagree. It holds no NVML, file or logging type, so
+// that the views link none.
 package collected
 
 import (
@@ -11,6 +10,7 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/container"
 	"github.com/spark-exporter/spark_exporter/internal/engine"
 	"github.com/spark-exporter/spark_exporter/internal/fabric"
+	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/kmsg"
 	"github.com/spark-exporter/spark_exporter/internal/pool"
@@ -21,28 +21,22 @@ import (
 // State is each collector's latest result. A part is nil when its
 // collector is off, has not run yet, or failed at its latest run.
 type State struct {
-	// At is when the latest run of every collector together (a scrape,
-	// or a view's own collection) ended; zero before the first.
+	// At is when the latest complete collection (every collector run) ended;
+	// zero before the first.
 	At time.Time
-	// Runs are each collector's latest run, by name: what
-	// spark_scrape_collector_success and _duration_seconds say.
-	Runs      []Run
-	Pool      *Pool
-	GPU       *GPU
-	Thermal   *Thermal
-	Workloads *workload.Result
-	// Containers are where the workloads run, beside Workloads.
+	// Runs are what spark_scrape_collector_success and _duration_seconds
+	// say.
+	Runs       []Run
+	Pool       *Pool
+	GPU        *GPU
+	Thermal    *Thermal
+	Workloads  *workload.Result
 	Containers *Containers
-	// Engines are the inference engines' latest answers; nil when the
-	// engines collector is off.
-	Engines []engine.Reading
-	Fabric  *Fabric
-	// Kernel is nil when the kernel collector is off.
-	Kernel *Kernel
-	// Flight is nil without the flight recorder (--flight.file).
-	Flight *Flight
-	// Plans is nil when the plan collector is off.
-	Plans []Plan
+	Engines    []engine.Reading
+	Fabric     *Fabric
+	Kernel     *Kernel
+	Flight     *Flight
+	Plans      []Plan
 }
 
 // Run is one collector's latest run.
@@ -52,36 +46,21 @@ type Run struct {
 	Duration time.Duration
 }
 
-// Pool is the pool collector's reading and the reserve it judged against.
+// Pool is the pool's reading and the reserve it is judged against.
 type Pool struct {
 	Snapshot pool.Snapshot
 	Reserve  uint64
 }
 
-// GPU is the gpu collector's latest NVML reading.
+// GPU is the gpu collector's latest reading.
 type GPU struct {
 	// Loaded: NVML is loaded and initialised (spark_gpu_nvml_up).
-	Loaded  bool
-	Devices []Device
+	Loaded   bool
+	Snapshot readings.Snapshot
 }
 
-// Device is one GPU's reading, the fields the views show. A nil field was
-// not reported.
-type Device struct {
-	Index              int
-	Name               string
-	TemperatureCelsius *float64
-	PowerWatts         *float64
-	SMClockHertz       *float64
-	SMClockMaxHertz    *float64
-	Utilization        *float64
-	// ClockEvents names the clock event reasons active in the reading
-	// (spark_gpu_clocks_event_active 1), in the exposition's order.
-	ClockEvents []string
-}
-
-// Thermal is the snapshot the thermal collector rendered and the
-// configuration it was judged with.
+// Thermal is the thermal sampler's snapshot and the configuration it was
+// judged with.
 type Thermal struct {
 	Snapshot thermal.Snapshot
 	Config   judge.ThermalConfig
@@ -93,24 +72,23 @@ type Plan struct {
 	PeakBytes float64
 }
 
-// Fabric is the fabric collector's latest two readings of the RDMA
-// devices: a rate is the difference between them.
+// Fabric is the latest two readings of the RDMA devices: a rate is the
+// difference between them.
 type Fabric struct {
 	Latest FabricReading
 	// Previous is the reading before Latest; nil until two exist.
 	Previous *FabricReading
 }
 
-// FabricReading is one reading of the RDMA devices and when it was made.
+// FabricReading is one reading of the RDMA devices.
 type FabricReading struct {
 	At       time.Time
 	Snapshot fabric.Snapshot
 }
 
-// Kernel is what the kernel collector counted in the kernel log.
+// Kernel is what the kernel log counted.
 type Kernel struct {
-	// Readable: the log could be read (spark_kernel_field_supported
-	// {field="kmsg"}); Counts is empty otherwise.
+	// Readable: the log could be read; Counts is empty otherwise.
 	Readable bool
 	Counts   kmsg.Counts
 }
@@ -126,11 +104,11 @@ type Flight struct {
 	Verdict string
 }
 
-// Containers are the containers the workloads run in.
+// Containers are where the workloads run.
 type Containers struct {
 	// ByPID is each workload's container (the zero Ref on the host).
 	ByPID map[int]container.Ref
-	// Names are the Docker Engine's names of those containers, by short
-	// ID; nil without --workloads.docker-socket or when it did not answer.
+	// Names are the Docker Engine's names, by short ID; nil without
+	// --workloads.docker-socket or when it did not answer.
 	Names map[string]container.Info
 }

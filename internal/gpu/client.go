@@ -13,6 +13,8 @@ import (
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 	"github.com/jpillora/backoff"
+
+	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 )
 
 // DefaultLibrary is the library dlopen looks for without --gpu.nvml-library.
@@ -47,14 +49,6 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Snapshot is one read of every device.
-type Snapshot struct {
-	Time              time.Time
-	DriverVersion     string // e.g. 580.95.05
-	CUDADriverVersion string // e.g. 13.0
-	Devices           []Reading
-}
-
 // Client is the process's connection to NVML. Every NVML call runs on one
 // worker goroutine, so a wedged driver holds one goroutine and no more;
 // each read has the caller's deadline. Initialisation is retried in the
@@ -80,7 +74,7 @@ type Client struct {
 	// last is the latest complete snapshot, for Recent; nil when there is
 	// none, or when NVML was lost since.
 	lastMu sync.Mutex
-	last   *Snapshot
+	last   *readings.Snapshot
 
 	// Touched only by jobs on the worker.
 	initialised bool
@@ -141,7 +135,7 @@ func (c *Client) Up() bool { return c.up.Load() }
 // returns ErrUnavailable at once. When some devices or fields fail, the
 // readings taken are returned with the error. A complete snapshot is kept
 // for Recent. The snapshot is shared: callers must not modify it.
-func (c *Client) Snapshot(ctx context.Context) (Snapshot, error) {
+func (c *Client) Snapshot(ctx context.Context) (readings.Snapshot, error) {
 	return c.Recent(ctx, -1)
 }
 
@@ -151,14 +145,14 @@ func (c *Client) Snapshot(ctx context.Context) (Snapshot, error) {
 // always reads. Concurrent callers that find the snapshot too old read
 // NVML once between them: each read is a job on the worker, and a job
 // first looks whether the one before it has just read.
-func (c *Client) Recent(ctx context.Context, maxAge time.Duration) (Snapshot, error) {
+func (c *Client) Recent(ctx context.Context, maxAge time.Duration) (readings.Snapshot, error) {
 	if !c.up.Load() {
-		return Snapshot{}, ErrUnavailable
+		return readings.Snapshot{}, ErrUnavailable
 	}
 	if snap, ok := c.recent(maxAge); ok {
 		return snap, nil
 	}
-	var snap Snapshot
+	var snap readings.Snapshot
 	var err error
 	job := func() {
 		if cached, ok := c.recent(maxAge); ok {
@@ -179,33 +173,33 @@ func (c *Client) Recent(ctx context.Context, maxAge time.Duration) (Snapshot, er
 	}
 	if werr := c.w.do(ctx, job); werr != nil {
 		if errors.Is(werr, context.DeadlineExceeded) {
-			return Snapshot{}, ErrTimeout
+			return readings.Snapshot{}, ErrTimeout
 		}
-		return Snapshot{}, werr
+		return readings.Snapshot{}, werr
 	}
 	return snap, err
 }
 
 // recent returns the latest snapshot if it is at most maxAge old.
-func (c *Client) recent(maxAge time.Duration) (Snapshot, bool) {
+func (c *Client) recent(maxAge time.Duration) (readings.Snapshot, bool) {
 	c.lastMu.Lock()
 	defer c.lastMu.Unlock()
-	if c.last == nil || !Fresh(c.last.Time, c.opts.Now(), maxAge) {
-		return Snapshot{}, false
+	if c.last == nil || !fresh(c.last.Time, c.opts.Now(), maxAge) {
+		return readings.Snapshot{}, false
 	}
 	return *c.last, true
 }
 
-// Fresh tells whether a reading taken at taken may still be served at now:
+// fresh tells whether a reading taken at taken may still be served at now:
 // it is at most maxAge old. A reading from the future (the clock stepped
 // back) is not.
-func Fresh(taken, now time.Time, maxAge time.Duration) bool {
+func fresh(taken, now time.Time, maxAge time.Duration) bool {
 	age := now.Sub(taken)
 	return age >= 0 && age <= maxAge
 }
 
 // Read implements Source.
-func (c *Client) Read(ctx context.Context) ([]Reading, error) {
+func (c *Client) Read(ctx context.Context) ([]readings.Reading, error) {
 	snap, err := c.Snapshot(ctx)
 	return snap.Devices, err
 }
@@ -342,11 +336,11 @@ func (c *Client) enumerate() (driver, cuda string, devices []device, err error) 
 }
 
 // readAll reads every device; it runs on the worker.
-func (c *Client) readAll() (Snapshot, error) {
+func (c *Client) readAll() (readings.Snapshot, error) {
 	if !c.initialised {
-		return Snapshot{}, ErrUnavailable
+		return readings.Snapshot{}, ErrUnavailable
 	}
-	snap := Snapshot{Time: c.opts.Now(), DriverVersion: c.driver, CUDADriverVersion: c.cuda}
+	snap := readings.Snapshot{Time: c.opts.Now(), DriverVersion: c.driver, CUDADriverVersion: c.cuda}
 	var errs []error
 	for i := range c.devices {
 		d := &c.devices[i]
@@ -373,7 +367,7 @@ func (c *Client) readAll() (Snapshot, error) {
 		case c.lost <- struct{}{}:
 		default:
 		}
-		return Snapshot{}, err
+		return readings.Snapshot{}, err
 	}
 	return snap, err
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	"github.com/go-kit/log"
 
+	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 	"github.com/spark-exporter/spark_exporter/internal/testing/gputest"
 	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
@@ -36,7 +37,7 @@ func newTestClient(t *testing.T, lib nvml.Interface, logger log.Logger) *Client 
 	return c
 }
 
-func snapshot(t *testing.T, c *Client) (Snapshot, error) {
+func snapshot(t *testing.T, c *Client) (readings.Snapshot, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -80,15 +81,15 @@ func TestReadsWhatGB10Answers(t *testing.T) {
 	if r.MemoryTotalBytes != nil || r.MemoryUsedBytes != nil || r.PowerLimitWatts != nil {
 		t.Error("memory info or power limit present though NOT_SUPPORTED")
 	}
-	wantSupport := map[Field]bool{
-		FieldMemoryInfo: false, FieldPowerLimit: false, FieldEnergy: true, FieldTemperature: true,
-		FieldPower: true, FieldSMClock: true, FieldUtilization: true, FieldClocksEventReasons: true, FieldProcesses: true,
-		FieldClocksEventCounters: true, FieldTemperatureMargin: true, FieldPerformanceState: true,
+	wantSupport := map[readings.Field]bool{
+		readings.FieldMemoryInfo: false, readings.FieldPowerLimit: false, readings.FieldEnergy: true, readings.FieldTemperature: true,
+		readings.FieldPower: true, readings.FieldSMClock: true, readings.FieldUtilization: true, readings.FieldClocksEventReasons: true, readings.FieldProcesses: true,
+		readings.FieldClocksEventCounters: true, readings.FieldTemperatureMargin: true, readings.FieldPerformanceState: true,
 	}
 	if fmt.Sprint(r.Supported) != fmt.Sprint(wantSupport) {
 		t.Errorf("supported = %v, want %v", r.Supported, wantSupport)
 	}
-	if fmt.Sprint(r.Processes) != fmt.Sprint([]Process{{4101, 41 * gib}, {4102, 30 * gib}}) {
+	if fmt.Sprint(r.Processes) != fmt.Sprint([]readings.Process{{PID: 4101, UsedBytes: 41 * gib}, {PID: 4102, UsedBytes: 30 * gib}}) {
 		t.Errorf("processes = %v", r.Processes)
 	}
 	// nanoseconds as seconds, every reason of ClockEvents.
@@ -128,12 +129,12 @@ func TestClockEventCountersOneByOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := snap.Devices[0]
-	if fmt.Sprint(r.ClockEventSeconds) != fmt.Sprint(map[string]float64{"sw_power_cap": 2, "sync_boost": 2}) || !r.Supported[FieldClocksEventCounters] {
-		t.Errorf("older driver: seconds %v, supported %v", r.ClockEventSeconds, r.Supported[FieldClocksEventCounters])
+	if fmt.Sprint(r.ClockEventSeconds) != fmt.Sprint(map[string]float64{"sw_power_cap": 2, "sync_boost": 2}) || !r.Supported[readings.FieldClocksEventCounters] {
+		t.Errorf("older driver: seconds %v, supported %v", r.ClockEventSeconds, r.Supported[readings.FieldClocksEventCounters])
 	}
 
 	none := map[uint32]nvml.Return{}
-	for _, e := range ClockEvents {
+	for _, e := range readings.ClockEvents {
 		none[e.FieldID] = nvml.ERROR_NOT_SUPPORTED
 	}
 	d = gb10(0)
@@ -142,8 +143,8 @@ func TestClockEventCountersOneByOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := snap.Devices[0]; r.ClockEventSeconds != nil || r.Supported[FieldClocksEventCounters] {
-		t.Errorf("no counter answered: seconds %v, supported %v", r.ClockEventSeconds, r.Supported[FieldClocksEventCounters])
+	if r := snap.Devices[0]; r.ClockEventSeconds != nil || r.Supported[readings.FieldClocksEventCounters] {
+		t.Errorf("no counter answered: seconds %v, supported %v", r.ClockEventSeconds, r.Supported[readings.FieldClocksEventCounters])
 	}
 
 	lost := map[uint32]nvml.Return{74: nvml.SUCCESS, 76: nvml.SUCCESS, 269: nvml.ERROR_UNKNOWN}
@@ -183,7 +184,7 @@ func TestGPULostIsAnError(t *testing.T) {
 	if r.PowerWatts != nil || r.EnergyJoules != nil {
 		t.Error("a failed field has a value")
 	}
-	if _, ok := r.Supported[FieldPower]; ok {
+	if _, ok := r.Supported[readings.FieldPower]; ok {
 		t.Error("a failed field is reported as supported or not; it should be unknown")
 	}
 	if r.TemperatureCelsius == nil {
@@ -210,7 +211,7 @@ func TestInsufficientSizeFailsTheRead(t *testing.T) {
 	if r.Processes != nil {
 		t.Errorf("processes = %v after a failed call", r.Processes)
 	}
-	if _, ok := r.Supported[FieldProcesses]; ok {
+	if _, ok := r.Supported[readings.FieldProcesses]; ok {
 		t.Error("processes marked supported or unsupported after a failed call")
 	}
 	if r.TemperatureCelsius == nil || r.PowerWatts == nil {
@@ -249,8 +250,8 @@ func TestPartialSupport(t *testing.T) {
 		r.ClockEventSeconds != nil || r.TemperatureMarginCelsius != nil || r.PerformanceState != nil {
 		t.Errorf("unsupported fields have values: %+v", r)
 	}
-	for _, f := range Fields {
-		if want := f == FieldTemperature; r.Supported[f] != want {
+	for _, f := range readings.Fields {
+		if want := f == readings.FieldTemperature; r.Supported[f] != want {
 			t.Errorf("supported[%s] = %v, want %v", f, r.Supported[f], want)
 		}
 		if _, asked := r.Supported[f]; !asked {
@@ -272,7 +273,7 @@ func TestMemoryInfoWhenAnswered(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := snap.Devices[0]
-	if r.MemoryTotalBytes == nil || *r.MemoryTotalBytes != 128027983872 || *r.MemoryUsedBytes != 42*gib || !r.Supported[FieldMemoryInfo] {
+	if r.MemoryTotalBytes == nil || *r.MemoryTotalBytes != 128027983872 || *r.MemoryUsedBytes != 42*gib || !r.Supported[readings.FieldMemoryInfo] {
 		t.Errorf("memory = %v / %v", r.MemoryTotalBytes, r.MemoryUsedBytes)
 	}
 	if r.PowerLimitWatts == nil || *r.PowerLimitWatts != 240 {
@@ -297,7 +298,7 @@ func TestProcessesSummedPerPid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Process{{4101, 3 * gib}, {4103, 0}}
+	want := []readings.Process{{PID: 4101, UsedBytes: 3 * gib}, {PID: 4103, UsedBytes: 0}}
 	if got := snap.Devices[0].Processes; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("processes = %v, want %v", got, want)
 	}
@@ -561,12 +562,31 @@ func TestOlderDriverWithoutMarginOrFieldValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := snap.Devices[0]
-	for _, f := range []Field{FieldTemperatureMargin, FieldClocksEventCounters} {
+	for _, f := range []readings.Field{readings.FieldTemperatureMargin, readings.FieldClocksEventCounters} {
 		if supported, asked := r.Supported[f]; !asked || supported {
 			t.Errorf("%s: supported %v (reported %v), want reported unsupported", f, supported, asked)
 		}
 	}
 	if r.TemperatureMarginCelsius != nil || r.ClockEventSeconds != nil {
 		t.Errorf("values without the entry points: margin %v, counters %v", deref(r.TemperatureMarginCelsius), r.ClockEventSeconds)
+	}
+}
+
+// The reasons' bits are NVML's.
+func TestClockEventReasonBits(t *testing.T) {
+	want := map[string]uint64{
+		"gpu_idle": nvml.ClocksEventReasonGpuIdle, "applications_clocks_setting": nvml.ClocksEventReasonApplicationsClocksSetting,
+		"sw_power_cap": nvml.ClocksEventReasonSwPowerCap, "hw_slowdown": nvml.ClocksThrottleReasonHwSlowdown,
+		"sync_boost": nvml.ClocksEventReasonSyncBoost, "sw_thermal_slowdown": nvml.ClocksEventReasonSwThermalSlowdown,
+		"hw_thermal_slowdown": nvml.ClocksThrottleReasonHwThermalSlowdown, "hw_power_brake_slowdown": nvml.ClocksThrottleReasonHwPowerBrakeSlowdown,
+		"display_clock_setting": nvml.ClocksEventReasonDisplayClockSetting,
+	}
+	if len(readings.ClockEventReasons) != len(want) {
+		t.Errorf("%d reasons, want %d", len(readings.ClockEventReasons), len(want))
+	}
+	for _, r := range readings.ClockEventReasons {
+		if bit, ok := want[r.Name]; !ok || bit != r.Bit {
+			t.Errorf("%s: bit %#x, NVML's is %#x", r.Name, r.Bit, bit)
+		}
 	}
 }

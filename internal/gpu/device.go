@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 )
 
 // Error is an NVML call that failed with something other than
@@ -111,13 +113,13 @@ const notAvailable = ^uint64(0)
 // deviceReader reads one device's fields, sorting each answer into a
 // value, a NOT_SUPPORTED or an error.
 type deviceReader struct {
-	r    Reading
+	r    readings.Reading
 	errs []error
 }
 
 // answered records what NVML said about field f and reports whether the
 // value may be used.
-func (dr *deviceReader) answered(f Field, op string, ret nvml.Return) bool {
+func (dr *deviceReader) answered(f readings.Field, op string, ret nvml.Return) bool {
 	switch ret {
 	case nvml.SUCCESS:
 		dr.r.Supported[f] = true
@@ -135,36 +137,36 @@ func ptr[T any](v T) *T { return &v }
 // read reads every field of d. Fields that fail with an error other than
 // NOT_SUPPORTED are left out and the errors returned together; the fields
 // that answered are kept.
-func read(d *device, has map[string]bool, now time.Time) (Reading, error) {
-	dr := &deviceReader{r: Reading{
+func read(d *device, has map[string]bool, now time.Time) (readings.Reading, error) {
+	dr := &deviceReader{r: readings.Reading{
 		Index: d.index, UUID: d.uuid, Name: d.name, ComputeCapability: d.computeCapability,
-		Time: now, Supported: map[Field]bool{},
+		Time: now, Supported: map[readings.Field]bool{},
 	}}
 	r, h := &dr.r, d.handle
 
 	if has[symTemperatureV] {
 		t, ret := h.GetTemperatureV().V1() // sensor 0: NVML_TEMPERATURE_GPU
-		if dr.answered(FieldTemperature, "nvmlDeviceGetTemperatureV", ret) {
+		if dr.answered(readings.FieldTemperature, "nvmlDeviceGetTemperatureV", ret) {
 			r.TemperatureCelsius = ptr(float64(t.Temperature))
 		}
 	} else {
 		t, ret := h.GetTemperature(nvml.TEMPERATURE_GPU) // drivers without nvmlDeviceGetTemperatureV
-		if dr.answered(FieldTemperature, "nvmlDeviceGetTemperature", ret) {
+		if dr.answered(readings.FieldTemperature, "nvmlDeviceGetTemperature", ret) {
 			r.TemperatureCelsius = ptr(float64(t))
 		}
 	}
 
-	if mw, ret := h.GetPowerUsage(); dr.answered(FieldPower, "nvmlDeviceGetPowerUsage", ret) {
+	if mw, ret := h.GetPowerUsage(); dr.answered(readings.FieldPower, "nvmlDeviceGetPowerUsage", ret) {
 		r.PowerWatts = ptr(float64(mw) / 1000)
 	}
-	if mj, ret := h.GetTotalEnergyConsumption(); dr.answered(FieldEnergy, "nvmlDeviceGetTotalEnergyConsumption", ret) {
+	if mj, ret := h.GetTotalEnergyConsumption(); dr.answered(readings.FieldEnergy, "nvmlDeviceGetTotalEnergyConsumption", ret) {
 		r.EnergyJoules = ptr(float64(mj) / 1000)
 	}
-	if mw, ret := h.GetEnforcedPowerLimit(); dr.answered(FieldPowerLimit, "nvmlDeviceGetEnforcedPowerLimit", ret) {
+	if mw, ret := h.GetEnforcedPowerLimit(); dr.answered(readings.FieldPowerLimit, "nvmlDeviceGetEnforcedPowerLimit", ret) {
 		r.PowerLimitWatts = ptr(float64(mw) / 1000)
 	}
 
-	if mhz, ret := h.GetClockInfo(nvml.CLOCK_SM); dr.answered(FieldSMClock, "nvmlDeviceGetClockInfo", ret) {
+	if mhz, ret := h.GetClockInfo(nvml.CLOCK_SM); dr.answered(readings.FieldSMClock, "nvmlDeviceGetClockInfo", ret) {
 		r.SMClockHertz = ptr(float64(mhz) * 1e6)
 		// The maximum belongs to the same field; a device that reports
 		// the clock but not its maximum simply has no maximum series.
@@ -177,7 +179,7 @@ func read(d *device, has map[string]bool, now time.Time) (Reading, error) {
 		}
 	}
 
-	if u, ret := h.GetUtilizationRates(); dr.answered(FieldUtilization, "nvmlDeviceGetUtilizationRates", ret) {
+	if u, ret := h.GetUtilizationRates(); dr.answered(readings.FieldUtilization, "nvmlDeviceGetUtilizationRates", ret) {
 		r.Utilization = ptr(float64(u.Gpu) / 100)
 	}
 
@@ -190,13 +192,13 @@ func read(d *device, has map[string]bool, now time.Time) (Reading, error) {
 		op = "nvmlDeviceGetCurrentClocksThrottleReasons"
 		reasons, ret = h.GetCurrentClocksThrottleReasons() // drivers before R535
 	}
-	if dr.answered(FieldClocksEventReasons, op, ret) {
+	if dr.answered(readings.FieldClocksEventReasons, op, ret) {
 		r.ClockEventReasons = ptr(reasons)
 	}
 
 	dr.clockEventCounters(h, has[symFieldValues])
 	dr.margin(h, has[symMarginTemp])
-	if p, ret := h.GetPerformanceState(); dr.answered(FieldPerformanceState, "nvmlDeviceGetPerformanceState", ret) {
+	if p, ret := h.GetPerformanceState(); dr.answered(readings.FieldPerformanceState, "nvmlDeviceGetPerformanceState", ret) {
 		// NVML_PSTATE_UNKNOWN (32) is an answer without a value.
 		if p >= nvml.PSTATE_0 && p <= nvml.PSTATE_15 {
 			r.PerformanceState = ptr(int(p))
@@ -215,14 +217,14 @@ func read(d *device, has map[string]bool, now time.Time) (Reading, error) {
 // answered.
 func (dr *deviceReader) clockEventCounters(h nvml.Device, has bool) {
 	if !has {
-		dr.r.Supported[FieldClocksEventCounters] = false
+		dr.r.Supported[readings.FieldClocksEventCounters] = false
 		return
 	}
-	values := make([]nvml.FieldValue, len(ClockEvents))
-	for i, e := range ClockEvents {
+	values := make([]nvml.FieldValue, len(readings.ClockEvents))
+	for i, e := range readings.ClockEvents {
 		values[i].FieldId = e.FieldID
 	}
-	if !dr.answered(FieldClocksEventCounters, "nvmlDeviceGetFieldValues", h.GetFieldValues(values)) {
+	if !dr.answered(readings.FieldClocksEventCounters, "nvmlDeviceGetFieldValues", h.GetFieldValues(values)) {
 		return
 	}
 	seconds := map[string]float64{}
@@ -230,15 +232,15 @@ func (dr *deviceReader) clockEventCounters(h nvml.Device, has bool) {
 		switch ret := nvml.Return(v.NvmlReturn); ret {
 		case nvml.SUCCESS:
 			if ns, ok := unsignedValue(v); ok {
-				seconds[ClockEvents[i].Name] = float64(ns) / 1e9
+				seconds[readings.ClockEvents[i].Name] = float64(ns) / 1e9
 			}
 		case nvml.ERROR_NOT_SUPPORTED, nvml.ERROR_INVALID_ARGUMENT:
 		default:
-			dr.errs = append(dr.errs, nvmlError(fmt.Sprintf("nvmlDeviceGetFieldValues(%d)", ClockEvents[i].FieldID), ret))
+			dr.errs = append(dr.errs, nvmlError(fmt.Sprintf("nvmlDeviceGetFieldValues(%d)", readings.ClockEvents[i].FieldID), ret))
 		}
 	}
 	if len(seconds) == 0 {
-		dr.r.Supported[FieldClocksEventCounters] = false
+		dr.r.Supported[readings.FieldClocksEventCounters] = false
 		return
 	}
 	dr.r.ClockEventSeconds = seconds
@@ -261,11 +263,11 @@ func unsignedValue(v nvml.FieldValue) (uint64, bool) {
 // margin reads how far the GPU is below its slowdown temperature.
 func (dr *deviceReader) margin(h nvml.Device, has bool) {
 	if !has {
-		dr.r.Supported[FieldTemperatureMargin] = false
+		dr.r.Supported[readings.FieldTemperatureMargin] = false
 		return
 	}
 	m, ret := h.GetMarginTemperature()
-	if dr.answered(FieldTemperatureMargin, "nvmlDeviceGetMarginTemperature", ret) {
+	if dr.answered(readings.FieldTemperatureMargin, "nvmlDeviceGetMarginTemperature", ret) {
 		dr.r.TemperatureMarginCelsius = ptr(float64(m.MarginTemperature))
 	}
 }
@@ -284,7 +286,7 @@ func (dr *deviceReader) memory(h nvml.Device, v2 bool) {
 		m, ret = h.GetMemoryInfo()
 		total, used = m.Total, m.Used
 	}
-	if dr.answered(FieldMemoryInfo, op, ret) {
+	if dr.answered(readings.FieldMemoryInfo, op, ret) {
 		dr.r.MemoryTotalBytes, dr.r.MemoryUsedBytes = ptr(total), ptr(used)
 	}
 }
@@ -295,10 +297,10 @@ func (dr *deviceReader) memory(h nvml.Device, v2 bool) {
 // than counted as zero.
 func (dr *deviceReader) processes(h nvml.Device) {
 	infos, ret := h.GetComputeRunningProcesses()
-	if !dr.answered(FieldProcesses, "nvmlDeviceGetComputeRunningProcesses", ret) {
+	if !dr.answered(readings.FieldProcesses, "nvmlDeviceGetComputeRunningProcesses", ret) {
 		return
 	}
-	procs := []Process{} // supported and possibly empty: not nil
+	procs := []readings.Process{} // supported and possibly empty: not nil
 	at := map[uint32]int{}
 	unknown := map[uint32]bool{}
 	for _, p := range infos {
@@ -311,7 +313,7 @@ func (dr *deviceReader) processes(h nvml.Device) {
 			continue
 		}
 		at[p.Pid] = len(procs)
-		procs = append(procs, Process{PID: p.Pid, UsedBytes: p.UsedGpuMemory})
+		procs = append(procs, readings.Process{PID: p.Pid, UsedBytes: p.UsedGpuMemory})
 	}
 	kept := procs[:0]
 	for _, p := range procs {

@@ -8,6 +8,7 @@ import (
 	"github.com/go-kit/log"
 
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
+	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 )
 
 const (
@@ -51,7 +52,7 @@ func AddFlags(fg cliflag.FlagGroup) *Flags {
 		maxAge: cliflag.Value(fg.Flag("gpu.max-age",
 			"A scrape serves the latest NVML reading, the thermal sampler's or another scrape's, while it is at most this old, "+
 				"instead of reading NVML again; 0 reads NVML on every scrape.").
-			Default(DefaultMaxAge.String()), ParseMaxAge),
+			Default(DefaultMaxAge.String()), parseMaxAge),
 	}
 }
 
@@ -60,8 +61,8 @@ func (f *Flags) Settings() Settings {
 	return Settings{Library: *f.library, Timeout: *f.timeout, MaxAge: *f.maxAge}
 }
 
-// ParseMaxAge reads --gpu.max-age: a duration, 0 included.
-func ParseMaxAge(s string) (time.Duration, error) {
+// parseMaxAge reads --gpu.max-age: a duration, 0 included.
+func parseMaxAge(s string) (time.Duration, error) {
 	d, err := time.ParseDuration(s)
 	switch {
 	case err != nil:
@@ -98,7 +99,7 @@ type deadline struct {
 	timeout time.Duration
 }
 
-func (d deadline) Read(ctx context.Context) ([]Reading, error) {
+func (d deadline) Read(ctx context.Context) ([]readings.Reading, error) {
 	ctx, cancel := context.WithTimeout(ctx, d.timeout)
 	defer cancel()
 	return d.src.Read(ctx)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 )
 
 // The --gpu.* flags parse into the settings, with their defaults when not
@@ -45,12 +47,12 @@ func TestFlags(t *testing.T) {
 
 func TestParseMaxAge(t *testing.T) {
 	for in, want := range map[string]time.Duration{"5s": 5 * time.Second, "0": 0, "0s": 0, "1m": time.Minute} {
-		if got, err := ParseMaxAge(in); err != nil || got != want {
+		if got, err := parseMaxAge(in); err != nil || got != want {
 			t.Errorf("%q: %v, %v; want %v", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"-1s", "soon", ""} {
-		if _, err := ParseMaxAge(in); err == nil {
+		if _, err := parseMaxAge(in); err == nil {
 			t.Errorf("%q accepted", in)
 		}
 	}
@@ -59,7 +61,7 @@ func TestParseMaxAge(t *testing.T) {
 // deadlineOf notes the time left to each read's deadline.
 type deadlineOf struct{ left []time.Duration }
 
-func (d *deadlineOf) Read(ctx context.Context) ([]Reading, error) {
+func (d *deadlineOf) Read(ctx context.Context) ([]readings.Reading, error) {
 	dl, ok := ctx.Deadline()
 	if !ok {
 		d.left = append(d.left, -1)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/go-kit/log"
+
+	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 )
 
 func TestFresh(t *testing.T) {
@@ -28,7 +30,7 @@ func TestFresh(t *testing.T) {
 		{"negative bound: never", taken, -1, false},
 		{"from the future (clock stepped back)", taken.Add(-time.Second), 5 * time.Second, false},
 	} {
-		if got := Fresh(taken, tc.now, tc.maxAge); got != tc.want {
+		if got := fresh(taken, tc.now, tc.maxAge); got != tc.want {
 			t.Errorf("%s: Fresh = %v, want %v", tc.name, got, tc.want)
 		}
 	}
@@ -60,7 +62,7 @@ func newClockedClient(t *testing.T, lib nvml.Interface) (*Client, *clock) {
 	return c, clk
 }
 
-func recent(t *testing.T, c *Client, maxAge time.Duration) (Snapshot, error) {
+func recent(t *testing.T, c *Client, maxAge time.Duration) (readings.Snapshot, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -107,7 +109,7 @@ func TestRecentServesTheLatestReadingWithinMaxAge(t *testing.T) {
 			calls(), snap.Time, clk.Now())
 	}
 	if _, err := c.Snapshot(context.Background()); err != nil || calls() != 3 {
-		t.Errorf("Snapshot: %v, %d power reads; want a read whatever the age", err, calls())
+		t.Errorf("readings.Snapshot: %v, %d power reads; want a read whatever the age", err, calls())
 	}
 }
 

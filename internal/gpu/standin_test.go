@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 	"github.com/spark-exporter/spark_exporter/internal/testing/standin"
 	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
@@ -68,7 +69,7 @@ func TestStandInAnswersItsScenario(t *testing.T) {
 	}
 	// The counters, through nvmlDeviceGetFieldValues: nanoseconds, read
 	// as seconds.
-	for _, e := range ClockEvents {
+	for _, e := range readings.ClockEvents {
 		got, ok := r.ClockEventSeconds[e.Name]
 		if w := math.Round(want.EventSeconds[e.FieldID]*1e9) / 1e9; !ok || math.Abs(got-w) > 1e-9 {
 			t.Errorf("%s counter = %v (present %v), want %v s", e.Name, got, ok, w)
@@ -90,11 +91,11 @@ func TestStandInAnswersItsScenario(t *testing.T) {
 		t.Fatalf("processes = %v, want %v", r.Processes, want.Processes)
 	}
 	for i, p := range want.Processes {
-		if r.Processes[i] != (Process{p.PID, p.Used}) {
+		if r.Processes[i] != (readings.Process{PID: p.PID, UsedBytes: p.Used}) {
 			t.Errorf("process %d = %v, want %v", i, r.Processes[i], p)
 		}
 	}
-	if r.MemoryTotalBytes != nil || r.PowerLimitWatts != nil || r.Supported[FieldMemoryInfo] || r.Supported[FieldPowerLimit] {
+	if r.MemoryTotalBytes != nil || r.PowerLimitWatts != nil || r.Supported[readings.FieldMemoryInfo] || r.Supported[readings.FieldPowerLimit] {
 		t.Error("the GB10 stand-in answered memory info or the power limit")
 	}
 }
@@ -126,7 +127,7 @@ func TestStandInInitFailureAndHang(t *testing.T) {
 	if err := os.WriteFile(hang, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	read := func(d time.Duration) (Snapshot, error) {
+	read := func(d time.Duration) (readings.Snapshot, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), d)
 		defer cancel()
 		return c.Snapshot(ctx)
@@ -144,7 +145,7 @@ func TestStandInInitFailureAndHang(t *testing.T) {
 		t.Errorf("goroutines grew from %d to %d during the hang", before, after)
 	}
 	os.Remove(hang)
-	var snap Snapshot
+	var snap readings.Snapshot
 	eventually(t, "readings after the hang", func() bool {
 		var err error
 		snap, err = read(time.Second)

@@ -70,17 +70,6 @@ func TestHeavy(t *testing.T) {
 	}
 }
 
-func TestPowerJudgements(t *testing.T) {
-	for w, want := range map[float64]bool{PlateauLowWatts: true, 100: true, PlateauHighWatts: true, 79.9: false, 120.1: false, StuckLowWatts: false} {
-		if AtPlateau(w) != want {
-			t.Errorf("AtPlateau(%g) = %v", w, !want)
-		}
-	}
-	if ThermalSlowdownCounts(ThermalSlowdownShare) || !ThermalSlowdownCounts(0.06) {
-		t.Error("the thermal slowdown share is not strictly above ThermalSlowdownShare")
-	}
-}
-
 // The tiers against the owner's measured figures (docs/design.md): the
 // healthy serving idle is ok, the trail before the kill is low or critical,
 // the kill itself critical.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/go-kit/log"
 
-	"github.com/spark-exporter/spark_exporter/internal/gpu"
+	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 	"github.com/spark-exporter/spark_exporter/internal/gpu/thermalsampler"
 	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/thermal"
@@ -154,17 +154,17 @@ func TestReportsNameTheEpisodeAndTheLines(t *testing.T) {
 // source serves one reading per call from a trace, as NVML would at each
 // sampling time; a nil entry is a failed read.
 type source struct {
-	readings []*gpu.Reading
+	readings []*readings.Reading
 	i        int
 }
 
-func (s *source) Read(context.Context) ([]gpu.Reading, error) {
+func (s *source) Read(context.Context) ([]readings.Reading, error) {
 	r := s.readings[s.i]
 	s.i++
 	if r == nil {
 		return nil, context.DeadlineExceeded
 	}
-	return []gpu.Reading{*r}, nil
+	return []readings.Reading{*r}, nil
 }
 
 // The replay test: the live sampler, driven over a trace, writes its
@@ -204,7 +204,7 @@ func replayAgrees(t *testing.T, name string, full bool) {
 			}
 		}
 		times = append(times, row.Time)
-		r := gpu.Reading{Index: 0, TemperatureCelsius: row.Temperature, PowerWatts: row.Power}
+		r := readings.Reading{Index: 0, TemperatureCelsius: row.Temperature, PowerWatts: row.Power}
 		if full {
 			r.Utilization, r.SMClockHertz, r.ClockEventReasons = row.Utilization, row.SMClock, row.Reasons
 		}

@@ -20,12 +20,12 @@ const MaxPoints = 240
 
 // Build makes the model from the collectors' latest results (the state
 // /metrics rendered) and the running build, as of st.At.
-func Build(exp Exporter, st collected.State) Model {
+func Build(build BuildInfo, st collected.State) Model {
 	now := st.At
 	model := Model{
 		APIVersion:  APIVersion,
 		GeneratedAt: now.UTC().Format(time.RFC3339),
-		Exporter:    exp,
+		Exporter:    build,
 		Collectors:  collectors(st.Runs),
 	}
 	success := map[string]bool{}
@@ -290,15 +290,15 @@ func gpus(g *collected.GPU, th *collected.Thermal, now time.Time) []GPU {
 		return byIndex[idx]
 	}
 	if g != nil {
-		for _, d := range g.Devices {
+		for _, d := range g.Snapshot.Devices {
 			m := get(d.Index)
-			m.Name = d.Name
+			m.Name = strings.ToValidUTF8(d.Name, "\uFFFD")
 			m.TemperatureCelsius = finite(d.TemperatureCelsius)
 			m.PowerWatts = finite(d.PowerWatts)
 			m.SMClockHertz = finite(d.SMClockHertz)
 			m.SMClockMaxHertz = finite(d.SMClockMaxHertz)
 			m.UtilizationRatio = finite(d.Utilization)
-			m.ClockEvents = append(m.ClockEvents, d.ClockEvents...)
+			m.ClockEvents = append(m.ClockEvents, d.ActiveClockEvents()...)
 			slices.Sort(m.ClockEvents)
 		}
 	}

@@ -18,7 +18,7 @@ type Model struct {
 	APIVersion  string `json:"api_version"`
 	GeneratedAt string `json:"generated_at"` // RFC 3339, UTC
 
-	Exporter Exporter `json:"exporter"`
+	Exporter BuildInfo `json:"exporter"`
 	// Pool is nil when the pool collector is off or failed this time.
 	Pool *Pool `json:"pool"`
 	NVML NVML  `json:"nvml"`
@@ -49,8 +49,8 @@ type Flight struct {
 	Text    string `json:"text"`
 }
 
-// Exporter is what spark_exporter_build_info says of the running build.
-type Exporter struct {
+// BuildInfo is what spark_exporter_build_info says of the running build.
+type BuildInfo struct {
 	Version   string `json:"version"`
 	Revision  string `json:"revision"`
 	GoVersion string `json:"go_version"`

@@ -11,33 +11,26 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/collected"
 )
 
-// Collectors is the exporter as the status page sees it: the typed results
-// the collectors' latest run rendered into /metrics, and a way to run them
-// when those are too old to show.
+// Collectors is the exporter as the status page sees it
+// (collector.Exporter).
 type Collectors interface {
-	// State is each collector's latest result (collector.Exporter.State).
 	State() collected.State
 	// At is State's At, without the rest.
 	At() time.Time
-	// Refresh runs every collector now, as a scrape does.
+	// Refresh runs every collector now, building no metric.
 	Refresh()
 }
 
-// Source makes the model from the collectors' latest results: those of a
-// scrape or of another viewer's refresh when they are younger than MaxAge,
-// else of a run of the collectors it starts, which the viewers asking
-// meanwhile wait for and share. A page open in several browsers, each
-// refreshing every few seconds, so costs at most about one scrape per
-// refresh interval, and none while Prometheus scrapes more often than
-// MaxAge; the collectors read NVML only as a scrape would (the gpu
-// collector serves the thermal sampler's reading while it is recent).
+// Source makes the model from the collectors' latest results when they are
+// younger than MaxAge, else from a run of the collectors that the viewers
+// asking meanwhile share: a page open in several browsers so costs at most
+// about one run per MaxAge, and none while Prometheus scrapes more often.
 type Source struct {
-	// MaxAge is how old a state may be shown (DefaultMaxAge); set it
-	// before the first Get.
+	// MaxAge is how old a state may be shown; set it before the first Get.
 	MaxAge time.Duration
 
 	collectors Collectors
-	exporter   Exporter
+	build      BuildInfo
 	now        func() time.Time
 
 	mu      sync.Mutex
@@ -45,9 +38,9 @@ type Source struct {
 	pending *refresh // the run going now, nil when none
 }
 
-// Result is one model, and its JSON and the page's View of it, each
-// rendered once for every viewer when one asks: a page's refresh needs
-// only the View, the API only the JSON.
+// Result is one model, and its JSON and View, each rendered once for every
+// viewer when the first asks: a page's refresh needs only the View, the
+// API only the JSON.
 type Result struct {
 	Model Model
 	At    time.Time // the state's: when the collectors' run ended
@@ -60,10 +53,9 @@ type Result struct {
 	viewBody []byte
 }
 
-// JSON is the model as JSON; nil if it could not be encoded. A model is
-// plain values; only a NaN or an infinity could refuse, and Build leaves
-// those out. Should one come, the API answers an error rather than a body
-// that breaks its schema.
+// JSON is the model as JSON; nil if it could not be encoded (a NaN, which
+// Build leaves out): the API then answers an error rather than a body that
+// breaks its schema.
 func (r *Result) JSON() []byte {
 	r.jsonOnce.Do(func() {
 		if body, err := json.Marshal(r.Model); err == nil {
@@ -104,7 +96,7 @@ const DefaultMaxAge = time.Second
 // NewSource makes models from c's state.
 func NewSource(c Collectors) *Source {
 	return &Source{collectors: c, MaxAge: DefaultMaxAge, now: time.Now,
-		exporter: Exporter{Version: version.Version, Revision: version.GetRevision(), GoVersion: version.GoVersion}}
+		build: BuildInfo{Version: version.Version, Revision: version.GetRevision(), GoVersion: version.GoVersion}}
 }
 
 // Get returns a model of the newest state, running the collectors when it
@@ -146,7 +138,7 @@ func (s *Source) run(g *refresh) {
 		s.collectors.Refresh()
 		st = s.collectors.State()
 	}
-	g.res = &Result{Model: Build(s.exporter, st), At: st.At}
+	g.res = &Result{Model: Build(s.build, st), At: st.At}
 	s.mu.Lock()
 	s.last, s.pending = g.res, nil
 	s.mu.Unlock()

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spark-exporter/spark_exporter/internal/collected"
+	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/plan"
@@ -60,10 +61,11 @@ func sparkState(t testing.TB) collected.State {
 		plans = append(plans, collected.Plan{Name: p.Name, PeakBytes: e.Peak})
 	}
 	f := func(x float64) *float64 { return &x }
+	swPowerCap := uint64(0x4)
 	st := collected.State{At: now, Pool: &collected.Pool{Snapshot: snap, Reserve: 4 << 30}, Workloads: &res, Plans: plans,
-		GPU: &collected.GPU{Loaded: true, Devices: []collected.Device{{Index: 0, Name: "NVIDIA GB10",
+		GPU: &collected.GPU{Loaded: true, Snapshot: readings.Snapshot{Devices: []readings.Reading{{Index: 0, Name: "NVIDIA GB10",
 			TemperatureCelsius: f(90), PowerWatts: f(99.3), SMClockHertz: f(1.833e9), SMClockMaxHertz: f(3.003e9), Utilization: f(0.97),
-			ClockEvents: []string{"sw_power_cap"}}}}}
+			ClockEventReasons: &swPowerCap}}}}}
 	for _, name := range []string{"gpu", "plan", "platform", "pool", "thermal", "workloads"} {
 		st.Runs = append(st.Runs, collected.Run{Name: name, Success: true, Duration: time.Millisecond})
 	}
@@ -71,7 +73,7 @@ func sparkState(t testing.TB) collected.State {
 }
 
 func TestBuildFromSparkState(t *testing.T) {
-	m := Build(Exporter{}, sparkState(t))
+	m := Build(BuildInfo{}, sparkState(t))
 	p := m.Pool
 	if p == nil {
 		t.Fatal("no pool")
@@ -174,7 +176,7 @@ func TestVerdicts(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			st := sparkState(t)
 			tc.edit(&st)
-			if msg := tc.check(Build(Exporter{}, st)); msg != "" {
+			if msg := tc.check(Build(BuildInfo{}, st)); msg != "" {
 				t.Error(msg)
 			}
 		})
@@ -434,7 +436,7 @@ func BenchmarkRender(b *testing.B) {
 	}
 	st.Thermal = &collected.Thermal{Config: cfg, Snapshot: thermal.Snapshot{GPUs: []thermal.GPUState{{Index: 0,
 		Verdict: judge.ThermalVerdict{State: judge.Normal}, Window: window}}}}
-	m := Build(Exporter{}, st)
+	m := Build(BuildInfo{}, st)
 	h := NewHandler(nil, "/metrics", true, true)
 	b.Run("json", func(b *testing.B) {
 		for b.Loop() {
@@ -515,7 +517,7 @@ func TestPoolOnServingFixtures(t *testing.T) {
 		}
 		st := collected.State{At: now, Pool: &collected.Pool{Snapshot: snap, Reserve: 4 << 30},
 			Runs: []collected.Run{{Name: "pool", Success: true, Duration: time.Millisecond}}}
-		m := Build(Exporter{}, st)
+		m := Build(BuildInfo{}, st)
 		p := m.Pool
 		if p.UsableBytes != (tc.available-tc.cmaFree)*1024 || p.CMAFreeBytes == nil || *p.CMAFreeBytes != tc.cmaFree*1024 {
 			t.Errorf("%s: usable %d, CMA free %v; want %d = MemAvailable − CmaFree", tc.tree, p.UsableBytes, p.CMAFreeBytes, (tc.available-tc.cmaFree)*1024)

@@ -15,6 +15,7 @@ import (
 	"github.com/go-kit/log/level"
 
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
+	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/thermal"
 	"github.com/spark-exporter/spark_exporter/internal/thermallog"
@@ -159,7 +160,7 @@ func (s *Sampler) snapshot() *thermal.Snapshot {
 
 // logRow keeps the reading's temperature and power for the CSV log and the
 // analysis, leaving out values no GPU can give.
-func logRow(r gpu.Reading, now time.Time) thermallog.Row {
+func logRow(r readings.Reading, now time.Time) thermallog.Row {
 	row := thermallog.Row{Time: r.Time}
 	if row.Time.IsZero() {
 		row.Time = now

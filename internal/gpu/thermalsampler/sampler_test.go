@@ -13,31 +13,31 @@ import (
 
 	"github.com/go-kit/log"
 
-	"github.com/spark-exporter/spark_exporter/internal/gpu"
+	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 	"github.com/spark-exporter/spark_exporter/internal/judge"
 )
 
 // source serves what set gave it last.
 type source struct {
 	mu       sync.Mutex
-	readings []gpu.Reading
+	readings []readings.Reading
 	err      error
 }
 
-func (s *source) Read(context.Context) ([]gpu.Reading, error) {
+func (s *source) Read(context.Context) ([]readings.Reading, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.readings, s.err
 }
 
-func (s *source) set(readings []gpu.Reading, err error) {
+func (s *source) set(readings []readings.Reading, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.readings, s.err = readings, err
 }
 
-func reading(idx int, temp, power, util float64) gpu.Reading {
-	return gpu.Reading{Index: idx, TemperatureCelsius: ptr(temp), PowerWatts: ptr(power), Utilization: ptr(util)}
+func reading(idx int, temp, power, util float64) readings.Reading {
+	return readings.Reading{Index: idx, TemperatureCelsius: ptr(temp), PowerWatts: ptr(power), Utilization: ptr(util)}
 }
 
 func at(i int) time.Time { return t0.Add(time.Duration(i) * 10 * time.Second) }
@@ -52,7 +52,7 @@ func TestSamplerSnapshot(t *testing.T) {
 	if snap := s.Snapshot(); snap.Samples != 0 || len(snap.GPUs) != 0 || snap.CSV {
 		t.Fatalf("before any sample: %+v", snap)
 	}
-	src.set([]gpu.Reading{reading(1, 40, 5, 0), reading(0, 90, 100, 0.97)}, nil)
+	src.set([]readings.Reading{reading(1, 40, 5, 0), reading(0, 90, 100, 0.97)}, nil)
 	for i := range 10 {
 		s.Sample(context.Background(), at(i))
 	}
@@ -72,7 +72,7 @@ func TestSamplerSnapshot(t *testing.T) {
 		t.Errorf("GPU 1: %s, %d episodes; want normal, none", idle.Verdict.State, idle.Episodes)
 	}
 
-	src.set([]gpu.Reading{reading(0, 88, 5, 0)}, nil)
+	src.set([]readings.Reading{reading(0, 88, 5, 0)}, nil)
 	s.Sample(context.Background(), at(10))
 	if later := s.Snapshot(); later.GPUs[0].Verdict.State == judge.Throttled || later.GPUs[0].Throttled != 40*time.Second ||
 		len(later.GPUs[0].Window) != 11 {
@@ -90,7 +90,7 @@ func TestSamplerSnapshot(t *testing.T) {
 // A failed read is a sample without readings: counted, the windows ageing.
 func TestSamplerFailedRead(t *testing.T) {
 	src := &source{}
-	src.set([]gpu.Reading{reading(0, 40, 4, 0)}, nil)
+	src.set([]readings.Reading{reading(0, 40, 4, 0)}, nil)
 	s := NewSampler(src, smallConfig(), "", log.NewNopLogger())
 	s.Sample(context.Background(), at(0))
 	src.set(nil, errors.New("NVML wedged"))
@@ -107,7 +107,7 @@ func TestSamplerFailedRead(t *testing.T) {
 // wedged read; after Close, no sample is taken, and the CSV log is closed.
 func TestSamplerRunAndClose(t *testing.T) {
 	reads := make(chan struct{}, 1)
-	wedged := sourceFunc(func(ctx context.Context) ([]gpu.Reading, error) {
+	wedged := sourceFunc(func(ctx context.Context) ([]readings.Reading, error) {
 		reads <- struct{}{}
 		<-ctx.Done()
 		return nil, ctx.Err()
@@ -136,7 +136,9 @@ func TestSamplerRunAndClose(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	ok := sourceFunc(func(context.Context) ([]gpu.Reading, error) { return []gpu.Reading{reading(0, 40, 4, 0)}, nil })
+	ok := sourceFunc(func(context.Context) ([]readings.Reading, error) {
+		return []readings.Reading{reading(0, 40, 4, 0)}, nil
+	})
 	s.src = ok
 	s.Sample(context.Background(), at(1))
 	if n := s.Snapshot().Samples; n != 1 {
@@ -150,9 +152,9 @@ func TestSamplerRunAndClose(t *testing.T) {
 	}
 }
 
-type sourceFunc func(context.Context) ([]gpu.Reading, error)
+type sourceFunc func(context.Context) ([]readings.Reading, error)
 
-func (f sourceFunc) Read(ctx context.Context) ([]gpu.Reading, error) { return f(ctx) }
+func (f sourceFunc) Read(ctx context.Context) ([]readings.Reading, error) { return f(ctx) }
 
 // A small window keeps the tests short: one minute of 10 s samples.
 func smallConfig() judge.ThermalConfig {

@@ -1,11 +1,17 @@
-// Package gpu is the exporter's narrow view of NVML: what the gpu and
-// thermal collectors read from each device.
-package gpu
+// Package readings is what NVML reported of each GPU, as plain values: the
+// NVML client (internal/gpu) makes them, /metrics and the status page
+// render them. It imports no NVML, so that the views link none.
+package readings
 
-import (
-	"context"
-	"time"
-)
+import "time"
+
+// Snapshot is one read of every device.
+type Snapshot struct {
+	Time              time.Time
+	DriverVersion     string // e.g. 580.95.05
+	CUDADriverVersion string // e.g. 13.0
+	Devices           []Reading
+}
 
 // Reading is one device's state at one moment, as NVML reported it. A nil
 // field is a value NVML did not give this time (not supported by the
@@ -110,10 +116,39 @@ var ClockEvents = []ClockEvent{
 	{"hw_power_brake_slowdown", 271},
 }
 
-// Source reads every device. Read returns within the context's deadline;
-// an error means no complete reading this time (NVML absent, wedged or
-// failing), and the caller carries on. Readings of the devices that were
-// read are returned beside the error.
-type Source interface {
-	Read(ctx context.Context) ([]Reading, error)
+// ClockEventReason is a bit of NVML's clock event reasons mask and its name
+// as spark_gpu_clocks_event_active labels it.
+type ClockEventReason struct {
+	Bit  uint64
+	Name string
+}
+
+// ClockEventReasons are the nine reasons of docs/metrics.md, by NVML bit
+// (nvml.ClocksEventReason*; the hardware bits only have NVML's older
+// "throttle" names).
+var ClockEventReasons = []ClockEventReason{
+	{0x1, "gpu_idle"},
+	{0x2, "applications_clocks_setting"},
+	{0x4, "sw_power_cap"},
+	{0x8, "hw_slowdown"},
+	{0x10, "sync_boost"},
+	{0x20, "sw_thermal_slowdown"},
+	{0x40, "hw_thermal_slowdown"},
+	{0x80, "hw_power_brake_slowdown"},
+	{0x100, "display_clock_setting"},
+}
+
+// ActiveClockEvents names the reasons the reading's mask holds, in
+// ClockEventReasons' order; empty when the mask was not read.
+func (r Reading) ActiveClockEvents() []string {
+	out := []string{}
+	if r.ClockEventReasons == nil {
+		return out
+	}
+	for _, reason := range ClockEventReasons {
+		if *r.ClockEventReasons&reason.Bit != 0 {
+			out = append(out, reason.Name)
+		}
+	}
+	return out
 }

@@ -1,0 +1,17 @@
+// Package gpu is the exporter's NVML client: what the gpu and thermal
+// collectors read from each device (internal/gpu/readings).
+package gpu
+
+import (
+	"context"
+
+	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
+)
+
+// Source reads every device. Read returns within the context's deadline;
+// an error means no complete reading this time (NVML absent, wedged or
+// failing), and the caller carries on. Readings of the devices that were
+// read are returned beside the error.
+type Source interface {
+	Read(ctx context.Context) ([]readings.Reading, error)
+}
