@@ -34,11 +34,7 @@ func init() {
 			if env.NVML == nil {
 				return nil, errNoNVML
 			}
-			timeout := env.GPU.Timeout
-			if env.ReadTimeout > 0 {
-				timeout = min(timeout, env.ReadTimeout)
-			}
-			return newGPUCollector(env.NVML, env.GPU.Timeout, env.GPU.MaxAge, hostfs.New(env.ProcFS).WithTimeout(timeout), env.Logger)
+			return newGPUCollector(env.NVML, env.GPU.Timeout, env.GPU.MaxAge, hostfs.New(env.ProcFS), env.Logger)
 		}
 	})
 }
@@ -149,8 +145,9 @@ func (c *gpuCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) 
 		ch <- m
 	}
 	var blocked error
+	procfs := c.procfs.WithContext(ctx)
 	for _, r := range snap.Devices {
-		c.processes(ch, r, &blocked)
+		processes(ch, procfs, r, &blocked)
 	}
 	// A device or field that failed (GPU lost, unknown error) fails the
 	// collector, as does a comm whose read blocked; what did answer has
@@ -235,14 +232,14 @@ func device(ms []prometheus.Metric, snap readings.Snapshot, r readings.Reading) 
 // processes sends the memory of each process on a device, with its comm as
 // it is now. Once a comm read has blocked (*blocked set), the others of the
 // scrape are not read: their comm is "".
-func (c *gpuCollector) processes(ch chan<- prometheus.Metric, r readings.Reading, blocked *error) {
+func processes(ch chan<- prometheus.Metric, procfs hostfs.FS, r readings.Reading, blocked *error) {
 	if len(r.Processes) == 0 {
 		return
 	}
 	idx := strconv.Itoa(r.Index)
 	for _, p := range r.Processes {
 		ch <- prometheus.MustNewConstMetric(gpuProcMemoryDesc, prometheus.GaugeValue, float64(p.UsedBytes),
-			idx, strconv.FormatUint(uint64(p.PID), 10), c.comm(p.PID, blocked))
+			idx, strconv.FormatUint(uint64(p.PID), 10), comm(procfs, p.PID, blocked))
 	}
 }
 
@@ -252,18 +249,18 @@ func (c *gpuCollector) processes(ch chan<- prometheus.Metric, r readings.Reading
 // another PID namespace (a container without the host's sees host pids from
 // NVML but not their /proc entries). A read that blocks sets *blocked,
 // failing the collector.
-func (c *gpuCollector) comm(pid uint32, blocked *error) string {
+func comm(procfs hostfs.FS, pid uint32, blocked *error) string {
 	if *blocked != nil {
 		return ""
 	}
-	comm, err := c.procfs.ReadFile(strconv.FormatUint(uint64(pid), 10)+"/comm", make([]byte, 0, 64))
+	name, err := procfs.ReadFile(strconv.FormatUint(uint64(pid), 10)+"/comm", make([]byte, 0, 64))
 	if errors.Is(err, hostfs.ErrBlocked) {
 		*blocked = fmt.Errorf("reading a process's comm: %w", err)
 	}
 	if err != nil {
 		return ""
 	}
-	return labelValue(strings.TrimSpace(string(comm)))
+	return labelValue(strings.TrimSpace(string(name)))
 }
 
 // labelValue makes text from the kernel or a driver safe as a label value:

@@ -170,19 +170,22 @@ func TestPlatformCountsWhatItMayNotRead(t *testing.T) {
 	}
 }
 
+// maxSysAttribute is hostfs's bound on a sysfs file: a page on arm64.
+const maxSysAttribute = 64 << 10
+
 // The bounded reader: a file larger than any attribute, a missing one and
 // a name outside the tree are errors that name the file relative to the
 // mount point, never the mount point.
 func TestReadSysFile(t *testing.T) {
 	root := t.TempDir()
-	if err := os.WriteFile(filepath.Join(root, "huge"), bytes.Repeat([]byte("9"), hostfs.MaxSysAttribute+1), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(root, "huge"), bytes.Repeat([]byte("9"), maxSysAttribute+1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(root, "fits"), bytes.Repeat([]byte("9"), hostfs.MaxSysAttribute), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(root, "fits"), bytes.Repeat([]byte("9"), maxSysAttribute), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	sys := newSysfs(root, 0)
-	if data, err := sys.ReadFile("fits"); err != nil || len(data) != hostfs.MaxSysAttribute {
+	if data, err := sys.ReadFile("fits"); err != nil || len(data) != maxSysAttribute {
 		t.Errorf("a file of the bound: %d bytes, %v", len(data), err)
 	}
 	var tooLarge *hostfs.TooLargeError

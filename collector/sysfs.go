@@ -14,6 +14,7 @@ import (
 
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/layout"
+	"github.com/spark-exporter/spark_exporter/internal/redact"
 )
 
 // sysfs is the sysfs mount point as a layout.FS: names are relative to it
@@ -60,7 +61,7 @@ func (d *sysfs) relative(name string, err error) error {
 	if errors.Is(err, hostfs.ErrBlocked) {
 		rel, relErr := filepath.Rel(d.fs.Path("."), pe.Path)
 		if relErr != nil || strings.HasPrefix(rel, "..") {
-			return hostfs.WithoutPath(err)
+			return redact.WithoutPath(err)
 		}
 		name = filepath.ToSlash(rel)
 	}
@@ -76,9 +77,6 @@ type batchReader struct {
 }
 
 func (b *batchReader) ReadFile(name string) ([]byte, error) {
-	if !fs.ValidPath(name) {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
-	}
 	data, err := b.r.ReadFile(name, b.buf)
 	if err == nil {
 		b.buf = data
@@ -87,9 +85,6 @@ func (b *batchReader) ReadFile(name string) ([]byte, error) {
 }
 
 func (b *batchReader) ReadDir(name string) ([]fs.DirEntry, error) {
-	if !fs.ValidPath(name) {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
-	}
 	entries, err := b.r.ReadDir(name)
 	return entries, b.sys.relative(name, err)
 }

@@ -107,7 +107,7 @@ const noGPU = "--gpu.nvml-library=/nonexistent/libnvidia-ml.so.1"
 // A Spark mid-run: the fixture /proc and the GB10 stand-in NVML playing the
 // throttling fine-tune, frozen 45 minutes in.
 func TestGoldenSpark(t *testing.T) {
-	p := startSpark(t, frozenAt(t, "gb10-throttle", "45m"),
+	p := testexporter.StartSpark(t, testexporter.FrozenAt(t, "gb10-throttle", "45m"),
 		// One thermal sample, the one taken at start: a second would make
 		// the thermal series depend on how long the test took.
 		"--thermal.interval=1h", "--thermal.window=3h",
@@ -171,7 +171,7 @@ func roundWindow(metrics string) string {
 // sample the same, so the window's figures are exact.
 // Only the time spent throttled depends on how long the test ran.
 func TestGoldenThermal(t *testing.T) {
-	p := startSpark(t, frozenAt(t, "gb10-throttle", "45m"),
+	p := testexporter.StartSpark(t, testexporter.FrozenAt(t, "gb10-throttle", "45m"),
 		"--thermal.interval=1s", "--thermal.window=3s",
 		"--web.disable-exporter-metrics")
 	var metrics string

@@ -125,18 +125,18 @@ func TestThermalCSVOnAFullDisk(t *testing.T) {
 		"--gpu.nvml-library=" + testexporter.StandInNVML(t), "--thermal.csv-file=" + path}, fastThermal...)...)
 
 	m := poll(t, p, "CSV write errors counted", func(m string) bool {
-		v, _ := value(m, "spark_thermal_csv_write_errors_total")
+		v, _ := testexporter.Value(m, "spark_thermal_csv_write_errors_total")
 		return v >= 3
 	})
 	for _, series := range []string{
 		`spark_scrape_collector_success{collector="thermal"}`, `spark_scrape_collector_success{collector="pool"}`,
 		`spark_scrape_collector_success{collector="gpu"}`,
 	} {
-		if v, _ := value(m, series); v != 1 {
+		if v, _ := testexporter.Value(m, series); v != 1 {
 			t.Errorf("%s = %v with the disk full, want 1", series, v)
 		}
 	}
-	if _, ok := value(m, `spark_thermal_state{gpu="0",state="collecting"}`); !ok {
+	if _, ok := testexporter.Value(m, `spark_thermal_state{gpu="0",state="collecting"}`); !ok {
 		t.Error("no thermal state while the log cannot be written")
 	}
 
@@ -146,12 +146,12 @@ func TestThermalCSVOnAFullDisk(t *testing.T) {
 		_, rows, _ = csvRows(t, path)
 		return rows >= 1
 	})
-	errs, _ := value(boundedGet(t, p, "/metrics"), "spark_thermal_csv_write_errors_total")
+	errs, _ := testexporter.Value(boundedGet(t, p, "/metrics"), "spark_thermal_csv_write_errors_total")
 	poll(t, p, "more rows in the resumed CSV log", func(string) bool {
 		_, more, _ := csvRows(t, path)
 		return more >= rows+3
 	})
-	if now, _ := value(boundedGet(t, p, "/metrics"), "spark_thermal_csv_write_errors_total"); now != errs {
+	if now, _ := testexporter.Value(boundedGet(t, p, "/metrics"), "spark_thermal_csv_write_errors_total"); now != errs {
 		t.Errorf("write errors went from %v to %v after the log resumed", errs, now)
 	}
 	p.Stop(t)
@@ -265,7 +265,7 @@ func TestRunsAsNonRootUser(t *testing.T) {
 	p := startAsNobody(t, base, append([]string{"--path.procfs=" + procfs,
 		"--thermal.csv-file=" + filepath.Join(readOnly, "thermal.csv")}, fastThermal...)...)
 	m := poll(t, p, "CSV write errors counted", func(m string) bool {
-		v, _ := value(m, "spark_thermal_csv_write_errors_total")
+		v, _ := testexporter.Value(m, "spark_thermal_csv_write_errors_total")
 		return v >= 2
 	})
 	for series, want := range map[string]float64{
@@ -278,7 +278,7 @@ func TestRunsAsNonRootUser(t *testing.T) {
 		`spark_workloads{role="training"}`:                      1,
 		"spark_gpu_nvml_up":                                     1,
 	} {
-		if v, ok := value(m, series); !ok || v != want {
+		if v, ok := testexporter.Value(m, series); !ok || v != want {
 			t.Errorf("%s = %v (present %v), want %v", series, v, ok, want)
 		}
 	}
@@ -336,7 +336,7 @@ func TestPlatformAsNonRootUser(t *testing.T) {
 		`spark_platform_power_watts{rail="sys_total"}`:                             25.3,
 		`spark_platform_field_supported{field="dmi"}`:                              1,
 	} {
-		if v, ok := value(m, series); !ok || v != want {
+		if v, ok := testexporter.Value(m, series); !ok || v != want {
 			t.Errorf("%s = %v (present %v), want %v", series, v, ok, want)
 		}
 	}
@@ -393,7 +393,7 @@ func TestFabricAsNonRootUser(t *testing.T) {
 		`spark_fabric_pcie_link_width{device="roceP2p1s0f0",which="current"}`:                      4,
 		`spark_fabric_roce_events_total{counter="out_of_sequence",device="roceP2p1s0f0",port="1"}`: 0,
 	} {
-		if v, ok := value(m, series); !ok || v != want {
+		if v, ok := testexporter.Value(m, series); !ok || v != want {
 			t.Errorf("%s = %v (present %v), want %v", series, v, ok, want)
 		}
 	}
@@ -423,15 +423,15 @@ func TestHidepidProcfs(t *testing.T) {
 
 	p := startAsNobody(t, base, "--path.procfs="+procfs, "--no-collector.thermal")
 	m := boundedGet(t, p, "/metrics")
-	if v, _ := value(m, `spark_scrape_collector_success{collector="workloads"}`); v != 1 {
+	if v, _ := testexporter.Value(m, `spark_scrape_collector_success{collector="workloads"}`); v != 1 {
 		t.Errorf("workloads collector failed under hidepid:\n%s", m)
 	}
 	// This test process runs as root: its /proc entry is one nobody cannot
 	// read.
-	if v, ok := value(m, "spark_workload_unreadable_processes"); !ok || v < 1 {
+	if v, ok := testexporter.Value(m, "spark_workload_unreadable_processes"); !ok || v < 1 {
 		t.Errorf("spark_workload_unreadable_processes = %v (present %v), want at least 1 (this test, as root)", v, ok)
 	}
-	if v, _ := value(m, `spark_scrape_collector_success{collector="pool"}`); v != 1 {
+	if v, _ := testexporter.Value(m, `spark_scrape_collector_success{collector="pool"}`); v != 1 {
 		t.Errorf("pool collector failed on a hidepid procfs:\n%s", m)
 	}
 }

@@ -46,7 +46,7 @@ func TestFlightSurvivesSIGKILL(t *testing.T) {
 		kmsgFixture(t, "spark.kmsg"), "--flight.file=" + file, "--flight.interval=100ms", "--flight.size=1MiB"}
 	p := testexporter.Start(t, nil, args...)
 	testexporter.Eventually(t, 60*time.Second, func() bool {
-		v, ok := value(p.Get(t, "/metrics"), "spark_flight_records_total")
+		v, ok := testexporter.Value(p.Get(t, "/metrics"), "spark_flight_records_total")
 		return ok && v >= 20
 	}, "20 flight records")
 	if err := syscall.Kill(p.PID(), syscall.SIGKILL); err != nil {
@@ -77,7 +77,7 @@ func TestFlightSurvivesSIGKILL(t *testing.T) {
 	setBootID(t, procfs, "66666666-7777-8888-9999-000000000000")
 	p = testexporter.Start(t, nil, args...)
 	metrics := p.Get(t, "/metrics")
-	if v, ok := value(metrics, "spark_flight_last_boot_unclean"); !ok || v != 1 {
+	if v, ok := testexporter.Value(metrics, "spark_flight_last_boot_unclean"); !ok || v != 1 {
 		t.Errorf("spark_flight_last_boot_unclean = %v (%v), want 1", v, ok)
 	}
 	var model struct {
@@ -153,12 +153,12 @@ func TestKernelLogFollowedByBinary(t *testing.T) {
 	p := testexporter.Start(t, nil, "--path.procfs="+fixtureDir(t, "spark"), "--path.sysfs="+sysFixture(t, "spark"), noGPU,
 		"--kernel.kmsg-path="+fifo)
 	metrics := p.Get(t, "/metrics?collect[]=kernel")
-	if v, ok := value(metrics, "spark_kernel_gpu_driver_out_of_memory_total"); !ok || v != 2 {
+	if v, ok := testexporter.Value(metrics, "spark_kernel_gpu_driver_out_of_memory_total"); !ok || v != 2 {
 		t.Errorf("driver out of memory %v (%v) at start, want the 2 replayed", v, ok)
 	}
 	w.WriteString("4,9001,99000000,-;NVRM: Xid (PCI:000f:01:00): 79, pid=1234, name=python3, GPU has fallen off the bus.\n")
 	testexporter.Eventually(t, 30*time.Second, func() bool {
-		v, ok := value(p.Get(t, "/metrics?collect[]=kernel"), `spark_kernel_gpu_xid_errors_total{xid="79"}`)
+		v, ok := testexporter.Value(p.Get(t, "/metrics?collect[]=kernel"), `spark_kernel_gpu_xid_errors_total{xid="79"}`)
 		return ok && v == 1
 	}, "Xid 79 written to the log counted")
 	if logs := p.Logs(); strings.Contains(logs, fifo) {
@@ -181,7 +181,7 @@ func TestFlightOnAFullDisk(t *testing.T) {
 		"spark_flight_write_errors_total": 1, "spark_flight_records_total": 0,
 		`spark_scrape_collector_success{collector="flight"}`: 1, `spark_scrape_collector_success{collector="pool"}`: 1,
 	} {
-		if v, ok := value(m, series); !ok || v != want {
+		if v, ok := testexporter.Value(m, series); !ok || v != want {
 			t.Errorf("%s = %v (%v), want %v", series, v, ok, want)
 		}
 	}

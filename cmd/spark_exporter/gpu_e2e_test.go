@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,21 +26,10 @@ const gpuOnly = "/metrics?collect[]=gpu"
 func TestGoldenGPUScenarios(t *testing.T) {
 	for _, name := range []string{"multi-gpu", "gb10-patched-meminfo"} {
 		t.Run(name, func(t *testing.T) {
-			p := startSpark(t, frozenAt(t, name, "5m"), "--web.disable-exporter-metrics")
+			p := testexporter.StartSpark(t, testexporter.FrozenAt(t, name, "5m"), "--web.disable-exporter-metrics")
 			golden(t, "gpu-"+name+".metrics", normalise(p.Get(t, gpuOnly)))
 		})
 	}
-}
-
-// value finds one series in an exposition; ok is false when it is absent.
-func value(metrics, series string) (v float64, ok bool) {
-	for _, line := range strings.Split(metrics, "\n") {
-		if rest, found := strings.CutPrefix(line, series+" "); found {
-			v, err := strconv.ParseFloat(rest, 64)
-			return v, err == nil
-		}
-	}
-	return 0, false
 }
 
 // boundedGet fetches path with a client timeout, so that a scrape that
@@ -98,10 +86,10 @@ func scenarioWith(t *testing.T, extra string) string {
 // older than the bound.
 func TestGPUHangKeepsScrapesAnswering(t *testing.T) {
 	hang := filepath.Join(t.TempDir(), "wedged")
-	p := startSpark(t, []string{"SPARK_NVML_SCENARIO=" + scenarioWith(t, "hang file "+hang)},
+	p := testexporter.StartSpark(t, []string{"SPARK_NVML_SCENARIO=" + scenarioWith(t, "hang file "+hang)},
 		"--gpu.timeout=200ms", "--gpu.max-age=0")
 	m := boundedGet(t, p, "/metrics")
-	if v, _ := value(m, `spark_scrape_collector_success{collector="gpu"}`); v != 1 {
+	if v, _ := testexporter.Value(m, `spark_scrape_collector_success{collector="gpu"}`); v != 1 {
 		t.Fatalf("gpu collector not succeeding before the hang:\n%s", m)
 	}
 
@@ -111,19 +99,19 @@ func TestGPUHangKeepsScrapesAnswering(t *testing.T) {
 	var goroutines []float64
 	for range 10 {
 		m = boundedGet(t, p, "/metrics")
-		if v, ok := value(m, `spark_scrape_collector_success{collector="gpu"}`); !ok || v != 0 {
+		if v, ok := testexporter.Value(m, `spark_scrape_collector_success{collector="gpu"}`); !ok || v != 0 {
 			t.Fatalf("gpu success = %v (present %v) during the hang, want 0", v, ok)
 		}
-		if v, _ := value(m, `spark_scrape_collector_success{collector="pool"}`); v != 1 {
+		if v, _ := testexporter.Value(m, `spark_scrape_collector_success{collector="pool"}`); v != 1 {
 			t.Fatal("the pool collector did not answer during the hang")
 		}
-		if v, _ := value(m, "spark_gpu_nvml_up"); v != 1 {
+		if v, _ := testexporter.Value(m, "spark_gpu_nvml_up"); v != 1 {
 			t.Error("a hang is not NVML being absent: nvml_up should stay 1")
 		}
-		if _, ok := value(m, `spark_gpu_temperature_celsius{gpu="0"}`); ok {
+		if _, ok := testexporter.Value(m, `spark_gpu_temperature_celsius{gpu="0"}`); ok {
 			t.Error("a temperature reported while the driver is wedged")
 		}
-		g, _ := value(m, "go_goroutines")
+		g, _ := testexporter.Value(m, "go_goroutines")
 		goroutines = append(goroutines, g)
 	}
 	// A call left behind per scrape would add one goroutine per scrape:
@@ -136,8 +124,8 @@ func TestGPUHangKeepsScrapesAnswering(t *testing.T) {
 
 	os.Remove(hang)
 	poll(t, p, "readings after the hang", func(m string) bool {
-		_, ok := value(m, `spark_gpu_temperature_celsius{gpu="0"}`)
-		v, _ := value(m, `spark_scrape_collector_success{collector="gpu"}`)
+		_, ok := testexporter.Value(m, `spark_gpu_temperature_celsius{gpu="0"}`)
+		v, _ := testexporter.Value(m, `spark_scrape_collector_success{collector="gpu"}`)
 		return ok && v == 1
 	})
 	if logs := p.Logs(); !strings.Contains(logs, "--gpu.timeout=200ms") {
@@ -152,12 +140,12 @@ func TestGPUInitRecoversWithoutRestart(t *testing.T) {
 	if err := os.WriteFile(noDriver, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := startSpark(t, []string{"SPARK_NVML_SCENARIO=" + scenarioWith(t, "init_fail file "+noDriver)})
+	p := testexporter.StartSpark(t, []string{"SPARK_NVML_SCENARIO=" + scenarioWith(t, "init_fail file "+noDriver)})
 	m := boundedGet(t, p, "/metrics")
-	if v, ok := value(m, "spark_gpu_nvml_up"); !ok || v != 0 {
+	if v, ok := testexporter.Value(m, "spark_gpu_nvml_up"); !ok || v != 0 {
 		t.Fatalf("nvml_up = %v (present %v) without a driver, want 0", v, ok)
 	}
-	if v, _ := value(m, `spark_scrape_collector_success{collector="gpu"}`); v != 1 {
+	if v, _ := testexporter.Value(m, `spark_scrape_collector_success{collector="gpu"}`); v != 1 {
 		t.Error("no driver failed the gpu collector; it is a normal state")
 	}
 	if n := strings.Count(p.Logs(), "NVML unavailable"); n != 1 {
@@ -166,8 +154,8 @@ func TestGPUInitRecoversWithoutRestart(t *testing.T) {
 
 	os.Remove(noDriver)
 	poll(t, p, "nvml_up 1 after the driver loaded", func(m string) bool {
-		v, _ := value(m, "spark_gpu_nvml_up")
-		_, info := value(m, `spark_gpu_info{compute_capability="12.1",cuda_driver_version="13.0",driver_version="580.126.09",gpu="0",name="NVIDIA GB10",uuid="GPU-5b0e7c3a-1f4d-4e2a-9c61-0b1000000000"}`)
+		v, _ := testexporter.Value(m, "spark_gpu_nvml_up")
+		_, info := testexporter.Value(m, `spark_gpu_info{compute_capability="12.1",cuda_driver_version="13.0",driver_version="580.126.09",gpu="0",name="NVIDIA GB10",uuid="GPU-5b0e7c3a-1f4d-4e2a-9c61-0b1000000000"}`)
 		return v == 1 && info
 	})
 	if !strings.Contains(p.Logs(), "NVML initialised") {
@@ -177,9 +165,9 @@ func TestGPUInitRecoversWithoutRestart(t *testing.T) {
 
 // The shipped init-fails scenario: never up, one log line, no path in it.
 func TestGPUInitFails(t *testing.T) {
-	p := startSpark(t, []string{"SPARK_NVML_SCENARIO=" + testexporter.Scenario(t, "init-fails")})
+	p := testexporter.StartSpark(t, []string{"SPARK_NVML_SCENARIO=" + testexporter.Scenario(t, "init-fails")})
 	m := boundedGet(t, p, gpuOnly)
-	if v, ok := value(m, "spark_gpu_nvml_up"); !ok || v != 0 {
+	if v, ok := testexporter.Value(m, "spark_gpu_nvml_up"); !ok || v != 0 {
 		t.Errorf("nvml_up = %v (present %v), want 0", v, ok)
 	}
 	logs := p.Logs()

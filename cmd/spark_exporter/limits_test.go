@@ -50,8 +50,8 @@ func TestWorkloadsScanUnderADescriptorLimit(t *testing.T) {
 		"--no-collector.thermal", "--collector.workloads")
 	for scrape := range 6 {
 		m := boundedGet(t, p, "/metrics?collect[]=workloads")
-		inference, _ := value(m, `spark_workloads{role="inference"}`)
-		unreadable, _ := value(m, "spark_workload_unreadable_processes")
+		inference, _ := testexporter.Value(m, `spark_workloads{role="inference"}`)
+		unreadable, _ := testexporter.Value(m, "spark_workload_unreadable_processes")
 		if success(m, "workloads") != 1 || int(inference) != want || unreadable != 0 {
 			t.Errorf("scrape %d: success %v, %v inference servers (want %d), %v unreadable",
 				scrape, success(m, "workloads"), inference, want, unreadable)
@@ -96,8 +96,8 @@ func TestPlatformCapsItsEntries(t *testing.T) {
 	for range 3 {
 		m := boundedGet(t, p, "/metrics")
 		temps := strings.Count(m, "\nspark_platform_temperature_celsius{")
-		left, _ := value(m, `spark_scrape_collector_entries_left_out{collector="platform"}`)
-		unreadable, _ := value(m, "spark_platform_unreadable_files")
+		left, _ := testexporter.Value(m, `spark_scrape_collector_entries_left_out{collector="platform"}`)
+		unreadable, _ := testexporter.Value(m, "spark_platform_unreadable_files")
 		if success(m, "platform") != 1 || success(m, "pool") != 1 || temps > 256 || int(left) != zones-(256-32) {
 			t.Errorf("platform success %v, pool %v, %d temperature series, %v left out (want %d)",
 				success(m, "platform"), success(m, "pool"), temps, left, zones-(256-32))
@@ -186,7 +186,7 @@ func TestExecUnderTheSameNameIsSeen(t *testing.T) {
 	root := fakeproc.WriteTree(t, fakeproc.Init, fakeproc.Kthreadd, launcher)
 	p := testexporter.Start(t, nil, "--path.procfs="+root, noGPU, "--no-collector.thermal")
 	inference := func() float64 {
-		v, _ := value(boundedGet(t, p, "/metrics?collect[]=workloads"), `spark_workloads{role="inference"}`)
+		v, _ := testexporter.Value(boundedGet(t, p, "/metrics?collect[]=workloads"), `spark_workloads{role="inference"}`)
 		return v
 	}
 	if n := inference(); n != 0 {

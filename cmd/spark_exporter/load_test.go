@@ -52,7 +52,7 @@ func envInt(t *testing.T, name string, def int) int {
 // a /proc of 100 processes.
 func startLoaded(t *testing.T, args ...string) *testexporter.Process {
 	t.Helper()
-	return testexporter.Start(t, frozenAt(t, "gb10-throttle", "45m"), append([]string{
+	return testexporter.Start(t, testexporter.FrozenAt(t, "gb10-throttle", "45m"), append([]string{
 		"--path.procfs=" + benchProc(t, 100),
 		"--path.sysfs=" + sysFixture(t, "spark"),
 		"--gpu.nvml-library=" + testexporter.StandInNVML(t),

@@ -10,29 +10,11 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
 
-// startSpark runs the exporter on the Spark fixture /proc and the GB10
-// stand-in NVML, whose scenario and clock come from env
-// (SPARK_NVML_SCENARIO, SPARK_NVML_FREEZE).
-func startSpark(t *testing.T, env []string, args ...string) *testexporter.Process {
-	t.Helper()
-	return testexporter.Start(t, env, append([]string{
-		"--path.procfs=" + fixtureDir(t, "spark"),
-		"--path.sysfs=" + sysFixture(t, "spark"),
-		"--gpu.nvml-library=" + testexporter.StandInNVML(t),
-	}, args...)...)
-}
-
-// frozenAt is the environment that plays the shipped scenario name stopped
-// at scenario time at (a Go duration).
-func frozenAt(t *testing.T, name, at string) []string {
-	return []string{"SPARK_NVML_SCENARIO=" + testexporter.Scenario(t, name), "SPARK_NVML_FREEZE=" + at}
-}
-
 // startOnScenario runs startSpark on the scenario file, sampling
 // temperatures ten times a second.
 func startOnScenario(t *testing.T, scenario string, args ...string) *testexporter.Process {
 	t.Helper()
-	return startSpark(t, []string{"SPARK_NVML_SCENARIO=" + scenario}, append(fastThermal, args...)...)
+	return testexporter.StartSpark(t, []string{"SPARK_NVML_SCENARIO=" + scenario}, append(fastThermal, args...)...)
 }
 
 // A device that answers its identity and nothing else: every field is
@@ -41,11 +23,11 @@ func startOnScenario(t *testing.T, scenario string, args ...string) *testexporte
 func TestGPUSupportingNothing(t *testing.T) {
 	p := startOnScenario(t, scenarioWith(t, "unsupported temperature power energy sm_clock utilization clocks_event_reasons processes clocks_event_counters temperature_margin performance_state"))
 	m := poll(t, p, "the GPU identified", func(m string) bool {
-		v, _ := value(m, "spark_gpu_nvml_up")
+		v, _ := testexporter.Value(m, "spark_gpu_nvml_up")
 		return v == 1 && strings.Contains(m, `spark_gpu_info{`)
 	})
 	for _, field := range []string{"memory_info", "power_limit", "energy", "temperature", "power", "sm_clock", "utilization", "clocks_event_reasons", "processes", "clocks_event_counters", "temperature_margin", "performance_state"} {
-		if v, ok := value(m, `spark_gpu_field_supported{field="`+field+`",gpu="0"}`); !ok || v != 0 {
+		if v, ok := testexporter.Value(m, `spark_gpu_field_supported{field="`+field+`",gpu="0"}`); !ok || v != 0 {
 			t.Errorf("field %s supported = %v (present %v), want 0", field, v, ok)
 		}
 	}
@@ -59,7 +41,7 @@ func TestGPUSupportingNothing(t *testing.T) {
 		}
 	}
 	for _, c := range []string{"gpu", "thermal", "pool"} {
-		if v, _ := value(m, `spark_scrape_collector_success{collector="`+c+`"}`); v != 1 {
+		if v, _ := testexporter.Value(m, `spark_scrape_collector_success{collector="`+c+`"}`); v != 1 {
 			t.Errorf("collector %s failed on a device that supports nothing", c)
 		}
 	}
@@ -74,7 +56,7 @@ func TestGPULostMidRun(t *testing.T) {
 	lost := filepath.Join(t.TempDir(), "lost")
 	p := startOnScenario(t, scenarioWith(t, "lost file "+lost))
 	poll(t, p, "a temperature before the loss", func(m string) bool {
-		_, ok := value(m, `spark_gpu_temperature_celsius{gpu="0"}`)
+		_, ok := testexporter.Value(m, `spark_gpu_temperature_celsius{gpu="0"}`)
 		return ok
 	})
 
@@ -82,17 +64,17 @@ func TestGPULostMidRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := poll(t, p, "the gpu collector failing", func(m string) bool {
-		v, _ := value(m, `spark_scrape_collector_success{collector="gpu"}`)
+		v, _ := testexporter.Value(m, `spark_scrape_collector_success{collector="gpu"}`)
 		return v == 0
 	})
-	if v, _ := value(m, "spark_gpu_nvml_up"); v != 1 {
+	if v, _ := testexporter.Value(m, "spark_gpu_nvml_up"); v != 1 {
 		t.Error("a lost GPU is not NVML down: nvml_up should stay 1")
 	}
-	if _, ok := value(m, `spark_gpu_temperature_celsius{gpu="0"}`); ok {
+	if _, ok := testexporter.Value(m, `spark_gpu_temperature_celsius{gpu="0"}`); ok {
 		t.Error("a temperature reported for a lost GPU")
 	}
 	for _, c := range []string{"pool", "workloads", "thermal"} {
-		if v, _ := value(m, `spark_scrape_collector_success{collector="`+c+`"}`); v != 1 {
+		if v, _ := testexporter.Value(m, `spark_scrape_collector_success{collector="`+c+`"}`); v != 1 {
 			t.Errorf("collector %s failed with the GPU lost", c)
 		}
 	}
@@ -101,8 +83,8 @@ func TestGPULostMidRun(t *testing.T) {
 
 	os.Remove(lost)
 	poll(t, p, "readings after the GPU answered again", func(m string) bool {
-		_, ok := value(m, `spark_gpu_temperature_celsius{gpu="0"}`)
-		v, _ := value(m, `spark_scrape_collector_success{collector="gpu"}`)
+		_, ok := testexporter.Value(m, `spark_gpu_temperature_celsius{gpu="0"}`)
+		v, _ := testexporter.Value(m, `spark_scrape_collector_success{collector="gpu"}`)
 		return ok && v == 1
 	})
 	p.Stop(t)
@@ -124,7 +106,7 @@ func TestSIGTERMWhileDriverWedged(t *testing.T) {
 		t.Fatal(err)
 	}
 	poll(t, p, "the gpu collector failing on the hang", func(m string) bool {
-		v, _ := value(m, `spark_scrape_collector_success{collector="gpu"}`)
+		v, _ := testexporter.Value(m, `spark_scrape_collector_success{collector="gpu"}`)
 		return v == 0
 	})
 	exited := make(chan int, 1)

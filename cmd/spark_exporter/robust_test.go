@@ -38,7 +38,7 @@ func blockedTree(t *testing.T, names ...string) string {
 // success reads spark_scrape_collector_success of a collector; -1 when
 // absent.
 func success(metrics, collector string) float64 {
-	v, ok := value(metrics, `spark_scrape_collector_success{collector="`+collector+`"}`)
+	v, ok := testexporter.Value(metrics, `spark_scrape_collector_success{collector="`+collector+`"}`)
 	if !ok {
 		return -1
 	}
@@ -91,7 +91,7 @@ func TestBlockedReadFailsOnlyItsCollector(t *testing.T) {
 			for range 10 {
 				last = boundedGet(t, p, "/metrics")
 			}
-			goroutines, _ := value(last, "go_goroutines")
+			goroutines, _ := testexporter.Value(last, "go_goroutines")
 			threadsBefore := threads(t, p.PID())
 			for range 30 {
 				last = boundedGet(t, p, "/metrics")
@@ -99,7 +99,7 @@ func TestBlockedReadFailsOnlyItsCollector(t *testing.T) {
 			if success(last, tc.collector) != 0 {
 				t.Errorf("%s recovered while %s is still blocked", tc.collector, tc.file)
 			}
-			if g, _ := value(last, "go_goroutines"); g > goroutines+8 {
+			if g, _ := testexporter.Value(last, "go_goroutines"); g > goroutines+8 {
 				t.Errorf("goroutines grew from %v to %v over 30 scrapes", goroutines, g)
 			}
 			if n := threads(t, p.PID()); n > threadsBefore+3 {
@@ -199,7 +199,7 @@ func TestEndlessAndLinkedFilesAreRefused(t *testing.T) {
 	if success(m, "pool") != 0 || success(m, "workloads") != 1 {
 		t.Errorf("pool %v (want 0), workloads %v (want 1)", success(m, "pool"), success(m, "workloads"))
 	}
-	if v, _ := value(m, "spark_workload_unreadable_processes"); v < 2 {
+	if v, _ := testexporter.Value(m, "spark_workload_unreadable_processes"); v < 2 {
 		t.Errorf("unreadable processes %v, want the linked ones counted", v)
 	}
 	p.WaitLog(t, "open meminfo: too many levels of symbolic links")

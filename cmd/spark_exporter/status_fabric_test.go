@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -63,7 +64,7 @@ func TestStatusFabricLine(t *testing.T) {
 		return m
 	}
 	const rcv = `spark_fabric_receive_bytes_total{device="rocep1s0f0",port="1"}`
-	before, _ := value(get(mux, "/metrics").Body.String(), rcv)
+	before, _ := testexporter.Value(get(mux, "/metrics").Body.String(), rcv)
 	m := model()
 	if f := m.Fabric; f.TrafficBytesPerSecond != nil || f.Text != "2 of 4 functions up, 400 Gb/s negotiated, traffic not yet measured; PCIe x4 at 32 GT/s" {
 		t.Errorf("after one scrape: %+v", f)
@@ -73,7 +74,7 @@ func TestStatusFabricLine(t *testing.T) {
 	if err := os.WriteFile(name, []byte("3114127401\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	after, _ := value(get(mux, "/metrics").Body.String(), rcv)
+	after, _ := testexporter.Value(get(mux, "/metrics").Body.String(), rcv)
 	if after-before != 1e9 {
 		t.Fatalf("/metrics counted %v bytes, want 1e9", after-before)
 	}

@@ -91,7 +91,7 @@ func TestStatusRendersTheScrapesState(t *testing.T) {
 			t.Fatalf("status: %v %+v", err, m.Pool)
 		}
 		v := func(series string) float64 {
-			x, ok := value(metrics, series)
+			x, ok := testexporter.Value(metrics, series)
 			if !ok {
 				t.Fatalf("/metrics lacks %s", series)
 			}
@@ -135,7 +135,7 @@ func TestStatusJSONAndReport(t *testing.T) {
 		report []string
 	}{
 		{"throttling", func(t *testing.T) *testexporter.Process {
-			return startSpark(t, frozenThrottling(t), plans, "--thermal.interval=100ms", "--thermal.window=1s")
+			return testexporter.StartSpark(t, testexporter.FrozenThrottling(t), plans, "--thermal.interval=100ms", "--thermal.window=1s")
 		}, []string{"Throttling:", "throttle signature", "vllm       pid 2101", "Plan     llama-3.1-70b-qlora: Will not fit", "all collectors ok"}},
 		{"no-gpu", func(t *testing.T) *testexporter.Process {
 			return testexporter.Start(t, nil, "--path.procfs="+fixtureDir(t, "spark"), noGPU)
@@ -181,22 +181,4 @@ func exitCode(err error) int {
 		return -1
 	}
 	return 0
-}
-
-// frozenThrottling is the gb10-throttle scenario frozen at 45 minutes, 88 °C
-// on the ~100 W plateau in thermal slowdown, on a driver that reports its
-// clock event flags. Frozen, the clock cannot fall and the counters do not
-// grow, so a GB10's flags-clear snapshot is only "hot, clock holding"; the
-// flags make it throttled, for the pages that show throttling.
-func frozenThrottling(t *testing.T) []string {
-	t.Helper()
-	base, err := os.ReadFile(testexporter.Scenario(t, "gb10-throttle"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "gb10-throttle-flags.scenario")
-	if err := os.WriteFile(path, append([]byte("clocks_event_flags reported\n"), base...), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return []string{"SPARK_NVML_SCENARIO=" + path, "SPARK_NVML_FREEZE=45m"}
 }

@@ -150,7 +150,7 @@ func TestReadsAreBoundedBySize(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		limit int
-	}{{"meminfo", maxSeqFile}, {"pressure/memory", maxSeqFile}, {"1/stat", maxTaskFile}, {"1/status", maxTaskFile}, {"1/comm", maxTaskFile}, {"1/cmdline", maxCmdline}} {
+	}{{"meminfo", 1 << 20}, {"pressure/memory", 1 << 20}, {"1/stat", 64 << 10}, {"1/status", 64 << 10}, {"1/comm", 64 << 10}, {"1/cmdline", 8 << 20}} {
 		write(tc.name, tc.limit)
 		given := make([]byte, 0, 10)
 		if data, err := f.ReadFile(tc.name, given); err != nil || len(data) != tc.limit {

@@ -1,16 +1,14 @@
 // Package hostfs reads the host's /proc and /sys at the mount point a flag
 // names (--path.procfs, --path.sysfs): whole small files, bounded by their
 // kind so that a link to /dev/zero is an error and not an out-of-memory,
-// never through a symbolic link (procfs and sysfs files are never links;
-// one in a fixture tree could put any file in a label), and under a
-// deadline (deadline.go).
+// never through a symbolic link (one in a fixture tree could put any file
+// in a label), and under a deadline (deadline.go).
 package hostfs
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -24,33 +22,28 @@ import (
 // FS is a pseudo-filesystem mounted at a directory. Copies share the set
 // of reads known to be stuck.
 type FS struct {
-	root string
-	// ctx bounds the reads: a collector run's (WithContext), or none, and
-	// then each batch waits at most timeout.
-	ctx     context.Context
+	root    string
+	ctx     context.Context // a collector run's, else each batch waits timeout
 	timeout time.Duration
-	// maxSize, when not 0, bounds every file; otherwise limitFor tells by
-	// the file's name.
-	maxSize int
+	maxSize int // every file's bound when not 0, else limitFor's
 	kind    fileKind
 	stuck   *stuckReads
 }
 
-// New returns the filesystem mounted at root, read with DefaultTimeout.
+// New returns the filesystem mounted at root.
 func New(root string) FS {
-	return FS{root: root, timeout: DefaultTimeout, kind: seqFile, stuck: &stuckReads{files: map[string]struct{}{}}}
+	return FS{root: root, ctx: context.Background(), timeout: DefaultTimeout, kind: seqFile,
+		stuck: &stuckReads{files: map[string]struct{}{}}}
 }
 
-// Sysfs returns f for sysfs attributes: each at most MaxSysAttribute, and
-// written whole by one read (a sysfs show callback fills a page at once),
-// so a short read is its end.
+// Sysfs returns f for sysfs attributes: at most a page each (4 KiB on x86,
+// up to 64 KiB on arm64), written whole by one read.
 func (f FS) Sysfs() FS {
-	f.maxSize, f.kind = MaxSysAttribute, sysAttribute
+	f.maxSize, f.kind = 64<<10, sysAttribute
 	return f
 }
 
-// WithTimeout returns f with batches outside a collector run under timeout
-// (--path.read-timeout).
+// WithTimeout returns f with batches outside a collector run under timeout.
 func (f FS) WithTimeout(timeout time.Duration) FS {
 	if timeout > 0 {
 		f.timeout = timeout
@@ -58,59 +51,43 @@ func (f FS) WithTimeout(timeout time.Duration) FS {
 	return f
 }
 
-// WithContext returns f with its reads bounded by ctx, a collector run's
-// (RunContext): they wait at most until its deadline.
+// WithContext returns f with its reads bounded by ctx, a collector run's.
 func (f FS) WithContext(ctx context.Context) FS {
 	f.ctx = ctx
 	return f
 }
 
-// MaxSysAttribute bounds a sysfs file: an attribute is at most a page (4
-// KiB on x86, up to 64 KiB on arm64).
-const MaxSysAttribute = 64 << 10
-
-// Bounds far above what a kernel writes, so that only a file that is not
-// what its name says goes beyond.
-const (
-	// A process's stat is about 300 bytes, status about 1.5 KiB.
-	maxTaskFile = 64 << 10
-	// The kernel caps a program's arguments and environment together at
-	// 6 MiB (fs/exec.c, since Linux 4.13).
-	maxCmdline = 8 << 20
-	// meminfo, vmstat, pressure/memory, sys/kernel values.
-	maxSeqFile = 1 << 20
-)
-
+// limitFor bounds a file far above what a kernel writes, so that only a
+// file that is not what its name says goes beyond.
 func (f FS) limitFor(name string) int {
 	if f.maxSize > 0 {
 		return f.maxSize
 	}
 	switch path.Base(name) {
 	case "cmdline":
-		return maxCmdline
+		return 8 << 20 // the kernel caps arguments and environment at 6 MiB
 	case "stat", "status", "statm", "comm":
-		return maxTaskFile
+		return 64 << 10
 	}
-	return maxSeqFile
+	return 1 << 20
 }
 
 // TooLargeError is a file beyond the bound on its kind.
 type TooLargeError struct{ Limit int }
 
 func (e *TooLargeError) Error() string {
-	if e.Limit >= 1<<20 && e.Limit%(1<<20) == 0 {
+	if e.Limit >= 1<<20 {
 		return fmt.Sprintf("larger than %d MiB, not a file of its kind", e.Limit>>20)
 	}
-	if e.Limit >= 1<<10 && e.Limit%(1<<10) == 0 {
-		return fmt.Sprintf("larger than %d KiB, not a file of its kind", e.Limit>>10)
-	}
-	return fmt.Sprintf("larger than %d bytes, not a file of its kind", e.Limit)
+	return fmt.Sprintf("larger than %d KiB, not a file of its kind", e.Limit>>10)
 }
 
-const openFlags = syscall.O_RDONLY | syscall.O_CLOEXEC | syscall.O_NOFOLLOW
+const (
+	openFlags = syscall.O_RDONLY | syscall.O_CLOEXEC | syscall.O_NOFOLLOW
+	atFDCWD   = -100 // Linux's AT_FDCWD, which package syscall does not export
+)
 
-// Path is the path on this host of name, slash-separated and relative to
-// the mount point.
+// Path is the path on this host of name, relative to the mount point.
 func (f FS) Path(name string) string { return filepath.Join(f.root, filepath.FromSlash(name)) }
 
 // CheckRoot tells whether the mount point is a directory, with an error
@@ -126,20 +103,11 @@ func (f FS) CheckRoot() error {
 	return nil
 }
 
-// WithoutPath is redact.WithoutPath, for the callers of hostfs that have
-// not moved to it.
-func WithoutPath(err error) error { return redact.WithoutPath(err) }
-
 // ReadFile reads the file name into buf, whose contents it replaces, and
-// returns it, grown if the file did not fit: a batch of one read. Errors
-// are *fs.PathError, as os.ReadFile's. On error the buffer is returned
-// empty for the caller to keep, except after a *BlockedError: the blocked
-// read still owns it.
-func (f FS) ReadFile(name string, buf []byte) ([]byte, error) {
-	var (
-		data []byte
-		err  error
-	)
+// returns it, grown if need be: a batch of one read. Errors are
+// *fs.PathError, as os.ReadFile's. On error buf is returned emptied, but
+// after a *BlockedError: the blocked read still owns it.
+func (f FS) ReadFile(name string, buf []byte) (data []byte, err error) {
 	if blocked := f.Batch(func(r *Reader) error {
 		data, err = r.ReadFile(name, buf)
 		return nil
@@ -149,25 +117,9 @@ func (f FS) ReadFile(name string, buf []byte) ([]byte, error) {
 	return data, err
 }
 
-// ReadDir lists the directory name, as os.ReadDir does: a batch of one.
-func (f FS) ReadDir(name string) ([]fs.DirEntry, error) {
-	var (
-		entries []fs.DirEntry
-		err     error
-	)
-	if blocked := f.Batch(func(r *Reader) error {
-		entries, err = r.ReadDir(name)
-		return nil
-	}); blocked != nil {
-		return nil, blocked
-	}
-	return entries, err
-}
-
-// The ways a file is read to its end. procfs hands a seq_file (meminfo,
-// vmstat: up to about 4 KiB) out a page a read, so only a read of 0 ends
-// one; a task's file or a sysfs attribute is written whole unless the
-// buffer is full, so a short read ends it, and saves a read per file.
+// How a file is read to its end: procfs hands a seq_file (meminfo, vmstat)
+// out a page a read, so only a read of 0 ends one; a task's file or a
+// sysfs attribute is written whole, so a short read ends it, a read saved.
 var (
 	seqFile      = fileKind{grow: 8 << 10}
 	taskFile     = fileKind{grow: 512, shortIsEnd: true}
@@ -180,11 +132,9 @@ type fileKind struct {
 }
 
 // readAll reads the file open at fd into buf[:0], grown as needed, up to
-// limit bytes; on error, beyond the limit (*TooLargeError) included, it
-// returns the buffer given, emptied.
+// limit bytes; on error it returns buf emptied.
 func readAll(fd int, buf []byte, kind fileKind, limit int) ([]byte, error) {
-	given := buf[:0]
-	buf = buf[:0]
+	buf, given := buf[:0], buf[:0]
 	for {
 		if len(buf) == cap(buf) {
 			// One byte beyond the limit tells a file beyond it.
@@ -215,11 +165,4 @@ func retry(call func() (int, error)) (int, error) {
 			return n, err
 		}
 	}
-}
-
-// OutOfDescriptors tells whether err is the process (EMFILE) or the system
-// (ENFILE) out of file descriptors: unlike a file that refuses its reader,
-// it says nothing of the file.
-func OutOfDescriptors(err error) bool {
-	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
 }

@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
+	"github.com/spark-exporter/spark_exporter/internal/redact"
 )
 
 // FS is what a walk reads through, names relative to the sysfs mount
@@ -50,7 +51,7 @@ type Tree struct {
 
 // Problem notes that file could not be read or parsed.
 func (t *Tree) Problem(file string, err error) {
-	t.Problems = append(t.Problems, Problem{File: file, Err: hostfs.WithoutPath(err)})
+	t.Problems = append(t.Problems, Problem{File: file, Err: redact.WithoutPath(err)})
 }
 
 func (t *Tree) absent(err error) bool {
@@ -67,7 +68,7 @@ func (t *Tree) gaveNothing(name string, err error) bool {
 	case err == nil:
 		return false
 	case errors.Is(err, hostfs.ErrBlocked):
-		t.Blocked = &Problem{File: name, Err: hostfs.WithoutPath(err)}
+		t.Blocked = &Problem{File: name, Err: redact.WithoutPath(err)}
 	case !t.absent(err):
 		t.Problem(name, err)
 	}

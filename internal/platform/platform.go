@@ -30,6 +30,7 @@ import (
 
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/layout"
+	"github.com/spark-exporter/spark_exporter/internal/redact"
 	"github.com/spark-exporter/spark_exporter/internal/safetext"
 )
 
@@ -258,7 +259,7 @@ type valueReader struct {
 }
 
 func (v *valueReader) problem(file string, err error) {
-	v.problems = append(v.problems, Problem{File: file, Err: hostfs.WithoutPath(err)})
+	v.problems = append(v.problems, Problem{File: file, Err: redact.WithoutPath(err)})
 }
 
 func (v *valueReader) file(name string) ([]byte, bool) {
@@ -268,7 +269,7 @@ func (v *valueReader) file(name string) ([]byte, bool) {
 	data, err := v.read(name)
 	switch {
 	case errors.Is(err, hostfs.ErrBlocked):
-		v.blocked = &Problem{File: name, Err: hostfs.WithoutPath(err)}
+		v.blocked = &Problem{File: name, Err: redact.WithoutPath(err)}
 		return nil, false
 	case errors.Is(err, fs.ErrNotExist):
 		v.stale = true

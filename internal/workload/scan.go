@@ -167,7 +167,7 @@ func (s *Scanner) Scan(ctx context.Context) (Result, error) {
 			// each of its files in turn.
 			return err
 		}
-		if hostfs.OutOfDescriptors(err) {
+		if outOfDescriptors(err) {
 			// The exporter, not the process, is short: the scan has
 			// not seen what is there, and fails rather than count the
 			// process unreadable (and the workloads it hides gone).
@@ -251,7 +251,7 @@ func (s *Scanner) recheck(ctx context.Context, nodes []Node) error {
 		return err
 	}
 	for i, cmdline := range cmdlines {
-		if hostfs.OutOfDescriptors(cmdline.Err) {
+		if outOfDescriptors(cmdline.Err) {
 			return fmt.Errorf("reading processes: %w", redact.WithoutPath(cmdline.Err))
 		}
 		// A process gone since its stat, or whose command line cannot be
@@ -333,7 +333,7 @@ func (s *Scanner) group(ctx context.Context, nodes []Node, blind map[int]bool, r
 			// A process that has gone counts for nothing.
 			continue
 		}
-		if hostfs.OutOfDescriptors(status.Err) {
+		if outOfDescriptors(status.Err) {
 			return fmt.Errorf("reading processes: %w", redact.WithoutPath(status.Err))
 		}
 		rss, err := uint64(0), status.Err
@@ -434,4 +434,10 @@ func (s *Scanner) Close() error {
 // its directory vanished, or the kernel answers ESRCH for a dead task.
 func gone(err error) bool {
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH)
+}
+
+// outOfDescriptors tells whether err is the process or the system out of
+// file descriptors, which says nothing of the file.
+func outOfDescriptors(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
 }

@@ -274,7 +274,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 		{
 			name: "idle",
 			start: func(t *testing.T) *testexporter.Process {
-				return testexporter.Start(t, frozenAt(t, "gb10-idle", "1m"), append([]string{
+				return testexporter.Start(t, testexporter.FrozenAt(t, "gb10-idle", "1m"), append([]string{
 					"--path.procfs=" + withPool(t, fixtureDir(t, "idle"), fixtureDir(t, "spark")), "--gpu.nvml-library=" + testexporter.StandInNVML(t)}, fastThermalWindow...)...)
 			},
 			settled: `document.querySelector("#gpu0 .verdict").dataset.state === "normal"`,
@@ -288,7 +288,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 		{
 			name: "throttling",
 			start: func(t *testing.T) *testexporter.Process {
-				return startSpark(t, frozenThrottling(t), append([]string{plans}, fastThermalWindow...)...)
+				return testexporter.StartSpark(t, testexporter.FrozenThrottling(t), append([]string{plans}, fastThermalWindow...)...)
 			},
 			settled: `document.querySelectorAll("#gpu0 .evidence li").length > 0 && document.querySelector("#gpu0 polyline").getAttribute("points").split(" ").length >= 10`,
 			check: func(t *testing.T, s seen) {
@@ -310,7 +310,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 			// a torchrun fine-tune, on the plateau 25 minutes in.
 			name: "contention",
 			start: func(t *testing.T) *testexporter.Process {
-				return testexporter.Start(t, frozenAt(t, "gb10-throttle", "25m"), append([]string{
+				return testexporter.Start(t, testexporter.FrozenAt(t, "gb10-throttle", "25m"), append([]string{
 					"--path.procfs=" + withPool(t, filepath.Join(fixtureDir(t, "workloads"), "vllm-default"), fixtureDir(t, "spark")), "--gpu.nvml-library=" + testexporter.StandInNVML(t)}, fastThermalWindow...)...)
 			},
 			settled: `document.querySelector("#gpu0 .verdict").dataset.state !== "collecting"`,
@@ -393,7 +393,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	// The scenario playing, not frozen: the page's figures follow it
 	// without a reload.
 	t.Run("live", func(t *testing.T) {
-		p := startSpark(t, []string{"SPARK_NVML_SCENARIO=" + testexporter.Scenario(t, "gb10-throttle"), "SPARK_NVML_SPEED=120"},
+		p := testexporter.StartSpark(t, []string{"SPARK_NVML_SCENARIO=" + testexporter.Scenario(t, "gb10-throttle"), "SPARK_NVML_SPEED=120"},
 			fastThermalWindow...)
 		tb := openPage(t, browser, p.URL, 1000, false)
 		first := tb.read(t)
@@ -421,7 +421,7 @@ func want(t *testing.T, what, got, part string) {
 func checkBarAgainstMetrics(t *testing.T, s seen, metrics string) {
 	t.Helper()
 	v := func(name string) int64 {
-		x, ok := value(metrics, name)
+		x, ok := testexporter.Value(metrics, name)
 		if !ok {
 			t.Fatalf("/metrics lacks %s", name)
 		}
