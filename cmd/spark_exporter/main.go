@@ -68,7 +68,7 @@ func newApp() (*kingpin.Application, map[string]command) {
 	procfs := app.Flag("path.procfs", "procfs mount point; every /proc read goes through it.").Default("/proc").String()
 	sysfs := app.Flag("path.sysfs", "sysfs mount point; every /sys read goes through it.").Default("/sys").String()
 	readTimeout := cliflag.Duration(app.Flag("path.read-timeout",
-		"Deadline of each read under --path.procfs and --path.sysfs: a file that does not answer in time "+
+		"Deadline of a collector run's reads under --path.procfs and --path.sysfs: a file that does not answer in time "+
 			"(a process stuck in the kernel holds its /proc files) fails its collector, not the scrape.").
 		Default(hostfs.DefaultTimeout.String()))
 
