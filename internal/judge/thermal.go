@@ -12,25 +12,22 @@ import (
 type ThermalState string
 
 const (
-	// Collecting: the samples do not yet cover a whole window (just
-	// started, or after a gap in the samples).
+	// Collecting means the samples do not yet cover a whole window.
 	Collecting ThermalState = "collecting"
-	// Normal: nothing to watch.
+	// Normal means nothing to watch.
 	Normal ThermalState = "normal"
-	// Watching: temperature climbs while power is not flat below the
-	// rating (a warm-up near peak power): not yet throttling, keep watching.
+	// Watching means temperature climbs but power is not flat below the
+	// rating: a warm-up, not yet throttling.
 	Watching ThermalState = "watching"
-	// Throttled: the throttle signature, or NVML reporting a thermal
-	// slowdown (its flags, or its thermal slowdown counters growing).
+	// Throttled means clocks lost to heat, or NVML's flags or counters say so.
 	Throttled ThermalState = "throttled"
 )
 
 // ThermalStates lists every state, for one-hot export.
 var ThermalStates = []ThermalState{Collecting, Normal, Watching, Throttled}
 
-// GapIntervals is how many sampling intervals may pass between two samples
-// before the window is taken as broken: a few missed reads are tolerated,
-// a longer silence is not read as a flat stretch.
+// GapIntervals is how many sampling intervals may pass between samples
+// before the window breaks: a longer silence is not a flat stretch.
 const GapIntervals = 3
 
 // ThermalConfig holds the sampling cadence and every threshold of the verdict.
@@ -47,8 +44,8 @@ type ThermalConfig struct {
 	HotTemperature    float64 // °C: temperature holds hot when its window mean is at least this
 }
 
-// DefaultThermalConfig is the configuration the flags default to; docs/thermal.md
-// gives the reasons for each figure.
+// DefaultThermalConfig is the flags' default; docs/thermal.md gives the
+// reasons for each figure.
 func DefaultThermalConfig() ThermalConfig {
 	return ThermalConfig{
 		Interval:          5 * time.Second,
@@ -66,9 +63,8 @@ func DefaultThermalConfig() ThermalConfig {
 // maxSamples bounds the memory a window may take.
 const maxSamples = 1 << 17
 
-// MaxWindow is the longest window: a week, far past any run's cadence of
-// judgement, and far from the 292 years a time.Duration holds, which a
-// replay's steps must stay within.
+// MaxWindow is the longest window, far from the 292 years a
+// time.Duration holds, which a replay's steps must stay within.
 const MaxWindow = 7 * 24 * time.Hour
 
 // Validate refuses a configuration the analysis cannot work with.
@@ -100,12 +96,11 @@ func (c ThermalConfig) Validate() error {
 	return nil
 }
 
-// MaxGap is the longest silence between samples that still counts as one
-// unbroken run.
+// MaxGap is the longest silence within one unbroken run of samples.
 func (c ThermalConfig) MaxGap() time.Duration { return GapIntervals * c.Interval }
 
-// Capacity is the number of samples a Window needs: a whole window and
-// room for jitter in the sampling times.
+// Capacity is the number of samples a Window needs, with room for jitter
+// in the sampling times.
 func (c ThermalConfig) Capacity() int { return 2*int(c.Window/c.Interval) + 4 }
 
 // ThermalStats are the figures of the analysed samples.
@@ -114,13 +109,11 @@ type ThermalStats struct {
 	PowerSpread     float64 // W: max − min
 	PowerMax        float64 // W
 	TemperatureMean float64 // °C
-	// Slope is the least-squares temperature slope in °C/s, over the
-	// whole window; HasSlope is false with fewer than two samples.
+	// Slope is the least-squares temperature slope (°C/s) over the window.
 	Slope    float64
 	HasSlope bool
-	// EarlySlope and RecentSlope are the same over the window's earlier
-	// and latest halves: a climb must still be on by now, and not be a
-	// warm-up levelling off.
+	// EarlySlope and RecentSlope cover the window's halves: a climb must
+	// still be on, not a warm-up levelling off.
 	EarlySlope, RecentSlope       float64
 	HasEarlySlope, HasRecentSlope bool
 }
@@ -128,25 +121,19 @@ type ThermalStats struct {
 // ThermalVerdict is the analysis of one GPU's window at one moment.
 type ThermalVerdict struct {
 	State ThermalState
-	// Signature: the window shows the throttle signature (busy, power
-	// flat below the rating, temperature climbing or holding hot).
+	// Signature: busy, power flat below the rating, temperature climbing or hot.
 	Signature bool
 	// ThermalSlowdown: the latest sample carries NVML's thermal slowdown
-	// reasons; SlowdownFor is how long they have been set without a break.
+	// reasons, set for SlowdownFor without a break.
 	ThermalSlowdown bool
 	SlowdownFor     time.Duration
-	// CounterSlowdown: NVML's thermal slowdown counters grew for at
-	// least CounterShare of the recent span. The driver held the clocks
-	// down for heat, whatever its flags say (on GB10 they stay clear
-	// while the counters grow).
+	// CounterSlowdown: the thermal slowdown counters grew for at least
+	// ThermalSlowdownShare of the recent span; on GB10 the flags stay clear.
 	CounterSlowdown bool
-	// HasCounters: the analysed samples carry the thermal slowdown
-	// counters. SlowdownSeconds is then their growth over those samples
-	// (the window): seconds of thermal slowdown.
+	// SlowdownSeconds is the counters' growth over the window.
 	HasCounters     bool
 	SlowdownSeconds float64
-	// HasPowerCap and PowerCapSeconds are the same for the SW power cap
-	// counter: the platform cap at work, never throttling.
+	// PowerCapSeconds is the same for the SW power cap counter.
 	HasPowerCap     bool
 	PowerCapSeconds float64
 
@@ -156,22 +143,13 @@ type ThermalVerdict struct {
 	Latest  *ThermalSample // the newest sample, nil when none is recent
 	Stats   *ThermalStats  // nil when no sample is recent
 
-	// The parts of the verdict, for logs and tests. Rising: temperature
-	// going up over the window and its latest half. Climbing: rising and
-	// not levelling off, the signature's test.
+	// The verdict's parts. Climbing is Rising and not levelling off.
 	Busy, Flat, BelowNominal, Rising, Climbing, Hot bool
 
-	// Clock-loss evidence (thermal_clockloss.go). SlowdownShare: the thermal
-	// slowdown counters' growth over the recent span, as a share of it
-	// (CounterSlowdown is its test). Clock: the SM clock over the busy
-	// stretch; ClockFell: it fell below its earlier level. The signature
-	// counts as throttling only with ClockFell: with a clock that holds it
-	// is ClockHolding (Watching: "hot, clock holding"), and without any
-	// clock SignatureOnly (throttling by the signature alone, clocks not
-	// logged). HasMargin, MarginMean: the driver's thermal margin (°C to
-	// its slowdown limit), which decides Hot where the samples carry it.
-	// ClockLost: the clock fell at comparable power while warm
-	// (WarmTemperature), throttling however slowly the temperature rose.
+	// Clock-loss evidence (thermal_clockloss.go). The signature throttles
+	// only with ClockFell; with a steady clock it is ClockHolding
+	// (Watching), with none logged SignatureOnly. ClockLost: the clock fell
+	// at comparable power while warm, however slowly the temperature rose.
 	SlowdownShare                                     float64
 	Clock                                             ClockLoss
 	ClockFell, ClockLost, ClockHolding, SignatureOnly bool
@@ -179,33 +157,27 @@ type ThermalVerdict struct {
 	MarginMean                                        float64
 }
 
-// Hysteresis: a GPU already Throttled stays so under relaxed thresholds,
-// so that a slope or a spread wavering at its threshold makes one episode,
-// not a string of them.
+// Hysteresis: a Throttled GPU stays so under relaxed thresholds, so that
+// a figure wavering at its threshold makes one episode, not many.
 const (
 	stayClimbingFactor = 0.5 // of ClimbingSlope
 	stayHotMargin      = 2.0 // °C under HotTemperature
 	stayFlatFactor     = 1.5 // of FlatSpread
 )
 
-// settlingRatio: when the latest half of the window climbs at less than
-// this share of the earlier half's rate, the temperature is levelling off
-// after a rise in load (a first-order approach slows by e^(−W/2τ) per half
-// window), not climbing at flat power. It guards the signature only: a
-// warm-up still rising near peak power is Watching.
+// settlingRatio: a latest half climbing at under this share of the
+// earlier half's rate is levelling off after a rise in load (a first-order
+// approach slows by e^(−W/2τ) per half window), not climbing at flat power.
 const settlingRatio = 0.5
 
-// AnalyzeThermal judges the samples (oldest first) as they stand at now; prev is
-// the state of the previous verdict (hysteresis). Only the unbroken run of
-// samples ending near now counts: a gap of more than MaxGap cuts the run,
-// and the state stays Collecting until the run covers a whole window again.
+// AnalyzeThermal judges the samples (oldest first) at now; prev is the
+// previous state (hysteresis). Only the unbroken run ending near now counts.
 func AnalyzeThermal(samples []ThermalSample, now time.Time, prev ThermalState, cfg ThermalConfig) ThermalVerdict {
 	return AnalyzeThermalAfter(samples, now, ThermalVerdict{State: prev}, cfg)
 }
 
 // AnalyzeThermalAfter is AnalyzeThermal given the whole previous verdict,
-// whose clock level a busy stretch longer than the samples held carries
-// forward: a Monitor's step.
+// whose clock level carries a busy stretch longer than the samples held.
 func AnalyzeThermalAfter(samples []ThermalSample, now time.Time, previous ThermalVerdict, cfg ThermalConfig) ThermalVerdict {
 	prev := previous.State
 	run := unbroken(samples, now, cfg.MaxGap())
@@ -249,10 +221,8 @@ func AnalyzeThermalAfter(samples []ThermalSample, now time.Time, previous Therma
 
 	switch {
 	case (v.Signature && !v.ClockHolding) || v.ClockLost || v.ThermalSlowdown || v.CounterSlowdown:
-		// The clocks were lost (or, unlogged, the signature stands
-		// alone); a clock lost at comparable power while warm needs no
-		// signature: a slow heat soak climbs under its slope. NVML's own
-		// word needs no full window.
+		// A clock lost while warm needs no signature: a slow heat soak
+		// climbs under its slope. NVML's word needs no full window.
 		v.State = Throttled
 	case !v.Covered:
 		v.State = Collecting
@@ -265,8 +235,7 @@ func AnalyzeThermalAfter(samples []ThermalSample, now time.Time, previous Therma
 }
 
 // unbroken returns the latest run of samples with no gap longer than
-// maxGap, ignoring samples after now; it is empty when the newest sample
-// is older than maxGap.
+// maxGap, ignoring samples after now.
 func unbroken(samples []ThermalSample, now time.Time, maxGap time.Duration) []ThermalSample {
 	end := len(samples)
 	for end > 0 && samples[end-1].Time.After(now) {
@@ -282,7 +251,6 @@ func unbroken(samples []ThermalSample, now time.Time, maxGap time.Duration) []Th
 	return samples[begin:end]
 }
 
-// since returns the samples at or after t.
 func since(samples []ThermalSample, t time.Time) []ThermalSample {
 	for i, s := range samples {
 		if !s.Time.Before(t) {
@@ -311,19 +279,15 @@ func stats(run []ThermalSample, recentFrom time.Time) ThermalStats {
 	return st
 }
 
-// rises: the temperature goes up at least at rate over the window and
-// over its latest half (it is still going up now).
+// rises requires the latest half to climb too: it is still going up now.
 func rises(st ThermalStats, rate float64) bool {
 	return st.HasSlope && st.HasRecentSlope && st.Slope >= rate && st.RecentSlope >= rate
 }
 
-// settling: the latest half climbs far slower than the earlier one, as a
-// temperature levelling off after a rise in load does.
 func settling(st ThermalStats) bool {
 	return st.HasEarlySlope && st.HasRecentSlope && st.RecentSlope < settlingRatio*st.EarlySlope
 }
 
-// slope is the least-squares slope of temperature against time, in °C/s.
 func slope(run []ThermalSample) (float64, bool) {
 	if len(run) < 2 {
 		return 0, false
@@ -366,8 +330,6 @@ func busy(run []ThermalSample, st ThermalStats, cfg ThermalConfig) bool {
 	return st.PowerMean >= cfg.BusyPower
 }
 
-// slowdownStart is the time of the first sample of the latest unbroken
-// stretch of thermal slowdown reasons.
 func slowdownStart(run []ThermalSample) time.Time {
 	i := len(run) - 1
 	for i > 0 && run[i-1].ThermalSlowdown() {
@@ -376,10 +338,9 @@ func slowdownStart(run []ThermalSample) time.Time {
 	return run[i].Time
 }
 
-// growth adds up how much a counter of the samples went up, skipping
-// samples without it. A counter that went down was reset (the driver
-// reloaded) and counts from zero again, as Prometheus's increase() reads
-// it. ok is false when no two samples carry the counter.
+// growth adds up a counter's rises. A counter that went down was reset
+// (the driver reloaded) and counts from zero, as Prometheus's increase()
+// reads it.
 func growth(run []ThermalSample, counter func(ThermalSample) *float64) (total float64, ok bool) {
 	var prev *float64
 	for _, s := range run {
@@ -400,13 +361,9 @@ func growth(run []ThermalSample, counter func(ThermalSample) *float64) (total fl
 	return total, ok
 }
 
-// Evidence names what made the verdict Throttled, joined by "+":
-// signature+clock_fall (the window's shape with the SM clock falling),
-// clock_fall (the clock lost at comparable power while warm, without the
-// window's shape: a slow soak), signature_only (the shape, with no clock logged to confirm it),
-// nvml_thermal_slowdown (NVML's flags), thermal_slowdown_counters (NVML's
-// counters growing for a material share of the time). It is empty for a
-// verdict with none.
+// Evidence names what made the verdict Throttled, joined by "+": signature,
+// clock_fall, signature_only, nvml_thermal_slowdown, thermal_slowdown_counters.
+// The sampler's log and report's JSON use these words.
 func (v ThermalVerdict) Evidence() string {
 	var parts []string
 	switch signature := v.Signature && !v.ClockHolding; {

@@ -6,54 +6,40 @@ import (
 )
 
 // What "throttled" rests on: the clocks were lost. docs/thermal.md gives
-// the figures' public sources; the counters' share is ThermalSlowdownShare,
-// the one SparkGPUThrottling's counter rule pages on.
+// the figures' public sources.
 const (
-	// ClockFallRatio: the SM clock fell when its recent median is more
-	// than this share below its level earlier in the busy stretch. A
-	// healthy GB10's clock floats 2.39–2.52 GHz under steady load, ±3 %
-	// around its level; 10 % is well clear of that float, and a thermal
-	// fall (2.45 → 2.0 GHz) is 18 %.
+	// ClockFallRatio is how far below its earlier level the recent SM clock
+	// must be to have fallen: a healthy GB10 floats ±3 % under steady load,
+	// a thermal fall (2.45 → 2.0 GHz) is 18 %.
 	ClockFallRatio = 0.10
-	// ComparablePowerWatts: an earlier block's power is comparable to
-	// now's when it is at most this far below it. On a GB10 the SM clock
-	// follows power (current-limited DVFS: ~2470 MHz at 60–70 W, ~2250 MHz
-	// at 88–98 W, about 0.3 % per watt in djangodevreng/dgx-spark-benchmarks),
-	// so a level taken at less power than now would read a power-driven
-	// drop as a lost clock; 5 W costs the clock at most ~1.5 %.
+	// ComparablePowerWatts is how far below now's power an earlier level may
+	// be taken: a GB10's clock falls ~0.3 % per watt (current-limited DVFS,
+	// djangodevreng/dgx-spark-benchmarks), which must not read as a loss.
 	ComparablePowerWatts = 5.0
-	// WarmTemperature is the temperature (°C, the recent span's mean) from
-	// which a clock lost at comparable power is thermal: the GB10 driver's
-	// SW thermal slowdown engages from ~80 °C (mudler/vllm.cpp's labelled
-	// slowdown rows: median 82 °C; inference-atlas PR #225: a trip point
-	// near 86–87 °C).
+	// WarmTemperature (°C) is where a lost clock counts as thermal: GB10's
+	// SW thermal slowdown engages from ~80 °C (mudler/vllm.cpp: median
+	// 82 °C; inference-atlas PR #225: a trip point near 86–87 °C).
 	WarmTemperature = 80.0
-	// HotMargin is the driver's thermal margin (°C to its slowdown limit,
-	// nvidia-smi's T.Limit) at or under which the GPU holds hot: 94 °C
-	// less 88 °C, the temperature HotTemperature defaults to.
+	// HotMargin is the thermal margin (nvidia-smi's T.Limit) at which the GPU
+	// holds hot: 94 °C less HotTemperature's default 88 °C.
 	HotMargin = 6.0
 )
 
-// Hysteresis for the clock-loss evidence: a GPU already Throttled stays
-// so while the counters still grow for half the share, or the clock is
-// still down by half the fall.
+// Hysteresis for the clock-loss evidence.
 const (
 	stayCounterFactor = 0.5 // of ThermalSlowdownShare
 	stayFallFactor    = 0.5 // of ClockFallRatio
 )
 
-// RecentSpan is the span the counter share and the recent clock are taken
-// over: a tenth of the window (a minute at the default), and no less than
-// the gap tolerance, so that a clock level is the median of several
-// samples.
+// RecentSpan is the span of the counter share and the recent clock: no
+// less than MaxGap, so that a clock level is a median of several samples.
 func (c ThermalConfig) RecentSpan() time.Duration {
 	return max(c.Window/10, c.MaxGap())
 }
 
-// counterShare is how much the thermal slowdown counters grew over the
-// recent span, as a share of it; ok is false when the samples there carry
-// no counter. The span is at least RecentSpan, so that one sample's
-// growth right after a start is not read as a whole span of slowdown.
+// counterShare is the counters' growth as a share of the recent span, at
+// least RecentSpan long, so that one sample's growth right after a start
+// is not read as a whole span of slowdown.
 func counterShare(run []ThermalSample, now time.Time, cfg ThermalConfig) (share float64, ok bool) {
 	span := cfg.RecentSpan()
 	from := now.Add(-span)
@@ -75,34 +61,27 @@ type ClockLoss struct {
 	HasClock bool
 	// Recent is the median SM clock (Hz) over the latest RecentSpan.
 	Recent float64
-	// HasLevel: an earlier part of the stretch at comparable power (no
-	// more than ComparablePowerWatts below now's, no more than the flat
-	// spread above) gives a level to compare with; Level is the highest
-	// median of its RecentSpan-long blocks.
+	// Level is the highest median of the earlier RecentSpan-long blocks at
+	// comparable power.
 	HasLevel bool
 	Level    float64
-	// LevelPower is the mean power (W) of the block that gave the level;
-	// RecentPower the recent span's, RecentTemperature its mean °C.
+	// Mean power (W) and temperature (°C).
 	LevelPower, RecentPower, RecentTemperature float64
-	// Since is the stretch's first sample among those held; Held says the
-	// stretch reaches the oldest of them, so may have begun before.
+	// Held: the stretch reaches the oldest sample held, so may have begun
+	// before Since.
 	Since time.Time
 	Held  bool
 }
 
-// Fell reports whether the recent clock is more than ratio below the
-// level.
+// Fell reports whether the recent clock is more than ratio below the level.
 func (c ClockLoss) Fell(ratio float64) bool {
 	return c.HasClock && c.HasLevel && c.Recent < (1-ratio)*c.Level
 }
 
-// clockLoss measures the busy stretch's clock. Earlier blocks at a higher
-// power than now (a warm-up boost above the ~100 W cap) are left out: the
-// power cap, not heat, took that clock away; so are blocks at less power
-// than now, where the clock is higher because the GPU draws less current
-// (ComparablePowerWatts). carried is the previous
-// verdict's: a stretch longer than the samples held keeps the level it
-// had, so that a clock lost for longer than that stays lost.
+// clockLoss measures the busy stretch's clock. Blocks at higher power (a
+// warm-up boost above the ~100 W cap: the cap, not heat, took that clock)
+// and at lower power are left out. carried keeps the level of a stretch
+// longer than the samples held, so that a clock lost that long stays lost.
 func clockLoss(samples []ThermalSample, now time.Time, cfg ThermalConfig, carried ClockLoss) ClockLoss {
 	end := len(samples)
 	for end > 0 && samples[end-1].Time.After(now) {
@@ -118,9 +97,8 @@ func clockLoss(samples []ThermalSample, now time.Time, cfg ThermalConfig, carrie
 		return ClockLoss{}
 	}
 	span := cfg.RecentSpan()
-	// Blocks of span counted back from now (block 0 is the recent one):
-	// contiguous runs of the stretch, each judged by the median of its
-	// clocks and the mean of its power, in one reused buffer.
+	// Blocks of span counted back from now. clocks is buf, reused by each
+	// block and sorted by medianInPlace.
 	buf := make([]float64, 0, len(stretch))
 	block := func(from int) (next int, clocks []float64, power, temp float64) {
 		k := now.Sub(stretch[from].Time) / span
@@ -168,8 +146,6 @@ func clockLoss(samples []ThermalSample, now time.Time, cfg ThermalConfig, carrie
 	return c
 }
 
-// busySample: one sample's share of "busy", by utilisation where NVML
-// reports it, by power where it does not.
 func busySample(s ThermalSample, cfg ThermalConfig) bool {
 	if s.Utilization != nil {
 		return *s.Utilization >= cfg.BusyUtilization
@@ -187,8 +163,6 @@ func medianInPlace(xs []float64) float64 {
 	return (xs[n/2-1] + xs[n/2]) / 2
 }
 
-// marginMean is the mean thermal margin over the samples that carry it;
-// ok is false when none does.
 func marginMean(run []ThermalSample) (mean float64, ok bool) {
 	var n int
 	for _, s := range run {
@@ -203,12 +177,8 @@ func marginMean(run []ThermalSample) (mean float64, ok bool) {
 	return mean / float64(n), true
 }
 
-// judgeClocks applies the clock-loss evidence to a verdict whose parts
-// are set: the counter share, the margin's "hot", and whether the
-// signature is confirmed by a falling clock, held by a steady one, or
-// stands alone for want of a clock. previous is the previous verdict
-// (hysteresis, the clock level carried); samples are all the samples
-// held, for the busy stretch.
+// judgeClocks applies the clock-loss evidence to a verdict whose parts are
+// set. samples are all those held: the busy stretch may begin before run.
 func judgeClocks(v *ThermalVerdict, run, samples []ThermalSample, now time.Time, previous ThermalVerdict, cfg ThermalConfig) {
 	share, fall := ThermalSlowdownShare, ClockFallRatio
 	if previous.State == Throttled {

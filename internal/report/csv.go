@@ -14,19 +14,14 @@ import (
 
 // LogOptions say what a log does not: which GPU, and what it is.
 type LogOptions struct {
-	// GPU selects the GPU of a log with an index column (nil: the
-	// lowest index in the log).
+	// GPU selects the GPU (nil: the lowest index in the log).
 	GPU *int
-	// GPUName is the GPU's model where the log has no name column
-	// (--gpu.name): GB10's rating and plateau apply to a GB10 only.
+	// GPUName is --gpu.name: GB10's rating and plateau apply to a GB10 only.
 	GPUName string
-	// PowerLimit is the GPU's power rating in W where the log has no
-	// power.limit column (--gpu.power-limit); 0 when not known.
+	// PowerLimit is the GPU's power rating in W (--gpu.power-limit).
 	PowerLimit float64
-	// MachineGPU, when not nil, names this machine's GPU from NVML ("" when
-	// NVML is not there): asked only for a log that names none, it
-	// confirms a GB10 the report would otherwise assume (the exporter's
-	// own CSV, reported on the Spark that wrote it).
+	// MachineGPU names this machine's GPU from NVML, to confirm a GB10
+	// the report would otherwise assume (the exporter's own CSV).
 	MachineGPU func() string
 }
 
@@ -45,11 +40,10 @@ func (e *ColumnError) Error() string {
 	return fmt.Sprintf("the log (%s) has no %s column (it has %s): the report needs temperature.gpu and power.draw", e.Format, e.Column, has)
 }
 
-// ErrNoSample is a log whose rows never give temperature and power
-// together.
+// ErrNoSample is a log whose rows never give temperature and power together.
 var ErrNoSample = errors.New("no row of the log has both temperature.gpu and power.draw")
 
-// FromLog reports on a parsed thermal log held in memory (FromRows).
+// FromLog reports on a parsed thermal log held in memory.
 func FromLog(tr thermallog.Trace, cfg judge.ThermalConfig, opt LogOptions) (Report, error) {
 	return FromRows(tr, func(yield func(thermallog.Row)) error {
 		for _, r := range tr.Rows {
@@ -59,15 +53,12 @@ func FromLog(tr thermallog.Trace, cfg judge.ThermalConfig, opt LogOptions) (Repo
 	}, cfg, opt)
 }
 
-// RowSource hands a log's rows to yield, in the log's order, each time it
-// is called: once per pass of FromRows.
+// RowSource hands a log's rows to yield, in order, once per pass of FromRows.
 type RowSource func(yield func(thermallog.Row)) error
 
-// maxCadenceGaps is how many gaps between samples the cadence is the
-// median of: the first of the log, which sets its interval.
+// maxCadenceGaps is how many of the log's first gaps set its interval.
 const maxCadenceGaps = 1 << 12
 
-// gpuRows is what a first pass learns of one GPU's rows.
 type gpuRows struct {
 	name     string
 	nameLine int
@@ -78,27 +69,17 @@ type gpuRows struct {
 	gaps     []time.Duration
 }
 
-// FromRows reports on a thermal log read as a stream: meta is the log as
-// its parse described it (format, columns, skipped lines; its Rows are not
-// read), rows reads the rows again for each pass. cfg is the analysis's
-// configuration but for its Interval, which is the log's own cadence (the
-// median time between its first rows), and its NominalPower, which is the
-// GPU's (GB10: cfg's; another GPU: its power limit, or unknown).
-//
-// Three passes: the GPUs and their cadence; the replay and the figures;
-// the episodes' figures. Memory is one window (and the episodes, and a
-// picture of at most MaxPictureSamples samples), whatever the log's
-// length; time is linear in its rows: each step reads at most a window of
-// MaxWindowSamples samples, and a silence costs a few steps whatever its
-// length.
+// FromRows reports on a thermal log read as a stream, in three passes of
+// rows, so that memory is one window whatever the log's length. meta's
+// Rows are not read. cfg's Interval and NominalPower are replaced by the
+// log's cadence and the GPU's rating.
 func FromRows(meta thermallog.Trace, rows RowSource, cfg judge.ThermalConfig, opt LogOptions) (Report, error) {
 	for _, col := range []string{"temperature.gpu", "power.draw"} {
 		if !meta.Has(col) {
 			return Report{}, &ColumnError{col, meta.Format, meta.Columns}
 		}
 	}
-	// Pass 1: each GPU's name, limit, readings and cadence (rows without
-	// an index under -1).
+	// Pass 1: each GPU's name, limit, readings and cadence.
 	byGPU := map[int]*gpuRows{}
 	err := rows(func(r thermallog.Row) {
 		key := -1
@@ -200,9 +181,7 @@ func FromRows(meta thermallog.Trace, rows RowSource, cfg judge.ThermalConfig, op
 		stepCfg.Interval, averaged = step, true
 	}
 
-	// Pass 2: the samples of the GPU in time order (a sample not after the
-	// one before is left out, counted and named by its line), replayed
-	// through the Monitor and summed up as they come.
+	// Pass 2: replay and figures.
 	var back Backward
 	back.RepeatedHour = meta.Repeated
 	sum := newSummary(cfg)
@@ -285,8 +264,8 @@ func FromRows(meta thermallog.Trace, rows RowSource, cfg judge.ThermalConfig, op
 	return r, nil
 }
 
-// medianGap is the median of the gaps, to the millisecond nvidia-smi
-// prints: the log's sampling interval, which missed samples do not move.
+// medianGap is the log's sampling interval, which missed samples do not
+// move, to the millisecond nvidia-smi prints.
 func medianGap(gaps []time.Duration) (time.Duration, bool) {
 	if len(gaps) == 0 {
 		return 0, false
@@ -308,12 +287,10 @@ type gpuModel struct {
 }
 
 // GB10MaxSMClockHz is the GB10's highest SM clock (nvidia-smi -q's max
-// clocks: 3003 MHz, Blackwellboy/model-serving-minefield): a log with a
-// faster clock is another GPU's.
+// clocks, Blackwellboy/model-serving-minefield).
 const GB10MaxSMClockHz = 3003e6
 
-// observed is what the samples say of the GPU, against a GB10: the most
-// power and the fastest SM clock they hold.
+// observed is what could contradict a GB10.
 type observed struct{ maxPower, maxClock float64 }
 
 func (o *observed) add(power float64, clock *float64) {
@@ -327,11 +304,10 @@ func (o *observed) add(power float64, clock *float64) {
 // power: with no rating to compare against, the signature is not judged.
 const unknownRating = 1e-9
 
-// identifyGPU is identify's judgement on a name and a power limit (0:
-// none), given limit, a rating the user gave (0: none), and what the
-// samples showed. A GPU nothing names is a GB10, the machine the tool is
-// for, unless a power limit is reported (a GB10 reports none) or the
-// samples draw more than its rating or clock faster than it can.
+// identifyGPU takes a GPU nothing names for a GB10, the machine the tool
+// is for, unless a power limit is reported (a GB10 reports none) or the
+// samples draw more than its rating or clock faster than it can. limit
+// and given (the user's rating) are 0 when unknown.
 func identifyGPU(name string, limit, given float64, seen observed, cfg judge.ThermalConfig) gpuModel {
 	g := gpuModel{name: name}
 	g.gb10 = strings.Contains(strings.ToUpper(g.name), "GB10")

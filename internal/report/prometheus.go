@@ -26,20 +26,19 @@ type Query struct {
 	Step     time.Duration // resolution; 0 picks one (Resolution)
 }
 
-// Resolution is the step of range queries over a span: one second, or
-// coarser so that a series stays within Prometheus's 11,000 points.
+// Resolution is the step of range queries over a span: coarse enough for
+// Prometheus's limit of 11,000 points a series.
 func Resolution(span time.Duration) time.Duration {
 	return max(time.Second, (span / 10000).Round(time.Second))
 }
 
-// ErrInstance is returned when the instance to report on cannot be told:
-// none has the exporter's metrics in the range, or several do.
+// ErrInstance is returned when no instance, or several, has the
+// exporter's metrics in the range.
 var ErrInstance = errors.New("instance")
 
-// FromPrometheus reports on one Spark's GPU over a time range, from the
-// series its exporter left in Prometheus. cfg is the exporter's thermal
-// configuration, used for the busy test and, where the thermal collector
-// was off (no spark_thermal_state), to replay the scraped samples.
+// FromPrometheus reports on one Spark's GPU over a time range. cfg is the
+// exporter's, to replay the scraped samples where the thermal collector
+// was off (no spark_thermal_state).
 func FromPrometheus(ctx context.Context, api v1.API, q Query, cfg judge.ThermalConfig) (Report, error) {
 	if q.Step <= 0 {
 		q.Step = Resolution(q.To.Sub(q.From))
@@ -73,7 +72,6 @@ func FromPrometheus(ctx context.Context, api v1.API, q Query, cfg judge.ThermalC
 		r.GPU = n
 	}
 	if r.Samples == 0 {
-		// No sample: the run is the range asked for.
 		r.Start, r.End = q.From, q.To
 		r.DurationSeconds = round(q.To.Sub(q.From).Seconds())
 	}
@@ -86,8 +84,7 @@ func FromPrometheus(ctx context.Context, api v1.API, q Query, cfg judge.ThermalC
 	return r, nil
 }
 
-// gpu is what the exporter said of the GPU: its name (spark_gpu_info) and
-// power limit (spark_gpu_power_limit_watts, absent on a GB10).
+// gpu reads spark_gpu_info and spark_gpu_power_limit_watts (absent on a GB10).
 func (p *prom) gpu(sel string, samples []judge.ThermalSample, cfg judge.ThermalConfig) gpuModel {
 	var name string
 	vec, _ := p.query(`max by (name) (last_over_time(spark_gpu_info{`+sel+`}`+p.span+`))`, p.q.To).(model.Vector)
@@ -105,8 +102,6 @@ func (p *prom) gpu(sel string, samples []judge.ThermalSample, cfg judge.ThermalC
 	return identifyGPU(name, limit, 0, seen, cfg)
 }
 
-// samples are the GPU's scraped temperature and power (with utilisation
-// and SM clock where scraped), at the query's steps.
 func (p *prom) samples(sel string) []judge.ThermalSample {
 	temp := p.series(`spark_gpu_temperature_celsius{` + sel + `}`)
 	power := p.series(`spark_gpu_power_watts{` + sel + `}`)
@@ -133,12 +128,9 @@ func (p *prom) samples(sel string) []judge.ThermalSample {
 	return samples
 }
 
-// throttle is the run's throttle episodes and time throttled: the
-// verdicts the live collector recorded (from "recorded"), or, where the
-// thermal collector was off, the scraped samples replayed ("replay").
-// Each episode's evidence gains the driver's thermal slowdown counters
-// where they grew over it. covered is false when no verdict judged a whole
-// window: every recorded state collecting, or no replayed step covered.
+// throttle is the verdicts the live collector recorded, or, where the
+// thermal collector was off, the scraped samples replayed. covered is
+// false when no verdict judged a whole window.
 func (p *prom) throttle(sel string, samples []judge.ThermalSample, cfg judge.ThermalConfig) (episodes []Episode, throttled time.Duration, from string, covered bool) {
 	from, covered = "recorded", true
 	state := p.series(`spark_thermal_state{` + sel + `,state="throttled"}`)
@@ -164,9 +156,7 @@ func (p *prom) throttle(sel string, samples []judge.ThermalSample, cfg judge.The
 		from = "replay"
 		episodes, throttled, covered = replay(samples, cfg)
 	}
-	// The counters' raw samples over the whole range in one query, each
-	// episode's growth read from them: a fixed number of queries however
-	// many episodes there are.
+	// One query for the whole range, however many episodes there are.
 	var counters model.Matrix
 	if len(episodes) > 0 {
 		counters = p.raw(`spark_gpu_clocks_event_seconds_total{`+sel+`,reason=~"sw_thermal_slowdown|hw_thermal_slowdown"}`, p.q.From, p.q.To)
@@ -175,8 +165,7 @@ func (p *prom) throttle(sel string, samples []judge.ThermalSample, cfg judge.The
 		if secs, ok := growthIn(counters, episodes[i].Start, episodes[i].End); ok {
 			episodes[i].ThermalSlowdownSeconds = ptr(round(secs))
 			if secs > 0 && !strings.Contains(episodes[i].Evidence, "thermal_slowdown_counters") {
-				// The driver's counters grew over the episode: the
-				// evidence the live collector names so.
+				// As the live collector names it.
 				episodes[i].Evidence = strings.TrimPrefix(episodes[i].Evidence+"+thermal_slowdown_counters", "+")
 			}
 		}
@@ -184,7 +173,6 @@ func (p *prom) throttle(sel string, samples []judge.ThermalSample, cfg judge.The
 	return episodes, throttled, from, covered
 }
 
-// memory is the pool over the run.
 func (p *prom) memory(inst string) *Memory {
 	m := &Memory{Contention: []Span{}, PlansStoppedFitting: []PlanMissed{}}
 	m.LowestHeadroomBytes = p.scalar(`min_over_time(spark_pool_headroom_bytes{` + inst + `}` + p.span + `)`)
@@ -239,7 +227,6 @@ func (p *prom) matrix(expr string) model.Matrix {
 	return m
 }
 
-// series is the first series of a range query, by time.
 func (p *prom) series(expr string) map[time.Time]float64 {
 	out := map[time.Time]float64{}
 	m := p.matrix(expr)
@@ -255,7 +242,6 @@ func (p *prom) series(expr string) map[time.Time]float64 {
 	return out
 }
 
-// labelled is, per value of label, the times a range query had a sample.
 func (p *prom) labelled(expr, label string) map[string][]time.Time {
 	out := map[string][]time.Time{}
 	for _, s := range p.matrix(expr) {
@@ -267,8 +253,7 @@ func (p *prom) labelled(expr, label string) map[string][]time.Time {
 	return out
 }
 
-// scalar is the first value of an instant query at the end of the range;
-// nil when there is none, or it is NaN or infinite (no figure to give).
+// scalar is the first value of an instant query at the end of the range.
 func (p *prom) scalar(expr string) *float64 {
 	vec, _ := p.query(expr, p.q.To).(model.Vector)
 	// An exabyte and more is no figure of a Spark's pool either.
@@ -280,9 +265,8 @@ func (p *prom) scalar(expr string) *float64 {
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
-// growth is how much a counter grew over the range, from its raw samples
-// (no extrapolation: one OOM kill is 1, not the 1.5 increase() may read),
-// summed over its series, a reset counting from zero.
+// growth reads raw samples, not increase(), which extrapolates: one OOM
+// kill is 1, not 1.5.
 func (p *prom) growth(sel string) (float64, bool) {
 	return p.growthBetween(sel, p.q.From, p.q.To)
 }
@@ -291,7 +275,6 @@ func (p *prom) growthBetween(sel string, from, to time.Time) (float64, bool) {
 	return growthIn(p.raw(sel, from, to), from, to)
 }
 
-// raw is the raw samples of sel's series from from to to.
 func (p *prom) raw(sel string, from, to time.Time) model.Matrix {
 	secs := int(math.Ceil(to.Sub(from).Seconds()))
 	if secs < 1 {
@@ -301,8 +284,7 @@ func (p *prom) raw(sel string, from, to time.Time) model.Matrix {
 	return m
 }
 
-// growthIn is how much the counters of m grew from from to to, summed
-// over its series, a reset counting from zero.
+// growthIn sums m's series, a reset counting from zero.
 func growthIn(m model.Matrix, from, to time.Time) (float64, bool) {
 	if len(m) == 0 {
 		return 0, false
@@ -312,7 +294,6 @@ func growthIn(m model.Matrix, from, to time.Time) (float64, bool) {
 	for _, s := range m {
 		prev := math.NaN()
 		for _, v := range s.Values {
-			// NaN and ±Inf are no counter values: skipped.
 			cur := float64(v.Value)
 			if at := v.Timestamp.Time(); !finite(cur) || at.Before(from) || at.After(to) {
 				continue
@@ -334,8 +315,6 @@ func growthIn(m model.Matrix, from, to time.Time) (float64, bool) {
 	return total, true
 }
 
-// onlyInstance is the one instance with the exporter's metrics in the
-// range.
 func (p *prom) onlyInstance() (string, error) {
 	vec, _ := p.query(`group by (instance) (last_over_time(spark_exporter_build_info`+p.span+`))`, p.q.To).(model.Vector)
 	if p.err != nil {
@@ -355,7 +334,6 @@ func (p *prom) onlyInstance() (string, error) {
 	return "", fmt.Errorf("%w: several Sparks in that time range, choose one of %s", ErrInstance, strings.Join(names, ", "))
 }
 
-// alerts are the stretches during which the instance's alerts fired.
 func (p *prom) alerts(inst string) []Alert {
 	out := []Alert{}
 	for _, s := range p.matrix(`ALERTS{` + inst + `,alertstate="firing"}`) {
@@ -377,8 +355,6 @@ func (p *prom) alerts(inst string) []Alert {
 	return out
 }
 
-// recordedEpisodes are the stretches where the live collector recorded
-// Throttled, with the evidence it recorded beside.
 func recordedEpisodes(state, signature, slowdown map[time.Time]float64, step time.Duration) []Episode {
 	var eps []Episode
 	var open *Episode
@@ -404,7 +380,6 @@ func recordedEpisodes(state, signature, slowdown map[time.Time]float64, step tim
 	return eps
 }
 
-// evidenceName names the evidence as thermal.Episode.Evidence does.
 func evidenceName(signature, nvml bool) string {
 	return thermal.Episode{Signature: signature, NVMLSlowdown: nvml}.Evidence()
 }

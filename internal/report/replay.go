@@ -8,16 +8,12 @@ import (
 )
 
 // MaxWindowSamples bounds the samples one judgement reads: a log faster
-// than Window/MaxWindowSamples (under 1 s for the default 10-minute
-// window) is averaged into steps of that length before it is judged, so
-// that each step costs at most a window of MaxWindowSamples samples and a
-// report takes time linear in the log's rows.
+// than Window/MaxWindowSamples (1 s at the default window) is averaged
+// into steps, so that a report takes time linear in its rows.
 const MaxWindowSamples = 600
 
-// replay is what the live collector's analysis makes of the samples (time
-// order, each after the one before), thermal.Replay: the throttle
-// episodes, their evidence in the words of the sampler's log, and the time
-// throttled; judged is false when no step covered a whole window.
+// replay is thermal.Replay's result; judged is false when no step covered
+// a whole window.
 func replay(samples []judge.ThermalSample, cfg judge.ThermalConfig) (episodes []Episode, throttled time.Duration, judged bool) {
 	res := thermal.Replay(samples, cfg, nil)
 	episodes = make([]Episode, 0, len(res.Episodes))
@@ -27,18 +23,14 @@ func replay(samples []judge.ThermalSample, cfg judge.ThermalConfig) (episodes []
 	return episodes, res.Throttled, res.Judged > 0
 }
 
-// averager merges samples (time order) into one per step of length step,
-// as they come: mean temperature, power, utilisation, SM clock and margin,
-// the reasons of any, the latest counters, at the time of the step's last
-// sample.
+// averager merges samples into one per step, as they come.
 type averager struct {
 	step  time.Duration
 	end   time.Time // the current step's end
 	group merger
 }
 
-// add takes s; it returns the previous step's sample when s starts a new
-// step.
+// add returns the previous step's sample when s starts a new step.
 func (a *averager) add(s judge.ThermalSample) (judge.ThermalSample, bool) {
 	var out judge.ThermalSample
 	done := false
@@ -53,7 +45,6 @@ func (a *averager) add(s judge.ThermalSample) (judge.ThermalSample, bool) {
 	return out, done
 }
 
-// flush is the last step's sample, if any.
 func (a *averager) flush() (judge.ThermalSample, bool) {
 	if a.group.n == 0 {
 		return judge.ThermalSample{}, false
@@ -63,7 +54,8 @@ func (a *averager) flush() (judge.ThermalSample, bool) {
 	return out, true
 }
 
-// merger adds up a group of samples into one.
+// merger averages a group's readings, ORs its reasons and keeps its
+// latest counters, at its last sample's time.
 type merger struct {
 	n                  int
 	last               judge.ThermalSample
@@ -119,11 +111,9 @@ func (m *merger) sample() judge.ThermalSample {
 }
 
 // MaxPictureSamples bounds the samples a report keeps for its picture
-// (--svg, 1,000-odd pixels wide): a longer log's are merged, every k
-// consecutive samples into one.
+// (--svg, 1,000-odd pixels wide).
 const MaxPictureSamples = 8192
 
-// picture keeps the samples for the picture, merged k to one.
 type picture struct {
 	k       int
 	maxGap  time.Duration
@@ -147,6 +137,4 @@ func (p *picture) add(s judge.ThermalSample) {
 	}
 }
 
-// gap is the silence between kept samples that breaks the picture's
-// lines.
 func (p *picture) gap() time.Duration { return p.maxGap * time.Duration(p.k) }

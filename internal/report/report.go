@@ -1,14 +1,9 @@
 // Package report summarises one run after the fact, from a thermal log or
-// from Prometheus: how long, how much energy, how busy, how long at the
-// platform's ~100 W plateau, the throttle episodes, and (from Prometheus)
-// the pool's headroom, OOM kills, memory stalls, contention and the alerts
-// that fired, with a one-line verdict to paste into a run log.
+// from Prometheus, with a one-line verdict to paste into a run log.
 //
-// Throttle episodes from a log are the verdicts of the live collector's
-// own analysis (judge.AnalyzeThermal), stepped as its Monitor steps it (replay);
-// from Prometheus they are the verdicts the live collector recorded
-// (spark_thermal_state). The package holds no second thermal analysis.
-// docs/report.md documents the JSON.
+// Throttle episodes are the live collector's own verdicts: replayed from a
+// log through its Monitor, or as recorded in spark_thermal_state. The
+// package holds no second thermal analysis. docs/report.md documents the JSON.
 package report
 
 import (
@@ -30,19 +25,14 @@ type Report struct {
 	GPUs []int `json:"gpus_in_log,omitempty"`
 	// GPUName is the GPU's model as the log (or --gpu.name) names it.
 	GPUName *string `json:"gpu_name"`
-	// GPUAssumed: nothing named the GPU, and nothing in the samples
-	// contradicted a GB10 (power above its rating, a clock above its
-	// maximum): it was judged as one.
+	// GPUAssumed: nothing named the GPU or contradicted a GB10.
 	GPUAssumed bool `json:"gpu_assumed_gb10"`
-	// GPUFromMachine: the log names no GPU; gpu_name is this machine's,
-	// from NVML (a GB10, consistent with the samples).
+	// GPUFromMachine: gpu_name is this machine's, from NVML.
 	GPUFromMachine bool `json:"gpu_name_from_nvml"`
-	// PowerRatingWatts is the power the throttle signature judges "flat
-	// below the rating" against: GB10's 240 W brick, or the log's
-	// power.limit; null where neither is known.
+	// PowerRatingWatts is the rating the throttle signature judges "flat
+	// below the rating" against.
 	PowerRatingWatts *float64 `json:"power_rating_watts"`
-	// Assumptions are what the report could not assume about the GPU, in
-	// words.
+	// Assumptions are what the report could not assume about the GPU.
 	Assumptions []string `json:"assumptions"`
 
 	Start           time.Time `json:"start"`
@@ -50,22 +40,20 @@ type Report struct {
 	DurationSeconds float64   `json:"duration_seconds"`
 	Samples         int       `json:"samples"`
 	IntervalSeconds float64   `json:"interval_seconds"`
-	// StepSeconds is the time between the judged steps: the interval, or
-	// coarser where a fast log's rows are averaged (MaxWindowSamples).
+	// StepSeconds is coarser than the interval where a fast log's rows are
+	// averaged (MaxWindowSamples).
 	StepSeconds float64 `json:"step_seconds"`
-	// SkippedLines are the first malformed lines of a log (CSV only, at
-	// most thermallog.MaxSkippedKept); SkippedTotal counts them all.
+	// SkippedLines are the first thermallog.MaxSkippedKept malformed lines.
 	SkippedLines []SkippedLine `json:"skipped_lines"`
 	SkippedTotal int           `json:"skipped_lines_total"`
-	// Time that did not move forward (CSV only).
+	// Backward is time that did not move forward (CSV only).
 	Backward Backward `json:"time_stepped_back"`
 
 	EnergyWattHours *float64 `json:"energy_wh"`
 	EnergySource    string   `json:"energy_source,omitempty"` // energy_counter or integrated_power
 	BusySeconds     float64  `json:"busy_seconds"`
 	BusyBy          string   `json:"busy_by"` // utilization or power
-	// PlateauSeconds is the time busy at GB10's ~100 W plateau; null for
-	// another GPU.
+	// PlateauSeconds is the time busy at GB10's ~100 W plateau.
 	PlateauSeconds *float64 `json:"plateau_seconds"`
 
 	Temperature *Range `json:"temperature_celsius"`
@@ -77,32 +65,24 @@ type Report struct {
 	Alerts   []Alert  `json:"alerts,omitempty"` // Prometheus only
 
 	Verdict string `json:"verdict"`
-	// VerdictState is the verdict in one word: not_throttled, throttled,
-	// signature_only (the throttle signature in a log without an SM
-	// clock) or cannot_tell (the verdict says why).
+	// VerdictState is the verdict in one word (NotThrottled, …).
 	VerdictState string `json:"verdict_state"`
 
-	// For the picture: the samples and the thermal configuration.
+	// For the picture.
 	samples []judge.ThermalSample
 	cfg     judge.ThermalConfig
-	// windowCovered: some step of a replay judged a whole window (true
-	// for a recorded run, whose verdicts the collector judged).
+	// windowCovered: some step judged a whole window.
 	windowCovered bool
-	// pictureGap is the silence between the picture's samples that
-	// breaks its lines: MaxGap, or more where a long log's samples were
-	// merged for the picture.
+	// pictureGap is the silence that breaks the picture's lines.
 	pictureGap time.Duration
 }
 
 // Backward is what a log's clock did when it did not move forward.
 type Backward struct {
-	// RepeatedHour counts the samples of a local-time log read at the
-	// later offset of a fall-back to standard time: the repeated hour,
-	// kept in order.
+	// RepeatedHour counts the samples read at a fall-back's later offset.
 	RepeatedHour int `json:"repeated_hour_samples"`
-	// Samples counts the samples left out because their time was not
-	// after the one before (a clock set back, logs concatenated out of
-	// order); FirstLine is the first of them.
+	// Samples counts the samples left out, their time not after the last
+	// (a clock set back, logs concatenated out of order).
 	Samples   int `json:"left_out_samples"`
 	FirstLine int `json:"first_line,omitempty"`
 }
@@ -122,8 +102,7 @@ type Range struct {
 
 // Throttle is the throttling of the run.
 type Throttle struct {
-	// From: "replay" (the log's samples stepped through the live
-	// collector's Monitor) or "recorded" (spark_thermal_state).
+	// From is "replay" or "recorded" (spark_thermal_state).
 	From             string    `json:"from"`
 	Episodes         []Episode `json:"episodes"`
 	ThrottledSeconds float64   `json:"throttled_seconds"`
@@ -136,15 +115,13 @@ type Episode struct {
 	End             time.Time `json:"end"`
 	Open            bool      `json:"open"` // still throttled when the run ends
 	DurationSeconds float64   `json:"duration_seconds"`
-	// Evidence: signature, nvml_thermal_slowdown or
-	// signature+nvml_thermal_slowdown, as the exporter's log says.
+	// Evidence is in judge.ThermalVerdict.Evidence's words.
 	Evidence               string   `json:"evidence"`
 	PeakTemperatureCelsius *float64 `json:"peak_temperature_celsius"`
 	PowerMeanWatts         *float64 `json:"power_mean_watts"`
 	SMClockBeforeHertz     *float64 `json:"sm_clock_before_hertz"`
 	SMClockDuringHertz     *float64 `json:"sm_clock_during_hertz"`
-	// ThermalSlowdownSeconds is the growth of the driver's thermal
-	// slowdown counters (sw + hw) over the episode, where known.
+	// ThermalSlowdownSeconds is the SW+HW thermal slowdown counters' growth.
 	ThermalSlowdownSeconds *float64 `json:"thermal_slowdown_seconds"`
 
 	// What was seen at some step of a recorded episode.
@@ -184,10 +161,8 @@ type Alert struct {
 	End      time.Time `json:"end"`
 }
 
-// build fills the figures that come from the samples alone (time order,
-// each after the one before); the episodes are given. energy is the
-// counter's figure in joules, nil to integrate power. plateau says the GPU
-// is a GB10, whose time at the ~100 W plateau is counted.
+// build fills the figures that come from the samples alone (time order).
+// energy is in joules, nil to integrate power. plateau says the GPU is a GB10.
 func build(samples []judge.ThermalSample, episodes []Episode, throttled time.Duration, energy *float64, cfg judge.ThermalConfig, plateau bool) Report {
 	sum := newSummary(cfg)
 	for _, s := range samples {
@@ -203,8 +178,7 @@ func build(samples []judge.ThermalSample, episodes []Episode, throttled time.Dur
 	return r
 }
 
-// summary adds up the figures of the samples as they come (time order,
-// each after the one before), holding none of them.
+// summary adds up the figures of the samples as they come, holding none.
 type summary struct {
 	cfg                                 judge.ThermalConfig
 	n                                   int
@@ -222,9 +196,8 @@ func (m *summary) add(s judge.ThermalSample) {
 	if m.n == 0 {
 		m.first = s
 	} else {
-		// Each sample stands for the time to the next one, but no
-		// longer than a gap the analysis still reads as unbroken:
-		// nobody saw what happened in a longer silence.
+		// A sample stands for the time to the next one, but no longer
+		// than MaxGap: nobody saw what happened in a longer silence.
 		p := m.prev
 		if gap := s.Time.Sub(p.Time); gap > 0 && gap <= m.cfg.MaxGap() {
 			w := gap.Seconds()
@@ -247,7 +220,6 @@ func (m *summary) add(s judge.ThermalSample) {
 	}
 }
 
-// report is the Report of the figures, the episodes not yet described.
 func (m *summary) report(episodes []Episode, throttled time.Duration, energy *float64, plateau bool) Report {
 	r := Report{cfg: m.cfg, windowCovered: true, SkippedLines: []SkippedLine{}, Assumptions: []string{}, BusyBy: "power",
 		Throttle: Throttle{Episodes: episodes}}
@@ -288,9 +260,7 @@ func (m *summary) report(episodes []Episode, throttled time.Duration, energy *fl
 	return r
 }
 
-// busy is the analysis's test of a busy GPU (judge.ThermalConfig's
-// BusyUtilization, or BusyPower where utilisation is not reported),
-// applied to one sample.
+// busy is the analysis's test of a busy GPU, for one sample.
 func busy(s judge.ThermalSample, cfg judge.ThermalConfig) bool {
 	if s.Utilization != nil {
 		return *s.Utilization >= cfg.BusyUtilization
@@ -298,12 +268,9 @@ func busy(s judge.ThermalSample, cfg judge.ThermalConfig) bool {
 	return s.Power >= cfg.BusyPower
 }
 
-// describeAll fills the episodes' figures (time order, apart) from the
-// samples, read once in time order: peak temperature, mean power and
-// median SM clock during each, and the median SM clock of the busy
-// samples of the window before it. It holds the busy clocks of one window
-// and, per MHz, the clocks of one episode: memory bounded by the window,
-// not the run.
+// describeAll fills the episodes' figures in one pass over the samples.
+// It holds one window's busy clocks and an episode's clocks per MHz:
+// memory bounded by the window, not the run.
 func describeAll(episodes []Episode, samples func(yield func(judge.ThermalSample)), cfg judge.ThermalConfig) {
 	if len(episodes) == 0 {
 		return
@@ -380,8 +347,7 @@ func describeAll(episodes []Episode, samples func(yield func(judge.ThermalSample
 }
 
 // clockBin is an SM clock to the MHz (nvidia-smi's resolution), within
-// [0, 10 GHz]: an episode's clocks are counted per bin, so that their
-// median costs at most 10,001 counts however long the episode.
+// [0, 10 GHz], so that an episode's median costs at most 10,001 counts.
 func clockBin(hz float64) float64 { return math.Round(min(max(hz, 0), 10e9) / 1e6) }
 
 // medianCounts is the median of clocks counted per MHz bin, in Hz.

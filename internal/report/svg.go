@@ -23,7 +23,6 @@ const (
 	svgBottom   = 36 // room for the time labels
 )
 
-// panel is one quantity drawn over the run.
 type panel struct {
 	title  string
 	unit   string
@@ -33,9 +32,7 @@ type panel struct {
 	marks  func(b *strings.Builder, y func(float64) float64)
 }
 
-// WriteSVG draws the run as one self-contained SVG: temperature, power
-// and SM clock over time, the throttle episodes shaded across all three,
-// and on the power panel the ~100 W plateau band and the rating.
+// WriteSVG draws the run as one self-contained SVG.
 func (r Report) WriteSVG(w io.Writer) error {
 	var b strings.Builder
 	panels := r.panels()
@@ -147,9 +144,8 @@ func (r Report) panels() []panel {
 	return ps
 }
 
-// polyline draws a panel's values, broken where the samples have a gap
-// the analysis does not bridge, averaged per pixel column when there are
-// more samples than columns.
+// polyline breaks where the analysis does not bridge a gap, and averages
+// per pixel column.
 func (r Report) polyline(p panel, x func(time.Time) float64, y func(float64) float64) string {
 	var b strings.Builder
 	var pts []string
@@ -191,7 +187,6 @@ func (r Report) polyline(p panel, x func(time.Time) float64, y func(float64) flo
 	return b.String()
 }
 
-// niceTicks are round values between lo and hi, about n of them.
 func niceTicks(lo, hi float64, n int) []float64 {
 	raw := (hi - lo) / float64(n)
 	mag := math.Pow(10, math.Floor(math.Log10(raw)))
@@ -209,7 +204,6 @@ func niceTicks(lo, hi float64, n int) []float64 {
 	return out
 }
 
-// timeTicks are round times of day across the run, at most about ten.
 func timeTicks(start, end time.Time) []time.Time {
 	span := end.Sub(start)
 	step := time.Minute
@@ -234,8 +228,6 @@ func trimFloat(v float64) string {
 	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", v), "0"), ".")
 }
 
-// esc makes a string from elsewhere (an instance label, a verdict) text of
-// the SVG: escaped, and without the control characters XML 1.0 forbids
-// even as references, nor those that act on whoever reads it
-// (safetext).
+// esc also strips control characters: XML 1.0 forbids some even as
+// references, others act on whoever reads the file (safetext).
 func esc(s string) string { return html.EscapeString(safetext.Strip(s)) }

@@ -21,9 +21,7 @@ const (
 	CannotTell    = "cannot_tell"
 )
 
-// verdict is the one line a person pastes into a run log, and its state
-// in one word. It never reads "not throttled" where the run could not be
-// judged: it says what it could not tell.
+// verdict never reads "not throttled" where the run could not be judged.
 func verdict(r Report) (string, string) {
 	if r.Samples == 0 {
 		return "cannot tell: no usable sample (temperature and power) in the run", CannotTell
@@ -31,8 +29,7 @@ func verdict(r Report) (string, string) {
 	var b strings.Builder
 	state := NotThrottled
 	if eps := r.Throttle.Episodes; len(eps) > 0 {
-		// Without a clock in the log the signature is all there is: said
-		// so, not reported as measured throttling.
+		// Without a clock the signature is not measured throttling.
 		signatureOnly := true
 		for _, e := range eps {
 			signatureOnly = signatureOnly && e.Evidence == "signature_only"
@@ -101,10 +98,7 @@ func verdict(r Report) (string, string) {
 }
 
 // cannotTell says why a run without an episode could not be judged, ""
-// when it could: its samples never covered a whole window without a gap,
-// or its GPU's power rating is unknown and no SM clock was logged (the
-// signature, power flat below the rating, was not judged, and no clock
-// says the GPU kept its speed).
+// when it could.
 func cannotTell(r Report) string {
 	switch {
 	case !r.windowCovered:
@@ -115,8 +109,6 @@ func cannotTell(r Report) string {
 	return ""
 }
 
-// clockShift is the SM clock before the first episode that has one, and
-// during the episodes (the median of theirs).
 func clockShift(eps []Episode) (before, during *float64) {
 	var durings []float64
 	for _, e := range eps {
@@ -130,8 +122,6 @@ func clockShift(eps []Episode) (before, during *float64) {
 	return before, median(durings)
 }
 
-// episodesPower is the mean power over the episodes, weighted by their
-// length.
 func episodesPower(eps []Episode) *float64 {
 	var sum, weight float64
 	for _, e := range eps {
@@ -161,7 +151,6 @@ func ghz(hz float64) string {
 	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", hz/1e9), "0"), ".")
 }
 
-// clock is a time of day, with its date when the run spans more than one.
 func clock(t, start time.Time) string {
 	if !sameDay(t, start) {
 		return t.Format("Jan 2 15:04")
@@ -175,7 +164,7 @@ func sameDay(a, b time.Time) bool {
 	return ya == yb && ma == mb && da == db
 }
 
-// duration writes seconds as a person reads them: 45s, 40m50s, 2h10m.
+// duration writes 45s, 40m50s, 2h10m.
 func duration(seconds float64) string {
 	d := time.Duration(math.Round(seconds)) * time.Second
 	switch {
@@ -198,8 +187,7 @@ func (r Report) WriteJSON(w io.Writer) error {
 func (r Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	line := func(label, format string, args ...any) {
-		// Strings from a Prometheus server (instance, alert names)
-		// reach a terminal: stripped of what would act on it.
+		// Strings from a Prometheus server reach a terminal.
 		fmt.Fprintf(&b, "%-13s %s\n", label, fmt.Sprintf(format, safetext.Args(args)...))
 	}
 	source := "thermal log"
@@ -331,7 +319,6 @@ func writeMemory(b *strings.Builder, line func(string, string, ...any), m *Memor
 
 func gib(bytes float64) string { return units.FormatGiB(bytes) }
 
-// stamp writes t as a time of day when it falls on ref's day.
 func stamp(t, ref time.Time) string {
 	if sameDay(t, ref) {
 		return t.Format("15:04:05")

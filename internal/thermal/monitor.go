@@ -1,3 +1,5 @@
+// Package thermal steps judge's thermal verdict over time: live, one
+// sample per interval, or over a log (Replay).
 package thermal
 
 import (
@@ -6,10 +8,9 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/judge"
 )
 
-// Monitor follows one GPU: its window of samples, the latest verdict, and
-// the throttle episodes so far. The sampler calls Step once per interval,
-// and Replay steps one over a log; time only moves when Step is told it
-// does. A Step costs one analysis of the window and no copy of it.
+// Monitor follows one GPU's window, verdict and throttle episodes. Time
+// moves only when Step says so, so that Replay steps a log as the sampler
+// steps live readings.
 type Monitor struct {
 	cfg     judge.ThermalConfig
 	window  *Window
@@ -22,8 +23,7 @@ type Monitor struct {
 	episodeStart time.Time
 }
 
-// NewMonitor starts a GPU's monitor with a configuration that has passed
-// Validate.
+// NewMonitor starts a monitor; cfg must have passed Validate.
 func NewMonitor(cfg judge.ThermalConfig) *Monitor {
 	return &Monitor{cfg: cfg, window: NewWindow(cfg.Capacity()), verdict: judge.ThermalVerdict{State: judge.Collecting}}
 }
@@ -34,13 +34,11 @@ type Transition struct {
 	Left    bool // the GPU left Throttled
 	// Episode is, on leaving, how long the episode lasted.
 	Episode time.Duration
-	// Refused is set when the sample was not later than the previous one
-	// and was left out.
+	// Refused: the sample was not later than the previous one.
 	Refused bool
 }
 
-// Step adds s (nil when no reading came this time) and judges the window
-// at now.
+// Step adds s (nil when no reading came) and judges the window at now.
 func (m *Monitor) Step(now time.Time, s *judge.ThermalSample) Transition {
 	var tr Transition
 	if s != nil {
@@ -48,8 +46,7 @@ func (m *Monitor) Step(now time.Time, s *judge.ThermalSample) Transition {
 	}
 	was := m.verdict.State
 	if m.stepped && was == judge.Throttled {
-		// The state held from the previous step until now. A long stall
-		// of the sampler itself counts for at most a gap: nobody saw
+		// A stall of the sampler counts for at most a gap: nobody saw
 		// what happened meanwhile.
 		m.throttled += min(now.Sub(m.last), m.cfg.MaxGap())
 	}
@@ -72,8 +69,8 @@ func (m *Monitor) Step(now time.Time, s *judge.ThermalSample) Transition {
 // Verdict is the verdict of the latest Step.
 func (m *Monitor) Verdict() judge.ThermalVerdict { return m.verdict }
 
-// Samples is a copy of the window's samples as the latest Step analysed
-// them, oldest first: the caller may keep it (a snapshot does).
+// Samples is a copy of the window's samples, oldest first: the caller may
+// keep it (a snapshot does).
 func (m *Monitor) Samples() []judge.ThermalSample { return m.window.Samples() }
 
 // Episodes is the number of entries into Throttled.

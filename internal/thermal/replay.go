@@ -8,8 +8,8 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/thermallog"
 )
 
-// SampleOf is the sample a logged row gives, nil when its temperature or
-// power is missing: the rule the Sampler applies to a reading.
+// SampleOf is the sample a logged row gives, by the rule the Sampler
+// applies to a reading.
 func SampleOf(r thermallog.Row) *judge.ThermalSample {
 	if r.Temperature == nil || r.Power == nil {
 		return nil
@@ -34,22 +34,18 @@ type Episode struct {
 	Open       bool
 	// What put or held the GPU in Throttled at some Step of the episode.
 	Signature, NVMLSlowdown, CounterSlowdown bool
-	// The signature came with a falling SM clock (ClockFall), or with no
-	// clock logged to confirm it (SignatureOnly); the clock was lost at
-	// comparable power while warm without the signature (ClockLost).
+	// As judge.ThermalVerdict's ClockFell, SignatureOnly and ClockLost.
 	ClockFall, SignatureOnly, ClockLost bool
 }
 
-// Evidence names what the episode rests on, in the words of the sampler's
-// log line.
+// Evidence names what the episode rests on, as the sampler's log does.
 func (e Episode) Evidence() string {
 	return judge.ThermalVerdict{Signature: e.Signature, ClockFell: e.ClockFall, SignatureOnly: e.SignatureOnly && !e.ClockFall,
 		ClockLost: e.ClockLost && !e.Signature, ThermalSlowdown: e.NVMLSlowdown, CounterSlowdown: e.CounterSlowdown}.Evidence()
 }
 
-// note adds what a Throttled verdict of the episode rests on. A signature
-// counts only with the clock lost (or not logged): with the clock holding
-// it is no evidence of throttling.
+// note adds what a Throttled verdict rests on; a signature with the
+// clock holding is no evidence of throttling.
 func (e *Episode) note(v judge.ThermalVerdict) {
 	signature := v.Signature && !v.ClockHolding
 	e.Signature = e.Signature || signature
@@ -69,21 +65,14 @@ type Replayed struct {
 	// silence: the live Monitor's verdict at each is Collecting.
 	Skipped int
 	Refused int // samples left out: not later than the one before
-	// Judged counts the Steps whose verdict was not Collecting: none when
-	// the samples never covered a whole window without a gap.
+	// Judged counts the Steps whose verdict was not Collecting.
 	Judged int
 }
 
 // Replay steps one Monitor over the samples (oldest first) as the Sampler
-// steps it live: a Step at each sample's time, and an empty Step at each
-// sampling time, cfg.Interval after the previous one, that brought no
-// sample (NVML silent). A log written by the Sampler thus replays into the
-// verdicts the Sampler reached, Step for Step. Once no sample is recent,
-// the verdict is Collecting until the next sample whatever the time, so
-// the sampling times of a silence but its last are skipped: a gap of any
-// length costs a few Steps. Memory is one window (and the episodes), time
-// linear in the samples. each, when not nil, is called after every Step
-// taken.
+// steps it live, with an empty Step at each sampling time that brought no
+// sample, so that a Sampler's log replays into its verdicts Step for Step.
+// each, when not nil, is called after every Step.
 func Replay(samples []judge.ThermalSample, cfg judge.ThermalConfig, each func(Step)) Replayed {
 	rp := NewReplayer(cfg, each)
 	for i := range samples {
@@ -92,8 +81,7 @@ func Replay(samples []judge.ThermalSample, cfg judge.ThermalConfig, each func(St
 	return rp.Result()
 }
 
-// Replayer is Replay one sample at a time, for samples read as a stream:
-// it holds one Monitor and the episodes, never the samples.
+// Replayer is Replay one sample at a time, for samples read as a stream.
 type Replayer struct {
 	cfg  judge.ThermalConfig
 	each func(Step)
@@ -132,23 +120,21 @@ func (rp *Replayer) step(now time.Time, s *judge.ThermalSample) {
 	rp.open = !tr.Left
 }
 
-// Add steps the Monitor to the sample (later than the one before), and
-// across the sampling times before it that brought none.
+// Add steps the Monitor across the empty sampling times before s, then to s.
 func (rp *Replayer) Add(s *judge.ThermalSample) {
 	m, cfg := rp.m, rp.cfg
 	if m.stepped {
 		if !s.Time.After(m.last) {
-			// Live, time only moves forward; a log whose clock
-			// stepped back has samples no Step can take.
+			// Live, time only moves forward.
 			rp.res.Refused++
 			return
 		}
 		limit := s.Time.Add(-cfg.Interval / 2)
 		for tick := m.last.Add(cfg.Interval); tick.Before(limit); tick = tick.Add(cfg.Interval) {
 			if m.verdict.Latest == nil {
-				// Nothing is recent: on to the last sampling
-				// time before the sample (a gap too long for a
-				// Duration takes a few such jumps).
+				// Nothing is recent, so the verdict is Collecting
+				// whatever the time: jump to the last sampling time
+				// before s, so a gap of any length costs a few Steps.
 				n := (limit.Sub(tick) - 1) / cfg.Interval
 				tick = tick.Add(n * cfg.Interval)
 				rp.res.Skipped += int(n)
@@ -171,7 +157,7 @@ func (rp *Replayer) Result() Replayed {
 }
 
 // ThermalSlowdownSeconds adds up NVML's SW and HW thermal slowdown
-// counters (seconds by reason); nil when there is neither.
+// counters (seconds by reason).
 func ThermalSlowdownSeconds(secs map[string]float64) *float64 {
 	sw, hw := counter(secs, "sw_thermal_slowdown"), counter(secs, "hw_thermal_slowdown")
 	switch {
@@ -184,8 +170,6 @@ func ThermalSlowdownSeconds(secs map[string]float64) *float64 {
 	return &sum
 }
 
-// counter is one clock event counter, nil when absent or not a count of
-// seconds.
 func counter(secs map[string]float64, reason string) *float64 {
 	v, ok := secs[reason]
 	if !ok {
@@ -194,11 +178,10 @@ func counter(secs map[string]float64, reason string) *float64 {
 	return NonNegative(&v)
 }
 
-// PowerCapSeconds is NVML's SW power cap counter, nil when absent.
+// PowerCapSeconds is NVML's SW power cap counter.
 func PowerCapSeconds(secs map[string]float64) *float64 { return counter(secs, "sw_power_cap") }
 
-// NonNegative is v where it can be a reading of a size, time or power: nil
-// for a negative, NaN or infinite value.
+// NonNegative is v where it can be a reading of a size, time or power.
 func NonNegative(v *float64) *float64 {
 	if v == nil || !(*v >= 0) || math.IsInf(*v, 1) {
 		return nil

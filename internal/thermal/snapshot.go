@@ -6,19 +6,17 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/judge"
 )
 
-// Snapshot is what the sampler knows after its latest sample. A new one is
-// made by every sample of the thermal sampler, and none is changed once made: readers may keep it
-// and read it without locks, and must not modify it.
+// Snapshot is what the sampler knows after its latest sample. None is
+// changed once made: readers may keep it and read it without locks, and
+// must not modify it.
 type Snapshot struct {
-	// Samples counts the samples taken so far: a reader that keeps what
-	// it built from a snapshot builds again when it changes.
+	// Samples counts the samples taken so far: a reader that caches what
+	// it built from a snapshot rebuilds when it changes.
 	Samples uint64
-	// CSV says whether samples are appended to a CSV log; CSVErrors
-	// counts the samples that could not be.
+	// CSV: samples are appended to a CSV log; CSVErrors failed to be.
 	CSV       bool
 	CSVErrors int
-	// GPUs has one entry per GPU that gave a usable reading at least
-	// once, by NVML index, ascending.
+	// GPUs holds each GPU that ever gave a usable reading, by NVML index.
 	GPUs []GPUState
 }
 
@@ -28,7 +26,7 @@ type GPUState struct {
 	Verdict   judge.ThermalVerdict
 	Episodes  int           // entries into Throttled
 	Throttled time.Duration // time spent Throttled
-	// Window is the samples the verdict judged, oldest first: the
-	// window's and up to as many older ones (Config.Capacity).
+	// Window is the samples the verdict judged, oldest first, and up to
+	// as many older ones (Capacity).
 	Window []judge.ThermalSample
 }

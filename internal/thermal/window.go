@@ -6,14 +6,11 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/judge"
 )
 
-// errOutOfOrder is returned for a sample not later than the one before it.
 var errOutOfOrder = errors.New("sample is not later than the previous one")
 
-// Window holds the latest samples, oldest first, up to its capacity. It
-// slides over a buffer of twice the capacity and moves back to the
-// buffer's start when it reaches the end, so that the analysis reads it as
-// one slice without a copy per sample (a copy of the window per capacity
-// samples added).
+// Window holds the latest samples, oldest first. It slides over a buffer
+// of twice its capacity and moves back to the start at the end, so that
+// the analysis reads one slice without a copy per sample.
 type Window struct {
 	capacity int
 	buf      []judge.ThermalSample // the buffer the window slides over
@@ -27,8 +24,8 @@ func NewWindow(capacity int) *Window {
 	return &Window{capacity: capacity, buf: buf, held: buf}
 }
 
-// Add appends s, dropping the oldest sample when full. A sample that is not
-// later than the newest is refused: the analysis needs time to move forward.
+// Add appends s, dropping the oldest sample when full. A sample not later
+// than the newest is refused: the analysis needs time to move forward.
 func (w *Window) Add(s judge.ThermalSample) error {
 	if n := len(w.held); n > 0 && !s.Time.After(w.held[n-1].Time) {
 		return errOutOfOrder
@@ -43,8 +40,7 @@ func (w *Window) Add(s judge.ThermalSample) error {
 	return nil
 }
 
-// Samples returns a copy of the held samples, oldest first: the caller may
-// keep it.
+// Samples returns a copy of the held samples that the caller may keep.
 func (w *Window) Samples() []judge.ThermalSample {
 	out := make([]judge.ThermalSample, len(w.held))
 	copy(out, w.held)

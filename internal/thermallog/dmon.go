@@ -7,16 +7,14 @@ import (
 	"time"
 )
 
-// nvidia-smi dmon prints whitespace-separated columns under a header line
-// starting with # (again every so many lines), and a line of units:
+// nvidia-smi dmon repeats its # header every so many lines:
 //
 //	#Date       Time        gpu    pwr  gtemp  mtemp     sm    mem    enc    dec   mclk   pclk
 //	#YYYYMMDD   HH:MM:SS    Idx      W      C      C      %      %      %      %    MHz    MHz
 //	 20240212   14:31:06      0     69     41      -     98     60      0      0   6001   1410
 //
-// Date and Time come with -o DT only, in local time; without them the rows
-// are timed by Options.Interval (dmon's -d, one second by default). pclk,
-// the processor clock, is the SM clock.
+// Date and Time come with -o DT only, in local time; without them rows are
+// timed by Options.Interval (dmon's -d, 1 s by default). pclk is the SM clock.
 var dmonColumns = map[string]column{
 	"gpu":   parseIndex,
 	"pwr":   number("pwr", "W", func(r *Row, v float64) { r.Power = &v }, "", 0, MaxPower),
@@ -32,8 +30,7 @@ var dmonNames = map[string]string{
 	"sm": "utilization.gpu", "pclk": "clocks.sm",
 }
 
-// dmonHeader takes dmon's header line to its column names; ok is false
-// for any other comment.
+// dmonHeader's ok is false for a comment that is not dmon's header.
 func dmonHeader(text string) ([]string, bool) {
 	names := strings.Fields(strings.ToLower(strings.TrimPrefix(text, "#")))
 	gpu, known := false, false

@@ -14,27 +14,23 @@ import (
 	"golang.org/x/text/transform"
 )
 
-// Plausible readings: a value outside is a malformed line under a header
-// that names its column, and, in a log without a header, proof that the
-// columns are not the guide's three (a clock of 890 MHz is no temperature).
-// No GPU runs below −40 °C or above 150 °C (the driver shuts down near
-// 100 °C); the largest NVIDIA boards draw about 1.2 kW.
+// Plausible readings: outside them a line is malformed, or, without a
+// header, the columns are not the guide's (890 MHz is no temperature). The
+// driver shuts down near 100 °C; the largest NVIDIA boards draw ~1.2 kW.
 const (
 	MinTemperature = -40.0
 	MaxTemperature = 150.0
 	MaxPower       = 5000.0
 	// MaxSMClockHz bounds an SM clock, as clocks.sm's 1e6 MHz.
 	MaxSMClockHz = 1e12
-	// maxHeaderlessPower bounds power in a log without a header, where a
-	// misread column must not pass for watts.
+	// maxHeaderlessPower is tighter, so that a misread column does not
+	// pass for watts.
 	maxHeaderlessPower = 1500.0
 )
 
-// MaxLineBytes is the longest line read; a longer one is skipped as
-// malformed, by its number.
+// MaxLineBytes is the longest line read; a longer one is malformed.
 const MaxLineBytes = 1 << 20
 
-// maxComments is how many comment lines a Trace keeps.
 const maxComments = 64
 
 // MaxSkippedKept is how many malformed lines a Trace names; the rest are
@@ -42,8 +38,7 @@ const maxComments = 64
 const MaxSkippedKept = 10
 
 // The years a log's time may fall in: a span between them fits in a
-// time.Duration (292 years), and no GPU log was written outside them. A
-// log from a machine whose clock was not yet set (1970) still reads.
+// time.Duration (292 years), and an unset clock's 1970 still reads.
 const (
 	FirstYear = 1950
 	LastYear  = 2199
@@ -57,9 +52,8 @@ func PlausibleTime(t time.Time) error {
 	return nil
 }
 
-// maxRelativeSpan bounds the time a log without timestamps may cover
-// (rows × --log.interval, or elapsed_s): rows timed from 1970 stay within
-// LastYear once placed at today's date.
+// maxRelativeSpan bounds a log without timestamps, so that rows timed
+// from 1970 stay within LastYear once placed at today's date.
 const maxRelativeSpan = 100 * 365 * 24 * time.Hour
 
 // Options say how to read what a log does not say itself.
@@ -67,19 +61,14 @@ type Options struct {
 	// Location is the zone of timestamps written without an offset
 	// (nvidia-smi prints local time); nil is time.Local.
 	Location *time.Location
-	// Interval times the rows of a log without timestamps (nvidia-smi
-	// dmon without -o DT, a --query-gpu CSV without a timestamp column):
-	// one row per GPU every Interval, from the Unix epoch (Trace.Relative).
-	// Zero refuses such a log.
+	// Interval times the rows of a log without timestamps, from the Unix
+	// epoch (Trace.Relative); zero refuses such a log.
 	Interval time.Duration
-	// Columns names the log's columns in order (--columns), for a log
-	// without a header or in place of its header, which is then skipped.
+	// Columns names the log's columns (--columns), in place of any header.
 	Columns []string
 }
 
-// FormatError is a log that cannot be read at all: a header naming no
-// column the reader knows, a log without a header whose columns are not
-// the guide's, a log without timestamps and no Options.Interval.
+// FormatError is a log that cannot be read at all.
 type FormatError struct {
 	Line int // 0 for the log as a whole
 	Msg  string
@@ -95,14 +84,10 @@ func (e *FormatError) Error() string {
 // Parse reads a log with the default Options.
 func Parse(r io.Reader) (Trace, error) { return ParseOptions(r, Options{}) }
 
-// ParseOptions reads a log: an nvidia-smi --query-gpu CSV under its header
-// (any column order, with or without units), the guide's three columns
-// without a header, or nvidia-smi dmon's output. A header line may come
-// again later (logs concatenated) and then holds from there on. Columns it
-// does not know are skipped. A malformed line is skipped, never guessed at,
-// and listed in Trace.Skipped; ParseOptions then returns the rows it could
-// read with a MalformedError. A log it cannot read at all is a
-// *FormatError; any other error is the reader's.
+// ParseOptions reads a log. A header may come again (logs concatenated)
+// and holds from there on. A malformed line is skipped, never guessed at:
+// the rows come with a MalformedError. A log it cannot read at all is a
+// *FormatError.
 func ParseOptions(r io.Reader, opt Options) (Trace, error) {
 	var rows []Row
 	tr, err := ParseEach(r, opt, func(row Row) { rows = append(rows, row) })
@@ -110,9 +95,8 @@ func ParseOptions(r io.Reader, opt Options) (Trace, error) {
 	return tr, err
 }
 
-// ParseEach is ParseOptions handing each row to each as it is read,
-// instead of keeping it: the Trace it returns has no Rows, and reading a
-// log of any length costs the memory of one line.
+// ParseEach is ParseOptions handing each row to each instead of keeping
+// it, so that a log of any length costs the memory of one line.
 func ParseEach(r io.Reader, opt Options, each func(Row)) (Trace, error) {
 	if opt.Location == nil {
 		opt.Location = time.Local
@@ -153,7 +137,6 @@ func ParseEach(r io.Reader, opt Options, each func(Row)) (Trace, error) {
 	return tr, nil
 }
 
-// skip lists a malformed line, or only counts it past MaxSkippedKept.
 func (p *parser) skip(e LineError) {
 	if len(p.tr.Skipped) < MaxSkippedKept {
 		p.tr.Skipped = append(p.tr.Skipped, e)
@@ -161,8 +144,7 @@ func (p *parser) skip(e LineError) {
 	p.tr.SkippedTotal++
 }
 
-// readLine reads one line without its end; a line over MaxLineBytes is
-// read to its end and dropped, tooLong set. err is io.EOF at the end.
+// readLine drops a line over MaxLineBytes, reading on to its end.
 func readLine(br *bufio.Reader) (line string, tooLong bool, err error) {
 	var buf []byte
 	for {
@@ -222,8 +204,8 @@ func (p *parser) trace() Trace {
 	return tr
 }
 
-// headerless are the columns of a log without a header: the guide's
-// thermal-sample.sh and the exporter's --thermal.csv-file.
+// headerless are the columns of the guide's thermal-sample.sh and the
+// exporter's --thermal.csv-file, which have no header.
 var headerless = strings.Split(Header, ",")
 
 func (p *parser) line(n int, text string) error {
@@ -266,9 +248,8 @@ func (p *parser) line(n int, text string) error {
 	return p.keep(n, row, err, p.names == nil)
 }
 
-// keep adds a parsed row, or lists its line as skipped. In a log without
-// a header an implausible value is not a bad line but a misread column:
-// the whole log is refused.
+// keep refuses a whole log without a header on an implausible value: that
+// is a misread column, not a bad line.
 func (p *parser) keep(n int, row Row, err error, headerless bool) error {
 	var bad *implausible
 	var unit *wrongUnit
@@ -294,7 +275,6 @@ func (p *parser) keep(n int, row Row, err error, headerless bool) error {
 	return nil
 }
 
-// startCSV takes a header line's names.
 func (p *parser) startCSV(n int, names []string) error {
 	known := false
 	for _, name := range names {
@@ -323,8 +303,7 @@ func (p *parser) startCSV(n int, names []string) error {
 		why = "--columns names no timestamp column"
 	}
 	if p.elapsed >= 0 {
-		// Seconds since the start: timed from the epoch, as a log
-		// without timestamps is, for the caller to place (--from).
+		// Timed from the epoch, for the caller to place (--from).
 		p.relative = true
 		p.columns["timestamp"] = true
 	} else if err := p.timing(n, hasTime, why); err != nil {
@@ -334,8 +313,6 @@ func (p *parser) startCSV(n int, names []string) error {
 	return nil
 }
 
-// timing decides how rows are timed: by their timestamps, or by
-// Options.Interval where they have none.
 func (p *parser) timing(n int, hasTime bool, why string) error {
 	if hasTime {
 		p.relative = false
@@ -424,11 +401,10 @@ func (e *wrongUnit) Error() string {
 	return fmt.Sprintf("%s reads %q, not a value in its unit", e.column, e.field)
 }
 
-// headerlessUnits checks the units nvidia-smi printed (without nounits)
-// in a log without a header: temperature.gpu has none, power.draw W.
+// headerlessUnits checks the units nvidia-smi printed without nounits:
+// temperature.gpu has none, power.draw W.
 func headerlessUnits(fields []string) error {
-	// The units that may still be the column's (a malformed line at
-	// worst), by column.
+	// Units that may still be the column's (a malformed line at worst).
 	own := []map[string]bool{nil, {"C": true, "°C": true}, {"W": true, "mW": true}}
 	for i := 1; i < len(headerless); i++ {
 		f := strings.TrimSpace(fields[i])
@@ -452,7 +428,7 @@ func plausibleHeaderless(r Row) error {
 }
 
 // timeRow checks the row's time, or gives it one in a log without
-// timestamps. local says the timestamp had no offset.
+// timestamps.
 func (p *parser) timeRow(r *Row, local bool) error {
 	if p.relative && p.elapsed >= 0 && p.names != nil && p.dmon == nil {
 		return nil // timed by its elapsed_s column
@@ -482,15 +458,14 @@ func (p *parser) timeRow(r *Row, local bool) error {
 	return nil
 }
 
-// spanError is a log whose rows, timed from its start, would run past
-// what a time.Duration holds: the whole log is refused.
+// spanError refuses a whole log whose relative times would overflow
+// a time.Duration.
 type spanError struct{ msg string }
 
 func (e *spanError) Error() string { return e.msg }
 
-// place gives a row without an index the GPU its uuid or bus id names,
-// and moves a local time into the repeated hour of a fall-back where the
-// time would otherwise step back.
+// place numbers GPUs by uuid or bus id, and moves a local time into a
+// fall-back's repeated hour where it would otherwise step back.
 func (p *parser) place(r *Row) error {
 	if r.GPU == nil && r.key != "" {
 		i, ok := p.keys[r.key]
@@ -522,8 +497,7 @@ func (p *parser) place(r *Row) error {
 	return nil
 }
 
-// MaxGPUs bounds the GPUs one log may hold (what the parser keeps per
-// GPU): a DGX holds 8, a Spark 1.
+// MaxGPUs bounds what the parser keeps per GPU: a DGX holds 8, a Spark 1.
 const MaxGPUs = 64
 
 // laterOccurrence is the second instant that shows the same wall clock as
@@ -570,10 +544,9 @@ var (
 	}
 )
 
-// parseTimestamp takes nvidia-smi's timestamp (local time, milliseconds
-// optional), ISO 8601 with or without an offset (`date -Iseconds`,
-// `date --rfc-3339=ns`) or Unix seconds (`date +%s`, with a fraction or
-// not; milliseconds from 1e11 on). local says there was no offset.
+// parseTimestamp takes nvidia-smi's timestamp, ISO 8601 (`date
+// -Iseconds`, `date --rfc-3339=ns`) or Unix seconds (`date +%s`;
+// milliseconds from 1e11 on). local says there was no offset.
 func parseTimestamp(field string, loc *time.Location) (t time.Time, local bool, err error) {
 	if isDecimal(field) {
 		v, err := strconv.ParseFloat(field, 64)
@@ -598,9 +571,8 @@ func parseTimestamp(field string, loc *time.Location) (t time.Time, local bool, 
 	}
 	for _, layout := range localLayouts {
 		if t, err := time.ParseInLocation(layout, field, loc); err == nil {
-			// Of the two instants a fall-back gives one wall clock, the
-			// earlier; place moves a row to the later where time would
-			// otherwise step back.
+			// The earlier of a fall-back's two instants; place moves a
+			// row to the later where time would otherwise step back.
 			return earliestOccurrence(t, loc), true, nil
 		}
 	}

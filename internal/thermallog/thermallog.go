@@ -1,15 +1,10 @@
 // Package thermallog reads and writes the thermal log of the GB10 guides:
-// the CSV that `nvidia-smi --query-gpu=timestamp,temperature.gpu,power.draw
-// --format=csv,noheader -l N` prints, under the header
-// `timestamp,temperature.gpu,power.draw`, so that a log written by the
-// exporter lines up with training logs exactly as the
-// thermal-sample.sh log did.
+// what `nvidia-smi --query-gpu=timestamp,temperature.gpu,power.draw
+// --format=csv,noheader -l N` prints, so that the exporter's log lines up
+// with training logs as the guides' thermal-sample.sh log did.
 //
-// The reader takes what `nvidia-smi --query-gpu=… --format=csv` writes for
-// any order of the columns it knows (Columns), with or without the header
-// line and with or without units, so that a log captured before the
-// exporter ran, the test traces of the throttle analysis and the exporter's
-// own log all read the same way.
+// The reader also takes any --query-gpu CSV (Columns), with or without
+// header and units, and nvidia-smi dmon's output.
 package thermallog
 
 import (
@@ -25,12 +20,10 @@ import (
 // Header is nvidia-smi's header line, written once at the top of a new log.
 const Header = "timestamp,temperature.gpu,power.draw"
 
-// timeLayout is nvidia-smi's timestamp (2025/11/24 14:08:55.751), in local
-// time as nvidia-smi prints it.
+// timeLayout is nvidia-smi's timestamp (2025/11/24 14:08:55.751), local time.
 const timeLayout = "2006/01/02 15:04:05.000"
 
-// Row is one GPU's sample. A nil field is a value not reported; nvidia-smi
-// prints it as [N/A].
+// Row is one GPU's sample; a nil field is one nvidia-smi printed as [N/A].
 type Row struct {
 	Time        time.Time
 	GPU         *int     // nvidia-smi's index column, where the log has one
@@ -40,18 +33,13 @@ type Row struct {
 	SMClock     *float64 // Hz
 	Reasons     *uint64  // NVML clock event reasons mask
 	// EventSeconds holds the clocks_event_reasons_counters.* columns:
-	// per reason (sw_thermal_slowdown, …), the time in seconds the driver
-	// has held the clocks down for it since the driver loaded. Nil when
-	// the log has none.
+	// seconds per reason since the driver loaded.
 	EventSeconds map[string]float64
-	// Name is the GPU's name (nvidia-smi's name column), "" where the log
-	// has none.
+	// Name is nvidia-smi's name column.
 	Name string
-	// PowerLimit is the power limit in W (power.limit or
-	// enforced.power.limit), where the log has it.
+	// PowerLimit (W) is power.limit or enforced.power.limit.
 	PowerLimit *float64
-	// Line is the row's line in the log, from 1 (0 for a row not read
-	// from a log).
+	// Line is the row's line in the log, from 1.
 	Line int
 
 	key   string // uuid or pci.bus_id: tells GPUs apart without an index
@@ -71,9 +59,8 @@ func Format(r Row) string {
 	return r.Time.Local().Format(timeLayout) + ", " + temp + ", " + power
 }
 
-// Trace is a parsed log: its rows, its comment lines (lines starting with
-// #, without the #), which nvidia-smi never writes and the test corpus uses
-// for its expectations, and the lines that were skipped as malformed.
+// Trace is a parsed log. Comments are its lines starting with #, which
+// nvidia-smi never writes and the test corpus uses for its expectations.
 type Trace struct {
 	Rows     []Row
 	Comments []string
@@ -81,20 +68,16 @@ type Trace struct {
 	// counts them all.
 	Skipped      []LineError
 	SkippedTotal int
-	// Format is how the log was written: FormatCSV (nvidia-smi
-	// --query-gpu with its header), FormatHeaderless (the guide's three
-	// columns) or FormatDmon (nvidia-smi dmon).
+	// Format is FormatCSV, FormatHeaderless or FormatDmon.
 	Format string
-	// Columns are the quantities the log's columns give, by their
-	// nvidia-smi --query-gpu names (timestamp, temperature.gpu,
-	// power.draw, …), whatever the log called them.
+	// Columns are the quantities the log gives, by their --query-gpu
+	// names, whatever the log called them.
 	Columns []string
 	// Repeated counts the rows of a local-time log read at the later of
 	// two offsets: the hour a fall-back to standard time repeats.
 	Repeated int
-	// Relative is set when the log has no timestamps and its rows were
-	// timed by Options.Interval from the Unix epoch: the caller places
-	// them (Shift).
+	// Relative: the log has no timestamps and its rows were timed from
+	// the Unix epoch, for the caller to place (Shift).
 	Relative bool
 	// Elapsed: the relative times are an elapsed_s column's, seconds
 	// since the run's start (the epoch), not the rows' count.
@@ -189,9 +172,8 @@ var columns = map[string]column{
 }
 
 // aliases are the names benchmark harnesses give nvidia-smi's quantities
-// in their own CSV headers (djangodevreng/dgx-spark-benchmarks writes
-// elapsed_s,power_w,temp_c,sm_mhz,gpu_util,mem_used_mb), read as the
-// --query-gpu name they stand for.
+// (djangodevreng/dgx-spark-benchmarks writes
+// elapsed_s,power_w,temp_c,sm_mhz,gpu_util,mem_used_mb).
 var aliases = map[string]string{
 	"temp_c": "temperature.gpu", "temperature_c": "temperature.gpu", "gpu_temp_c": "temperature.gpu",
 	"power_w": "power.draw", "gpu_power_w": "power.draw",
@@ -200,15 +182,12 @@ var aliases = map[string]string{
 }
 
 // ElapsedColumn is a column of seconds since the run's start, in place of
-// timestamps: the rows are timed from the Unix epoch (Trace.Relative) for
-// the caller to place.
+// timestamps (Trace.Relative).
 const ElapsedColumn = "elapsed_s"
 
-// Columns lists the column names the reader understands, beside the
-// per-reason families clocks_event_reasons.REASON (Active / Not Active)
-// and clocks_event_reasons_counters.REASON (µs), with REASON a key of
-// Reasons (nvidia-smi's older clocks_throttle_reasons.* names too). Every
-// other column is skipped.
+// Columns lists the column names the reader understands, beside
+// clocks_event_reasons.REASON and clocks_event_reasons_counters.REASON
+// (and the older clocks_throttle_reasons.*), REASON a key of Reasons.
 func Columns() []string {
 	names := make([]string, 0, len(columns))
 	for n := range columns {
@@ -217,8 +196,7 @@ func Columns() []string {
 	return names
 }
 
-// lookup finds what fills a named column, nil for a column the reader
-// skips.
+// lookup is nil for a column the reader skips.
 func lookup(name string) column {
 	if c, ok := columns[name]; ok {
 		return c
@@ -243,8 +221,7 @@ func lookup(name string) column {
 var headerName = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_.]*)(?: \[[^\]]*\])?$`)
 
 // headerNames takes a header line (`timestamp, power.draw [W]`) to plain
-// names; ok is false for a line that is not a header: one whose fields are
-// not all names.
+// names; ok is false when a field is not a name.
 func headerNames(fields []string) ([]string, bool) {
 	names := make([]string, len(fields))
 	for i, f := range fields {
@@ -260,9 +237,7 @@ func headerNames(fields []string) ([]string, bool) {
 	return names, true
 }
 
-// ParseColumns reads --columns: comma-separated column names as a header
-// gives them (a harness's aliases too); a name the reader does not know
-// is a column it skips.
+// ParseColumns reads --columns: column names as a header gives them.
 func ParseColumns(list string) ([]string, error) {
 	fields := strings.Split(list, ",")
 	names, ok := headerNames(fields)
@@ -299,8 +274,7 @@ func parseIndex(r *Row, field string) error {
 }
 
 // number parses a value with an optional unit suffix (`12.34 W`) within
-// [lo, hi] and stores it with set; name and shown (the unit as a person
-// reads it) are for the error.
+// [lo, hi]; shown is the unit as a person reads it, for the error.
 func number(name, shown string, set func(*Row, float64), unit string, lo, hi float64) column {
 	return func(r *Row, field string) error {
 		if notReported(field) {
@@ -371,8 +345,7 @@ func activeFlag(bit uint64) column {
 	}
 }
 
-// counter reads clocks_event_reasons_counters.REASON, microseconds
-// (`1234 us` with units), into seconds.
+// counter reads clocks_event_reasons_counters.REASON, in µs, into seconds.
 func counter(reason string) column {
 	return func(r *Row, field string) error {
 		if notReported(field) {

@@ -11,25 +11,20 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/redact"
 )
 
-// Writer appends rows to a log file, one write per call so that every
-// sample reaches the file as it is taken. It never truncates: a restarted
-// exporter appends to the same log under the header written when the file
-// was new. A failed write closes the file; the next call opens it again,
-// so a log on a disk that came back or in a directory that was created
-// resumes by itself. Errors never name the file's path.
+// Writer appends rows to a log file, one write per call so that a sample
+// reaches the file as it is taken. A failed write closes the file and the
+// next call reopens it, so a log on a disk that came back resumes by itself.
+// Errors never name the path.
 //
-// Only a regular file is written: a symbolic link is not followed
-// (O_NOFOLLOW: a link to /etc/passwd would have lines appended to it), and
-// a named pipe or device is refused without blocking (O_NONBLOCK: opening
-// a pipe for writing otherwise waits for a reader, and the sampler with
-// it).
+// Only a regular file is written: O_NOFOLLOW, or a link to /etc/passwd
+// would get lines appended; O_NONBLOCK, or opening a pipe would wait for a
+// reader, and the sampler with it.
 type Writer struct {
 	path string
 	f    *os.File
 }
 
-// NewWriter returns a writer for path; the file is opened on the first
-// Append.
+// NewWriter returns a writer for path, opened on the first Append.
 func NewWriter(path string) *Writer { return &Writer{path: path} }
 
 // Append writes the rows, each on its own line.
@@ -54,9 +49,8 @@ func (w *Writer) Append(rows ...Row) error {
 	return nil
 }
 
-// open opens the file for appending and returns what must precede the
-// first row: the header for a new (empty) file, a line end for a file whose
-// last line was cut short (a crash or a full disk mid-write).
+// open returns what must precede the first row: the header for an empty
+// file, a line end for a last line cut short (a crash or a full disk).
 func (w *Writer) open() (string, error) {
 	fd, err := syscall.Open(w.path, syscall.O_WRONLY|syscall.O_APPEND|syscall.O_CREAT|
 		syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o644)
@@ -89,9 +83,7 @@ func (w *Writer) open() (string, error) {
 	return "", nil
 }
 
-// endsWithNewline reports whether the file's last byte is a line end. A
-// file that cannot be read back (write-only permissions) is taken as
-// complete.
+// endsWithNewline takes a file it cannot read back (write-only) as complete.
 func endsWithNewline(path string, size int64) bool {
 	// Opened as the log was: the path may have been replaced since.
 	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
