@@ -1,7 +1,6 @@
 // Package container tells which container a process runs in, from its
-// /proc/PID/cgroup, and names the containers from the Docker Engine API.
-// The parser is a pure function of the file's content: it never reads the
-// cgroup filesystem and never keeps the path it parsed.
+// /proc/PID/cgroup, and names the containers from the Docker Engine API. The
+// parser never reads the cgroup filesystem and never keeps the path parsed.
 package container
 
 import (
@@ -9,11 +8,9 @@ import (
 	"strings"
 )
 
-// Ref is the container a process runs in. Both fields are empty on the
-// host.
+// Ref is the container a process runs in; the zero Ref is the host.
 type Ref struct {
-	// ID is the first 12 hex digits of the container's ID, as `docker ps`
-	// and `podman ps` show it.
+	// ID is the container's short ID, as `docker ps` and `podman ps` show it.
 	ID string
 	// PodUID is the Kubernetes pod's UID (with dashes), where the
 	// kubelet made the cgroup.
@@ -28,14 +25,12 @@ const ShortIDLength = 12
 // (4096) on Linux; a longer line is not one the kernel wrote.
 const maxLine = 4096
 
-// ParseCgroup reads the container of a process from the content of its
-// /proc/PID/cgroup ("hierarchy-ID:controllers:path" per line, cgroup(7)).
-// cgroup v2's line ("0::/path") is preferred; on v1 the first line that
-// names a container wins (every controller holds the same path there).
-// Content that names no container is the host: the zero Ref.
+// ParseCgroup reads the container of a process from its /proc/PID/cgroup
+// ("hierarchy-ID:controllers:path" per line, cgroup(7)). cgroup v2's line
+// ("0::/path") is preferred; on v1 the first line that names a container wins
+// (every controller holds the same path there).
 //
-// The path forms, by runtime (fixtures in testdata/cgroup with their
-// sources):
+// The path forms, by runtime (fixtures in testdata/cgroup with sources):
 //
 //	Docker, cgroupfs driver     /docker/<64 hex>
 //	Docker, systemd driver      /system.slice/docker-<64 hex>.scope
@@ -81,8 +76,7 @@ func ParseCgroup(data []byte) Ref {
 }
 
 // parsePath finds the container and pod in one cgroup path. The deepest
-// component that is a container wins: a container's own cgroup lies under
-// its pod's.
+// container wins: a container's own cgroup lies under its pod's.
 func parsePath(path string) Ref {
 	var ref Ref
 	for comp := range strings.SplitSeq(path, "/") {
@@ -102,12 +96,9 @@ func parsePath(path string) Ref {
 	return ref
 }
 
-// runtimePrefixes are the prefixes of a container's scope (systemd driver)
-// or directory, by runtime.
+// runtimePrefixes begin a container's scope (systemd driver) or directory.
 var runtimePrefixes = []string{"docker-", "cri-containerd-", "crio-", "libpod-", "containerd-"}
 
-// containerID tells whether one path component is a container's cgroup,
-// and its short ID.
 func containerID(comp string) (string, bool) {
 	name := strings.TrimSuffix(comp, ".scope")
 	for _, p := range runtimePrefixes {
@@ -116,9 +107,8 @@ func containerID(comp string) (string, bool) {
 			break
 		}
 	}
-	// A bare 64-hex component is a container under the cgroupfs driver
-	// (/docker/<id>, /kubepods/…/pod<uid>/<id>); conmon's scope
-	// (libpod-conmon-<id>.scope) is not the container but its monitor,
+	// A bare 64-hex component is a container under the cgroupfs driver;
+	// conmon's scope (libpod-conmon-<id>.scope) is the container's monitor,
 	// and fails this test.
 	if len(name) != 64 || !isHex(name) {
 		return "", false

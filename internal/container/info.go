@@ -13,8 +13,7 @@ type Info struct {
 	// Name without Docker's leading slash.
 	Name  string
 	Image string
-	// ComposeService is the com.docker.compose.service label, "" when
-	// the container was not started by Compose.
+	// ComposeService is the com.docker.compose.service label.
 	ComposeService string
 }
 
@@ -22,9 +21,8 @@ type Info struct {
 // are far shorter (a reference's name part is at most 255 bytes).
 const maxLabel = 256
 
-// Label returns s when it may be a label's value as it is: valid UTF-8,
-// at most 256 bytes, no control or format character (safetext); "" otherwise.
-// Text from another program is shown as sent or not at all: a name cut or
+// Label returns s when it may be a label's value as it is (valid UTF-8, at
+// most maxLabel bytes, no character safetext refuses), else "": a name cut or
 // changed would name something else.
 func Label(s string) string {
 	if len(s) > maxLabel || !utf8.ValidString(s) || safetext.Index(s) >= 0 {

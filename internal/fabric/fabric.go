@@ -4,12 +4,11 @@
 // negotiated rate of each port, the PCIe link each function trained at,
 // and the port's data, error and RoCE congestion counters.
 //
-// Every entry of class/infiniband is a symbolic link into devices/; only
-// the final component of a name must not be a link, which the exporter's
-// reads refuse, so names go through class/infiniband/<dev>/... as any
-// sysfs reader's do. prometheus/procfs's sysfs.InfiniBandClass parses the
-// same files, but fails the whole class on one device's unreadable file
-// and does not read the function's PCIe link (see also package layout).
+// Entries of class/infiniband are links into devices/; the exporter's reads
+// refuse only a link as a name's last component, so names go through
+// class/infiniband/<dev>/. prometheus/procfs's sysfs.InfiniBandClass fails
+// the whole class on one device's unreadable file and does not read the
+// function's PCIe link.
 package fabric
 
 import (
@@ -23,20 +22,15 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/layout"
 )
 
-// FS is what the devices are read through, names relative to the sysfs
-// mount point.
+// FS is what the devices are read through, names relative to the sysfs mount.
 type FS = layout.FS
 
-// ClassDir is where the RDMA devices are listed, under the sysfs mount
-// point. It is missing altogether where no RDMA driver is loaded.
+// ClassDir lists the RDMA devices; it is missing without an RDMA driver.
 const ClassDir = "class/infiniband"
 
-// Bounds on what one read reports; what they leave out is counted in
-// Snapshot.LeftOut.
 const (
-	// MaxDevices is the most devices read, the first in name order: a
-	// Spark has four, and a server with a dozen adapters, each with
-	// virtual functions, would otherwise grow every scrape without end.
+	// MaxDevices is the most devices read, the first in name order: a Spark
+	// has four, a server's adapters and their virtual functions hundreds.
 	MaxDevices = 32
 	// MaxPorts is the most ports read of a device, the lowest numbers: a
 	// ConnectX function has one, an InfiniBand switch's device dozens.
@@ -49,8 +43,7 @@ type Counter struct {
 	Value uint64
 }
 
-// Link is a PCIe link's width in lanes and speed in transfers per second;
-// 0 when not known.
+// Link is a PCIe link's width in lanes and speed in transfers/s; 0 if unknown.
 type Link struct {
 	Width    float64
 	Transfer float64
@@ -61,29 +54,25 @@ type Port struct {
 	Number    string // the port's number, as its directory names it ("1")
 	LinkLayer string // "Ethernet" (RoCE) or "InfiniBand"; "" when unknown
 	NetDev    string // the network interface bound to the port; "" when none
-	// State and PhysState are the kernel's words ("ACTIVE", "LinkUp"); ""
-	// when unreadable.
+	// State and PhysState are the kernel's words ("ACTIVE", "LinkUp").
 	State, PhysState string
 	// RateBits is the negotiated rate in bits per second; 0 when unknown.
 	RateBits float64
-	// ReceiveBytes and TransmitBytes are port_rcv_data and port_xmit_data
-	// in bytes; nil when unreadable. Floats, as Prometheus keeps them: a
-	// 64-bit count of words × 4 does not fit in 64 bits.
+	// ReceiveBytes and TransmitBytes are port_rcv_data and port_xmit_data in
+	// bytes; floats, since a 64-bit count of words × 4 does not fit 64 bits.
 	ReceiveBytes, TransmitBytes *float64
 	Errors                      []Counter // ErrorCounters that could be read
 	Events                      []Counter // EventCounters that could be read
 	HWCounters                  bool      // the port has a hw_counters directory
 }
 
-// Known tells whether both state files were read: only then is Up an
-// answer.
+// Known tells whether both state files were read: only then is Up an answer.
 func (p Port) Known() bool { return p.State != "" && p.PhysState != "" }
 
 // Up is true when the port is ACTIVE and its physical link LinkUp.
 func (p Port) Up() bool { return p.State == "ACTIVE" && p.PhysState == "LinkUp" }
 
-// Device is one RDMA device: on a Spark, one PCIe function of the
-// ConnectX-7.
+// Device is one RDMA device: on a Spark, one PCIe function of the ConnectX-7.
 type Device struct {
 	Name string
 	// Current and Max are the PCIe link of the function (device/); nil
@@ -92,8 +81,7 @@ type Device struct {
 	Ports        []Port
 }
 
-// Problem is a file that was there but could not be read or parsed, named
-// relative to the sysfs mount point.
+// Problem is a file that was there but could not be read or parsed.
 type Problem = layout.Problem
 
 // Snapshot is one read of the RDMA devices.
@@ -102,17 +90,15 @@ type Snapshot struct {
 	// driver, or no device.
 	RDMA    bool
 	Devices []Device // by name, at most MaxDevices
-	// LeftOut counts the devices beyond MaxDevices and the ports beyond
-	// MaxPorts, which were not read; FirstLeftOut names the first of them
-	// relative to the sysfs mount point ("" when none).
+	// LeftOut counts the devices and ports beyond MaxDevices and MaxPorts;
+	// FirstLeftOut names the first of them.
 	LeftOut      int
 	FirstLeftOut string
 	Problems     []Problem
-	// Blocked is the read that did not answer within its deadline
-	// (hostfs.ErrBlocked), after which nothing more was read.
+	// Blocked is the read that passed its deadline (hostfs.ErrBlocked);
+	// nothing was read after it.
 	Blocked *Problem
-	// Stale says a file of the layout has gone (a device or port went):
-	// discover again.
+	// Stale says a device or port of the layout has gone: discover again.
 	Stale bool
 }
 
@@ -137,9 +123,8 @@ var ErrorCounters = []string{
 
 // EventCounters are the hw_counters/ files reported as
 // spark_fabric_roce_events_total: the mlx5 counters that tell loss,
-// retransmission and congestion (the kernel's
-// Documentation/admin-guide/infiniband and NVIDIA's "Understanding mlx5
-// Linux Counters").
+// retransmission and congestion (NVIDIA's "Understanding mlx5 Linux
+// Counters", the kernel's Documentation/admin-guide/infiniband).
 var EventCounters = []string{
 	"duplicate_request",
 	"implied_nak_seq_err",
@@ -161,10 +146,9 @@ var EventCounters = []string{
 // Read discovers the devices under fsys and reads them once.
 func Read(fsys FS) Snapshot { return Discover(fsys).Read(fsys) }
 
-// Layout is what a discovery found: the devices and ports, at most
-// MaxDevices and MaxPorts, which files each has, and what does not change
-// while the port exists (its link layer and netdev, the function's
-// maximum PCIe link). Read reads the rest.
+// Layout is the devices and ports a discovery found, which files each has,
+// and what does not change while a port exists (its link layer and netdev,
+// the function's maximum PCIe link).
 type Layout struct {
 	rdma         bool
 	devices      []deviceFiles
@@ -191,18 +175,16 @@ type portFiles struct {
 
 type counterFile struct{ name, file string }
 
-// absent tells the errors that say "this attribute is not there" rather
-// than "it could not be read": sysfs answers EINVAL or EOPNOTSUPP for a
-// counter the device does not implement, and EINVAL for the rate of a
-// port that has none.
+// absent tells the errors that mean "not there" rather than "unreadable":
+// sysfs answers EINVAL or EOPNOTSUPP for a counter the device does not
+// implement, and EINVAL for the rate of a port that has none.
 func absent(err error) bool {
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.EINVAL) ||
 		errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENODEV)
 }
 
-// Discover walks the RDMA devices under fsys, in name order. It never
-// fails as a whole: what it could not read is reported by every Read of
-// the layout, and a read that blocks stops the walk.
+// Discover walks the RDMA devices in name order. What it could not read is
+// reported by every Read of the layout; a read that blocks stops the walk.
 func Discover(fsys FS) *Layout {
 	t := &layout.Tree{FS: fsys, Absent: absent}
 	l := &Layout{}
@@ -240,8 +222,7 @@ func Discover(fsys FS) *Layout {
 // Empty tells a layout without devices, whose Read reads nothing.
 func (l *Layout) Empty() bool { return len(l.devices) == 0 }
 
-// LeftOut counts the devices beyond MaxDevices and the ports beyond
-// MaxPorts, and names the first of them ("" when none).
+// LeftOut is Snapshot.LeftOut and FirstLeftOut.
 func (l *Layout) LeftOut() (n int, first string) { return l.leftOut, l.firstLeftOut }
 
 func discoverDevice(t *layout.Tree, name string) (d deviceFiles, leftOut int, firstLeftOut string) {
@@ -278,8 +259,6 @@ func discoverDevice(t *layout.Tree, name string) (d deviceFiles, leftOut int, fi
 	return d, leftOut, firstLeftOut
 }
 
-// link reads a PCIe link's width and speed attributes; nil when neither
-// gives a value.
 func link(t *layout.Tree, width, speed string) *Link {
 	var l Link
 	l.Width, _ = parsedIf(t, width, ParseLinkWidth)
@@ -320,8 +299,6 @@ func discoverPort(t *layout.Tree, dev, number string, netdevs []string) portFile
 	return p
 }
 
-// listed lists the names in dir; ok is false when it is absent or could
-// not be listed.
 func listed(t *layout.Tree, dir string) (map[string]bool, bool) {
 	entries, ok := t.Dir(dir)
 	if !ok {
@@ -341,7 +318,6 @@ func ifListed(has map[string]bool, dir, name string) string {
 	return ""
 }
 
-// filter keeps the names listed in dir, in their order.
 func filter(names []string, listed map[string]bool, dir string) []counterFile {
 	var out []counterFile
 	for _, n := range names {
@@ -352,8 +328,8 @@ func filter(names []string, listed map[string]bool, dir string) []counterFile {
 	return out
 }
 
-// Read reads the values of the layout's files through fsys. After a read
-// that blocks nothing more is read, and the snapshot has no devices.
+// Read reads the values of the layout's files. After a read that blocks
+// nothing more is read, and the snapshot has no devices.
 func (l *Layout) Read(fsys FS) Snapshot {
 	s := Snapshot{RDMA: l.rdma, LeftOut: l.leftOut, FirstLeftOut: l.firstLeftOut}
 	if l.blocked != nil {
@@ -415,7 +391,6 @@ func wordsToBytes(words uint64) *float64 {
 	return &b
 }
 
-// counters reads counter files; one that cannot be read is left out.
 func counters(t *layout.Tree, files []counterFile) []Counter {
 	var out []Counter
 	for _, f := range files {

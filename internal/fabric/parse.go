@@ -12,7 +12,6 @@ import (
 // is a rate ("400 Gb/sec (4X NDR)") or a PCIe speed ("32.0 GT/s PCIe").
 const maxLine = 64
 
-// line is the one line of an attribute, without its newline.
 func line(data []byte) (string, error) {
 	v := bytes.TrimSpace(data)
 	switch {
@@ -26,7 +25,6 @@ func line(data []byte) (string, error) {
 	return string(v), nil
 }
 
-// quote keeps an error message short and printable whatever the file held.
 func quote(s string) string {
 	if len(s) > 32 {
 		s = s[:32]
@@ -47,10 +45,9 @@ func ParseCounter(data []byte) (uint64, error) {
 	return n, nil
 }
 
-// ParseState parses a port's state or phys_state, "4: ACTIVE" or
-// "5: LinkUp" (Documentation/ABI/stable/sysfs-class-infiniband), into the
-// kernel's word. The word is one of a short list the kernel defines; any
-// word of letters is accepted, so that a newer kernel's is not refused.
+// ParseState parses a port's state or phys_state, "4: ACTIVE" or "5: LinkUp"
+// (Documentation/ABI/stable/sysfs-class-infiniband), into the kernel's word;
+// any word is accepted, so that a newer kernel's is not refused.
 func ParseState(data []byte) (string, error) {
 	v, err := line(data)
 	if err != nil {
@@ -64,8 +61,7 @@ func ParseState(data []byte) (string, error) {
 	return word, nil
 }
 
-// isWord is letters, digits and _ only, starting with a letter: what the
-// kernel's state names are ("ACTIVE", "LinkUp", "ACTIVE_DEFER").
+// isWord is the shape of the kernel's state names ("ACTIVE_DEFER").
 func isWord(s string) bool {
 	if s == "" || len(s) > 32 {
 		return false
@@ -81,8 +77,7 @@ func isWord(s string) bool {
 	return true
 }
 
-// ParseWord parses a one-word attribute such as link_layer ("Ethernet",
-// "InfiniBand").
+// ParseWord parses a one-word attribute such as link_layer ("Ethernet").
 func ParseWord(data []byte) (string, error) {
 	v, err := line(data)
 	if err != nil {
@@ -94,10 +89,8 @@ func ParseWord(data []byte) (string, error) {
 	return v, nil
 }
 
-// ParseRate parses a port's rate, "200 Gb/sec (4X HDR)" or
-// "2.5 Gb/sec (1X SDR)", into bits per second. The kernel writes the
-// figure in Gb/sec, with ".5" when it is not whole (drivers/infiniband/
-// core/sysfs.c, rate_show).
+// ParseRate parses a port's rate, "200 Gb/sec (4X HDR)" or "2.5 Gb/sec (1X
+// SDR)", into bits per second (drivers/infiniband/core/sysfs.c, rate_show).
 func ParseRate(data []byte) (float64, error) {
 	v, err := line(data)
 	if err != nil {
@@ -114,9 +107,8 @@ func ParseRate(data []byte) (float64, error) {
 	return gbits * 1e9, nil
 }
 
-// ParseLinkWidth parses a PCIe link width ("4", as current_link_width
-// and max_link_width give it). 0, which a link not trained reads, is
-// refused: it is no width.
+// ParseLinkWidth parses a PCIe link width ("4"). 0, which a link not trained
+// reads, is refused.
 func ParseLinkWidth(data []byte) (float64, error) {
 	v, err := line(data)
 	if err != nil {
@@ -148,9 +140,8 @@ func ParseLinkSpeed(data []byte) (float64, error) {
 	return gt * 1e9, nil
 }
 
-// parseDecimal parses a plain non-negative decimal ("200", "2.5", "32.0"),
-// nothing else strconv.ParseFloat would take (no exponent, no Inf, no
-// sign, no hex).
+// parseDecimal parses a plain non-negative decimal ("2.5"), nothing else
+// strconv.ParseFloat would take (no exponent, Inf, sign or hex).
 func parseDecimal(s string) (float64, error) {
 	whole, frac, dot := strings.Cut(s, ".")
 	if whole == "" || len(s) > 12 || strings.Trim(whole, "0123456789") != "" ||
@@ -161,9 +152,8 @@ func parseDecimal(s string) (float64, error) {
 }
 
 // ValidNetDev tells a network interface name as the kernel allows it
-// (dev_valid_name): 1 to 15 bytes, no '/', ':' or white space, not "." or
-// "..". Only printable ASCII is accepted here, so that a label never
-// carries anything else.
+// (dev_valid_name: 1 to 15 bytes, no '/', ':' or white space, not "." or
+// ".."), and of printable ASCII only, so that a label carries nothing else.
 func ValidNetDev(name string) bool {
 	if name == "" || len(name) > 15 || name == "." || name == ".." {
 		return false
@@ -176,8 +166,7 @@ func ValidNetDev(name string) bool {
 	return true
 }
 
-// ParseNetDev parses gid_attrs/ndevs/N, the name of the interface bound to
-// the GID.
+// ParseNetDev parses gid_attrs/ndevs/N, the interface bound to the GID.
 func ParseNetDev(data []byte) (string, error) {
 	v, err := line(data)
 	if err != nil {
@@ -190,9 +179,8 @@ func ParseNetDev(data []byte) (string, error) {
 }
 
 // validName tells an RDMA device name fit for a label: 1 to 63 bytes
-// (IB_DEVICE_NAME_MAX is 64 with its NUL) of letters, digits, '_', '-'
-// and '.'. Names are the kernel's ("mlx5_0") or rdma-core's udev rules'
-// ("rocep1s0f0"); anything else is not a device.
+// (IB_DEVICE_NAME_MAX is 64 with its NUL). Names are the kernel's ("mlx5_0")
+// or rdma-core's udev rules' ("rocep1s0f0"); anything else is not a device.
 func validName(name string) bool {
 	if name == "" || len(name) > 63 || name[0] == '.' {
 		return false

@@ -2,8 +2,7 @@ package kmsg
 
 import "maps"
 
-// MaxXidCodes bounds the distinct Xid codes kept: a GPU logs a handful;
-// codes beyond the first MaxXidCodes are counted in LeftOut instead.
+// MaxXidCodes bounds the distinct Xid codes kept: a GPU logs a handful.
 const MaxXidCodes = 64
 
 // Counts is what the log held, counted by event.
@@ -14,8 +13,7 @@ type Counts struct {
 	DriverOutOfMemory uint64
 	// Xid counts NVRM Xid events by code.
 	Xid map[int]uint64
-	// AER counts PCIe AER errors by severity (Corrected, NonFatal,
-	// Fatal): all three always present.
+	// AER counts PCIe AER errors by severity, all three always present.
 	AER map[string]uint64
 	// LeftOut counts Xid events of codes beyond MaxXidCodes.
 	LeftOut uint64

@@ -11,8 +11,7 @@ type Kind int
 const (
 	// OOMKill is one process killed by the kernel's OOM killer.
 	OOMKill Kind = iota + 1
-	// DriverOutOfMemory is an NVRM line naming NV_ERR_NO_MEMORY: the GPU
-	// driver failed an allocation.
+	// DriverOutOfMemory is an NVRM line naming NV_ERR_NO_MEMORY.
 	DriverOutOfMemory
 	// Xid is an NVRM Xid event.
 	Xid
@@ -51,23 +50,20 @@ type Event struct {
 // line this parser misread, not a code, and is not counted.
 const MaxXid = 999
 
-// Classifier turns records into events. One event can span several
-// records, and those are counted once:
+// Classifier turns records into events, counting once an event that spans
+// several records:
 //
-//   - an OOM kill logs "… invoked oom-killer: …", a dump, then
+//   - an OOM kill logs "… invoked oom-killer", a dump, then
 //     "oom-kill:constraint=CONSTRAINT_…,…" and "Out of memory: Killed process …"
-//     (or "Memory cgroup out of memory: Killed process …"). The constraint line
-//     is the event; kernels before 4.19 print no such line, and there the
-//     "Killed process" line is, its prefix telling global from cgroup;
+//     (or "Memory cgroup out of memory: …"). The constraint line is the
+//     event; before 4.19, which prints none, the "Killed process" line is;
 //   - a PCIe AER error logs "AER: … error received …" from the root port,
-//     then per device "PCIe Bus Error: severity=…" and detail lines. The
-//     severity line is the event: the "received" line only announces it,
-//     and one message can report errors of more than one device.
+//     then "PCIe Bus Error: severity=…" per device: the severity line is the
+//     event, since one message can report errors of several devices.
 //
 // The zero value is ready.
 type Classifier struct {
-	// oomPending: a constraint line was counted and its "Killed
-	// process" line has not come yet.
+	// oomPending: a constraint line was counted, its "Killed process" not yet.
 	oomPending bool
 }
 
@@ -112,10 +108,8 @@ func (c *Classifier) Classify(msg string) (Event, bool) {
 }
 
 // oomConstraint maps the kernel's enum oom_constraint (mm/oom_kill.c) to
-// the label: CONSTRAINT_MEMCG is a cgroup's limit, and so is
-// CONSTRAINT_CPUSET (a cpuset cgroup's nodes ran out); CONSTRAINT_NONE and
-// CONSTRAINT_MEMORY_POLICY (a task's mempolicy nodes; a Spark has one
-// node, so its whole memory) are global.
+// the label: CONSTRAINT_MEMCG and CONSTRAINT_CPUSET are a cgroup's limit;
+// the others are global (a Spark has one node, so a mempolicy's is all).
 func oomConstraint(msg string) string {
 	rest, _ := strings.CutPrefix(msg, "oom-kill:constraint=")
 	name, _, _ := strings.Cut(rest, ",")

@@ -11,14 +11,11 @@ import (
 
 // Reader follows the kernel log in the background and keeps its counts.
 //
-// Opening /dev/kmsg starts at the oldest record the kernel's ring still
-// holds, so the counts are "since boot, as far as the ring holds them",
-// recounted from that same start by every exporter that opens it: a
-// restarted exporter counts each record once, as the one before it did,
-// and never adds to what that one counted (its counters restart, which
-// Prometheus reads as a counter reset). Records older than the ring are
-// lost to both. Within one reader, a record whose sequence number is not
-// above the last one counted is skipped.
+// Opening /dev/kmsg starts at the oldest record the ring still holds, so the
+// counts are "since boot, as far as the ring holds them": a restarted
+// exporter recounts the same records, its counters restarting, which
+// Prometheus reads as a reset. Within one reader, a record whose sequence
+// number is not above the last one counted is skipped.
 type Reader struct {
 	mu       sync.Mutex
 	counts   Counts
@@ -31,12 +28,10 @@ type Reader struct {
 	done chan struct{}
 }
 
-// Open opens the log at path (/dev/kmsg, or a file or FIFO for tests),
-// reads what it holds now, and follows it in the background when it is a
-// device or a FIFO. The open and the first reads never block: a FIFO
-// without a writer, or a device with nothing more to give, ends the first
-// reading. An error means the log cannot be read (no CAP_SYSLOG where
-// kernel.dmesg_restrict is set, no such file).
+// Open opens the log at path (/dev/kmsg, or a file or FIFO for tests), reads
+// what it holds now, and follows a device or FIFO in the background; the
+// first reads never block. An error means the log cannot be read (no
+// CAP_SYSLOG where kernel.dmesg_restrict is set, no such file).
 func Open(path string) (*Reader, error) {
 	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
@@ -74,9 +69,8 @@ func Open(path string) (*Reader, error) {
 		close(r.done)
 		return r, nil
 	}
-	// The descriptor is non-blocking, so os.NewFile hands it to the
-	// runtime's poller: a read waits there, not in a thread, and Close
-	// ends it.
+	// A non-blocking descriptor goes to the runtime's poller: a read waits
+	// there, not in a thread, and Close ends it.
 	r.file = os.NewFile(uintptr(fd), path)
 	go r.follow(buf)
 	return r, nil

@@ -1,8 +1,7 @@
 // Package kmsg reads the kernel's log as /dev/kmsg serves it and counts the
 // events that tell why a DGX Spark died: OOM kills by their constraint, the
 // GPU driver's failed allocations (NV_ERR_NO_MEMORY), NVRM Xid codes and
-// PCIe AER errors by severity. The parsing is pure (Parse, Classifier); the
-// Reader follows the device in the background.
+// PCIe AER errors by severity.
 package kmsg
 
 import (
@@ -12,17 +11,15 @@ import (
 	"time"
 )
 
-// Record is one record of /dev/kmsg. The format is the kernel's
-// (Documentation/ABI/testing/dev-kmsg):
+// Record is one record of /dev/kmsg (Documentation/ABI/testing/dev-kmsg):
 //
 //	6,339,5140900,-;NET: Registered protocol family 10
 //	 SUBSYSTEM=net
 //
-// a header of comma-separated fields (priority and facility, sequence
-// number, microseconds since boot, flags, and possibly more fields that
-// later kernels add), a semicolon, the message with non-printable bytes
-// escaped as \xNN, and continuation lines, each starting with a space,
-// that carry key=value properties of the device that logged it.
+// a header (priority and facility, sequence number, microseconds since boot,
+// flags, perhaps more in later kernels), a semicolon, the message with
+// non-printable bytes escaped as \xNN, and continuation lines, each starting
+// with a space, of the logging device's properties.
 type Record struct {
 	// Priority is the syslog level, 0 (emerg) to 7 (debug); Facility the
 	// syslog facility (0: the kernel's own).
@@ -42,9 +39,8 @@ var (
 	errHeader   = errors.New("kmsg: malformed header")
 )
 
-// Parse parses one record's first line (continuation lines are skipped by
-// the caller: they start with a space). A malformed line is an error,
-// never a panic.
+// Parse parses one record's first line; the caller skips continuation
+// lines. A malformed line is an error, never a panic.
 func Parse(line []byte) (Record, error) {
 	line = bytes.TrimRight(line, "\n")
 	if len(line) > MaxRecord {

@@ -1,13 +1,10 @@
-// Package layout is how a sysfs collector remembers what it found. A
-// discovery walks the tree (Tree) for what does not change while the
-// machine runs: which devices, channels and zones there are, their names,
-// which files each has. The collector keeps it (Kept) and builds its
-// metrics once for it; a scrape then reads only the value files.
+// Package layout is how a sysfs collector remembers what it found: a
+// discovery (Tree) walks for what does not change while the machine runs
+// (devices, channels, zones, their names and files), the collector keeps it
+// (Kept), and a scrape then reads only the value files.
 //
-// prometheus/procfs's sysfs class readers (ThermalZoneStats, DMIClass,
-// InfiniBandClass, ClassHwmon) read with os.ReadFile: no size bound, no
-// deadline, through links, one unreadable file failing the whole class;
-// hence these walks, whose reads go wherever the caller's FS sends them.
+// prometheus/procfs's sysfs class readers use os.ReadFile: no size bound, no
+// deadline, through links, one unreadable file failing the whole class.
 package layout
 
 import (
@@ -19,16 +16,14 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/redact"
 )
 
-// FS is what a walk reads through, names relative to the sysfs mount
-// point ("class/thermal"). os.DirFS and fstest.MapFS are both one.
+// FS is what a walk reads through, names relative to the sysfs mount point.
 type FS interface {
 	ReadFile(name string) ([]byte, error)
 	ReadDir(name string) ([]fs.DirEntry, error)
 }
 
-// Problem is a file that was there but could not be read or parsed. File
-// is relative to the mount point; Err does not name the mount point
-// either.
+// Problem is a file that was there but could not be read or parsed; neither
+// File nor Err names the mount point.
 type Problem struct {
 	File string
 	Err  error
@@ -36,10 +31,9 @@ type Problem struct {
 
 func (p Problem) Error() string { return p.File + ": " + p.Err.Error() }
 
-// Tree walks a sysfs tree: a file that is absent is no problem, one that
-// cannot be read is noted and the walk goes on, and a read that blocks
-// stops the walk, so that a wedged attribute costs one deadline, not one
-// per file.
+// Tree walks a sysfs tree: an absent file is no problem, an unreadable one
+// is noted, and a read that blocks stops the walk, so that a wedged
+// attribute costs one deadline, not one per file.
 type Tree struct {
 	FS FS
 	// Absent tells the errors that mean "this attribute is not there";
@@ -61,8 +55,6 @@ func (t *Tree) absent(err error) bool {
 	return errors.Is(err, fs.ErrNotExist)
 }
 
-// gaveNothing tells whether a read of name gave nothing, noting a problem
-// when the file was not simply absent.
 func (t *Tree) gaveNothing(name string, err error) bool {
 	switch {
 	case err == nil:
@@ -88,9 +80,8 @@ func (t *Tree) File(name string) (data []byte, ok bool) {
 	return data, true
 }
 
-// Dir lists name; ok is false when it is absent, unreadable (noted) or
-// the walk has stopped. A listing cut short by an error keeps what it
-// read.
+// Dir lists name, ok as File's; a listing cut short by an error keeps what
+// it read.
 func (t *Tree) Dir(name string) (entries []fs.DirEntry, ok bool) {
 	if t.Blocked != nil {
 		return nil, false
@@ -115,8 +106,7 @@ func Parsed[T any](t *Tree, name string, parse func([]byte) (T, error)) (T, bool
 	return v, true
 }
 
-// Entries is Dir's listing alone, for a walk to which an absent directory
-// is simply nothing to walk.
+// Entries is Dir's listing alone: an absent directory is nothing to walk.
 func (t *Tree) Entries(name string) []fs.DirEntry {
 	entries, _ := t.Dir(name)
 	return entries

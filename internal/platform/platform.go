@@ -1,17 +1,13 @@
 // Package platform reads what a DGX Spark (GB10) tells through sysfs beyond
-// NVML: the machine's DMI identity, its ACPI thermal zones by their ACPI
-// names, and the system power rails, energy counters, temperatures and
-// firmware power limits of the community spbm hwmon driver
-// (github.com/antheas/spark_hwmon). GB10 is one die for CPU and GPU on one
-// 240 W supply; when a run slows with nothing in nvidia-smi, these are
-// where the cause shows.
+// NVML: the DMI identity, the ACPI thermal zones by their ACPI names, and the
+// power rails, energy counters, temperatures and firmware power limits of the
+// community spbm hwmon driver (github.com/antheas/spark_hwmon). GB10 is one
+// die for CPU and GPU on one 240 W supply; when a run slows with nothing in
+// nvidia-smi, these show the cause.
 //
-// Discover walks the tree for what does not change (names, labels, which
-// files there are); Layout.Read then reads the values. A file that cannot
-// be read or parsed is a Problem of the snapshot, never a failure of the
-// whole read: sysfs is full of attributes that refuse a read (ACPI thermal
-// zones answer EIO or ENODATA when their AML method fails) or that only
-// root may read. procfs's sysfs readers do not serve: see package layout.
+// A file that cannot be read or parsed is a Problem of the snapshot, never a
+// failure of the whole read: ACPI thermal zones answer EIO or ENODATA when
+// their AML method fails, and some attributes only root may read.
 package platform
 
 import (
@@ -34,11 +30,9 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/safetext"
 )
 
-// FS is what the platform is read through, names relative to the sysfs
-// mount point.
+// FS is what the platform is read through, names relative to the sysfs mount.
 type FS = layout.FS
 
-// Where the three sources live under the sysfs mount point.
 const (
 	dmiDir     = "class/dmi/id"
 	thermalDir = "class/thermal"
@@ -48,10 +42,8 @@ const (
 // SPBMName is the hwmon name of the spbm driver.
 const SPBMName = "spbm"
 
-// The DMI attributes read, by the label they become. Only these are ever
-// opened: product_serial, product_uuid, board_serial and chassis_serial
-// identify one unit (and are root's alone, mode 0400); they are never
-// read, let alone exported.
+// dmiFiles are the only DMI attributes opened: product_serial, product_uuid,
+// board_serial and chassis_serial identify one unit and are never read.
 var dmiFiles = []struct{ file, label string }{
 	{"sys_vendor", "vendor"},
 	{"product_name", "product_name"},
@@ -59,21 +51,17 @@ var dmiFiles = []struct{ file, label string }{
 	{"bios_version", "bios_version"},
 }
 
-// Identity is the machine's DMI identity. A field whose file is absent is
-// "".
+// Identity is the machine's DMI identity; a field whose file is absent is "".
 type Identity struct {
 	Vendor, ProductName, BoardName, BIOSVersion string
 }
 
 // Temperature is one temperature sensor.
 type Temperature struct {
-	// Source is "acpi" for a thermal zone with an ACPI device (its Sensor
-	// is the ACPI name, TSOC), "thermal_zone" for another thermal zone
-	// (its Sensor is the zone's type, x86_pkg_temp), "spbm" for the spbm
-	// driver (its Sensor is the channel's label).
+	// Source is "acpi" (Sensor is the ACPI name, TSOC), "thermal_zone"
+	// (Sensor is the zone's type) or "spbm" (Sensor is the channel's label).
 	Source, Sensor string
-	// Zone is the thermal zone's index ("0" for thermal_zone0), as
-	// node_exporter's thermal_zone collector labels it; "" for spbm.
+	// Zone is N of thermal_zoneN, as node_exporter labels it; "" for spbm.
 	Zone    string
 	Celsius float64
 }
@@ -90,16 +78,13 @@ type SPBM struct {
 	Energy []Reading // joules, by accumulator label (pkg, cpu_e, cpu_p, gpu)
 	Limits []Reading // watts: the effective cap (powerN_cap) of pl1, pl2, syspl1, syspl2
 	Temps  []Reading // °C, by label (tj_max, cpu_p_clu0, gpu, soc, dla, …)
-	// Prochot is whether PROCHOT is asserted; nil when the attribute is
-	// absent or unreadable.
+	// Prochot is whether PROCHOT is asserted; nil when unknown.
 	Prochot *bool
-	// PLLevel is the firmware's current power-limit level (pl_level);
-	// nil when absent or unreadable.
+	// PLLevel is the firmware's power-limit level (pl_level); nil when unknown.
 	PLLevel *uint64
 }
 
-// Problem is a file that was there but could not be read or parsed, named
-// relative to the sysfs mount point.
+// Problem is a file that was there but could not be read or parsed.
 type Problem = layout.Problem
 
 // Snapshot is one read of the platform.
@@ -111,10 +96,8 @@ type Snapshot struct {
 	// Stale says a file the Layout named has gone (ENOENT, or ENODEV
 	// from a driver unbound under an open file): discover again.
 	Stale bool
-	// Blocked is the read that did not answer within its deadline
-	// (hostfs.ErrBlocked), after which nothing more was read: unlike a
-	// file that refuses a read, it fails the read as a whole, since the
-	// next file may block as long.
+	// Blocked is the read that passed its deadline (hostfs.ErrBlocked);
+	// nothing was read after it, since the next file may block as long.
 	Blocked *Problem
 }
 
@@ -124,28 +107,24 @@ func Read(fsys FS) Snapshot {
 }
 
 // Layout is what does not change while the machine runs: the DMI identity,
-// which thermal zones there are and their names, where the spbm device is,
-// its channels and their labels.
+// the thermal zones and spbm channels, and their names.
 type Layout struct {
 	identity *Identity
 	zones    []zoneFile
 	spbm     *spbmFiles
 	problems []Problem // found while discovering, reported with every read
 	blocked  *Problem  // a discovery read that blocked
-	// leftOut counts the entries (zones, channels) beyond the cap on
-	// value files, first names one.
+	// leftOut counts the entries beyond the cap on value files.
 	leftOut int
 	first   string
 }
 
-// zoneFile is a thermal zone's temperature file and its labels.
 type zoneFile struct {
 	file string
 	t    Temperature
 }
 
-// valueFile is one spbm value: its file, its label, how the driver
-// scaled it, and the values it can plausibly take, in base units.
+// valueFile is one spbm value; lo and hi bound its plausible values.
 type valueFile struct {
 	file, label string
 	perUnit     float64 // hwmon units per base unit (1e6 µW per W)
@@ -153,19 +132,16 @@ type valueFile struct {
 	lo, hi      float64
 }
 
-// The plausible range of a temperature: below −60 °C no electronics is
-// rated to run (−55 °C is the military grade's floor) and above 200 °C
-// none survives (automotive parts' junction limit is 150 °C, GB10's
-// tj_max 105 °C). Beyond are a sensor's error codes read as values: ACPI
-// zones giving −273.15 °C, all-ones registers 9.2e15 °C.
+// Below −60 °C no electronics is rated to run (military grade: −55 °C), above
+// 200 °C none survives (GB10's tj_max is 105 °C). Beyond are error codes read
+// as values: ACPI zones' −273.15 °C, all-ones registers' 9.2e15 °C.
 const (
 	minCelsius = -60
 	maxCelsius = 200
 )
 
-// maxWatts bounds a power rail or limit: ten kilowatts is more than any
-// one machine on a wall socket draws (the Spark's brick is rated 240 W);
-// a 64-bit all-ones register reads 1.8e13 W.
+// maxWatts is more than any machine on a wall socket draws (the Spark's
+// brick is rated 240 W); a 64-bit all-ones register reads 1.8e13 W.
 const maxWatts = 10_000
 
 type spbmFiles struct {
@@ -173,16 +149,13 @@ type spbmFiles struct {
 	prochot, plLevel             string // "" when absent
 }
 
-// Discover reads the parts of the platform that do not change under fsys.
-// It never fails as a whole; what it could not read is reported by every
-// Read of the layout.
+// Discover reads the parts of the platform that do not change. It never
+// fails; what it could not read is reported by every Read of the layout.
 func Discover(fsys FS) *Layout { return DiscoverAtMost(fsys, math.MaxInt) }
 
 // DiscoverAtMost is Discover with at most max value files, so that a host
-// with thousands of thermal zones or hwmon channels costs a scrape no more
-// series, reads and kept descriptors than max: the spbm driver's channels
-// first (they are the Spark's power and temperatures), then the thermal
-// zones by index; LeftOut counts the rest.
+// with thousands of thermal zones costs a scrape no more than max reads: the
+// spbm channels first (the Spark's power), then the zones by index.
 func DiscoverAtMost(fsys FS, max int) *Layout {
 	r := reader{Tree: layout.Tree{FS: fsys}}
 	l := &Layout{}
@@ -195,9 +168,8 @@ func DiscoverAtMost(fsys FS, max int) *Layout {
 	return l
 }
 
-// LeftOut is how many thermal zones and spbm channels the cap on value
-// files left out of the layout, and the file of the first of them (""
-// when none).
+// LeftOut is how many zones and channels the cap left out, and the file of
+// the first of them.
 func (l *Layout) LeftOut() (n int, first string) { return l.leftOut, l.first }
 
 // Read reads the values of the layout through read, one file after the
@@ -250,7 +222,6 @@ func (l *Layout) Read(read func(name string) ([]byte, error)) Snapshot {
 	return s
 }
 
-// valueReader reads a layout's value files, noting problems.
 type valueReader struct {
 	read     func(name string) ([]byte, error)
 	problems []Problem
@@ -298,9 +269,8 @@ func (v *valueReader) unsigned(name string) (uint64, bool) {
 	return n, true
 }
 
-// readings reads unsigned hwmon values in base units, divided by perUnit
-// (a division, so that 25300000 µW is exactly 25.3). A register read as
-// all ones is no reading.
+// readings divides by perUnit rather than multiplying by its inverse, so that
+// 25300000 µW is exactly 25.3 W.
 func (v *valueReader) readings(files []valueFile) []Reading {
 	var out []Reading
 	for _, f := range files {
@@ -321,9 +291,8 @@ func (v *valueReader) readings(files []valueFile) []Reading {
 	return out
 }
 
-// plausible tells whether value is within [lo, hi], noting a problem when
-// it is not: a value no sensor of its kind reads is an error code, not a
-// reading.
+// plausible notes a value outside [lo, hi] as a problem: a value no sensor
+// of its kind reads is an error code, not a reading.
 func (v *valueReader) plausible(file string, value, lo, hi float64, unit string) bool {
 	if value >= lo && value <= hi {
 		return true
@@ -334,12 +303,10 @@ func (v *valueReader) plausible(file string, value, lo, hi float64, unit string)
 
 type reader struct {
 	layout.Tree
-	// The entries left out by the cap on value files, and the first.
 	leftOut int
 	first   string
 }
 
-// leaveOut notes an entry beyond the cap, by its value file.
 func (r *reader) leaveOut(file string) {
 	if r.leftOut == 0 {
 		r.first = file
@@ -381,7 +348,6 @@ func zoneIndex(entry string) string {
 	return n
 }
 
-// zones names the thermal zones, by index, up to room of them.
 func (r *reader) zones(room int) []zoneFile {
 	type entry struct {
 		index int
@@ -443,8 +409,7 @@ func (r *reader) zone(dir string) (Temperature, bool) {
 	return t, true
 }
 
-// spbmDir finds the hwmon device named spbm; "" when there is none. Should
-// there be two, the first in name order is read.
+// spbmDir is the hwmon device named spbm, the first in name order if two.
 func (r *reader) spbmDir() string {
 	var dirs []string
 	for _, e := range r.Entries(hwmonDir) {
@@ -487,13 +452,10 @@ func parseAttribute(file string) (ch channel, attr string, ok bool) {
 	return channel{}, "", false
 }
 
-// allOnes is an all-ones 32-bit register, which is what a read of the
-// SPBM shared memory gives when the firmware has not filled it (the
-// driver warns "telemetry may be inactive" on it). It is no reading.
+// allOnes is what a 32-bit SPBM register reads when the firmware has not
+// filled it (the driver warns "telemetry may be inactive"): no reading.
 const allOnes = 0xFFFFFFFF
 
-// spbm finds the spbm driver's channels and their labels, up to room value
-// files.
 func (r *reader) spbm(room int) *spbmFiles {
 	dir := r.spbmDir()
 	if dir == "" {
@@ -545,8 +507,6 @@ func (r *reader) spbm(room int) *spbmFiles {
 	return s
 }
 
-// spbmChannels lists the hwmon device's channels, by kind and index, the
-// attributes each has, and the device's files.
 func (r *reader) spbmChannels(dir string) (channels []channel, attrs map[channel]map[string]bool, files map[string]bool) {
 	attrs, files = map[channel]map[string]bool{}, map[string]bool{}
 	for _, e := range r.Entries(dir) {
@@ -570,9 +530,8 @@ func (r *reader) spbmChannels(dir string) (channels []channel, attrs map[channel
 	return channels, attrs, files
 }
 
-// channelLabel is the channel's label file's, or its own name (power3)
-// without one; ok is false when the label file is there but unreadable or
-// bad (a problem, noted).
+// channelLabel falls back to the channel's name (power3) without a label
+// file; ok is false when the label file is unreadable or bad.
 func (r *reader) channelLabel(prefix string, ch channel, hasLabel bool) (label string, ok bool) {
 	if !hasLabel {
 		return ch.kind + strconv.Itoa(ch.index), true
@@ -609,7 +568,6 @@ func (s *spbmFiles) add(kind, prefix, label string, hasCap bool) {
 	}
 }
 
-// count is how many value files s has; 0 for nil.
 func (s *spbmFiles) count() int {
 	if s == nil {
 		return 0
@@ -623,12 +581,10 @@ func (s *spbmFiles) count() int {
 	return n
 }
 
-// MaxValue bounds a value file, newline included: longer than any decimal
-// integer sysfs writes (an int64 is at most 20 characters), so a longer
-// file is not a value.
+// MaxValue bounds a value file, newline included: an int64 is at most 20
+// characters, so a longer file is not a value.
 const MaxValue = 32
 
-// value is the one line of a sysfs attribute, without its newline.
 func value(data []byte) ([]byte, error) {
 	v := bytes.TrimSpace(data)
 	switch {
@@ -670,11 +626,10 @@ func ParseUint(data []byte) (uint64, error) {
 // labels are tens of bytes.
 const maxLabel = 128
 
-// ParseLabel turns a one-line text attribute (a DMI string, a hwmon label,
-// a zone type) into a label value: trimmed, valid UTF-8. More than one
-// line, a control or format character (ESC, U+202E RIGHT-TO-LEFT
-// OVERRIDE: safetext.Unsafe) or more than maxLabel bytes is refused rather
-// than cut: such a file is not what the attribute is.
+// ParseLabel turns a one-line text attribute (a DMI string, a hwmon label, a
+// zone type) into a label value. More than one line, a control or format
+// character (safetext.Unsafe) or more than maxLabel bytes is refused, not cut:
+// such a file is not what the attribute is.
 func ParseLabel(data []byte) (string, error) {
 	s := strings.TrimSpace(strings.ToValidUTF8(string(data), string(utf8.RuneError)))
 	if len(s) > maxLabel {
@@ -691,10 +646,9 @@ func ParseLabel(data []byte) (string, error) {
 	return s, nil
 }
 
-// ParseACPIName takes the ACPI name of a device from its path attribute:
-// "\_TZ_.TSOC" is TSOC. An ACPI name segment is one to four characters,
-// the first a capital letter or _, the rest capitals, digits or _ (ACPI
-// 6.5, section 20.2.2); anything else is refused.
+// ParseACPIName takes the ACPI name from a path attribute ("\_TZ_.TSOC" is
+// TSOC). A name segment is one to four characters, the first a capital or _,
+// the rest capitals, digits or _ (ACPI 6.5, section 20.2.2).
 func ParseACPIName(data []byte) (string, error) {
 	p := string(bytes.TrimSpace(data))
 	if !strings.HasPrefix(p, `\`) {
@@ -715,7 +669,6 @@ func ParseACPIName(data []byte) (string, error) {
 	return seg, nil
 }
 
-// truncate keeps an error message short whatever the file held.
 func truncate(s string) string {
 	if len(s) > 32 {
 		return s[:32] + "…"

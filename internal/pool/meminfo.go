@@ -9,14 +9,10 @@ import (
 	"github.com/prometheus/procfs"
 )
 
-// ParseMeminfo reads the fields of /proc/meminfo the pool needs. It is
-// stricter than prometheus/procfs's parser, which takes the last of a key
-// given twice, reads a size cut before its unit as bytes, and accepts a
-// file cut mid-number: each of those would export a wrong figure rather
-// than none. Here the file must end with a line end (the kernel writes
-// whole lines), a key the pool uses must appear once with a decimal value
-// and, for sizes, the kB unit. Lines the pool does not use are skipped
-// whatever their shape.
+// ParseMeminfo reads the fields of /proc/meminfo the pool needs. procfs's
+// parser takes the last of a key given twice, reads a size cut before its
+// unit as bytes and accepts a file cut mid-number; here each is an error,
+// since a wrong figure is worse than none.
 func ParseMeminfo(data []byte) (procfs.Meminfo, error) {
 	var m procfs.Meminfo
 	if len(data) == 0 {

@@ -38,7 +38,6 @@ type CMA struct {
 	Free  uint64 // CmaFree
 }
 
-// cmaFree is CmaFree, 0 where the kernel has no CMA.
 func (s Snapshot) cmaFree() uint64 {
 	if s.CMA == nil {
 		return 0
@@ -46,11 +45,9 @@ func (s Snapshot) cmaFree() uint64 {
 	return s.CMA.Free
 }
 
-// Usable is MemAvailable less free CMA pages: what the kernel can still
-// give an allocation that cannot use CMA, reclaim included. It is the
-// figure that falls with danger on a GB10 serving a model (MemFree rises
-// into a kill as reclaim empties the cache; docs/design.md), never below
-// 0. Without CMA it is MemAvailable.
+// Usable is MemAvailable less free CMA pages, never below 0: what an
+// allocation that cannot use CMA can still get. It falls with danger on a
+// GB10 serving a model, while MemFree rises into a kill (docs/design.md).
 func (s Snapshot) Usable() uint64 {
 	if c := s.cmaFree(); c < s.Available {
 		return s.Available - c
@@ -67,8 +64,7 @@ func Read(procPath string) (Snapshot, error) {
 	return Parse(data)
 }
 
-// Parse works out the pool from the text of /proc/meminfo, for a caller
-// that reads the file itself.
+// Parse works out the pool from the text of /proc/meminfo.
 func Parse(data []byte) (Snapshot, error) {
 	m, err := ParseMeminfo(data)
 	if err != nil {
@@ -81,9 +77,8 @@ func Parse(data []byte) (Snapshot, error) {
 // so that headroom arithmetic cannot wrap. Anything larger is corrupt input.
 const maxKiB = math.MaxInt64 / 1024 / 4
 
-// FromMeminfo derives the pool's figures from parsed meminfo. Every field it
-// needs must be present: a meminfo without them is truncated or not Linux's,
-// and the figures would be wrong rather than missing.
+// FromMeminfo derives the pool's figures from parsed meminfo. A missing
+// field is an error: the figures would be wrong rather than missing.
 func FromMeminfo(m procfs.Meminfo) (Snapshot, error) {
 	var err error
 	kib := func(name string, v *uint64) uint64 {
@@ -112,10 +107,8 @@ func FromMeminfo(m procfs.Meminfo) (Snapshot, error) {
 	}
 
 	// Shmem (tmpfs, shared anonymous memory) sits inside Cached but cannot
-	// be dropped, and neither can pages still mapped by a process.
-	// Subtracting Mapped whole is conservative: a mapped page may also be
-	// Shmem. That makes the figure a lower bound, which is the safe side
-	// for a budget.
+	// be dropped, nor can mapped pages. A mapped page may also be Shmem:
+	// the figure is a lower bound, the safe side for a budget.
 	flushable := int64(buffers+cached) - int64(shmem) - int64(mapped)
 	s := Snapshot{
 		Total:     total,
@@ -139,9 +132,8 @@ func FromMeminfo(m procfs.Meminfo) (Snapshot, error) {
 		s.HugePages = &h
 	}
 
-	// A kernel built with CMA prints both lines; one alone is not Linux's
-	// meminfo. Free CMA beyond the area or beyond the whole pool is a
-	// corrupt read, not a figure.
+	// A kernel built with CMA prints both lines. Free CMA beyond the area or
+	// the whole pool is a corrupt read, not a figure.
 	switch {
 	case m.CmaTotal != nil && m.CmaFree != nil:
 		cmaTotal := kib("CmaTotal", m.CmaTotal)
@@ -163,11 +155,10 @@ func FromMeminfo(m procfs.Meminfo) (Snapshot, error) {
 	return s, nil
 }
 
-// Headroom is free memory, less free CMA pages (which a job's pinned
-// allocations cannot use), minus the reserve kept for the OS and driver:
-// what a new job may take without a flush. Negative when free is already
-// below the reserve, as it is on a healthy Spark whose page cache fills the
-// pool: a planning figure, not a danger one (Usable is that).
+// Headroom is free memory less free CMA pages and the reserve kept for the
+// OS and driver: what a new job may take without a flush. It is negative on
+// a healthy Spark whose page cache fills the pool: a planning figure, not a
+// danger one (Usable is that).
 func (s Snapshot) Headroom(reserve uint64) int64 {
 	return int64(s.Free) - int64(s.cmaFree()) - int64(reserve)
 }

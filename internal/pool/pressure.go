@@ -19,10 +19,8 @@ type Pressure struct {
 //	some avg10=1.25 avg60=0.80 avg300=0.30 total=48213000
 //	full avg10=0.50 avg60=0.31 avg300=0.10 total=19004000
 //
-// prometheus/procfs reads it with fmt.Sscanf, which takes a total cut
-// mid-number and the last of two "some" lines; here the file must end with
-// a line end, each line must be whole and appear once, and at least one
-// must be there. Lines of other kinds are skipped, as procfs does, for
+// procfs's fmt.Sscanf takes a total cut mid-number and the last of two
+// "some" lines; here each is an error. Lines of other kinds are skipped, for
 // kernels to come.
 func ParsePressure(data []byte) (Pressure, error) {
 	var p Pressure

@@ -28,11 +28,9 @@ type Counters struct {
 	OOMKills        *uint64 // oom_kill (since 4.13)
 }
 
-// Parse reads the text of /proc/vmstat. Lines it does not use are skipped
-// whatever their shape, so new kernel counters never break it. A line it
-// does use must be "name value" with a decimal value; a malformed or
-// repeated one is an error, since exporting a guess would be worse than
-// exporting nothing.
+// Parse reads the text of /proc/vmstat. Unknown lines are skipped whatever
+// their shape, so new kernel counters never break it; a malformed or
+// repeated known line is an error, since a guess is worse than nothing.
 func Parse(data []byte) (Counters, error) {
 	var c Counters
 	fields := [...]**uint64{
@@ -41,8 +39,7 @@ func Parse(data []byte) (Counters, error) {
 		fieldReclaimedDirect: &c.ReclaimedDirect, fieldAllocStalls: &c.AllocStalls,
 		fieldOOMKills: &c.OOMKills,
 	}
-	// The kernel writes whole lines: a last line without its end was cut
-	// short, perhaps mid-number.
+	// The kernel writes whole lines: one without its end was cut short.
 	if len(data) > 0 && data[len(data)-1] != '\n' {
 		return Counters{}, errors.New("vmstat: truncated: the last line has no line end")
 	}

@@ -9,22 +9,19 @@ import (
 type CapSource string
 
 const (
-	// CapFlag: the command line sets the cap.
+	// CapFlag means the command line sets the cap.
 	CapFlag CapSource = "flag"
-	// CapDefault: the program caps itself and the command line does not
-	// change it.
+	// CapDefault means the program's own default.
 	CapDefault CapSource = "default"
 )
 
 // Cap is the share of the GPU's memory (on the Spark, of the whole pool) a
-// program was started to take. Source is empty when no cap is known: the
-// program has none (Ollama, llama.cpp, trainers), or Problem says why it
-// could not be read.
+// program was started to take. Source is empty when the program has none
+// (Ollama, llama.cpp, trainers) or Problem says why it is unreadable.
 type Cap struct {
 	Ratio  float64
 	Source CapSource
-	// Problem explains, without quoting the command line, why a program
-	// that has a cap has no readable one.
+	// Problem says why a program that has a cap has no readable one.
 	Problem string
 }
 
@@ -41,26 +38,18 @@ type capRule struct {
 	def   float64
 }
 
-// capRules: the flag that caps each kind, and the program's default.
-//
-// vLLM: --gpu-memory-utilization, default 0.9 (vllm/config/cache.py,
-// `gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1)`). vLLM's
-// parser also takes the underscore spelling; so does `trl vllm-serve`,
-// whose default is 0.9 as well (trl/scripts/vllm_serve.py).
-//
-// SGLang: --mem-fraction-static. Its server-arguments documentation
-// (docs.sglang.io, advanced_features/server_arguments.md, "Common launch
-// commands") says "The default value is 0.9". The argument table there
-// lists None, meaning that recent releases derive the fraction at start
-// from the GPU's memory and parallelism; 0.9 is the documented figure.
+// capRules: the flag that caps each kind, and the program's default. vLLM's
+// is 0.9 (vllm/config/cache.py), as is `trl vllm-serve`'s
+// (trl/scripts/vllm_serve.py); both parsers take the underscore spelling.
+// SGLang's "default value is 0.9" (docs.sglang.io,
+// advanced_features/server_arguments.md), though recent releases derive it
+// at start from the GPU's memory and parallelism.
 var capRules = map[string]capRule{
 	KindVLLM:   {flags: []string{"--gpu-memory-utilization", "--gpu_memory_utilization"}, def: 0.9},
 	KindSGLang: {flags: []string{"--mem-fraction-static", "--mem_fraction_static"}, def: 0.9},
 }
 
-// capOf reads the cap of a program of the given kind from its arguments:
-// `--flag X` or `--flag=X`, the last one winning as with argparse. Kinds
-// without a cap rule have no cap.
+// capOf reads `--flag X` or `--flag=X`, the last winning as with argparse.
 func capOf(kind string, argv []string) Cap {
 	r, ok := capRules[kind]
 	if !ok {
@@ -102,8 +91,7 @@ func capOf(kind string, argv []string) Cap {
 	}
 }
 
-// parseRatio accepts a share in (0, 1], as vLLM does: 0 takes nothing and
-// would be refused by the program itself.
+// parseRatio accepts a share in (0, 1], as vLLM does.
 func parseRatio(s string) (float64, bool) {
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || !(f > 0 && f <= 1) {

@@ -1,11 +1,10 @@
 // Package workload finds the programs that share the Spark's unified memory
-// pool: inference servers and trainers. Classify and the cap parser are pure
-// functions of a command line; Scanner reads /proc, remembers what it has
-// classified, and groups processes into one workload per program.
+// pool, inference servers and trainers, and groups processes into one
+// workload per program.
 //
-// A command line is read, classified and dropped: it is never kept, and no
-// error or Problem carries any part of it, because command lines hold API
-// keys (vllm serve --api-key …).
+// A command line is read, classified and dropped: no error or Problem
+// carries any part of it, because command lines hold API keys (vllm serve
+// --api-key …).
 package workload
 
 import (
@@ -54,10 +53,9 @@ type Identity struct {
 	Cap  Cap
 }
 
-// Classify tells whether cmd is a workload and which. User patterns are
-// tried first, so that they can also correct a built-in rule; then the
-// built-in rules. A process with no arguments (a kernel thread, a zombie) is
-// never a workload.
+// Classify tells whether cmd is a workload and which. User patterns come
+// first, so that they can correct a built-in rule. A process with no
+// arguments (a kernel thread, a zombie) is never a workload.
 func Classify(cmd Command, patterns []Pattern) (Identity, bool) {
 	if len(cmd.Argv) == 0 {
 		return Identity{}, false
@@ -79,11 +77,10 @@ func Classify(cmd Command, patterns []Pattern) (Identity, bool) {
 		}
 		return Identity{Role: r.role, Kind: r.kind, Cap: capOf(r.kind, cmd.Argv)}, true
 	}
-	// Child processes that rename themselves (setproctitle) keep nothing of
-	// their parent's command line: vLLM's engine core and workers show
-	// "VLLM::EngineCore" (comm truncated to "VLLM::EngineCor"), SGLang's
-	// "sglang::scheduler". They are usually found through their parent; alone,
-	// their cap is not on their own command line and is not guessed.
+	// Children that rename themselves (setproctitle) keep nothing of their
+	// parent's command line: vLLM's show "VLLM::EngineCore" (comm
+	// "VLLM::EngineCor"), SGLang's "sglang::scheduler". Their cap is on the
+	// parent's command line and is not guessed.
 	for _, t := range titles {
 		if strings.HasPrefix(cmd.Argv[0], t.prefix) || strings.HasPrefix(cmd.Comm, t.prefix) {
 			return Identity{Role: t.role, Kind: t.kind, Cap: Cap{Problem: ProblemCapNotOnCommandLine}}, true
@@ -92,20 +89,19 @@ func Classify(cmd Command, patterns []Pattern) (Identity, bool) {
 	return Identity{}, false
 }
 
-// rule recognises a program, by executable or script basename or by Python
-// module.
+// rule recognises a program by executable or script basename, or by module.
 type rule struct {
 	name string
 	// prefix: name matches any module beginning with it.
 	prefix bool
-	// only: if set, the first argument (a subcommand) must be one of these.
+	// only, if set, lists the first arguments (subcommands) accepted.
 	only []string
-	// except: the first argument must not be one of these.
+	// except lists those refused.
 	except []string
 	role   Role
 	kind   string
 	// launcher: the program starts another (accelerate launch, torchrun,
-	// deepspeed); when that one is a known trainer, its kind is reported.
+	// deepspeed), whose kind is reported when it is a known trainer.
 	launcher bool
 }
 
@@ -202,10 +198,9 @@ func matchRules(rules []rule, name string, args []string) (rule, bool) {
 	return rule{}, false
 }
 
-// launchedTrainer finds, in a launcher's arguments, a trainer it starts:
-// `accelerate launch -m axolotl.cli.train cfg.yml` (axolotl's documented
-// form), `torchrun … -m trl.scripts.sft`, `accelerate launch /…/bin/trl sft`.
-// Only a trainer refines the kind: the role stays training.
+// launchedTrainer finds a trainer in a launcher's arguments: `accelerate
+// launch -m axolotl.cli.train cfg.yml` (axolotl's documented form),
+// `torchrun … -m trl.scripts.sft`, `accelerate launch /…/bin/trl sft`.
 func launchedTrainer(args []string) (rule, bool) {
 	for i, a := range args {
 		var r rule
@@ -222,8 +217,6 @@ func launchedTrainer(args []string) (rule, bool) {
 	return rule{}, false
 }
 
-// invocation is what a command line runs: a program, or a Python module, and
-// the arguments after it.
 type invocation struct {
 	program string
 	module  string

@@ -6,38 +6,29 @@ import (
 )
 
 // Endpoint is where an inference server serves its own metrics, as its
-// command line sets it: a port on the host, and whether the server was
-// told to serve metrics at all. The command line is read for these two
-// facts and dropped.
+// command line sets it; the command line is dropped once read.
 type Endpoint struct {
 	// Port is 0 for a kind that serves no metrics the exporter reads.
 	Port int
-	// FromFlag: the command line set the port; otherwise it is the
-	// program's default, and the server may listen elsewhere (Ollama's
-	// OLLAMA_HOST, a config file): --engines.target then overrides it.
+	// FromFlag is whether the command line set the port; a default may be
+	// wrong (OLLAMA_HOST, a config file), which --engines.target overrides.
 	FromFlag bool
-	// Metrics: the server serves them. vLLM and Ollama always do; SGLang
-	// only with --enable-metrics, llama.cpp's server only with --metrics.
+	// Metrics is whether the server was told to serve metrics.
 	Metrics bool
 }
 
 type endpointRule struct {
 	defaultPort int
-	// metricsFlag is the flag that turns metrics on; "" when always on.
 	metricsFlag string
 }
 
-// endpointRules: each engine's port flag is --port, with its default:
+// endpointRules: each engine's --port default and metrics flag.
 //
-//   - vLLM: 8000 (vllm/entrypoints/openai/cli_args.py, `port: int = 8000`);
-//     /metrics always served.
-//   - SGLang: 30000 (sglang/srt/server_args.py, `port: int = 30000`);
-//     /metrics with --enable-metrics (docs: references/production_metrics.md).
-//   - llama.cpp's llama-server: 8080 (tools/server/README.md, `--port PORT
-//     port to listen (default: 8080)`); /metrics with --metrics.
-//   - Ollama: 11434, set by OLLAMA_HOST, which is not read (environments
-//     hold keys); its account is GET /api/ps (docs/api.md, "List Running
-//     Models").
+//   - vLLM: 8000 (vllm/entrypoints/openai/cli_args.py); /metrics always.
+//   - SGLang: 30000 (sglang/srt/server_args.py); /metrics with --enable-metrics.
+//   - llama-server: 8080 (tools/server/README.md); /metrics with --metrics.
+//   - Ollama: 11434, moved by OLLAMA_HOST, which is not read (environments
+//     hold keys); its account is GET /api/ps (docs/api.md).
 var endpointRules = map[string]endpointRule{
 	KindVLLM:     {defaultPort: 8000},
 	KindSGLang:   {defaultPort: 30000, metricsFlag: "--enable-metrics"},
@@ -45,11 +36,10 @@ var endpointRules = map[string]endpointRule{
 	KindOllama:   {defaultPort: 11434},
 }
 
-// EndpointOf reads the endpoint of a program of the given kind from its
-// command line (/proc/PID/cmdline, NUL-separated): `--port N` or
-// `--port=N`, the last one winning as with argparse. A kind that is no
-// engine, or a port that is not a number in 1–65535, gives the zero
-// Endpoint (for a bad port: not asked, rather than asked at a guess).
+// EndpointOf reads `--port N` or `--port=N` from a command line
+// (/proc/PID/cmdline), the last one winning as with argparse. A kind that is
+// no engine, or a bad port, gives the zero Endpoint: not asked, rather than
+// asked at a guess.
 func EndpointOf(kind string, cmdline []byte) Endpoint {
 	rule, ok := endpointRules[kind]
 	if !ok {

@@ -7,9 +7,8 @@ import (
 	"strings"
 )
 
-// Pattern is a user's rule (--workloads.match role:kind:regex): a process
-// whose command line, arguments joined by single spaces, matches the regular
-// expression is a workload of that role and kind.
+// Pattern is a user's rule (--workloads.match role:kind:regex), matched
+// against the arguments joined by single spaces.
 type Pattern struct {
 	Role Role
 	Kind string

@@ -8,7 +8,6 @@ import (
 	"strings"
 )
 
-// stat is what a scan needs of /proc/PID/stat.
 type stat struct {
 	PPID  int
 	State byte
@@ -17,18 +16,15 @@ type stat struct {
 	StartTime uint64
 	// Comm is the command name, in the data parsed: valid while it is.
 	Comm []byte
-	// ArgStart and ArgEnd are where the command line lies in the
-	// process's memory: an exec makes a new stack, placed at random, so
-	// they change even when pid, start time and comm do not. The kernel
-	// shows them only to a reader that may ptrace the process (root, or
-	// its owner); to others, and before Linux 3.5, they are 0.
+	// ArgStart and ArgEnd change on exec, which places a new stack at
+	// random. They are 0 to a reader that may not ptrace the process, and
+	// before Linux 3.5.
 	ArgStart, ArgEnd uint64
 }
 
-// The parsers below are hand-written rather than prometheus/procfs's: a scan
-// reads every process's stat on every scrape, and procfs parses all 52
-// fields with fmt.Fscan, several times slower (docs/performance.md). Their
-// errors never quote the file: comm and cmdline are the process's to set.
+// These parsers are not procfs's, which parses all 52 fields of stat with
+// fmt.Fscan: every process's stat is read at every scrape. Their errors never
+// quote the file: comm and cmdline are the process's to set.
 
 var (
 	errStatNoComm   = errors.New("stat: no command name in parentheses")
@@ -37,13 +33,9 @@ var (
 	errStatusRSS    = errors.New("status: VmRSS is not one size in kB")
 )
 
-// parseStat reads the fields a scan needs from /proc/PID/stat:
-// "pid (comm) state ppid … starttime …". comm may hold spaces and
-// parentheses, so it ends at the last ')'; the kernel writes at most 64
-// bytes of it (proc_task_name), and no ')' in the fields after it, so the
-// search for that ')' stops 64 bytes past the '('. Every known process's
-// stat is parsed at every scrape: the fields are walked byte by byte, and
-// only ppid, starttime, arg_start and arg_end parsed.
+// parseStat reads "pid (comm) state ppid … starttime …". comm may hold
+// spaces and parentheses, so it ends at the last ')'; the kernel writes at
+// most 64 bytes of it (proc_task_name), so the search stops there.
 func parseStat(data []byte) (stat, error) {
 	const maxComm = 64
 	l := bytes.IndexByte(data, '(')
@@ -93,8 +85,8 @@ func parseStat(data []byte) (stat, error) {
 	return s, nil
 }
 
-// parseAddress parses an address field of stat, a decimal of at most 20
-// digits, without the string strconv would be given.
+// parseAddress parses a decimal of at most 20 digits without allocating the
+// string strconv would take.
 func parseAddress(value []byte) (uint64, error) {
 	if len(value) > 20 {
 		return 0, errStatBadField
@@ -110,10 +102,8 @@ func parseAddress(value []byte) (uint64, error) {
 	return n, nil
 }
 
-// parseVmRSS reads VmRSS from /proc/PID/status, in bytes. Kernel threads and
-// zombies have no VmRSS line: ok is then false. The line is found with
-// bytes.Index rather than by splitting the file's fifty-odd lines: the
-// status of every workload process is read at every scrape.
+// parseVmRSS reads VmRSS from /proc/PID/status, in bytes; ok is false for
+// kernel threads and zombies, which have none.
 func parseVmRSS(data []byte) (rss uint64, ok bool, err error) {
 	const key = "VmRSS:"
 	at := -1

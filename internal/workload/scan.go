@@ -33,44 +33,33 @@ type Problem struct {
 
 // Result is one scan of /proc.
 type Result struct {
-	// Workloads, by pid.
 	Workloads []Workload
-	// Unreadable counts processes whose /proc entry exists but could not be
-	// read (hidepid=1, permissions) or held figures that cannot be right
-	// (a resident size beyond 64 bits): detection may be blind to them.
+	// Unreadable counts processes that could not be read (hidepid=1,
+	// permissions) or held impossible figures: detection may miss them.
 	Unreadable int
 	// Problems of workloads, each reported once in a process's life.
 	Problems []Problem
 }
 
-// procFiles is the /proc tree as a scan reads it: the list of processes,
-// then a few small files of each, all within the scan's ctx.
-// hostfs.Processes is one; the tests read trees through an fs.FS.
+// procFiles is the /proc tree as a scan reads it; hostfs.Processes is one,
+// the tests read trees through an fs.FS.
 type procFiles interface {
-	// List appends every process found to ps; the reads that follow are
-	// of this listing's processes.
 	List(ctx context.Context, ps []hostfs.Process) ([]hostfs.Process, error)
-	// Read reads the file name of process pid into buf[:0], grown as
-	// needed, and returns what was read.
+	// Read reads into buf[:0], grown as needed.
 	Read(ctx context.Context, pid int, name string, buf []byte) ([]byte, error)
-	// ReadAll reads the file name of each of ps, one batch under one
-	// deadline: files[i] is what was read of ps[i], or why not. A read
-	// that blocks fails it.
+	// ReadAll reads one batch under one deadline: files[i] is what was read
+	// of ps[i], or why not. A read that blocks fails it.
 	ReadAll(ctx context.Context, ps []hostfs.Process, name string) ([]hostfs.File, error)
-	// Close releases what the reader keeps open.
 	Close() error
 }
 
-// Scanner finds workloads in a /proc tree. It remembers each process it has
-// classified by pid and start time, so that a command line is parsed and
-// classified once in a process's life rather than on every scrape, and
-// forgets processes once they exit. A process that execs keeps its pid,
-// start time and, when the program file has the same name (python3 →
-// python3 -m vllm serve), its comm; its stat's arg_start and arg_end, where
-// the kernel shows them (to root, or the process's owner), change, and
-// cost nothing more to read. Where they are hidden, only the command line
-// tells: it is reread at every scan, all at once, and compared by a hash. It is safe for concurrent use; scans run one at a
-// time.
+// Scanner finds workloads in a /proc tree. It remembers each process by pid
+// and start time, so that a command line is classified once in a process's
+// life rather than on every scrape. An exec keeps pid, start time and often
+// comm (python3 → python3 -m vllm serve), but changes stat's arg_start and
+// arg_end where the kernel shows them (to root or the owner); where they are
+// hidden, the command line is reread at every scan and compared by a hash.
+// It is safe for concurrent use; scans run one at a time.
 type Scanner struct {
 	proc     procFiles
 	patterns []Pattern
@@ -83,13 +72,11 @@ type Scanner struct {
 	nodes   []Node
 	// buf is what the scan under way reads each file into.
 	buf []byte
-	// The processes whose stat, and the workloads' processes whose
-	// status, the scan rereads in one batch; owners[i] is the workload
-	// of members[i].
+	// Batches of stat and status reads; owners[i] is the workload of
+	// members[i].
 	rereads, members []hostfs.Process
 	owners           []*Workload
-	// The processes whose command line the scan compares with the one
-	// classified, and their nodes' indexes.
+	// Command lines to compare, and their nodes' indexes.
 	checks     []hostfs.Process
 	checkNodes []int
 	// rechecks counts the processes this scan marked recheck.
@@ -99,18 +86,13 @@ type Scanner struct {
 // known is what is remembered of a process: never its command line.
 type known struct {
 	startTime uint64
-	// comm changes on exec and when a program renames itself: its command
-	// line may have changed too, so it is read again. So does where its
-	// command line lies (stat's arg_start and arg_end, 0 when hidden).
+	// A change of comm, arg_start or arg_end has the command line reread.
 	comm             string
 	argStart, argEnd uint64
-	// cmdline is the hash of the command line classified: one that
-	// differs is an exec under the same comm, or a program renaming
-	// itself, and is classified again.
+	// cmdline is the hash of the command line classified.
 	cmdline  uint64
 	identity *Identity
-	// recheck: this scan found the process unchanged by its stat, and
-	// compares its command line.
+	// recheck: the stat shows no change, so the command line is compared.
 	recheck bool
 	// scan is the last scan that saw the process.
 	scan uint64
@@ -118,9 +100,8 @@ type known struct {
 	reported bool
 
 	// A kernel thread (kthreadd, pid 2, and its children) never execs,
-	// changes parent or becomes a workload: while its /proc directory is
-	// the same (ino), its stat is not read again. On a Spark, kernel
-	// threads are most of the processes.
+	// changes parent or becomes a workload: while its /proc directory is the
+	// same (ino), its stat is not read again. Most processes are such.
 	kernel bool
 	ino    uint64
 	ppid   int
@@ -137,8 +118,7 @@ func newScanner(proc procFiles, patterns []Pattern) *Scanner {
 
 // Scan lists the processes and groups them into workloads. Only a failure to
 // list /proc is an error; a process that cannot be read is counted in
-// Unreadable, and one that exits during the scan is left out. ctx's
-// deadline bounds the scan's reads.
+// Unreadable. ctx's deadline bounds the scan's reads.
 func (s *Scanner) Scan(ctx context.Context) (Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -154,23 +134,20 @@ func (s *Scanner) Scan(ctx context.Context) (Result, error) {
 	}
 	var res Result
 	nodes := s.nodes[:0]
-	// blind: processes already counted unreadable, whose memory is not
-	// read either.
+	// blind: processes counted unreadable, whose memory is not read either.
 	var blind map[int]bool
 	// The stat of each process seen before is reread with the others' in
 	// one batch; one new now may be gone by the next scan.
 	rereads := s.rereads[:0]
 	counted := func(pid int, n Node, present bool, err error) error {
 		if errors.Is(err, hostfs.ErrBlocked) {
-			// A process stuck in the kernel holds its files: the scan
-			// fails at once, naming the file, rather than waiting on
-			// each of its files in turn.
+			// A process stuck in the kernel holds its files: fail at once
+			// rather than wait on each of its files in turn.
 			return err
 		}
 		if outOfDescriptors(err) {
-			// The exporter, not the process, is short: the scan has
-			// not seen what is there, and fails rather than count the
-			// process unreadable (and the workloads it hides gone).
+			// The exporter, not the process, is short: fail rather than
+			// count the process unreadable (and its workloads gone).
 			return fmt.Errorf("reading processes: %w", redact.WithoutPath(err))
 		}
 		if err != nil {
@@ -228,10 +205,8 @@ func (s *Scanner) Scan(ctx context.Context) (Result, error) {
 	return res, nil
 }
 
-// recheck rereads the command line of every process that its stat found
-// unchanged but whose stat hides arg_start (another user's, to a reader
-// that is not root), at once, and classifies again those whose command line is not
-// the one classified: an exec that kept the comm.
+// recheck rereads the command lines of the processes whose stat hides
+// arg_start, to find an exec that kept the comm.
 func (s *Scanner) recheck(ctx context.Context, nodes []Node) error {
 	if s.rechecks == 0 {
 		// Every stat showed arg_start (the exporter runs as root).
@@ -270,7 +245,6 @@ func (s *Scanner) recheck(ctx context.Context, nodes []Node) error {
 	return nil
 }
 
-// classifyCmdline is the identity of a command line, nil for none.
 func (s *Scanner) classifyCmdline(cmdline []byte, comm string) *Identity {
 	if id, ok := Classify(Command{Argv: splitCmdline(cmdline), Comm: comm}, s.patterns); ok {
 		return &id
@@ -330,7 +304,6 @@ func (s *Scanner) group(ctx context.Context, nodes []Node, blind map[int]bool, r
 	}
 	for i, status := range statuses {
 		if gone(status.Err) {
-			// A process that has gone counts for nothing.
 			continue
 		}
 		if outOfDescriptors(status.Err) {
@@ -354,9 +327,8 @@ func (s *Scanner) group(ctx context.Context, nodes []Node, blind map[int]bool, r
 }
 
 // process reads one process's stat, and its command line if it is new.
-// present is false when the process has gone, or when its stat could not be
-// read (err then says why). A process whose command line could not be read
-// is present, unclassified, and read again next scan.
+// present is false when the process has gone or its stat is unreadable; one
+// whose command line is unreadable is present, and read again next scan.
 func (s *Scanner) process(ctx context.Context, e hostfs.Process) (Node, bool, error) {
 	pid := e.PID
 	k, seen := s.known[pid]
@@ -371,8 +343,8 @@ func (s *Scanner) process(ctx context.Context, e hostfs.Process) (Node, bool, er
 	return s.classify(ctx, e, s.buf, err)
 }
 
-// classify goes on from a process's stat, as read (or why not): it reads
-// the command line of a process new or changed, and remembers the process.
+// classify goes on from a process's stat, as read (or why not), reading the
+// command line of a process new or changed.
 func (s *Scanner) classify(ctx context.Context, e hostfs.Process, stat []byte, err error) (n Node, present bool, _ error) {
 	pid := e.PID
 	k, seen := s.known[pid]
@@ -396,7 +368,6 @@ func (s *Scanner) classify(ctx context.Context, e hostfs.Process, stat []byte, e
 		k.argStart != st.ArgStart || k.argEnd != st.ArgEnd
 	if changed {
 		k = known{startTime: st.StartTime, comm: string(st.Comm), argStart: st.ArgStart, argEnd: st.ArgEnd}
-		// Kernel threads have no command line to read.
 		if !kernel {
 			s.buf, err = s.proc.Read(ctx, pid, "cmdline", s.buf)
 			if gone(err) {
@@ -408,8 +379,7 @@ func (s *Scanner) classify(ctx context.Context, e hostfs.Process, stat []byte, e
 			k.cmdline, k.identity = hashCmdline(s.buf), s.classifyCmdline(s.buf, k.comm)
 		}
 	}
-	// Without arg_start, the command line tells an exec; a zombie's is
-	// empty: there is nothing to compare.
+	// A zombie's command line is empty: there is nothing to compare.
 	k.recheck = !changed && !kernel && !zombie && st.ArgStart == 0
 	if k.recheck {
 		s.rechecks++

@@ -7,14 +7,11 @@ type Node struct {
 	Matched   bool
 }
 
-// ownerPIDs returns, for each node, the pid of the workload it belongs to, or
-// 0 for none. A process belongs to its topmost matched ancestor, itself
-// included: a vLLM server's engine core and a torchrun's Python workers are
-// one workload with their launcher, whose pid names it. Unmatched children
-// of a workload belong to it too, since they hold its memory.
-//
-// The tree is read while processes come and go, so a parent may be missing
-// or, with reused pids, the links may even loop; neither stops the walk.
+// ownerPIDs returns, for each node, the pid of its topmost matched ancestor,
+// itself included, or 0: a vLLM server's engine core and a torchrun's
+// workers are one workload with their launcher, and unmatched children hold
+// its memory too. Processes come and go while the tree is read, so a parent
+// may be missing or, with reused pids, the links may loop.
 func ownerPIDs(nodes []Node) []int {
 	const (
 		unvisited = -1

@@ -18,23 +18,20 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/container"
 )
 
-// Bounds of one answer of the Docker Engine: a host with more containers
-// than maxContainers is not a Spark running a few engines, and the rest are
-// left out rather than held.
+// A host with more containers than maxContainers is not a Spark running a
+// few engines: the rest are left out rather than held.
 const (
 	maxBody       = 8 << 20
 	maxContainers = 1000
 	// DefaultTimeout bounds one call to the Docker Engine.
 	DefaultTimeout = 2 * time.Second
-	// DefaultMaxAge is how long an answer (or a failure) is served before
-	// the engine is asked again: containers start and stop far less often
-	// than Prometheus scrapes.
+	// DefaultMaxAge is how long an answer (or a failure) is served:
+	// containers start and stop far less often than Prometheus scrapes.
 	DefaultMaxAge = 30 * time.Second
 )
 
-// Docker asks a Docker Engine, over its Unix socket, which containers run
-// (GET /containers/json, Docker Engine API, "List containers"), and keeps
-// the answer for MaxAge.
+// Docker asks a Docker Engine which containers run (GET /containers/json,
+// Docker Engine API, "List containers"), and keeps the answer for MaxAge.
 type Docker struct {
 	client  *http.Client
 	Timeout time.Duration
@@ -46,8 +43,7 @@ type Docker struct {
 	err   error
 }
 
-// NewDocker talks to the Docker Engine on the Unix socket at socket
-// (/var/run/docker.sock).
+// NewDocker talks to the Docker Engine on socket (/var/run/docker.sock).
 func NewDocker(socket string) *Docker {
 	transport := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -65,9 +61,8 @@ func NewDocker(socket string) *Docker {
 }
 
 // Containers is the running containers by short ID, as of at most MaxAge
-// ago. An error (no socket, permission denied, a bad answer) is kept as
-// long as an answer would be, so that a missing engine costs one attempt
-// per MaxAge, not one per scrape.
+// ago. An error is kept as long as an answer would be, so that a missing
+// engine costs one attempt per MaxAge, not one per scrape.
 func (d *Docker) Containers(now time.Time) (map[string]container.Info, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -113,11 +108,9 @@ func withoutURL(err error) error {
 	return err
 }
 
-// ParseContainers reads the answer of GET /containers/json: a JSON array
-// of objects with Id, Names (each with a leading "/"), Image and Labels.
-// Containers past maxContainers, without a 64-hex Id, are left out; a name
-// or image that is too long or holds a control or format character is
-// left empty rather than shown.
+// ParseContainers reads the answer of GET /containers/json. Containers past
+// maxContainers or without a 64-hex Id are left out; a name or image that
+// Label refuses is left empty rather than shown.
 func ParseContainers(body []byte) (map[string]container.Info, error) {
 	var list []struct {
 		ID     string            `json:"Id"`
