@@ -64,8 +64,7 @@ func Value[T any](fc *kingpin.FlagClause, parse func(string) (T, error)) *T {
 	return dst
 }
 
-// repeated is a flag that may be given many times; each value is parsed
-// and kept in order.
+// repeated is a flag that may be given many times, its values kept in order.
 type repeated[T any] struct {
 	name  string
 	texts []string
@@ -150,11 +149,9 @@ var byteUnits = map[string]float64{
 }
 
 // ParseBytes reads a size with its unit, or a plain number of bytes: 4GiB
-// is 4×2^30 bytes, 4GB 4×10^9.
-// A unit that could mean either (4G, 4g, 4gb) is refused, naming both
-// readings, rather than guessed. alecthomas/units reads GB as 2^30 in
-// ParseBase2Bytes and refuses GiB in ParseMetricBytes: neither keeps both
-// meanings apart, hence this small parser.
+// is 4×2^30 bytes, 4GB 4×10^9. An ambiguous unit (4G, 4g, 4gb) is refused
+// rather than guessed. alecthomas/units reads GB as 2^30 in ParseBase2Bytes
+// and refuses GiB in ParseMetricBytes, hence this small parser.
 func ParseBytes(s string) (uint64, error) {
 	if strings.HasPrefix(s, "-") {
 		return 0, fmt.Errorf("must not be negative")
@@ -194,11 +191,9 @@ func ParsePositiveDuration(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// RefuseSwitchValues checks args for a switch (a kingpin bool flag) given a
-// value, such as --collector.gpu=maybe or --web.systemd-socket=false, and
-// refuses it naming the flag. Kingpin itself takes the value for a stray
-// argument and reports only "unexpected maybe". Flags of every command are
-// looked at; "--" ends the flags.
+// RefuseSwitchValues refuses, naming the flag, a switch (a kingpin bool flag)
+// given a value, such as --collector.gpu=maybe: kingpin takes the value for
+// a stray argument and reports only "unexpected maybe". "--" ends the flags.
 func RefuseSwitchValues(app *kingpin.ApplicationModel, args []string) error {
 	flags := map[string]*kingpin.FlagModel{}
 	var add func(group *kingpin.FlagGroupModel, cmds []*kingpin.CmdModel)

@@ -21,11 +21,9 @@ import (
 // State is each collector's latest result. A part is nil when its
 // collector is off, has not run yet, or failed at its latest run.
 type State struct {
-	// At is when the latest complete collection (every collector run) ended;
-	// zero before the first.
+	// At is when the latest complete collection ended; zero before the first.
 	At time.Time
-	// Runs are what spark_scrape_collector_success and _duration_seconds
-	// say.
+	// Runs are what spark_scrape_collector_success and _duration_seconds say.
 	Runs       []Run
 	Pool       *Pool
 	GPU        *GPU
@@ -95,10 +93,9 @@ type Kernel struct {
 
 // Flight is the flight recorder's account of the previous boot.
 type Flight struct {
-	// Unclean: the previous boot ended without a clean shutdown, less
-	// than a day ago (spark_flight_last_boot_unclean); then EndedAt is
-	// its last record's time and Verdict the recorder's one line on its
-	// last minutes.
+	// Unclean: the previous boot, less than a day ago, ended without a clean
+	// shutdown (spark_flight_last_boot_unclean); then EndedAt is its last
+	// record's time and Verdict the recorder's line on its last minutes.
 	Unclean bool
 	EndedAt time.Time
 	Verdict string

@@ -2,19 +2,14 @@
 // that they never take the descriptors the collectors need, without
 // letting connections that send nothing keep new clients out.
 //
-// golang.org/x/net/netutil.LimitListener, which it replaces, makes the
-// connection over the limit wait in the kernel's queue until one closes:
-// 200 connections that never finish their headers then hold every slot
-// until the read deadline, and the scrapes queued behind them time out. A
-// Listener instead closes, to make room, a connection that holds its slot
-// without use: one idle between requests (its client has its answers),
-// one that has sent nothing for a while, or one whose request has moved
-// no byte for a while (a promised body that never comes, a response the
-// client does not take). Never one whose request is moving bytes, nor a
-// new one within its grace. Of those, it closes one of the client (remote address) that
-// holds the most, idle before stalled, oldest first: one client's pile of
-// connections goes first, whatever its address, and keep-alive clients
-// that keep asking cheap requests cannot keep a scrape out.
+// golang.org/x/net/netutil.LimitListener makes a connection over the limit
+// wait in the kernel's queue: 200 connections that never finish their
+// headers then hold every slot until the read deadline, and the scrapes
+// behind them time out. A Listener instead closes, to make room, one that
+// holds its slot without use (idle between requests, or silent past its
+// grace), never one moving bytes. It picks the client holding the most,
+// idle before stalled, oldest first, so that keep-alive clients asking cheap
+// requests cannot keep a scrape out.
 package connlimit
 
 import (
@@ -27,11 +22,10 @@ import (
 	"unsafe"
 )
 
-// DefaultGrace is how long a new connection has to send its request, and
-// a request under way may move no byte, before it may be closed to make
-// room: a client sends its request as soon as it has connected (a TLS
-// handshake takes milliseconds) and reads its answer as it comes, so a
-// connection silent this long is one holding a slot.
+// DefaultGrace is how long a new connection has to send its request, and a
+// request under way may move no byte, before it may be closed for room: a
+// client sends at once and reads as the answer comes (a TLS handshake takes
+// milliseconds).
 const DefaultGrace = time.Second
 
 // Listener accepts at most max connections open at once. Set the server's
@@ -102,9 +96,8 @@ func (c *conn) Write(p []byte) (int, error) {
 }
 
 // Accept waits for a connection; at the limit it closes one holding its
-// slot without use to make room (victim), or, when every connection is
-// being answered or is new, waits for one to end or to become one to
-// close (the new connection is then held, one descriptor beyond the
+// slot without use to make room, or, when every connection is being
+// answered or is new, waits (holding the new one, one descriptor beyond the
 // limit).
 func (l *Listener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
@@ -141,12 +134,9 @@ func (l *Listener) Accept() (net.Conn, error) {
 	}
 }
 
-// victim is the connection to close for room, of those that may be
-// closed: idle ones, new ones past their grace, and requests under way
-// that have moved no byte for the grace. It is one of the client that
-// holds the most connections, idle before the others (its client loses
-// no request), then the one waiting or stalled the longest. Without one,
-// wait is how long until one may be.
+// victim is the connection to close for room, in closesBefore's order, of
+// the idle ones, new ones past their grace and requests stalled for the
+// grace. Without one, wait is how long until one may be.
 func (l *Listener) victim() (victim *conn, wait time.Duration) {
 	held := map[string]int{}
 	for c := range l.open {
@@ -173,8 +163,8 @@ func (l *Listener) victim() (victim *conn, wait time.Duration) {
 }
 
 // closesBefore: of two connections that may be closed, whether the first
-// goes first: the one of the client holding more, then an idle one, then
-// the one waiting or stalled since longer.
+// goes first: the client holding more, then an idle one (its client loses
+// no request), then the one waiting or stalled since longer.
 func closesBefore(held int, s state, since time.Time, otherHeld int, other state, otherSince time.Time) bool {
 	if held != otherHeld {
 		return held > otherHeld
@@ -235,12 +225,10 @@ func Track(nc net.Conn, state http.ConnState) {
 	}
 }
 
-// Unsent is how many bytes of what the server wrote on nc, a connection
-// of a Listener (or TLS over one), the client has not acknowledged yet
-// (Linux's SIOCOUTQ); ok is false for any other connection or when the
-// kernel does not tell. A client that reads an answer before asking again
-// acknowledges it with its next request, at the latest: bytes still unsent
-// when it asks again are an answer it has not taken.
+// Unsent is how many bytes the server wrote on nc, a connection of a
+// Listener (or TLS over one), that the client has not acknowledged (Linux's
+// SIOCOUTQ); ok is false otherwise. A client acknowledges an answer by its
+// next request at the latest, so bytes unsent then are an answer not taken.
 func Unsent(nc net.Conn) (n int, ok bool) {
 	if t, isTLS := nc.(interface{ NetConn() net.Conn }); isTLS {
 		nc = t.NetConn()

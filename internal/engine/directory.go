@@ -5,9 +5,8 @@ import (
 	"sync"
 )
 
-// Directory is the engines the workloads collector found at its latest
-// scan: what the engines collector asks and /sd/engines lists. It is safe
-// for concurrent use.
+// Directory is the engines the workloads collector found at its latest scan,
+// which the engines collector asks and /sd/engines lists; concurrency-safe.
 type Directory struct {
 	mu      sync.Mutex
 	targets []Target
@@ -36,16 +35,14 @@ type Static struct {
 	Address string
 }
 
-// MaxTargets bounds the engines asked in one round: a Spark runs one or
-// two.
+// MaxTargets bounds the engines asked in one round: a Spark runs one or two.
 const MaxTargets = 16
 
-// Resolve joins the engines found with the --engines.target ones. A
-// static target is the found engine of its kind at its port; failing that,
-// the one engine of its kind whose port is the program's default (it
-// listens where its command line does not say: OLLAMA_HOST, a config
-// file); failing that, an engine of its own, with no process (PID 0).
-// At most MaxTargets are returned, by PID.
+// Resolve joins the engines found with the --engines.target ones. A static
+// target is the found engine of its kind at its port; failing that, the one
+// of its kind on the program's default port (it may listen where its
+// command line does not say: OLLAMA_HOST, a config file); failing that, an
+// engine with no process (PID 0). At most MaxTargets are returned, by PID.
 func Resolve(found []Target, static []Static) []Target {
 	out := slices.Clone(found)
 	for _, s := range static {

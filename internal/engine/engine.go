@@ -1,11 +1,8 @@
 // Package engine is the inference engines' own account of themselves, as
 // plain values: where each is asked (Target, Resolve), what it answered
-// (Reading), and Ollama's /api/ps parser with its model label check. Its
-// client (internal/engine/client) asks only on loopback, under a deadline,
-// reads at most a bounded answer, follows no redirect, and keeps only the
-// few figures it knows, summed (or, for a ratio, the largest) over the
-// engine's label sets. No prompt, request or user text is read: the one
-// label taken from an engine is Ollama's model name, checked.
+// (Reading), and Ollama's /api/ps parser. No prompt, request or user text
+// is read: the one label taken from an engine is Ollama's model name,
+// checked (ModelLabel).
 package engine
 
 import (
@@ -31,11 +28,10 @@ type Target struct {
 	Kind string
 	// Address is host:port on loopback.
 	Address string
-	// DefaultPort: the port is the program's default, not one its
-	// command line set (an --engines.target of its kind may override it).
+	// DefaultPort: the port is the program's default, not one its command
+	// line set, so an --engines.target of its kind may override it.
 	DefaultPort bool
-	// Container is the short ID of the container the engine runs in, ""
-	// on the host.
+	// Container is the short ID of the engine's container, "" on the host.
 	Container string
 }
 
@@ -66,8 +62,7 @@ type Reading struct {
 	GenTokens    *float64
 	// Models are Ollama's loaded models.
 	Models []Model
-	// ModelsLeftOut counts models whose name could not be a label, or
-	// past the cap.
+	// ModelsLeftOut counts models whose name is no label, or past the cap.
 	ModelsLeftOut int
 }
 
@@ -80,8 +75,7 @@ type Model struct {
 	ExpiresAt time.Time
 }
 
-// UnloadSeconds is how long the model stays loaded without a request, 0
-// once due.
+// UnloadSeconds is how long the model stays loaded idle; 0 once due.
 func (m Model) UnloadSeconds(now time.Time) float64 {
 	return max(0, m.ExpiresAt.Sub(now).Seconds())
 }

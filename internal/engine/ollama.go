@@ -19,10 +19,8 @@ const MaxModels = 32
 const MaxModelName = 200
 
 // ParseOllamaPS reads Ollama's GET /api/ps answer (docs/api.md, "List
-// Running Models": {"models": [{"name", "model", "size", "size_vram",
-// "expires_at", …}]}) into r. A model whose name is too long, not UTF-8, or
-// holds a control or format character (safetext) is left out and counted,
-// as are those past MaxModels.
+// Running Models") into r. A model whose name is not a ModelLabel, or past
+// MaxModels, is left out and counted.
 func ParseOllamaPS(body []byte, r *Reading) error {
 	var ps struct {
 		Models []struct {
@@ -51,9 +49,8 @@ func ParseOllamaPS(body []byte, r *Reading) error {
 }
 
 // ModelLabel tells whether name may be the model label's value as it is:
-// not empty, at most MaxModelName bytes of UTF-8 with no control or format
-// character. A name is shown as sent or not at all: one cut or changed
-// would name another model.
+// non-empty, at most MaxModelName bytes of UTF-8, no control or format
+// character. A name cut or changed would name another model.
 func ModelLabel(name string) bool {
 	return name != "" && len(name) <= MaxModelName && utf8.ValidString(name) && safetext.Index(name) < 0
 }

@@ -22,8 +22,7 @@ type Summary struct {
 	Records int       `json:"records"`
 	Damaged int       `json:"damaged_slots"`
 	Verdict string    `json:"verdict"`
-	// Usable memory (spark_pool_usable_bytes where recorded, else
-	// MemAvailable): first, last, lowest and its slope.
+	// Usable memory (as Usable reads it): first, last, lowest and its slope.
 	UsableFirst  *uint64   `json:"usable_first_bytes,omitempty"`
 	UsableLast   *uint64   `json:"usable_last_bytes,omitempty"`
 	UsableLowest *uint64   `json:"usable_lowest_bytes,omitempty"`

@@ -21,9 +21,8 @@ import (
 const DefaultLibrary = "libnvidia-ml.so.1"
 
 var (
-	// ErrUnavailable: NVML is not initialised (no driver or library yet,
-	// or being initialised again after the driver went away). It is the
-	// normal state of a host without an NVIDIA GPU, not a failure.
+	// ErrUnavailable: NVML is not initialised (no driver or library yet, or
+	// the driver went away); normal on a host without an NVIDIA GPU.
 	ErrUnavailable = errors.New("NVML is not initialised")
 	// ErrTimeout: NVML did not answer before the caller's deadline.
 	ErrTimeout = errors.New("NVML did not answer within the deadline")
@@ -31,30 +30,25 @@ var (
 
 // Options configures a Client.
 type Options struct {
-	// Library is what dlopen is asked for: a path, or a file name looked
-	// up the usual way. Empty means DefaultLibrary.
+	// Library is what dlopen is asked for; empty means DefaultLibrary.
 	Library string
 	// InitTimeout bounds the first initialisation, which New waits for so
-	// that the first scrape already sees the GPU, and the shutdown in
-	// Close. Default 5s.
+	// that the first scrape sees the GPU, and Close's shutdown; default 5s.
 	InitTimeout time.Duration
-	// RetryMin and RetryMax bound the pause between initialisation
-	// attempts, which doubles from one to the other. Defaults 1s and 30s.
+	// RetryMin and RetryMax bound the doubling pause between initialisation
+	// attempts; defaults 1s and 30s.
 	RetryMin, RetryMax time.Duration
 	Logger             log.Logger
 	// NVML replaces the dlopen'd library; tests pass go-nvml's mock.
 	NVML nvml.Interface
-	// Now is the clock readings are stamped with and aged by; default
-	// time.Now. Tests pass their own.
+	// Now stamps and ages readings; default time.Now.
 	Now func() time.Time
 }
 
-// Client is the process's connection to NVML. Every NVML call runs on one
-// worker goroutine, so a wedged driver holds one goroutine and no more;
-// each read has the caller's deadline. Initialisation is retried in the
-// background with backoff, and again whenever a read finds the driver gone,
-// so that the exporter follows a driver install or reload without a
-// restart.
+// Client is the process's connection to NVML: every call runs on one worker
+// goroutine, each read under the caller's deadline. Initialisation is
+// retried in the background, and again when a read finds the driver gone,
+// so that a driver install or reload needs no restart.
 type Client struct {
 	opts   Options
 	lib    nvml.Interface
@@ -131,20 +125,18 @@ func New(opts Options) *Client {
 // Up says whether NVML is initialised now.
 func (c *Client) Up() bool { return c.up.Load() }
 
-// Snapshot reads every device within ctx's deadline. Without NVML it
-// returns ErrUnavailable at once. When some devices or fields fail, the
-// readings taken are returned with the error. A complete snapshot is kept
-// for Recent. The snapshot is shared: callers must not modify it.
+// Snapshot reads every device within ctx's deadline; without NVML it
+// returns ErrUnavailable at once. On partial failure the readings taken
+// come with the error. The snapshot is shared: callers must not modify it.
 func (c *Client) Snapshot(ctx context.Context) (readings.Snapshot, error) {
 	return c.Recent(ctx, -1)
 }
 
-// Recent is Snapshot, but serves the latest complete snapshot, whoever
-// read it (the thermal sampler reads every few seconds), when it is at
-// most maxAge old: a scrape then costs NVML nothing. A negative maxAge
-// always reads. Concurrent callers that find the snapshot too old read
-// NVML once between them: each read is a job on the worker, and a job
-// first looks whether the one before it has just read.
+// Recent is Snapshot, but serves the latest complete snapshot, whoever read
+// it (the thermal sampler reads every few seconds), while it is at most
+// maxAge old; a negative maxAge always reads. Concurrent callers read NVML
+// once between them: a job on the worker first looks whether the one
+// before it has just read.
 func (c *Client) Recent(ctx context.Context, maxAge time.Duration) (readings.Snapshot, error) {
 	if !c.up.Load() {
 		return readings.Snapshot{}, ErrUnavailable
@@ -166,8 +158,7 @@ func (c *Client) Recent(ctx context.Context, maxAge time.Duration) (readings.Sna
 		case err == nil:
 			c.last = &snap
 		case !c.initialised:
-			// The driver went away: what it said before is no
-			// reading of the one that comes back.
+			// The driver went away: its old readings say nothing of the next.
 			c.last = nil
 		}
 	}
@@ -180,7 +171,6 @@ func (c *Client) Recent(ctx context.Context, maxAge time.Duration) (readings.Sna
 	return snap, err
 }
 
-// recent returns the latest snapshot if it is at most maxAge old.
 func (c *Client) recent(maxAge time.Duration) (readings.Snapshot, bool) {
 	c.lastMu.Lock()
 	defer c.lastMu.Unlock()
@@ -190,9 +180,8 @@ func (c *Client) recent(maxAge time.Duration) (readings.Snapshot, bool) {
 	return *c.last, true
 }
 
-// fresh tells whether a reading taken at taken may still be served at now:
-// it is at most maxAge old. A reading from the future (the clock stepped
-// back) is not.
+// fresh tells whether a reading taken at taken is at most maxAge old at
+// now; one from the future (the clock stepped back) is not.
 func fresh(taken, now time.Time, maxAge time.Duration) bool {
 	age := now.Sub(taken)
 	return age >= 0 && age <= maxAge
@@ -232,8 +221,7 @@ func (c *Client) Close() error {
 }
 
 // loop retries initialisation until it succeeds, then waits for a read to
-// find the driver gone, and starts again. first is the outcome of the
-// attempt New made.
+// find the driver gone, and starts again; first is New's attempt.
 func (c *Client) loop(first error) {
 	defer close(c.loopDone)
 	retry := &backoff.Backoff{Min: c.opts.RetryMin, Max: c.opts.RetryMax, Factor: 2}
@@ -276,12 +264,10 @@ func (c *Client) initialise(ctx context.Context) error {
 	return err
 }
 
-// initJob initialises NVML and enumerates the devices; it runs on the
-// worker.
+// initJob initialises NVML and enumerates the devices, on the worker.
 func (c *Client) initJob() error {
 	if c.initialised {
-		// An earlier attempt that its caller stopped waiting for
-		// finished after all.
+		// An attempt whose caller stopped waiting finished after all.
 		return nil
 	}
 	if c.real && !c.pinned {
@@ -345,7 +331,6 @@ func (c *Client) readAll() (readings.Snapshot, error) {
 	for i := range c.devices {
 		d := &c.devices[i]
 		if d.err != nil {
-			// Enumeration failed for this device: try again.
 			*d = describe(c.lib, d.index)
 			if d.err != nil {
 				errs = append(errs, fmt.Errorf("gpu %d: %w", d.index, d.err))
@@ -372,10 +357,10 @@ func (c *Client) readAll() (readings.Snapshot, error) {
 	return snap, err
 }
 
-// pin keeps the library loaded for the rest of the process. go-nvml binds
-// its C calls to the library's functions process-wide when first called;
-// if the dlclose in nvml.Shutdown unloaded it, a later client in the same
-// process (tests start many) would call through dangling bindings.
+// pin keeps the library loaded for the rest of the process: go-nvml binds
+// its C calls process-wide when first called, so if nvml.Shutdown's dlclose
+// unloaded it, a later client (tests start many) would call through
+// dangling bindings.
 func pin(library string) bool {
 	return dl.New(library, dl.RTLD_LAZY|dl.RTLD_GLOBAL|dl.RTLD_NODELETE).Open() == nil
 }

@@ -12,8 +12,8 @@ import (
 )
 
 // Error is an NVML call that failed with something other than
-// NOT_SUPPORTED: the GPU is lost, the driver is gone, an unknown error. It is
-// a failure of the read, never a missing field.
+// NOT_SUPPORTED (GPU lost, driver gone, unknown): a failed read, never a
+// missing field.
 type Error struct {
 	Op     string      // the call, e.g. "nvmlDeviceGetPowerUsage"
 	Return nvml.Return // NVML's return code
@@ -26,9 +26,8 @@ func nvmlError(op string, ret nvml.Return) *Error {
 	return &Error{Op: op, Return: ret, text: ret.Error()}
 }
 
-// driverGone says whether an error means NVML itself must be initialised
-// again (the driver was unloaded, reloaded or upgraded under us), as
-// opposed to one device or one call failing.
+// driverGone says whether err means NVML itself must be initialised again
+// (the driver was unloaded, reloaded or upgraded under us).
 func driverGone(err error) bool {
 	var e *Error
 	if !errors.As(err, &e) {
@@ -56,8 +55,7 @@ const (
 
 var optionalSymbols = []string{symTemperatureV, symEventReasons, symMemoryInfoV2, symCUDAVersionV2, symMarginTemp, symFieldValues}
 
-// device is an enumerated GPU and what does not change while the driver is
-// loaded.
+// device is an enumerated GPU and what stays fixed while the driver is loaded.
 type device struct {
 	index             int
 	handle            nvml.Device
@@ -67,7 +65,6 @@ type device struct {
 	err               error // enumeration failed; retried on the next read
 }
 
-// describe reads a device's handle and identity.
 func describe(lib nvml.Interface, index int) device {
 	d := device{index: index}
 	var ret nvml.Return
@@ -110,15 +107,14 @@ func cudaVersion(v int) string {
 // the process but not its memory (Windows WDDM, some MIG set-ups).
 const notAvailable = ^uint64(0)
 
-// deviceReader reads one device's fields, sorting each answer into a
-// value, a NOT_SUPPORTED or an error.
+// deviceReader reads one device's fields, sorting each answer into a value,
+// a NOT_SUPPORTED or an error.
 type deviceReader struct {
 	r    readings.Reading
 	errs []error
 }
 
-// answered records what NVML said about field f and reports whether the
-// value may be used.
+// answered records what NVML said about f and whether the value may be used.
 func (dr *deviceReader) answered(f readings.Field, op string, ret nvml.Return) bool {
 	switch ret {
 	case nvml.SUCCESS:
@@ -134,9 +130,8 @@ func (dr *deviceReader) answered(f readings.Field, op string, ret nvml.Return) b
 
 func ptr[T any](v T) *T { return &v }
 
-// read reads every field of d. Fields that fail with an error other than
-// NOT_SUPPORTED are left out and the errors returned together; the fields
-// that answered are kept.
+// read reads every field of d. A field failing with other than
+// NOT_SUPPORTED is left out, its error joined to the result.
 func read(d *device, has map[string]bool, now time.Time) (readings.Reading, error) {
 	dr := &deviceReader{r: readings.Reading{
 		Index: d.index, UUID: d.uuid, Name: d.name, ComputeCapability: d.computeCapability,
@@ -168,8 +163,7 @@ func read(d *device, has map[string]bool, now time.Time) (readings.Reading, erro
 
 	if mhz, ret := h.GetClockInfo(nvml.CLOCK_SM); dr.answered(readings.FieldSMClock, "nvmlDeviceGetClockInfo", ret) {
 		r.SMClockHertz = ptr(float64(mhz) * 1e6)
-		// The maximum belongs to the same field; a device that reports
-		// the clock but not its maximum simply has no maximum series.
+		// A device that reports the clock but not its maximum has no maximum series.
 		switch mhz, ret := h.GetMaxClockInfo(nvml.CLOCK_SM); ret {
 		case nvml.SUCCESS:
 			r.SMClockMaxHertz = ptr(float64(mhz) * 1e6)
@@ -211,10 +205,9 @@ func read(d *device, has map[string]bool, now time.Time) (readings.Reading, erro
 }
 
 // clockEventCounters reads the clock event counters in one
-// nvmlDeviceGetFieldValues call. Each value carries its own return: one a
-// driver does not know (NOT_SUPPORTED, or INVALID_ARGUMENT from a driver
-// older than the field id) is left out; the field is supported when any
-// answered.
+// nvmlDeviceGetFieldValues call. A value the driver does not know
+// (NOT_SUPPORTED, or INVALID_ARGUMENT from a driver older than the field
+// id) is left out; the field is supported when any answered.
 func (dr *deviceReader) clockEventCounters(h nvml.Device, has bool) {
 	if !has {
 		dr.r.Supported[readings.FieldClocksEventCounters] = false
@@ -260,7 +253,6 @@ func unsignedValue(v nvml.FieldValue) (uint64, bool) {
 	return 0, false
 }
 
-// margin reads how far the GPU is below its slowdown temperature.
 func (dr *deviceReader) margin(h nvml.Device, has bool) {
 	if !has {
 		dr.r.Supported[readings.FieldTemperatureMargin] = false
@@ -291,10 +283,9 @@ func (dr *deviceReader) memory(h nvml.Device, v2 bool) {
 	}
 }
 
-// processes reads the compute processes. NVML may list a pid more than
-// once (one entry per MIG instance); the entries are summed so that each
-// pid is one series. A pid whose memory NVML cannot give is left out rather
-// than counted as zero.
+// processes reads the compute processes. NVML may list a pid once per MIG
+// instance: the entries are summed into one series. A pid whose memory NVML
+// cannot give is left out rather than counted as zero.
 func (dr *deviceReader) processes(h nvml.Device) {
 	infos, ret := h.GetComputeRunningProcesses()
 	if !dr.answered(readings.FieldProcesses, "nvmlDeviceGetComputeRunningProcesses", ret) {

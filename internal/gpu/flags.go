@@ -14,15 +14,13 @@ import (
 const (
 	// DefaultTimeout is --gpu.timeout's default.
 	DefaultTimeout = 2 * time.Second
-	// DefaultMaxAge is --gpu.max-age's default. It matches the thermal
-	// sampler's default interval: with both at their defaults, nearly
-	// every scrape is served the sampler's reading, and NVML is read once
-	// per interval whatever the scrape rate.
+	// DefaultMaxAge is --gpu.max-age's default: the thermal sampler's default
+	// interval, so that with both at their defaults NVML is read once per
+	// interval whatever the scrape rate.
 	DefaultMaxAge = 5 * time.Second
 )
 
-// Settings are the parsed --gpu.* flags: how the process's NVML client is
-// opened and how its readers use it.
+// Settings are the parsed --gpu.* flags.
 type Settings struct {
 	// Library is --gpu.nvml-library: what dlopen is asked for.
 	Library string
@@ -39,8 +37,7 @@ type Flags struct {
 }
 
 // AddFlags registers the --gpu.* flags on fg. They are the process's, not a
-// collector's: there is one NVML client per process (see Settings.Open),
-// which the gpu and thermal collectors share.
+// collector's: the gpu and thermal collectors share one client (Settings.Open).
 func AddFlags(fg cliflag.FlagGroup) *Flags {
 	return &Flags{
 		library: fg.Flag("gpu.nvml-library",
@@ -75,21 +72,19 @@ func parseMaxAge(s string) (time.Duration, error) {
 
 // Open starts the process's NVML client. There must be one per process:
 // go-nvml binds NVML's functions process-wide to the first library loaded
-// (see pin), so a second client could not honour another --gpu.nvml-library,
-// and NVML's init and shutdown are process-wide counts. One client also
-// means one worker goroutine and one initialisation loop.
+// (see pin), so a second could not honour another --gpu.nvml-library, and
+// NVML's init and shutdown are process-wide counts.
 func (s Settings) Open(logger log.Logger) *Client {
 	return New(Options{
 		Library: s.Library,
-		// The first initialisation is waited for at start, so that the
-		// first scrape already sees the GPU.
+		// At least 5s: New waits for the first initialisation.
 		InitTimeout: max(5*time.Second, s.Timeout),
 		Logger:      logger,
 	})
 }
 
-// WithTimeout bounds every read of src by timeout (--gpu.timeout), on top
-// of the caller's own deadline.
+// WithTimeout bounds every read of src by timeout (--gpu.timeout) as well as
+// the caller's own deadline.
 func WithTimeout(src Source, timeout time.Duration) Source {
 	return deadline{src, timeout}
 }

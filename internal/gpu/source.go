@@ -8,10 +8,9 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 )
 
-// Source reads every device. Read returns within the context's deadline;
-// an error means no complete reading this time (NVML absent, wedged or
-// failing), and the caller carries on. Readings of the devices that were
-// read are returned beside the error.
+// Source reads every device within the context's deadline. An error means
+// no complete reading this time (NVML absent, wedged or failing); the
+// devices that were read are returned beside it.
 type Source interface {
 	Read(ctx context.Context) ([]readings.Reading, error)
 }

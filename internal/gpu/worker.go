@@ -10,10 +10,9 @@ import (
 var errClosed = errors.New("NVML client closed")
 
 // worker runs NVML calls one at a time on one goroutine. A driver call can
-// block indefinitely (a wedged GPU); with one worker, a stuck call holds one
-// goroutine, however many scrapes come meanwhile: each caller waits for the
-// worker only as long as its deadline allows and then gives up, starting
-// nothing.
+// block indefinitely (a wedged GPU); then it holds this one goroutine,
+// however many scrapes come: each caller waits only as long as its
+// deadline allows, starting nothing.
 type worker struct {
 	jobs chan func()
 	stop chan struct{}

@@ -5,18 +5,18 @@ import (
 	"math"
 )
 
-// Anchor is a run measured on one Spark (docs/design.md#anchors-measured-on-one-spark). A plan is compared with the
-// nearest anchor of its method rather than trusted alone.
+// Anchor is a run measured on one Spark
+// (docs/design.md#anchors-measured-on-one-spark). A plan is compared with
+// the nearest anchor of its method rather than trusted alone.
 type Anchor struct {
 	Name string
 	// Plan is the anchor's run. Where the measurement gives no pack, batch or
-	// optimizer, these are Unsloth's defaults on a Spark: pack 2048 (1024
-	// where the measurement says so), batch 1, adamw-8bit (which is why
-	// DefaultOptimizer is adamw-8bit: a plan left to the defaults compares
-	// like with like), checkpointing on.
+	// optimizer, these are Unsloth's defaults on a Spark (pack 2048, batch 1,
+	// adamw-8bit, checkpointing on); hence DefaultOptimizer, so that a plan
+	// left to the defaults compares like with like.
 	Plan Plan
-	// Measured is the total measured, in bytes; 0 where it says
-	// only that the run fits, and the worksheet's figure for Plan stands in.
+	// Measured is the total measured, in bytes; 0 where the source says only
+	// that the run fits, and the worksheet's figure stands in.
 	Measured float64
 	// Ceiling marks the largest class seen to fit with this method and
 	// at least this many bytes per weight.
@@ -81,8 +81,7 @@ type AnchorMatch struct {
 	InClass  bool    // within a factor of 2 in size of Nearest
 	Expected float64 // Nearest's total scaled to the plan's size, bytes
 	Check    Check
-	// Ceiling is set when the plan is larger than the ceiling for
-	// its method.
+	// Ceiling is set when the plan is larger than its method's ceiling.
 	Ceiling *Check
 }
 

@@ -75,9 +75,8 @@ type Budget struct {
 	AfterFlush float64 // free + flushable page cache − reserve: OOM ladder step 1
 }
 
-// The margin a plan should leave is judge.PlanSpareRatio above the peak, and
-// the steady state with its activation term doubled (the term is good to
-// about a factor of 2).
+// spare: a plan should leave judge.PlanSpareRatio above its peak, and fit
+// with its activation term doubled (the term is good to about a factor of 2).
 const spare = judge.PlanSpareRatio
 
 // Assessment is a plan judged against a budget.
@@ -122,8 +121,7 @@ func Assess(p Plan, b *Budget) (Assessment, error) {
 	return a, nil
 }
 
-// fits is whether e's peak fits within budget bytes (judge.FitOf, with the
-// budget as both headroom and headroom after a flush).
+// fits is whether e's peak fits within budget bytes, flushed or not.
 func fits(e Estimate, budget float64) bool { return judge.FitOf(e.Peak, budget, budget) == judge.Fits }
 
 // fitsWithMargin is whether e fits with the margin a plan should leave.
@@ -196,8 +194,9 @@ func activationsCheck(e Estimate) Check {
 // smaller batch, which gradient accumulation can make up.
 const minPack = 512
 
-// shrinks lists the step-2 variants of p in the OOM ladder's order (docs/design.md#the-oom-ladder): packing
-// length first, halving down to minPack, then batch size, halving to 1.
+// shrinks lists the step-2 variants of p in the OOM ladder's order
+// (docs/design.md#the-oom-ladder): packing length halved down to minPack,
+// then batch size halved to 1.
 func shrinks(p Plan) []Plan {
 	var out []Plan
 	for p.Pack/2 >= minPack {
@@ -232,9 +231,8 @@ func stepDown(p Plan) (Plan, bool) {
 // nextStep walks the OOM ladder in order, never skipping: (1) flush the page
 // cache, (2) cut packing length, then batch size, (3) step the method down.
 // It returns the first step after which the plan fits. For a plan that fits
-// without margin it only looks at steps 1 and 2: the ladder's advice for a
-// plan close to the budget is to start with a shorter pack or a smaller
-// batch, not to change the method.
+// without margin only steps 1 and 2 are offered: a plan close to the budget
+// should not change its method.
 func nextStep(e Estimate, b Budget) string {
 	const flush = "flush the page cache (sync; echo 3 > /proc/sys/vm/drop_caches, as root, between runs)"
 	switch {
@@ -299,7 +297,6 @@ func ladder(p Plan, ok func(Estimate) bool, b Budget, methods bool) string {
 	return ""
 }
 
-// gb formats bytes as GB with two decimals.
 func gb(bytes float64) string { return strconv.FormatFloat(bytes/GB, 'f', 2, 64) }
 
 // FormatGB writes bytes as GB with two decimals, as every message here does.

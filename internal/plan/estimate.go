@@ -25,27 +25,24 @@ type Estimate struct {
 	Peak   float64 // the larger of the two: what the pool must take
 }
 
-// Bytes per stored weight, from docs/design.md#the-accounting-worksheet. Block scales of the
-// 4-bit formats (about 1/16 byte per weight) are left out.
+// Bytes per stored weight (docs/design.md#the-accounting-worksheet); the
+// 4-bit formats' block scales (about 1/16 byte per weight) are left out.
 var bytesPerWeight = map[DType]float64{
 	FP32: 4, BF16: 2, FP16: 2, INT8: 1, NF4: 0.5, NVFP4: 0.5,
 }
 
-// Optimizer state per trainable parameter. AdamW keeps two fp32 moments
-// (4 + 4 B); bitsandbytes' 8-bit AdamW about 2 B.
-// SGD is assumed to run with momentum, one fp32 buffer: plain SGD keeps
-// nothing, so for it this is an over-estimate of 4 B per trainable parameter.
+// Optimizer state per trainable parameter: AdamW's two fp32 moments,
+// bitsandbytes' 8-bit AdamW about 2 B, SGD with momentum one fp32 buffer
+// (plain SGD keeps nothing: an over-estimate there).
 var optimizerBytes = map[Optimizer]float64{
 	AdamW: 8, AdamW8bit: 2, SGD: 4,
 }
 
 // Activation bytes per token, per layer, per unit of hidden size, for 16-bit
-// activations of a transformer block with flash/SDPA attention (no
-// sequence² score matrix): Korthikanti et al. 2022, "Reducing Activation
-// Recomputation in Large Transformer Models", eq. 2 without its 5·a·s/h
-// attention term. A count for a Llama block with LoRA on every projection
-// (inputs of q/k/v, o, gate/up, down, the norms, SiLU and the flash-attention
-// outputs) lands on the same ≈34.
+// activations with flash/SDPA attention (no sequence² score matrix):
+// Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
+// Transformer Models", eq. 2 without its 5·a·s/h attention term. A count
+// for a Llama block with LoRA on every projection lands on the same ≈34.
 const activationBytesPerLayer = 34
 
 // Dense-transformer shape used when the plan gives no layers or hidden size:
@@ -80,8 +77,7 @@ func DenseParams(layers, hidden int) float64 {
 const blockAdapterWidth = 21.5
 
 // computeBytes is the size of one activation or gradient value: 16-bit
-// unless the run is in fp32 throughout (gradients share the
-// compute dtype, "usually bf16, 2 B").
+// unless the run is fp32 throughout.
 func computeBytes(d DType) float64 {
 	if d == FP32 {
 		return 4

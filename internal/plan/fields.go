@@ -9,24 +9,21 @@ import (
 // (--model-size) and the plan file takes each as a key (model-size:), both
 // under Name, so that the two cannot drift apart: they are this one table.
 type Field struct {
-	// Name is the flag's name without its dashes and the file's key; it is
-	// also the Field of the FieldError that a bad value gets.
+	// Name is the flag's name without its dashes and the file's key, and the
+	// Field of a bad value's FieldError.
 	Name string
-	// Help is the flag's --help text.
 	Help string
 	// PlaceHolder stands for the value in --help; "" for switches.
 	PlaceHolder string
-	// Default is the flag's default as written on a command line, shown in
-	// --help; "" for none. A file that leaves the key out gets the same
-	// value from Plan.Complete.
+	// Default is the flag's default as written on a command line; "" for none.
+	// A file that leaves the key out gets the same value from Plan.Complete.
 	Default string
 	// Required fields must be given, as a flag or as a key.
 	Required bool
-	// Switch fields are true or false: a flag given alone (--name or
-	// --no-name), a key with the value true or false.
+	// Switch fields are true or false: --name or --no-name, or a key's value.
 	Switch bool
-	// Set parses a value as written and stores it in p. Its errors say what
-	// is wrong with the value, without the field's name or the value.
+	// Set parses a value and stores it in p. Its errors name neither the field
+	// nor the value.
 	Set func(p *Plan, value string) error
 }
 

@@ -10,14 +10,9 @@ package plan
 //	  gradient-checkpointing: true
 //	  pack: 2048
 //
-// Errors say what is wrong and where (entry, line and column, or a field of
-// Fields) but never repeat the file's path, its values or a key it gives:
-// a misplaced line of a config file can hold a secret, and errors end up
-// in logs.
-//
-// Reading is in two steps: the YAML is turned into entries (one per plan:
-// its line and its keys' text, each with its line), then each entry into a
-// Plan through Fields. Only the first knows YAML.
+// Errors say where (entry, line and column, or a field) but never repeat
+// the file's path, its values or a key it gives: a misplaced line of a
+// config file can hold a secret, and errors end up in logs.
 
 import (
 	"bytes"
@@ -45,7 +40,7 @@ const (
 	maxPlans     = 64
 )
 
-// names are label values: short, printable, no spaces.
+// validName: a name is a label value, short, printable, without spaces.
 var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:/+-]{0,63}$`)
 
 // LoadFile reads and checks the plan file at path.
@@ -95,8 +90,7 @@ var knownFields = func() string {
 	return strings.Join(names, ", ")
 }()
 
-// ParseFile checks a plan file's contents and returns its plans in file
-// order.
+// ParseFile checks a plan file's contents and returns its plans in order.
 func ParseFile(data []byte) ([]Named, error) {
 	entries, err := readEntries(data)
 	if err != nil {
@@ -177,8 +171,6 @@ func readEntries(data []byte) ([]entry, error) {
 			if k.Kind != yaml.ScalarNode || k.ShortTag() == "!!null" {
 				return nil, fmt.Errorf("line %d, column %d: expected a field name", k.Line, k.Column)
 			}
-			// The key is not repeated: a misplaced line may hold a
-			// secret where a key should be.
 			if at, ok := first[k.Value]; ok {
 				return nil, fmt.Errorf("line %d, column %d: a field given twice (first at line %d)", k.Line, k.Column, at)
 			}
@@ -188,8 +180,7 @@ func readEntries(data []byte) ([]entry, error) {
 	for i, item := range list.Content {
 		for j := 0; j+1 < len(item.Content); j += 2 {
 			k, v := item.Content[j], item.Content[j+1]
-			// An unknown key is a typo, refused rather than silently
-			// left at its default.
+			// An unknown key is a typo, refused rather than left at its default.
 			if _, known := fieldsByName[k.Value]; k.Value != "name" && !known {
 				return nil, fmt.Errorf("line %d, column %d: unknown field (known: name, %s)", k.Line, k.Column, knownFields)
 			}

@@ -1,14 +1,11 @@
 // Package plan sizes a training run against the 128 GB unified memory pool
-// the GB10's CPU and GPU share, for the plan command and the plan collector.
-// It holds the accounting worksheet (docs/design.md; weights, optimizer
-// states, gradients, adapters, activations, and the load transient; how that
-// compares with the runs measured on one Spark; whether it fits a budget), the
-// table of a plan's fields that both the command's flags and the plan file's
-// keys are made from, the plan file reader, and the report's text and JSON.
+// the GB10's CPU and GPU share, for the plan command and the plan collector:
+// the accounting worksheet (docs/design.md), its comparison with the runs
+// measured on one Spark, the fields the command's flags and the plan file's
+// keys share, the plan file reader, and the report.
 //
-// Nothing here reads the machine: callers read the pool (internal/pool) and
-// pass it in, so that every judgement is a function of plain values. Sizes
-// are in bytes; GB in messages is 10^9 bytes.
+// Nothing here reads the machine: callers pass the pool (internal/pool) in,
+// so that every judgement is a function of plain values.
 package plan
 
 import (
@@ -137,8 +134,7 @@ func ParseModelSize(s string) (float64, error) {
 			t = t[:len(t)-1]
 		}
 	}
-	// strconv.ParseFloat also takes hex floats, "inf" and "nan"; a model
-	// size is a plain decimal.
+	// strconv.ParseFloat also takes hex floats, "inf" and "nan".
 	if t == "" || strings.Trim(t, "0123456789.eE+-") != "" {
 		return 0, errors.New("not a parameter count; write it as 70B, 350M or 8e9")
 	}

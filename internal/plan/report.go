@@ -29,9 +29,9 @@ type Platform struct {
 }
 
 // NewReport assesses p against the pool: snap as read, or readErr when it
-// could not be read (the checks that need the pool are then skipped and the
-// pool check fails). reserve is --pool.reserve, kept back from the headroom
-// as the pool collector keeps it. Its errors are *FieldError, for bad plans.
+// could not be read (the checks that need it are then skipped and the pool
+// check fails). reserve is --pool.reserve, kept back from the headroom as
+// the pool collector does. Its errors are *FieldError, for bad plans.
 func NewReport(p Plan, snap pool.Snapshot, readErr error, reserve uint64, platform Platform) (Report, error) {
 	r := Report{Reserve: reserve, Platform: platform}
 	var budget *Budget
@@ -68,9 +68,9 @@ func (r Report) WriteJSON(w io.Writer) error {
 	return enc.Encode(r.json())
 }
 
-// reportJSON is the env-report.json of docs/design.md (platform, checks, headroom_gb,
-// verdict) with the estimate's parts beside it. GB is 10^9 bytes. Figures the
-// pool could not give are left out, never zero.
+// reportJSON is the env-report.json of docs/design.md (platform, checks,
+// headroom_gb, verdict) with the estimate's parts beside it. Figures the pool
+// could not give are left out, never zero.
 type reportJSON struct {
 	Platform platformJSON      `json:"platform"`
 	Pool     poolJSON          `json:"pool"`

@@ -1,16 +1,13 @@
-// Package processcollector reports the exporter's own process: CPU time,
-// memory, file descriptors and start time, as the process_* series of
-// client_golang's process collector, at a tenth of its cost.
+// Package processcollector reports the exporter's own process as the
+// process_* series of client_golang's process collector, at a tenth of its
+// cost.
 //
-// That collector reads and parses four /proc files on every scrape, among
-// them /proc/self/net/netstat for process_network_*_bytes_total and
-// /proc/stat for the start time: together more CPU than the rest of a
-// spark_exporter scrape (docs/performance.md). Here CPU time and limits
-// come from getrusage and getrlimit, memory from /proc/self/statm, open
-// files from the size of /proc/self/fd, and the start time is read once. The
-// network pair is left out: it counts the traffic of the whole network
-// namespace (the host's, for an exporter on the host network), not the
-// process's.
+// That collector parses four /proc files on every scrape, together more CPU
+// than the rest of a scrape (docs/performance.md). Here CPU time and limits
+// come from getrusage and getrlimit, memory from /proc/self/statm, open files
+// from the size of /proc/self/fd, and the start time is read once. The
+// process_network_* pair is left out: /proc/self/net/netstat counts the whole
+// network namespace (the host's, on the host network), not the process.
 package processcollector
 
 import (
@@ -59,12 +56,10 @@ type collector struct {
 	pageSize uint64
 }
 
-// New returns the collector. The start time is read now, once, with
-// prometheus/procfs rather than hostfs: it is the exporter's own
-// /proc/self/stat, which no other process can make slow or odd, read once
-// rather than at every scrape, and procfs's parser already turns its
-// starttime field into seconds since the epoch (with the boot time from
-// /proc/stat and the clock tick), which nothing else here needs.
+// New returns the collector. The start time is read once, with
+// prometheus/procfs: its parser already turns /proc/self/stat's starttime
+// into epoch seconds (boot time from /proc/stat, clock tick), which nothing
+// else here needs.
 func New() prometheus.Collector {
 	c := &collector{pageSize: uint64(os.Getpagesize())}
 	if p, err := procfs.Self(); err == nil {
@@ -115,9 +110,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 
 // countFDs counts the process's open files. Since Linux 6.2 the size of
 // /proc/self/fd is that count: one stat, where a listing makes procfs build
-// an entry per descriptor — and the workloads collector keeps one open per
-// process it watches. Older kernels report a size of 0, and the directory
-// is listed instead.
+// an entry per descriptor (the workloads collector keeps one open per
+// process it watches). Older kernels report 0, and the directory is listed.
 func countFDs() (int, error) {
 	var st syscall.Stat_t
 	if err := syscall.Stat(fdPath, &st); err == nil && st.Size > 0 {

@@ -1,12 +1,9 @@
 // Package safetext keeps text from elsewhere (a server's answer, a DMI
 // string, a sensor's label) from acting on what shows it: a control
-// character (ESC starts a terminal escape sequence that can clear the
-// screen or rewrite a line; C1's CSI does the same in one byte) or a
-// format character (U+202E RIGHT-TO-LEFT OVERRIDE and the other bidi
-// controls reorder what follows, so "Throttling" can read as anything; zero-
-// width ones hide text) does. See Unicode Technical Standard #39, section
-// 4 and https://trojansource.codes for the bidi attack on source and
-// terminals.
+// character (ESC, or C1's one-byte CSI, starts a terminal escape sequence)
+// or a format character (bidi overrides such as U+202E reorder what
+// follows; zero-width ones hide text). See Unicode Technical Standard #39,
+// section 4, and https://trojansource.codes.
 package safetext
 
 import (

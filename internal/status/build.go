@@ -126,12 +126,10 @@ func poolOf(in *collected.Pool) *Pool {
 }
 
 // judge gives the pool its state. Usable memory below a tier comes first:
-// it is the danger (the SparkPoolUsableLow and SparkPoolUsableCritical
-// alerts). Otherwise the planning notes: the page cache holding the
-// headroom (the SparkPageCacheHoldingHeadroom alert's test: enough to flush
-// while the headroom is below 0, or while a planned run fits only after a
-// flush and no training runs), the headroom below 0 (SparkPoolHeadroomLow),
-// or fine.
+// it is the danger (alerts SparkPoolUsableLow, SparkPoolUsableCritical).
+// Then the planning notes: the page cache holding the headroom (the
+// SparkPageCacheHoldingHeadroom alert's test), the headroom below 0
+// (SparkPoolHeadroomLow), or fine.
 func (p *Pool) judge(plans *Plans, training bool) {
 	planNeedsFlush := false
 	if plans != nil {

@@ -123,9 +123,8 @@ func chartDesc(kind string, g GPU) string {
 // num is a coordinate to a tenth of a unit: finer than a pixel.
 func num(x float64) string { return string(appendNum(nil, x)) }
 
-// appendNum writes x in tenths as integers (12.3, 12, -0.5): a chart
-// holds hundreds of coordinates, and integer formatting costs a fraction of
-// a float's.
+// appendNum writes x in tenths as integers (12.3, 12, -0.5): a chart holds
+// hundreds of coordinates, and integer formatting is far cheaper.
 func appendNum(b []byte, x float64) []byte {
 	tenths := int64(math.Round(x * 10))
 	if tenths < 0 {
@@ -159,9 +158,7 @@ func barX(p *Pool, i int) string {
 }
 
 // shape names what the page's structure depends on: which sections, GPUs,
-// workloads, plans and collectors there are. The View carries it; page.js
-// reloads the page's body when it changes, and otherwise updates the
-// figures in place.
+// workloads, plans and collectors there are (View.Shape).
 func shape(m Model) string {
 	var parts []string
 	if m.Pool != nil {

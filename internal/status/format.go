@@ -33,8 +33,7 @@ func MHz(hz float64) string { return fmt.Sprintf("%.0f MHz", hz/1e6) }
 // collector's run.
 func Milliseconds(s float64) string { return fmt.Sprintf("%.1f ms", s*1e3) }
 
-// Duration is a span in whole seconds, minutes and hours: 45s, 3m 20s,
-// 1h 5m.
+// Duration is a span in whole seconds, minutes and hours: 45s, 3m 20s, 1h 5m.
 func Duration(d time.Duration) string {
 	s := int64(math.Round(d.Seconds()))
 	switch {

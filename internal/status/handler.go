@@ -32,9 +32,8 @@ var (
 	//go:embed page.js
 	pageJS string
 
-	// The figures that page.js refreshes come from the View; what the
-	// template formats itself (a chart's title, the window's span) stays
-	// until the page's shape changes, when page.js loads the page again.
+	// What the template formats itself (a chart's title, the window's span)
+	// is not refreshed: it stays until the page's shape changes.
 	page = template.Must(template.New("page").Funcs(template.FuncMap{
 		"seconds":    func(s float64) string { return Duration(secondsDuration(s)) },
 		"chart":      newChart,
@@ -55,10 +54,9 @@ func hash(s string) string {
 // Handler serves the page and the JSON of a Source.
 type Handler struct {
 	source *Source
-	// metricsHref, apiHref and viewHref are the page's links, relative
-	// to it, so that the page works behind a proxy that serves it under
-	// a prefix; apiHref is "" when the JSON is not served, viewHref when
-	// the View is not, and the page is then not refreshed.
+	// metricsHref, apiHref and viewHref are relative to the page, so that it
+	// works behind a proxy under a prefix; apiHref is "" when the JSON is not
+	// served, viewHref when the View is not (the page is then not refreshed).
 	metricsHref, apiHref, viewHref string
 }
 

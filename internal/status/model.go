@@ -1,13 +1,11 @@
 // Package status builds the status page of one Spark: the model that
 // /api/v1/status serves as JSON and `/` renders as HTML, and the View the
-// page's script refreshes it from. The model is a plain value made from the
-// collectors' latest typed results (internal/collected), the ones /metrics
-// rendered, the thermal window behind the verdict included: it shows
-// nothing /metrics would not, and reading it costs no NVML read of its own.
+// page's script refreshes it from. The model is made from the collectors'
+// latest results (internal/collected), the ones /metrics rendered: it shows
+// nothing /metrics would not, and costs no NVML read of its own.
 //
-// docs/status.md documents every field; docs/status.schema.json is its
-// JSON Schema, against which the tests check real answers. Fields are added,
-// never renamed or removed, within /api/v1.
+// docs/status.md documents every field, docs/status.schema.json is its JSON
+// Schema; within /api/v1 fields are added, never renamed or removed.
 package status
 
 // APIVersion is the version of the model, the v1 of /api/v1/status.
@@ -28,12 +26,10 @@ type Model struct {
 	Workloads *Workloads `json:"workloads"`
 	// Plans is nil without --plan.file.
 	Plans *Plans `json:"plans"`
-	// Fabric is nil when the host has no RDMA device, or the fabric
-	// collector is off or failed.
+	// Fabric is nil without an RDMA device, or when its collector is off or failed.
 	Fabric *Fabric `json:"fabric"`
-	// Flight is nil unless the flight recorder (--flight.file) found that
-	// the previous boot ended without a clean shutdown less than a day
-	// ago.
+	// Flight is nil unless the flight recorder (--flight.file) found that the
+	// previous boot, less than a day ago, ended without a clean shutdown.
 	Flight     *Flight     `json:"flight"`
 	Collectors []Collector `json:"collectors"`
 }
@@ -57,10 +53,8 @@ type BuildInfo struct {
 }
 
 // Pool is the unified memory pool: usable memory and its tier (the danger
-// figure), the headroom for a new job (the planning figures), and one bar.
-// The bar's segments, in order, add up to the total: used, page cache that
-// would stay after a flush, flushable page cache, headroom, the part of free
-// memory inside the reserve, and free CMA pages.
+// figure), the headroom for a new job (the planning figures), and one bar
+// whose segments add up to the total.
 type Pool struct {
 	TotalBytes     int64 `json:"total_bytes"`
 	FreeBytes      int64 `json:"free_bytes"`
@@ -83,13 +77,11 @@ type Pool struct {
 
 	Bar []Segment `json:"bar"`
 	// State is usable_critical or usable_low when usable memory is below a
-	// tier (danger); else cache_holds_headroom or below_reserve when a new
-	// job needs a flush first (planning: normal with a full page cache), or
-	// ok. Text says it in words, usable memory first.
+	// tier (danger); else cache_holds_headroom or below_reserve when a new job
+	// needs a flush first (normal with a full page cache), or ok.
 	State string `json:"state"`
 	Text  string `json:"text"`
-	// OOMLadderStep is the first step of the OOM ladder when the page
-	// cache holds the headroom, else "".
+	// OOMLadderStep is the ladder's first step when the cache holds the headroom.
 	OOMLadderStep string `json:"oom_ladder_step"`
 }
 
@@ -119,8 +111,7 @@ type GPU struct {
 	UtilizationRatio   *float64 `json:"utilization_ratio"`
 	// ClockEvents lists the clock event reasons active now.
 	ClockEvents []string `json:"clock_events"`
-	// Thermal is nil when the thermal collector is off or has no sample
-	// of this GPU yet.
+	// Thermal is nil when the thermal collector has no sample of this GPU.
 	Thermal *Thermal `json:"thermal"`
 }
 
@@ -141,8 +132,7 @@ type Window struct {
 	IntervalSeconds float64 `json:"interval_seconds"` // --thermal.interval
 	NominalWatts    float64 `json:"nominal_watts"`    // --thermal.nominal-power
 	PlateauWatts    float64 `json:"plateau_watts"`    // the platform's sustained cap
-	// Samples are oldest first, at most MaxPoints of them (thinned
-	// evenly when the window holds more).
+	// Samples are oldest first, thinned evenly to at most MaxPoints.
 	Samples     []Point `json:"samples"`
 	Temperature Range   `json:"temperature_celsius"`
 	Power       Range   `json:"power_watts"`
@@ -181,8 +171,7 @@ type Workload struct {
 	Kind          string `json:"kind"`
 	Role          string `json:"role"`
 	ResidentBytes *int64 `json:"resident_bytes"`
-	// Cap is the memory share the program was started with; nil when
-	// it has none (uncapped).
+	// Cap is the memory share the program was started with; nil if uncapped.
 	Cap *Cap `json:"cap"`
 	// Heavy: an inference server with no cap or a cap above judge.HeavyCapRatio.
 	Heavy bool `json:"heavy"`
@@ -223,19 +212,16 @@ type Fabric struct {
 	// TrafficBytesPerSecond is received plus transmitted bytes per second
 	// between the collector's last two readings; nil until two exist.
 	TrafficBytesPerSecond *float64 `json:"traffic_bytes_per_second"`
-	// PCIe is the narrowest and the slowest PCIe link of the functions;
-	// nil when none reports one.
+	// PCIe is the narrowest and slowest PCIe link of the functions, or nil.
 	PCIe *PCIe `json:"pcie"`
-	// State is up (a port up), degraded (a PCIe link below its maximum)
-	// or none_up (no port up: no cable, or the link is down); Text says
-	// it in words.
+	// State is up (a port up), degraded (a PCIe link below its maximum) or
+	// none_up (no cable, or the link is down).
 	State string `json:"state"`
 	Text  string `json:"text"`
 }
 
-// PCIe is the lowest current PCIe width and speed among the functions,
-// each beside the maximum of the function it was read from; 0 when not
-// known.
+// PCIe is the lowest current PCIe width and speed among the functions, each
+// beside its function's maximum; 0 when not known.
 type PCIe struct {
 	Width                 float64 `json:"width"`
 	MaxWidth              float64 `json:"max_width"`

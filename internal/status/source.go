@@ -11,8 +11,7 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/collected"
 )
 
-// Collectors is the exporter as the status page sees it
-// (collector.Exporter).
+// Collectors is the exporter as the status page sees it (collector.Exporter).
 type Collectors interface {
 	State() collected.State
 	// At is State's At, without the rest.

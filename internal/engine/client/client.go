@@ -49,8 +49,7 @@ type Asker struct {
 func NewAsker(token string) *Asker {
 	dialer := &net.Dialer{
 		Timeout: DefaultTimeout,
-		// The address is checked where it is dialled: a name that
-		// resolves elsewhere is refused however it got here.
+		// Checked where dialled: a name that resolves elsewhere is refused too.
 		Control: func(_, address string, _ syscall.RawConn) error {
 			host, _, err := net.SplitHostPort(address)
 			if err != nil {
@@ -63,8 +62,7 @@ func NewAsker(token string) *Asker {
 		},
 	}
 	transport := &http.Transport{
-		// Never a proxy from the environment: the question stays on
-		// this machine.
+		// Never a proxy from the environment: the question stays on this machine.
 		Proxy:                  nil,
 		DialContext:            dialer.DialContext,
 		MaxIdleConnsPerHost:    1,

@@ -13,8 +13,8 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// figure is one of a engine.Reading's figures and the metric names it is read
-// from, first found first.
+// figure is one of an engine.Reading's figures and the metric names it is
+// read from, first found first.
 type figure struct {
 	names []string
 	// ratio: the largest over the label sets (a KV cache per engine
@@ -25,24 +25,14 @@ type figure struct {
 
 // figures by kind. Sources of the names:
 //
-//   - vLLM V1: docs/design/metrics.md and vllm/v1/metrics/loggers.py:
-//     vllm:kv_cache_usage_perc (0–1 despite the name), which replaced V0's
-//     vllm:gpu_cache_usage_perc, still read where served;
-//     vllm:num_requests_running, vllm:num_requests_waiting,
-//     vllm:num_preemptions (a counter, served as …_total),
-//     vllm:prompt_tokens_total, vllm:generation_tokens_total.
-//   - SGLang: docs/references/production_metrics.md (served with
-//     --enable-metrics): sglang:token_usage (the KV pool's share in use),
-//     sglang:num_running_reqs, sglang:num_queue_reqs,
-//     sglang:prompt_tokens_total, sglang:generation_tokens_total; its
-//     retractions (SGLang's preemptions) as the counter
-//     sglang:num_retracted_requests_total where served (the gauge
-//     sglang:num_retracted_reqs is not a count since start and is not read).
-//   - llama.cpp's server: tools/server/README.md, GET /metrics (with
-//     --metrics): llamacpp:prompt_tokens_total, llamacpp:tokens_predicted_total,
-//     llamacpp:requests_processing, llamacpp:requests_deferred,
-//     llamacpp:kv_cache_usage_ratio (dropped by recent builds: then absent).
-//     It preempts nothing.
+//   - vLLM V1: docs/design/metrics.md, vllm/v1/metrics/loggers.py.
+//     kv_cache_usage_perc is 0–1 despite its name; V0's gpu_cache_usage_perc
+//     is read where still served.
+//   - SGLang (--enable-metrics): docs/references/production_metrics.md.
+//     token_usage is the KV pool's share in use; retractions are its
+//     preemptions (the gauge num_retracted_reqs is no count since start).
+//   - llama.cpp's server (--metrics): tools/server/README.md. Recent builds
+//     drop kv_cache_usage_ratio; it preempts nothing.
 var figures = map[string][]figure{
 	engine.KindVLLM: {
 		{names: []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"}, ratio: true, set: func(r *engine.Reading, v float64) { r.KVCacheUsage = &v }},
@@ -69,9 +59,9 @@ var figures = map[string][]figure{
 	},
 }
 
-// MaxSeries bounds the samples of the names read that one answer may
-// hold: an engine has one per model and engine core, a handful. An answer
-// with more is refused whole rather than summed in part.
+// MaxSeries bounds the samples of the names read in one answer: an engine
+// has one per model and engine core. More is refused whole, not summed in
+// part.
 const MaxSeries = 1000
 
 // ErrTooManySeries refuses an answer with more than MaxSeries samples of
@@ -80,8 +70,7 @@ var ErrTooManySeries = fmt.Errorf("more than %d series of the metrics read", Max
 
 // ParseMetrics reads the figures of an engine of the given kind from its
 // /metrics answer (Prometheus text format 0.0.4) into r. Only the lines of
-// the names read reach the parser (prometheus/common/expfmt): the rest of
-// an answer, however large, costs a scan of its bytes.
+// the names read reach expfmt's parser: the rest costs a scan of its bytes.
 func ParseMetrics(kind string, body []byte, r *engine.Reading) error {
 	figs, ok := figures[kind]
 	if !ok {
@@ -100,8 +89,7 @@ func ParseMetrics(kind string, body []byte, r *engine.Reading) error {
 	parser := expfmt.NewTextParser(model.LegacyValidation)
 	families, err := parser.TextToMetricFamilies(bytes.NewReader(kept))
 	if err != nil {
-		// The parser's message quotes the engine's text; only where it
-		// failed is told.
+		// The parser's message quotes the engine's text: say only where.
 		var pe expfmt.ParseError
 		if errors.As(err, &pe) {
 			return fmt.Errorf("malformed metrics text at line %d of the lines read", pe.Line)

@@ -14,9 +14,8 @@ type Snapshot struct {
 }
 
 // Reading is one device's state at one moment, as NVML reported it. A nil
-// field is a value NVML did not give this time (not supported by the
-// device, or the call failed); it is never replaced by a guess. Supported
-// tells the two apart.
+// field is a value NVML did not give this time (not supported, or the call
+// failed); it is never replaced by a guess. Supported tells the two apart.
 type Reading struct {
 	Index int       // NVML device index
 	UUID  string    // NVML device UUID
@@ -33,17 +32,15 @@ type Reading struct {
 	// ClockEventReasons is NVML's bit mask of why clocks are held down
 	// (nvml.ClocksEventReason* constants: thermal slowdowns, power cap, …).
 	ClockEventReasons *uint64
-	// ClockEventSeconds is, per reason of ClockEvents (by name), the time
-	// the driver has held the clocks down for it since it loaded: NVML's
-	// field values, nanoseconds read as seconds. A reason NVML did not
-	// answer is missing. On GB10 the flags above stay clear while these
-	// grow, so these are the evidence (docs/design.md).
+	// ClockEventSeconds is, per reason of ClockEvents (by name), the time the
+	// driver has held the clocks down for it since it loaded (NVML field
+	// values, in ns). On GB10 the flags above stay clear while these grow, so
+	// these are the evidence (docs/design.md).
 	ClockEventSeconds map[string]float64
 	// TemperatureMarginCelsius is how far the GPU is below its slowdown
 	// limit (nvidia-smi's "GPU T.Limit Temp").
 	TemperatureMarginCelsius *float64
-	// PerformanceState is the P-state number: 0 (P0, full speed) to 15;
-	// nil when NVML does not know it.
+	// PerformanceState is the P-state: 0 (P0, full speed) to 15; nil if unknown.
 	PerformanceState *int
 
 	EnergyJoules    *float64 // energy used since the driver loaded

@@ -21,14 +21,10 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/thermallog"
 )
 
-// Sampler is the thermal watch beside the run: it reads every GPU once per
-// interval, keeps each one's Monitor, appends the samples to the CSV log
-// when it has one, and logs entering and leaving a throttle episode, one
-// line each. Readers (the metrics, a status page) see its Snapshot.
-//
-// Time comes from outside: Sample judges the windows at the time it is
-// given, so tests step a sampler by hand; Run is the production loop that
-// gives it the ticker's times.
+// Sampler reads every GPU once per interval, keeps each one's Monitor,
+// appends the samples to the CSV log, and logs entering and leaving a
+// throttle episode, one line each. Time comes from outside (Sample's now),
+// so tests step a sampler by hand; Run gives it the ticker's times.
 type Sampler struct {
 	src    gpu.Source
 	cfg    judge.ThermalConfig
@@ -48,9 +44,8 @@ type Sampler struct {
 	snap atomic.Pointer[thermal.Snapshot]
 }
 
-// NewSampler returns a sampler of src with a configuration that has passed
-// Validate. With csvFile set, every sample is appended to it
-// (thermallog's format); the file is opened on the first sample.
+// NewSampler returns a sampler of src with a validated configuration. With
+// csvFile set, every sample is appended to it, opened at the first sample.
 func NewSampler(src gpu.Source, cfg judge.ThermalConfig, csvFile string, logger log.Logger) *Sampler {
 	s := &Sampler{src: src, cfg: cfg, logger: logger, monitors: map[int]*thermal.Monitor{}}
 	if csvFile != "" {
@@ -63,8 +58,8 @@ func NewSampler(src gpu.Source, cfg judge.ThermalConfig, csvFile string, logger 
 // Snapshot returns the state after the latest sample.
 func (s *Sampler) Snapshot() thermal.Snapshot { return *s.snap.Load() }
 
-// judge.ThermalConfig is the configuration the sampler judges with, for readers that
-// show a snapshot beside its thresholds (the status page).
+// Config is what the sampler judges with, for views that show a snapshot
+// beside its thresholds.
 func (s *Sampler) Config() judge.ThermalConfig { return s.cfg }
 
 // Run samples at once, then once per interval, until ctx ends. A read in
@@ -99,9 +94,8 @@ func (s *Sampler) Close() error {
 }
 
 // Sample reads every GPU once and judges each one's window at now. A failed
-// read is no sample: the windows age, and go back to collecting after a
-// gap. The read is bounded by the interval, so that a wedged driver cannot
-// make samples pile up.
+// read is no sample: the windows age. The read is bounded by the interval,
+// so that a wedged driver cannot make samples pile up.
 func (s *Sampler) Sample(ctx context.Context, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -188,9 +182,8 @@ func ratio(v *float64) *float64 {
 }
 
 // noteRead logs NVML's failures when they start and stop; the error itself
-// is left to the gpu collector, which reports NVML (and whose errors may
-// name the library's path). Readings that stop are a warning; a host that
-// never had any (no GPU, no driver) is normal and only noted.
+// is the gpu collector's to report (it may name the library's path). A host
+// that never had a reading (no GPU, no driver) is normal and only noted.
 func (s *Sampler) noteRead(err error) {
 	const msg = "no GPU reading; the thermal sampler keeps trying every interval (spark_gpu_nvml_up tells why)"
 	switch {
@@ -236,8 +229,7 @@ func (s *Sampler) logTransition(idx int, v judge.ThermalVerdict, tr thermal.Tran
 			kv = append(kv, "signature_window_seconds", math.Round(v.Span.Seconds()))
 		}
 		if c := v.Clock; c.HasClock && c.HasLevel {
-			// The clock's fall: its level earlier in the busy stretch and
-			// its median now.
+			// The clock's fall: its level earlier in the busy stretch, its median now.
 			kv = append(kv, "sm_clock_level_hertz", c.Level, "sm_clock_recent_hertz", c.Recent)
 		}
 		if v.ThermalSlowdown {
