@@ -32,32 +32,26 @@ import (
 
 // Collector is one source of metrics, read afresh on every scrape.
 type Collector interface {
-	// Update sends this scrape's metrics to ch. An error fails the
-	// collector for this scrape; metrics already sent are kept. ctx's
-	// deadline bounds the collector's reads of /proc and /sys.
+	// Update sends this scrape's metrics to ch; an error fails the collector
+	// for this scrape, keeping what was sent. ctx's deadline bounds its reads.
 	Update(ctx context.Context, ch chan<- prometheus.Metric) error
 }
 
-// ErrNoData: the collector has nothing to report on this host, which is
-// not a failure.
+// ErrNoData means the collector has nothing to report on this host: not a failure.
 var ErrNoData = errors.New("collector returned no data")
 
-// Env is what every collector may need besides its own flags, which reach
-// it through its Setup.
+// Env is what every collector may need besides its own flags (Setup).
 type Env struct {
-	// ProcFS and SysFS are --path.procfs and --path.sysfs: every read goes
-	// through them, so that tests point them at fixture trees.
+	// ProcFS and SysFS are --path.procfs and --path.sysfs (fixture trees in tests).
 	ProcFS, SysFS string
 	// ReadTimeout is --path.read-timeout (hostfs.DefaultTimeout when 0).
 	ReadTimeout time.Duration
 	Logger      log.Logger
-	// NVML is the process's one client (gpu.Settings.Open says why one):
-	// whoever builds the collectors opens it when Selection.NeedsNVML and
-	// closes it after them.
+	// NVML is the process's one client (gpu.Settings.Open says why one),
+	// opened and closed by whoever builds the collectors, not by them.
 	NVML NVML
-	// Engines is where the workloads collector puts the inference engines
-	// it finds, for the engines collector and /sd/engines; Build makes
-	// one when nil.
+	// Engines is where the workloads collector puts the engines it finds,
+	// for the engines collector and /sd/engines; Build makes one when nil.
 	Engines *engine.Directory
 	// GPU is --gpu.*, the process's NVML settings.
 	GPU gpu.Settings
@@ -66,12 +60,11 @@ type Env struct {
 // NVML is what the collectors read NVML through; *gpu.Client is one.
 type NVML interface {
 	Read(ctx context.Context) ([]readings.Reading, error)
-	// Recent serves the latest complete reading while it is at most
-	// maxAge old, and reads NVML otherwise.
+	// Recent serves the latest complete reading while at most maxAge old,
+	// else reads NVML.
 	Recent(ctx context.Context, maxAge time.Duration) (readings.Snapshot, error)
 }
 
-// errNoNVML refuses to build a collector that reads NVML without a client.
 var errNoNVML = errors.New("no NVML client: open one when Selection.NeedsNVML")
 
 // starter is a collector that reads the other collectors' results (the
@@ -82,9 +75,7 @@ type starter interface{ start(e *Exporter) }
 type Factory func(env Env) (Collector, error)
 
 // Setup registers a collector's own flags on fg and returns the factory that
-// reads them: the one place each setting is parsed and validated. Binding
-// flags in a closure keeps collectors free of package state, so tests can
-// build any number of them with any flags.
+// reads them: flags bound in a closure keep collectors free of package state.
 type Setup func(fg cliflag.FlagGroup) Factory
 
 const (
@@ -96,8 +87,7 @@ type registration struct {
 	name    string
 	enabled bool
 	setup   Setup
-	// onWith names the collector's own flag that switches it on when
-	// given, if any.
+	// onWith is the collector's own flag that turns it on when given.
 	onWith string
 	nvml   bool // reads Env.NVML
 }
@@ -108,14 +98,12 @@ func registerCollector(name string, enabledByDefault bool, setup Setup) {
 	register(registration{name: name, enabled: enabledByDefault, setup: setup})
 }
 
-// registerNVMLCollector registers a collector that reads Env.NVML.
 func registerNVMLCollector(name string, enabledByDefault bool, setup Setup) {
 	register(registration{name: name, enabled: enabledByDefault, setup: setup, nvml: true})
 }
 
-// registerConfiguredCollector registers a collector that has nothing to do
-// until given a file: giving its flag onWith turns it on, so that one flag
-// does the job; --no-collector.NAME keeps it off regardless.
+// registerConfiguredCollector registers a collector that does nothing until
+// given a file: its flag onWith turns it on; --no-collector.NAME keeps it off.
 func registerConfiguredCollector(name, onWith string, setup Setup) {
 	register(registration{name: name, setup: setup, onWith: onWith})
 }
@@ -147,12 +135,10 @@ func AddPoolFlags(fg cliflag.FlagGroup) *PoolSettings {
 	return &PoolSettings{reserve: addPoolReserveFlag(fg)}
 }
 
-// Reserve is the parsed --pool.reserve: the memory kept back for the OS and
-// driver. Read it once the flags are parsed.
+// Reserve is --pool.reserve; read it once the flags are parsed.
 func (p *PoolSettings) Reserve() uint64 { return *p.reserve }
 
-// AddFlags registers --collector.NAME for every known collector and each
-// collector's own flags.
+// AddFlags registers --collector.NAME and the own flags of every collector.
 func AddFlags(fg cliflag.FlagGroup) *Selection {
 	s := &Selection{enabled: map[string]*bool{}, explicit: map[string]*bool{},
 		configured: map[string]*bool{}, factories: map[string]Factory{}, nvml: map[string]bool{}}
@@ -210,14 +196,13 @@ func (s *Selection) Enabled() []string {
 }
 
 // NeedsNVML reports whether an enabled collector reads NVML, so that the
-// caller opens the NVML client (Env.NVML) only then.
+// NVML client (Env.NVML) is opened only then.
 func (s *Selection) NeedsNVML() bool {
 	return slices.ContainsFunc(s.Enabled(), func(name string) bool { return s.nvml[name] })
 }
 
-// Build instantiates the enabled collectors. A collector that cannot be
-// built (bad flag combination, unreadable file it was pointed at) stops the
-// exporter at start, which is when its operator is watching.
+// Build instantiates the enabled collectors; one that cannot be built stops
+// the exporter at start, while its operator is watching.
 func (s *Selection) Build(env Env) (*Exporter, error) {
 	if env.Engines == nil {
 		env.Engines = engine.NewDirectory()
@@ -269,15 +254,13 @@ type health struct {
 	last    collected.Run
 }
 
-// Exporter runs a set of collectors on each scrape. It is a
-// prometheus.Collector.
+// Exporter runs a set of collectors on each scrape; it is a prometheus.Collector.
 type Exporter struct {
 	collectors map[string]Collector
 	health     map[string]*health
 	logger     log.Logger
-	// procfs is --path.procfs, cut out of the errors logged: collectors'
-	// errors quote the files they failed on, and the mount point may be
-	// a private path. sysfs is --path.sysfs, cut out the same way.
+	// procfs and sysfs are cut out of the errors logged: collectors' errors
+	// quote the files they failed on, and a mount point may be a private path.
 	procfs, sysfs string
 	// readTimeout is Env.ReadTimeout: each run's deadline.
 	readTimeout time.Duration
@@ -306,8 +289,7 @@ func (e *Exporter) Names() []string {
 }
 
 // Describe sends only the per-collector descriptors: the collectors' own
-// metrics depend on the hardware found, so the exporter is unchecked for
-// them, as node_exporter is.
+// metrics depend on the hardware found, so they are unchecked, as in node_exporter.
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	ch <- scrapeDurationDesc
 	ch <- scrapeSuccessDesc
@@ -344,8 +326,7 @@ func (e *Exporter) run(name string, ch chan<- prometheus.Metric) {
 		success = 0
 	}
 	e.record(name, err, duration)
-	// State's runs are these two values: the page and the exposition say
-	// the same of each collector.
+	// State's runs are these two values: the page says what the exposition does.
 	ch <- prometheus.MustNewConstMetric(scrapeDurationDesc, prometheus.GaugeValue, duration.Seconds(), name)
 	ch <- prometheus.MustNewConstMetric(scrapeSuccessDesc, prometheus.GaugeValue, success, name)
 	if c, ok := e.collectors[name].(capped); ok {
@@ -377,16 +358,13 @@ func (e *Exporter) record(name string, err error, duration time.Duration) {
 	}
 }
 
-// redact renders err with paths under --path.procfs and --path.sysfs made
-// relative to them: "open /srv/x/proc/meminfo: …" is logged as
-// "open meminfo: …".
+// redact makes paths under --path.procfs and --path.sysfs relative to them.
 func (e *Exporter) redact(err error) string {
 	return redact.UnderRoots(err.Error(), e.procfs, e.sysfs)
 }
 
-// Filter returns a collector that runs only the named collectors, for the
-// collect[] and exclude[] query parameters. It shares the collectors and
-// their state with e: a filtered scrape starts nothing new.
+// Filter returns a collector that runs only the named collectors (collect[]
+// and exclude[]); it shares e's collectors and their state.
 func (e *Exporter) Filter(include, exclude []string) (prometheus.Collector, error) {
 	for _, name := range slices.Concat(include, exclude) {
 		if _, ok := e.collectors[name]; !ok {
@@ -434,8 +412,7 @@ func newDesc(name, help string, labels ...string) *prometheus.Desc {
 	return prometheus.NewDesc(name, help, labels, nil)
 }
 
-// boolToFloat64 is a gauge's 1 for true, 0 for false: a field supported, a
-// state held, a flag set.
+// boolToFloat64 is a gauge's 1 for true, 0 for false.
 func boolToFloat64(ok bool) float64 {
 	if ok {
 		return 1

@@ -206,7 +206,6 @@ func (c *enginesCollector) refresh(ctx context.Context) error {
 	return nil
 }
 
-// Update starts a round and renders the latest one's answers.
 func (c *enginesCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
 	c.refresh(ctx)
 	c.mu.Lock()

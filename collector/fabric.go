@@ -18,12 +18,11 @@ import (
 )
 
 // The fabric collector watches the ConnectX-7 link between two Sparks: the
-// four PCIe functions of the adapter (two per QSFP port, each carrying
-// about half of the port's 200 Gb/s), whether each port is up, the PCIe
-// link each function trained at, and the traffic, error and RoCE
-// congestion counters. The link fails in ways nothing else on the box
-// reports: a function down, a function trained at x2, one rail idle while
-// its twin carries the transfer.
+// four PCIe functions of the adapter (two per QSFP port, each carrying about
+// half of the port's 200 Gb/s), each port's state, each function's PCIe
+// link, and the traffic, error and RoCE congestion counters. The link fails
+// in ways nothing else reports: a function down, a function trained at x2,
+// one rail idle while its twin carries the transfer.
 func init() {
 	registerCollector("fabric", defaultEnabled, func(fg cliflag.FlagGroup) Factory {
 		return func(env Env) (Collector, error) {

@@ -26,12 +26,10 @@ import (
 )
 
 // The flight recorder writes, every --flight.interval, one record of what
-// the collectors found (the pool, the largest workloads, the GPU, the
-// kernel log's counts) and the memory pressure into a fixed-size ring on
-// disk (internal/flight), so that after a wedge and a power cycle
-// `spark_exporter report --flight` shows the minutes before. Its own
-// series say how many records it wrote, how many writes failed, and
-// whether the previous boot ended without a clean shutdown.
+// the collectors found (pool, largest workloads, GPU, kernel log counts) and
+// the memory pressure into a fixed-size ring on disk (internal/flight), so
+// that after a wedge and a power cycle `spark_exporter report --flight`
+// shows the minutes before.
 func init() {
 	registerConfiguredCollector("flight", "flight.file", func(fg cliflag.FlagGroup) Factory {
 		file := fg.Flag("flight.file", "The flight recorder's ring file; the recorder is off without it.").PlaceHolder("FILE").String()
@@ -57,12 +55,10 @@ var (
 		"1 when the flight recorder found that the previous boot ended without a clean shutdown, for a day after its end; else 0.")
 )
 
-// syncEvery bounds how often records are made durable: each record is
-// synced when the interval is at least this, so that the newest durable
-// record before a power cut is at most one interval old (5 s by default)
-// at the cost of one 4 KiB page write per record, about 70 MB a day: far
-// inside an NVMe drive's endurance. Shorter intervals sync at most this
-// often.
+// syncEvery bounds how often records are made durable: each is synced when
+// the interval is at least this, so that the newest durable record before a
+// power cut is one interval old, at one 4 KiB page write a record (about 70 MB
+// a day at 5 s: far inside an NVMe drive's endurance).
 const syncEvery = time.Second
 
 // uncleanFor is how long after the previous boot's end it is reported.
@@ -93,8 +89,8 @@ func newFlightCollector(path string, size uint64, interval time.Duration, proc h
 	case errors.Is(err, flight.ErrLocked):
 		return nil, fmt.Errorf("--flight.file: %w", err)
 	case err != nil:
-		// A read-only or full disk stops the recorder, never the
-		// exporter: counted, and logged without the path.
+		// A read-only or full disk stops the recorder, never the exporter;
+		// the path is not logged.
 		c.writeErrors.Add(1)
 		level.Error(logger).Log("msg", "the flight recorder cannot open its file; recording nothing", "err", redact.WithoutPath(err))
 		close(c.done)
@@ -111,8 +107,8 @@ func newFlightCollector(path string, size uint64, interval time.Duration, proc h
 	return c, nil
 }
 
-// readBootID reads sys/kernel/random/boot_id under --path.procfs; zero
-// when it cannot (a fixture tree without it).
+// readBootID reads sys/kernel/random/boot_id; zero when it cannot (a fixture
+// tree without it).
 func readBootID(proc hostfs.FS) [16]byte {
 	data, err := proc.ReadFile("sys/kernel/random/boot_id", nil)
 	if err != nil {
@@ -121,7 +117,6 @@ func readBootID(proc hostfs.FS) [16]byte {
 	return flight.ParseBootID(data)
 }
 
-// start writes the first record at once, then one every interval.
 func (c *flightCollector) start(e *Exporter) {
 	if c.ring == nil {
 		return

@@ -23,11 +23,10 @@ import (
 
 // The gpu collector is NVML's view of each GPU, as `nvidia-smi` shows it,
 // and by spark_gpu_field_supported what a GB10 cannot report (memory info,
-// power limit: `[N/A]`). A host without NVML reports spark_gpu_nvml_up 0 and
-// succeeds; a wedged driver fails this collector after --gpu.timeout, never
-// the scrape. A scrape is served the thermal sampler's reading while it is
-// at most --gpu.max-age old, so that NVML is not read twice for the same
-// moment. NVML is the process's client (Env.NVML), not the collector's.
+// power limit: `[N/A]`). A wedged driver fails this collector after
+// --gpu.timeout, never the scrape. A scrape is served the thermal sampler's
+// reading while it is at most --gpu.max-age old, so that NVML is not read
+// twice for the same moment.
 func init() {
 	registerNVMLCollector("gpu", defaultEnabled, func(cliflag.FlagGroup) Factory {
 		return func(env Env) (Collector, error) {
@@ -74,10 +73,9 @@ type gpuCollector struct {
 	procfs  hostfs.FS // --path.procfs, for each process's comm
 	logger  log.Logger
 
-	// A reading is served to every scrape for up to --gpu.max-age, so
-	// the metrics built from it are kept and sent again while it is
-	// served (docs/performance.md, "Caches kept"). The per-process
-	// metrics are not kept: their comm is read afresh.
+	// A reading is served for up to --gpu.max-age, so the metrics built from
+	// it are kept while it is (docs/performance.md, "Caches kept"); not the
+	// per-process ones, whose comm is read afresh.
 	mu        sync.Mutex
 	builtFrom *readings.Reading // &Devices[0] of the snapshot built; each read makes a new slice
 	built     []prometheus.Metric
@@ -85,7 +83,6 @@ type gpuCollector struct {
 	latest atomic.Pointer[gpuReading]
 }
 
-// gpuReading is the latest reading, for publish.
 type gpuReading struct {
 	loaded bool
 	snap   readings.Snapshot
@@ -149,9 +146,8 @@ func (c *gpuCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) 
 	for _, r := range snap.Devices {
 		processes(ch, procfs, r, &blocked)
 	}
-	// A device or field that failed (GPU lost, unknown error) fails the
-	// collector, as does a comm whose read blocked; what did answer has
-	// been sent.
+	// A device or field that failed (GPU lost) fails the collector, as does
+	// a comm whose read blocked; what did answer has been sent.
 	return errors.Join(err, blocked)
 }
 
@@ -178,8 +174,6 @@ func (c *gpuCollector) metrics(snap readings.Snapshot, err error) []prometheus.M
 	return ms
 }
 
-// device appends the metrics of one device's reading, but the per-process
-// ones, to ms.
 func device(ms []prometheus.Metric, snap readings.Snapshot, r readings.Reading) []prometheus.Metric {
 	idx := strconv.Itoa(r.Index)
 	gauge := func(d *prometheus.Desc, v *float64, labels ...string) {
@@ -245,10 +239,8 @@ func processes(ch chan<- prometheus.Metric, procfs hostfs.FS, r readings.Reading
 
 // comm is the process's name from /proc/<pid>/comm, never its command line
 // (which can hold secrets). It is empty when the entry cannot be read: the
-// process exited since NVML listed it, hidepid hides it, or it lives in
-// another PID namespace (a container without the host's sees host pids from
-// NVML but not their /proc entries). A read that blocks sets *blocked,
-// failing the collector.
+// process exited, hidepid hides it, or it lives in another PID namespace (a
+// container sees host pids from NVML but not their /proc entries).
 func comm(procfs hostfs.FS, pid uint32, blocked *error) string {
 	if *blocked != nil {
 		return ""

@@ -32,8 +32,7 @@ func init() {
 	})
 }
 
-// addPoolReserveFlag registers --pool.reserve (AddPoolFlags): the plan
-// command judges against the same headroom as the pool collector.
+// addPoolReserveFlag registers --pool.reserve (AddPoolFlags).
 func addPoolReserveFlag(fg cliflag.FlagGroup) *uint64 {
 	return cliflag.Bytes(fg.Flag("pool.reserve",
 		"Memory kept back for the OS and driver; headroom is MemFree minus this. GiB is 2^30 bytes, GB 10^9: 4GiB, 512MiB, 4GB.").

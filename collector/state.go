@@ -13,23 +13,22 @@ import (
 
 // publisher is a collector whose latest result the status page shows.
 type publisher interface {
-	// publish sets the collector's part of st to its latest result: the
-	// one its latest Update rendered, or its latest refresh read. The
-	// part is shared, not copied.
+	// publish sets the collector's part of st to what its latest Update
+	// rendered or refresh read. The part is shared, not copied.
 	publish(st *collected.State)
 }
 
 // refresher is a collector that can read its source without rendering it:
 // a status refresh then builds no metric only to drop it.
 type refresher interface {
-	// refresh reads what Update reads and keeps the result for publish;
-	// its error is the one Update would return. ctx is as Update's.
+	// refresh reads what Update reads, for publish; its ctx and error are
+	// as Update's.
 	refresh(ctx context.Context) error
 }
 
-// State is what the collectors found at their latest run, typed: the
-// values their metrics were rendered from, so that the status page cannot
-// say other than the exposition. Read the parts, never change them.
+// State is the values the collectors' latest metrics were rendered from, so
+// that the status page cannot say other than the exposition. Read the parts,
+// never change them.
 func (e *Exporter) State() collected.State {
 	e.mu.Lock()
 	st := collected.State{At: e.at}
@@ -56,9 +55,8 @@ func (e *Exporter) At() time.Time {
 	return e.at
 }
 
-// Refresh runs every collector for the status page. A collector that is a
-// refresher only reads; any other runs Update into a channel that is
-// drained.
+// Refresh runs every collector for the status page; one that is not a
+// refresher runs Update into a drained channel.
 func (e *Exporter) Refresh() {
 	var wg sync.WaitGroup
 	for _, name := range e.Names() {
@@ -87,8 +85,6 @@ func refresh(ctx context.Context, c Collector) error {
 	return c.Update(ctx, ch)
 }
 
-// complete notes that every collector has just run, as a scrape's
-// collect() notes it.
 func (e *Exporter) complete() {
 	e.mu.Lock()
 	e.at = time.Now()

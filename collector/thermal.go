@@ -19,12 +19,11 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/thermal"
 )
 
-// The thermal collector is the thermal watch of docs/design.md as software: a
-// sampler (thermalsampler.Sampler) reads each GPU every --thermal.interval,
-// keeps --thermal.window of samples, and judges the window (internal/judge);
-// this collector renders its snapshot. The factory starts the sampler and
-// Close stops it, so that it runs only while the collector is enabled, with
-// no state outside it.
+// The thermal collector is the thermal watch of docs/design.md: a sampler
+// (thermalsampler.Sampler) reads each GPU every --thermal.interval, keeps
+// --thermal.window of samples and judges the window (internal/judge); this
+// collector renders its snapshot. The sampler runs only while the collector
+// is enabled.
 func init() {
 	registerNVMLCollector("thermal", defaultEnabled, func(fg cliflag.FlagGroup) Factory {
 		settings := AddThermalFlags(fg)
@@ -54,8 +53,8 @@ func AddThermalFlags(fg cliflag.FlagGroup) *ThermalSettings {
 	return &ThermalSettings{flags: addThermalFlags(fg)}
 }
 
-// Config is the configuration the flags give, validated: the one place it
-// is. Read it once the flags are parsed.
+// Config is the configuration the flags give, validated. Read it once the
+// flags are parsed.
 func (t *ThermalSettings) Config() (judge.ThermalConfig, error) {
 	cfg := t.flags.config()
 	if err := cfg.Validate(); err != nil {
@@ -143,8 +142,6 @@ var (
 	thermalCSVErrorsDesc = newDesc("spark_thermal_csv_write_errors_total", "Samples that could not be appended to --thermal.csv-file.")
 )
 
-// thermalCollector renders the sampler's latest snapshot afresh on every
-// scrape: nothing built from it is kept.
 type thermalCollector struct {
 	sampler *thermalsampler.Sampler
 	latest  atomic.Pointer[thermal.Snapshot]
@@ -161,7 +158,6 @@ func newThermalCollector(sampler *thermalsampler.Sampler) *thermalCollector {
 	return &thermalCollector{sampler: sampler}
 }
 
-// start runs the sampler in the background until Close.
 func (c *thermalCollector) start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
@@ -191,7 +187,6 @@ func (c *thermalCollector) publish(st *collected.State) {
 	}
 }
 
-// snapshot is the sampler's latest, kept for publish.
 func (c *thermalCollector) snapshot() (thermal.Snapshot, error) {
 	snap := c.sampler.Snapshot()
 	c.latest.Store(&snap)
@@ -212,7 +207,6 @@ func (c *thermalCollector) Update(ctx context.Context, ch chan<- prometheus.Metr
 	return err
 }
 
-// sendThermal renders a snapshot.
 func sendThermal(ch chan<- prometheus.Metric, snap thermal.Snapshot) {
 	if snap.CSV {
 		ch <- prometheus.MustNewConstMetric(thermalCSVErrorsDesc, prometheus.CounterValue, float64(snap.CSVErrors))

@@ -18,8 +18,8 @@ import (
 
 // The workloads collector reports who else is on the pool: inference servers
 // and trainers found in /proc, the memory each holds, and the cap each was
-// started with. The rule is one uncapped heavy job at a time (docs/design.md), so a
-// server's cap matters as much as its presence.
+// started with. The rule is one uncapped heavy job at a time (docs/design.md),
+// so a server's cap matters as much as its presence.
 func init() {
 	registerCollector("workloads", defaultEnabled, func(fg cliflag.FlagGroup) Factory {
 		patterns := cliflag.List(fg.Flag("workloads.match",
@@ -82,8 +82,6 @@ func (c *workloadsCollector) refresh(ctx context.Context) error {
 	return err
 }
 
-// scan finds the workloads and their containers, and keeps them for
-// publish.
 func (c *workloadsCollector) scan(ctx context.Context) (workload.Result, *collected.Containers, error) {
 	res, err := c.scanner.Scan(ctx)
 	if err != nil {

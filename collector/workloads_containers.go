@@ -19,11 +19,10 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/workload"
 )
 
-// What the workloads collector adds to each workload beyond the scan: the
-// container it runs in (its /proc/PID/cgroup), Docker's name for it
-// (--workloads.docker-socket), and for an inference engine where it serves
-// its own metrics (its command line, read for the port and dropped), for the
-// engines collector and /sd/engines.
+// What the workloads collector adds to each workload beyond the scan: its
+// container (/proc/PID/cgroup), Docker's name for it, and for an inference
+// engine where it serves its own metrics (its command line, read for the
+// port and dropped), for the engines collector and /sd/engines.
 
 var (
 	workloadContainerInfoDesc = newDesc("spark_workload_container_info",
@@ -33,7 +32,6 @@ var (
 		"1 when the source is readable: docker, the Docker Engine API at --workloads.docker-socket.", "field")
 )
 
-// workloadPlaces finds where each workload runs.
 type workloadPlaces struct {
 	proc hostfs.FS
 	// docker is nil without --workloads.docker-socket.
@@ -45,10 +43,9 @@ type workloadPlaces struct {
 	dockerFailing bool
 }
 
-// place reads each workload's container and, for engines, its endpoint,
-// and hands the engines to found. Each is one small read per workload: a
-// Spark runs a handful. A cgroup that cannot be read leaves the workload
-// unlabelled (container ""), as on the host.
+// place reads each workload's container and, for engines, its endpoint, and
+// hands the engines to found. A cgroup that cannot be read leaves the
+// workload unlabelled (container ""), as on the host.
 func (p *workloadPlaces) place(ctx context.Context, res *workload.Result) *collected.Containers {
 	proc := p.proc.WithContext(ctx)
 	out := &collected.Containers{ByPID: make(map[int]container.Ref, len(res.Workloads))}
@@ -106,7 +103,6 @@ func (p *workloadPlaces) noteDocker(err error) {
 	p.dockerFailing = err != nil
 }
 
-// emit sends the containers' names and whether Docker answered.
 func (p *workloadPlaces) emit(ch chan<- prometheus.Metric, cs *collected.Containers) {
 	if p.docker == nil {
 		return

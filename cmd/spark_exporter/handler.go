@@ -25,9 +25,8 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/processcollector"
 )
 
-// metricsHandler serves the exporter's metrics. collect[] and exclude[]
-// query parameters limit a scrape to some collectors, as node_exporter's
-// collect[] does; those scrapes share the running collectors.
+// metricsHandler serves the exporter's metrics; collect[] and exclude[] limit
+// a scrape to some of the running collectors, as in node_exporter.
 type metricsHandler struct {
 	exporter *collector.Exporter
 	// self holds the exporter's own metrics (process_*, go_*, promhttp_*)
@@ -43,9 +42,8 @@ func newMetricsHandler(exporter *collector.Exporter, exporterMetrics bool, maxRe
 	if maxRequests > 0 {
 		h.inFlight = make(chan struct{}, maxRequests)
 	}
-	// An unfiltered scrape, which is every scrape Prometheus makes,
-	// gathers one registry holding everything: each registry gathered
-	// costs a scrape goroutines and two 1,000-metric channels.
+	// An unfiltered scrape gathers one registry holding everything: each
+	// registry gathered costs goroutines and two 1,000-metric channels.
 	all := prometheus.NewRegistry()
 	all.MustRegister(versioncollector.NewCollector(name), exporter)
 	var registerer prometheus.Registerer // where promhttp_* go; none without exporter metrics
@@ -70,11 +68,9 @@ func newMetricsHandler(exporter *collector.Exporter, exporterMetrics bool, maxRe
 // there are a handful of collectors, and each name costs a lookup.
 const maxFilters = 32
 
-// parseFilters reads a scrape's query: nothing but collect[] and
-// exclude[], at most maxFilters of them. Anything else is refused rather
-// than ignored, which would serve a different scrape than the one asked
-// for: url.Values drops what it cannot parse (collect[]=bogus;x, %zz)
-// without a word.
+// parseFilters reads a scrape's query: nothing but collect[] and exclude[].
+// Anything else is refused rather than ignored, which would serve another
+// scrape than the one asked: url.Values drops what it cannot parse silently.
 func parseFilters(rawQuery string) (include, exclude []string, err error) {
 	if rawQuery == "" {
 		return nil, nil, nil
@@ -130,8 +126,7 @@ func (h *metricsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *metricsHandler) options(registerer prometheus.Registerer) promhttp.HandlerOpts {
 	return promhttp.HandlerOpts{
 		ErrorLog: errorLogger{h.logger},
-		// A collector's error never fails the scrape: the registry's
-		// spark_scrape_collector_success reports it.
+		// A collector's error is spark_scrape_collector_success 0, not a failed scrape.
 		ErrorHandling: promhttp.ContinueOnError,
 		// For promhttp_metric_handler_errors_total.
 		Registry: registerer,
@@ -140,10 +135,9 @@ func (h *metricsHandler) options(registerer prometheus.Registerer) promhttp.Hand
 	}
 }
 
-// limit answers 503 to a scrape beyond --web.max-requests in flight. One
-// limit holds for every scrape, filtered or not: promhttp's own
-// MaxRequestsInFlight is per handler, and a collect[] scrape builds one of
-// its own.
+// limit answers 503 to a scrape beyond --web.max-requests in flight. It is
+// shared: promhttp's MaxRequestsInFlight is per handler, and a collect[]
+// scrape builds its own.
 func (h *metricsHandler) limit(next http.Handler) http.Handler {
 	if h.inFlight == nil {
 		return next
@@ -160,11 +154,9 @@ func (h *metricsHandler) limit(next http.Handler) http.Handler {
 	})
 }
 
-// gzipped compresses responses for clients that accept gzip (Prometheus
-// does) at gzip's fastest level, with klauspost/compress. promhttp's own
-// compression (the standard library's gzip at its default level) cost more
-// CPU than the rest of a scrape together; this costs a tenth of it, for a
-// response about a tenth larger (docs/performance.md).
+// gzipped compresses at gzip's fastest level with klauspost/compress:
+// promhttp's own compression, the standard library's at its default level,
+// costs more CPU than the rest of a scrape (docs/performance.md).
 var gzipped = func() func(http.Handler) http.HandlerFunc {
 	wrap, err := gzhttp.NewWrapper(gzhttp.CompressionLevel(gzip.BestSpeed))
 	if err != nil {
@@ -174,8 +166,7 @@ var gzipped = func() func(http.Handler) http.HandlerFunc {
 }()
 
 // registerers registers a collector in several registries: the exporter's
-// own metrics are gathered with everything else by unfiltered scrapes, and
-// beside the chosen collectors by collect[] scrapes.
+// own metrics serve unfiltered and collect[] scrapes alike.
 type registerers []prometheus.Registerer
 
 func (rs registerers) Register(c prometheus.Collector) error {
@@ -213,17 +204,13 @@ func (l errorLogger) Println(v ...any) {
 	level.Error(l.logger).Log("msg", "serving metrics", "err", fmt.Sprint(v...))
 }
 
-// connKey is the request context's key for its connection (newServer's
-// ConnContext).
+// connKey is the request context's key for its connection (withConn).
 type connKey struct{}
 
 // oneAnswerAtATime answers 503, and closes the connection, to an HTTP/1
-// request asked before the client took the previous answer on its
-// connection: otherwise a client that pipelines scrapes and never reads
-// them has every one gathered, its connections together taking every
-// --web.max-requests slot. A scraper reads an answer before it asks again
-// (Prometheus does not pipeline), and is never refused by this.
-// (HTTP/2 sends several answers at once on a connection: it is left alone.)
+// request asked before the client took the previous answer: a client that
+// pipelines scrapes and never reads them would take every --web.max-requests
+// slot. Prometheus does not pipeline; HTTP/2 multiplexes and is left alone.
 func oneAnswerAtATime(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if nc, ok := r.Context().Value(connKey{}).(net.Conn); ok && r.ProtoMajor == 1 {
@@ -238,8 +225,7 @@ func oneAnswerAtATime(next http.Handler) http.Handler {
 	})
 }
 
-// withConn is the server's ConnContext: it keeps each request's
-// connection, for oneAnswerAtATime.
+// withConn is the server's ConnContext, for oneAnswerAtATime.
 func withConn(ctx context.Context, c net.Conn) context.Context {
 	return context.WithValue(ctx, connKey{}, c)
 }
@@ -255,11 +241,10 @@ const maxPooledResponse = 4 << 20
 var responseBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // whole makes every response in memory, then sends it within
-// responseWriteTimeout. The --web.max-requests slot (limit, inside next)
-// is then given back before the network write: otherwise a client that
-// does not read its answers holds a slot, and the scrape's gathered
-// metrics, for as long as the server's write timeout. A connection is answered one request at a
-// time, so what the buffers hold is bounded by --web.max-connections.
+// responseWriteTimeout, so that the --web.max-requests slot is given back
+// before the network write: a client that does not read would hold it. A
+// connection is answered one request at a time, so the buffers are bounded
+// by --web.max-connections.
 func whole(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		buf := responseBuffers.Get().(*bytes.Buffer)

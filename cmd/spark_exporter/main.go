@@ -31,8 +31,7 @@ func main() {
 // command is one of the program's subcommands, run once flags are parsed.
 type command func(stdout, stderr io.Writer) int
 
-// run parses args and runs the chosen command; it returns the exit status.
-// Bad flags exit with status 2, as for any usage error.
+// run returns the exit status: 2 for bad flags, as for any usage error.
 func run(args []string, stdout, stderr io.Writer) (status int) {
 	app, commands := newApp()
 	app.UsageWriter(stdout)
@@ -59,7 +58,6 @@ func run(args []string, stdout, stderr io.Writer) (status int) {
 	return commands[selected](stdout, stderr)
 }
 
-// newApp declares the program's flags and commands.
 func newApp() (*kingpin.Application, map[string]command) {
 	app := kingpin.New(name, "Prometheus exporter for the NVIDIA DGX Spark (GB10): unified memory pool, GPU, thermal throttling and workloads.")
 	app.Version(version.Print(name))
@@ -72,10 +70,8 @@ func newApp() (*kingpin.Application, map[string]command) {
 			"(a process stuck in the kernel holds its /proc files) fails its collector, not the scrape.").
 		Default(hostfs.DefaultTimeout.String()))
 
-	// Serving flags belong to the serve command, so that each command's
-	// --help starts with its own flags; parse makes serve the command of a
-	// command line that names none (spark_exporter --web.listen-address=…),
-	// as for any exporter.
+	// Serving flags belong to serve, so that each command's --help starts
+	// with its own flags; withCommand makes serve the default.
 	serveCmd := app.Command("serve", "Serve metrics (the default command).").Default()
 	serveRun := serveCommand(serveCmd, procfs, sysfs, readTimeout)
 	commands := map[string]command{
@@ -87,8 +83,8 @@ func newApp() (*kingpin.Application, map[string]command) {
 	return app, commands
 }
 
-// parse parses args and returns the selected command. Every bad value is
-// refused with an error that names its flag.
+// parse returns the selected command; every bad value is refused with an
+// error that names its flag.
 func parse(app *kingpin.Application, args []string) (string, error) {
 	if err := cliflag.RefuseSwitchValues(app.Model(), args); err != nil {
 		return "", err

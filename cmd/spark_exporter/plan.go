@@ -23,10 +23,8 @@ const (
 	planUsage   = 2 // bad input, as for any usage error
 )
 
-// planCommand registers `spark_exporter plan` and its flags. It shares
-// --path.procfs with the exporter, and registers --pool.reserve through the
-// pool collector's code (collector.AddPoolFlags), so that the headroom it
-// checks against is the one the pool collector exports.
+// planCommand registers `spark_exporter plan`; it takes --pool.reserve from
+// collector.AddPoolFlags, to check against the headroom the exporter exports.
 func planCommand(app *kingpin.Application, procfs *string) command {
 	cmd := app.Command("plan", "Size a training run against the live unified memory pool before launch: "+
 		"weights + optimizer + gradients + activations (+ adapters), and the load transient. "+

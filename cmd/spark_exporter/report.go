@@ -39,9 +39,9 @@ const reportTimeout = 2 * time.Minute
 // usageError is bad input, named by its flag or line.
 type usageError struct{ error }
 
-// reportCommand registers `spark_exporter report`. It judges with the
-// --thermal.* flags serve's thermal collector takes
-// (collector.AddThermalFlags), so that a replay judges as the live collector does.
+// reportCommand registers `spark_exporter report`. It takes the --thermal.*
+// flags from collector.AddThermalFlags, so that a replay judges as the live
+// collector does.
 func reportCommand(app *kingpin.Application) command {
 	cmd := app.Command("report", "Summarise one run after the fact, from a thermal log (CSV) or from Prometheus: "+
 		"duration, energy, time busy and at the ~100 W plateau, throttle episodes, and from Prometheus the pool's headroom, "+
@@ -141,13 +141,10 @@ type logOptions struct {
 // sourceError is a source that could not be read (exit 1).
 type sourceError struct{ error }
 
-// reportLog reports on a thermal log, read as a stream (report.FromRows):
-// once here for its format and malformed lines, then once per pass, so
-// that memory is bounded by the window, not the file. Malformed lines are
-// named on stderr (the first few, then counted) and skipped; a log with no
-// usable line, or one the report cannot read (its format, a missing
-// column), is bad input, named by its line or column; a file that cannot
-// be read is named.
+// reportLog reports on a thermal log, read as a stream: once here for its
+// format and malformed lines, then once per pass of report.FromRows, so that
+// memory is bounded by the window, not the file. A log with no usable line,
+// or one the report cannot read, is bad input.
 func reportLog(path string, opt logOptions, cfg judge.ThermalConfig, stderr io.Writer) (report.Report, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -181,9 +178,8 @@ func reportLog(path string, opt logOptions, cfg judge.ThermalConfig, stderr io.W
 	}
 	var shift time.Duration
 	if tr.Relative && rows > 0 {
-		// Rows timed from the epoch: the first at --from (elapsed_s
-		// counts from it), or the last at the file's modification time
-		// (a log is last written at its last row).
+		// Rows timed from the epoch: the first at --from (elapsed_s counts
+		// from it), or the last at the file's modification time.
 		shift = opt.from.Sub(first)
 		if tr.Elapsed {
 			shift = opt.from.Sub(time.Unix(0, 0))
@@ -375,14 +371,12 @@ func reportPrometheus(address string, o httpOptions, q report.Query, cfg judge.T
 	if err != nil {
 		return report.Report{}, err
 	}
-	// A client, not a round tripper: redirects are the client's, and
-	// follow_redirects: false is honoured only by one made from the
-	// configuration.
+	// A client, not a round tripper: follow_redirects: false is honoured
+	// only by a client made from the configuration.
 	httpClient, err := config.NewClientFromConfig(httpCfg, name+"_report")
 	if err != nil {
 		return report.Report{}, usageError{fmt.Errorf("the Prometheus HTTP client: %w", redact.OpWithoutPath(err))}
 	}
-	// The answer's size capped as it is read (cappedTransport).
 	httpClient.Transport = cappedTransport{httpClient.Transport}
 	client, err := api.NewClient(api.Config{Address: address, Client: httpClient})
 	if err != nil {

@@ -13,19 +13,17 @@ import (
 const sdPath = "/sd/engines"
 
 // sdGroup is one target group of the http_sd format
-// (prometheus.io/docs/prometheus/latest/http_sd/): its targets and their
-// labels.
+// (prometheus.io/docs/prometheus/latest/http_sd/).
 type sdGroup struct {
 	Targets []string          `json:"targets"`
 	Labels  map[string]string `json:"labels"`
 }
 
 // engineSD lists each engine the exporter asks with its kind, pid and
-// container. Ollama is listed too (it serves no Prometheus metrics, its
-// account is spark_engine_model_*): a scrape configuration keeps the kinds
-// it scrapes by the kind label, examples/prometheus.yml shows how. The addresses are on loopback, where the exporter asks: a
-// Prometheus on another machine takes the host from the SD URL
-// (__meta_url) by relabelling, examples/prometheus.yml shows how.
+// container. Ollama is listed too, though it serves no Prometheus metrics:
+// a scrape configuration keeps kinds by the kind label. The addresses are on
+// loopback; a Prometheus on another machine takes the host from the SD URL
+// (__meta_url) by relabelling. examples/prometheus.yml shows both.
 func engineSD(exporter *collector.Exporter) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		groups := []sdGroup{}

@@ -32,8 +32,7 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/status"
 )
 
-// serveFlags are serve's own flags: the web server's, the logging, NVML
-// and collector flags.
+// serveFlags are serve's own flags.
 type serveFlags struct {
 	web                    *web.FlagConfig
 	metricsPath            *string
@@ -59,9 +58,9 @@ func addServeFlags(cmd *kingpin.CmdClause) *serveFlags {
 		"Exclude metrics about the exporter itself (promhttp_*, process_*, go_*).").Bool()
 	f.maxRequests = cliflag.Int(cmd.Flag("web.max-requests",
 		"Maximum number of parallel scrape requests; 0 disables the limit.").Default("40"), 0, 1<<20)
-	// One thread runs Go code by default, as node_exporter's does: a scrape
-	// is a millisecond of mostly system calls, which more threads do not
-	// shorten but hand from thread to thread at a cost (docs/performance.md).
+	// One thread by default, as in node_exporter: a scrape is a millisecond
+	// of mostly system calls, which more threads only hand around at a cost
+	// (docs/performance.md).
 	f.maxProcs = cliflag.Int(cmd.Flag("runtime.gomaxprocs",
 		"The number of CPUs Go code runs on at once (GOMAXPROCS).").Envar("GOMAXPROCS").Default("1"), 1, 1<<16)
 	f.maxConnections = cliflag.Int(cmd.Flag("web.max-connections",
@@ -79,9 +78,7 @@ func addServeFlags(cmd *kingpin.CmdClause) *serveFlags {
 	return f
 }
 
-// serveCommand registers the serving flags on cmd (the web, logging, NVML
-// and collector flags) and returns the command that serves metrics until
-// SIGINT or SIGTERM.
+// serveCommand returns the command that serves metrics until SIGINT or SIGTERM.
 func serveCommand(cmd *kingpin.CmdClause, procfs, sysfs *string, readTimeout *time.Duration) command {
 	f := addServeFlags(cmd)
 
@@ -132,10 +129,7 @@ func serveCommand(cmd *kingpin.CmdClause, procfs, sysfs *string, readTimeout *ti
 			case sig := <-stop:
 				if sig == syscall.SIGHUP {
 					// SIGHUP's default is a silent exit (a closed terminal,
-					// a reload habit): there is nothing to reload, since
-					// the web config is read at every request and the flags
-					// only at start, so it is logged and the exporter
-					// carries on.
+					// a reload habit), and there is nothing to reload.
 					level.Info(logger).Log("msg", "SIGHUP received: nothing to reload (--web.config.file is read at every request; flags need a restart); carrying on")
 					continue
 				}
@@ -149,10 +143,8 @@ func serveCommand(cmd *kingpin.CmdClause, procfs, sysfs *string, readTimeout *ti
 	}
 }
 
-// checkStart checks, before anything starts, what a mistake would
-// otherwise show only later: the web configuration file, and the mount
-// points the collectors read under from their first scrape (an error that
-// names the flag rather than the path).
+// checkStart checks at start what a mistake would otherwise show only later:
+// the web configuration and the mount points, naming the flag, not the path.
 func checkStart(webConfigFile, procfs, sysfs string) error {
 	if err := checkWebConfig(webConfigFile); err != nil {
 		return err
@@ -182,38 +174,29 @@ func serveMux(exporter *collector.Exporter, f *serveFlags, logger log.Logger) *h
 
 func newServer(mux *http.ServeMux, f *serveFlags) *http.Server {
 	return &http.Server{
-		// Only GET and HEAD, on every endpoint, an endpoint added to
-		// the mux included: a scrape reads.
-		// Every response made whole before it is sent (whole), one
-		// at a time on a connection (oneAnswerAtATime).
+		// Only GET and HEAD on every endpoint: a scrape reads. Each
+		// response is made whole before it is sent, one at a time.
 		Handler:           readonly.Handler(oneAnswerAtATime(whole(mux))),
 		ConnContext:       withConn,
 		ReadHeaderTimeout: min(*f.webReadTimeout, requestHeaderTimeout),
 		ReadTimeout:       *f.webReadTimeout,
-		// What each connection is doing (new, answered, idle): which
-		// may be closed to make room (serveBounded).
+		// Which connections may be closed to make room (serveBounded).
 		ConnState: connlimit.Track,
-		// A request not answered within a minute is given up: a
-		// scrape answers within its read deadlines. The response,
-		// once made, has responseWriteTimeout (whole).
+		// A scrape answers within its read deadlines; the response, once
+		// made, has responseWriteTimeout (whole).
 		WriteTimeout: time.Minute,
 		IdleTimeout:  *f.idleTimeout,
 	}
 }
 
 // requestHeaderTimeout bounds the wait for a request's headers: a scraper
-// sends them at once, so a connection silent for seconds is one holding a
-// slot (a body, which no endpoint reads, is refused without waiting for
-// it: readonly).
+// sends them at once, so a connection silent for seconds is holding a slot.
 const requestHeaderTimeout = 5 * time.Second
 
-// serveBounded serves on the --web.listen-address listeners, each accepting
-// at most maxConnections at once (connlimit): connections held open, idle
-// or slow, never take the descriptors the collectors need, nor keep a new
-// scrape out.
-// exporter-toolkit's ListenAndServe makes its own listeners; its Serve
-// takes ours. Systemd socket activation and vsock addresses keep the
-// toolkit's listeners, without the bound.
+// serveBounded serves on listeners that each accept at most maxConnections
+// (connlimit), so that idle or slow connections never take the descriptors
+// the collectors need. exporter-toolkit's ServeMultiple takes our listeners;
+// systemd socket activation and vsock keep the toolkit's, without the bound.
 func serveBounded(server *http.Server, flags *web.FlagConfig, maxConnections int, logger *slog.Logger) error {
 	addresses := *flags.WebListenAddresses
 	if (flags.WebSystemdSocket != nil && *flags.WebSystemdSocket) || len(addresses) == 0 ||
@@ -236,14 +219,11 @@ func serveBounded(server *http.Server, flags *web.FlagConfig, maxConnections int
 }
 
 // shutdownGrace is how long the exporter waits, after SIGTERM, for the
-// scrapes in flight to end and the collectors to close. A read under
-// --path.procfs that blocks fails at its deadline, NVML's shutdown is
-// given up after its own: whatever is still stuck then is left behind by
-// the exit, with status 0.
+// scrapes in flight to end and the collectors to close; whatever is still
+// stuck then (a blocked read, NVML) is left behind by the exit, status 0.
 const shutdownGrace = 5 * time.Second
 
-// shutdown stops the server, then closes the collectors, both within
-// shutdownGrace.
+// shutdown stops the server, then closes the collectors, within shutdownGrace.
 func shutdown(server *http.Server, served <-chan error, closeCollectors func(), logger log.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
@@ -269,12 +249,9 @@ func shutdown(server *http.Server, served <-chan error, closeCollectors func(), 
 	}
 }
 
-// buildExporter builds the enabled collectors, opening the process's NVML
-// client first when one of them reads NVML (the gpu and thermal
-// collectors). The collectors get the client through collector.Env; it is
-// opened here rather than by them because there can be only one per
-// process (gpu.Settings.Open) and it outlives each of them. The returned
-// function closes the collectors, then the client.
+// buildExporter builds the enabled collectors, first opening the NVML client
+// when one of them reads it: there is one per process (gpu.Settings.Open).
+// The returned function closes the collectors, then the client.
 func buildExporter(selection *collector.Selection, settings gpu.Settings, env collector.Env) (*collector.Exporter, func(), error) {
 	logger := env.Logger
 	env.GPU = settings

@@ -19,10 +19,8 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/status"
 )
 
-// statusCommand registers `spark_exporter status`: the status page of a
-// running exporter (its /api/v1/status) as a short text report, for a
-// terminal over SSH. Exit status 0: the report was printed; 1: the exporter
-// did not answer with a status.
+// statusCommand registers `spark_exporter status`, for a terminal over SSH.
+// Exit status 0: the report was printed; 1: the exporter did not answer.
 func statusCommand(app *kingpin.Application) command {
 	cmd := app.Command("status", "Print the status of a running exporter (its "+status.APIPath+") as a short text report. "+
 		"Basic auth: --basic-auth-user with --basic-auth-password-file or the environment variable "+statusPasswordEnv+
@@ -117,8 +115,7 @@ func statusClient(u *url.URL, configFile, user, passwordFile string, timeout tim
 const maxStatusAnswer = 16 << 20
 
 // fetchStatus gets the model's JSON from the exporter at u. Errors leave
-// the URL's credentials out. An answer beyond maxStatusAnswer is an error,
-// never cut.
+// the URL's credentials out; an answer beyond maxStatusAnswer is never cut.
 func fetchStatus(client *http.Client, u *url.URL) ([]byte, error) {
 	shown := *u
 	shown.User = nil

@@ -17,11 +17,9 @@ import (
 )
 
 // checkWebConfig validates --web.config.file at start, as exporter-toolkit
-// would on the first request, so that a bad file (unreadable, not YAML, a
-// password that is not a bcrypt hash, a certificate that does not load)
-// stops the exporter while its operator is watching. The error names the
-// flag and the problem, never the file's path nor those of the files it
-// points at.
+// would on the first request, so that a bad file stops the exporter while its
+// operator is watching. The error never names the file's path nor those of
+// the files it points at.
 func checkWebConfig(path string) error {
 	if path == "" {
 		return nil
@@ -41,17 +39,15 @@ func checkWebConfig(path string) error {
 // every connection, so /dev/zero or a multi-GB file would take all memory.
 const maxTLSFileSize = 1 << 20
 
-// maxBcryptCost bounds the cost of a basic_auth_users hash. Each step
-// doubles the work of checking a password: cost 14 takes about a second on
-// one core (10, the usual, 70 ms), 17 more than Prometheus's default 10 s
-// scrape timeout. exporter-toolkit checks one password at a time, so a
-// costlier hash stalls every authenticated request behind it.
+// maxBcryptCost bounds the cost of a basic_auth_users hash: each step doubles
+// the work, cost 14 takes about a second on one core (10, the usual, 70 ms),
+// and exporter-toolkit checks one password at a time, stalling every
+// authenticated request behind a costlier one.
 const maxBcryptCost = 14
 
-// checkWebConfigLimits refuses what exporter-toolkit's Validate accepts
-// but cannot serve: a TLS file that is not a regular file or is larger
-// than maxTLSFileSize, a bcrypt hash costlier than maxBcryptCost. A file
-// that does not parse, or a setting that is missing, is left to Validate.
+// checkWebConfigLimits refuses what exporter-toolkit's Validate accepts but
+// cannot serve: a TLS file that is not a regular file or is larger than
+// maxTLSFileSize, a bcrypt hash costlier than maxBcryptCost.
 func checkWebConfigLimits(path string) error {
 	var c struct {
 		TLS struct {
@@ -99,9 +95,8 @@ func checkWebConfigLimits(path string) error {
 	return nil
 }
 
-// checkRegularFile refuses, without reading it, a file that is not a
-// regular file (a device, a FIFO, a directory) or is larger than limit.
-// A missing file is left to the caller's own error.
+// checkRegularFile refuses, without reading it, a file that is not regular
+// (a device, a FIFO) or is larger than limit; a missing one is the caller's.
 func checkRegularFile(path string, limit int64) error {
 	info, err := os.Stat(path)
 	if err != nil {
@@ -116,9 +111,8 @@ func checkRegularFile(path string, limit int64) error {
 	return nil
 }
 
-// redactWebConfigPaths replaces in msg the web config's path and the
-// certificate, key and CA paths it names, which exporter-toolkit's errors
-// quote, by the name of the setting.
+// redactWebConfigPaths replaces the web config's path and the TLS paths it
+// names, which exporter-toolkit's errors quote, by the setting's name.
 func redactWebConfigPaths(msg, path string) string {
 	var c struct {
 		TLS struct {
@@ -139,7 +133,6 @@ func redactWebConfigPaths(msg, path string) string {
 		}
 		redactions = append(redactions, redact.Renaming{Path: f.value, Name: f.setting})
 		if !filepath.IsAbs(f.value) {
-			// exporter-toolkit reads a relative path from the config's directory.
 			redactions = append(redactions, redact.Renaming{Path: filepath.Join(filepath.Dir(path), f.value), Name: f.setting})
 		}
 	}

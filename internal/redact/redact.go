@@ -13,9 +13,8 @@ import (
 	"strings"
 )
 
-// UnderRoots renders msg with the paths under each mount point made
-// relative to it: "open /srv/x/proc/meminfo: …" reads "open meminfo: …",
-// and a mount point itself ".".
+// UnderRoots makes paths in msg under each root relative to it, a root itself
+// ".": "open /srv/x/proc/meminfo: …" reads "open meminfo: …".
 func UnderRoots(msg string, roots ...string) string {
 	var renamings []Renaming
 	for _, root := range roots {
@@ -42,8 +41,7 @@ func ReplacePaths(msg string, renamings []Renaming) string {
 	return msg
 }
 
-// WithoutPath keeps an error's cause and drops the path an *fs.PathError in
-// it carries, with the operation.
+// WithoutPath drops the path and operation of an *fs.PathError in err.
 func WithoutPath(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
