@@ -2,7 +2,6 @@ package collector
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -124,17 +123,10 @@ func (c *fabricCollector) refresh(ctx context.Context) error {
 func (c *fabricCollector) take(ctx context.Context) (fabric.Snapshot, layoutSeries, error) {
 	s, series, err := c.read(ctx)
 	c.Set(s.LeftOut)
-	if err == nil && s.Blocked != nil {
-		err = s.Blocked
-	}
-	if err != nil {
-		// The next file may block as long: nothing more was read.
-		return s, nil, fmt.Errorf("reading sysfs: %w", err)
+	if err := sysfsOutcome(c.logger, err, s.Blocked, s.Problems); err != nil {
+		return s, nil, err
 	}
 	c.remember(s)
-	for _, p := range s.Problems {
-		level.Debug(c.logger).Log("msg", "sysfs file unreadable", "file", p.File, "err", p.Err)
-	}
 	return s, series, nil
 }
 

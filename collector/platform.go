@@ -2,7 +2,6 @@ package collector
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -121,17 +120,8 @@ func (c *platformCollector) refresh(ctx context.Context) error {
 // take reads the layout's files and logs those unreadable; c.mu held.
 func (c *platformCollector) take(ctx context.Context) (platform.Snapshot, layoutSeries, error) {
 	s, series, err := c.read(ctx)
-	if err == nil && s.Blocked != nil {
-		err = s.Blocked
-	}
-	if err != nil {
-		// The next file may block as long: nothing more was read.
-		return s, nil, fmt.Errorf("reading sysfs: %w", err)
-	}
-	// Sysfs is full of files that refuse some readers: counted in a
-	// metric, named at debug level (relative to --path.sysfs).
-	for _, p := range s.Problems {
-		level.Debug(c.logger).Log("msg", "sysfs file unreadable", "file", p.File, "err", p.Err)
+	if err := sysfsOutcome(c.logger, err, s.Blocked, s.Problems); err != nil {
+		return s, nil, err
 	}
 	return s, series, nil
 }

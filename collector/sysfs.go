@@ -3,12 +3,15 @@ package collector
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
@@ -141,6 +144,23 @@ func (s valued) Write(out *dto.Metric) error {
 		out.Counter = &dto.Counter{Value: &v}
 	} else {
 		out.Gauge = &dto.Gauge{Value: &v}
+	}
+	return nil
+}
+
+// sysfsOutcome is a sysfs collector's error for a read that failed or
+// blocked (nothing after a blocked file was read: the next may block as
+// long). Files that refused their reader, common in sysfs, are counted in
+// a metric and named here at debug level, relative to --path.sysfs.
+func sysfsOutcome(logger log.Logger, err error, blocked *layout.Problem, problems []layout.Problem) error {
+	if err == nil && blocked != nil {
+		err = blocked
+	}
+	if err != nil {
+		return fmt.Errorf("reading sysfs: %w", err)
+	}
+	for _, p := range problems {
+		level.Debug(logger).Log("msg", "sysfs file unreadable", "file", p.File, "err", p.Err)
 	}
 	return nil
 }
