@@ -167,7 +167,7 @@ func BenchmarkThermal(b *testing.B) {
 func BenchmarkPlatform(b *testing.B) {
 	for name, tree := range map[string]string{"fixture": sysFixture("spark"), "host": "/sys"} {
 		b.Run("sys="+name, func(b *testing.B) {
-			c := newPlatformCollector(tree, 0, nopLogger())
+			c := newPlatformCollector(tree, nopLogger())
 			drain(b, c)
 		})
 	}
@@ -184,7 +184,7 @@ func BenchmarkFabric(b *testing.B) {
 		{"sys=host", "/sys"},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			drain(b, newFabricCollector(bc.tree, 0, nopLogger()))
+			drain(b, newFabricCollector(bc.tree, nopLogger()))
 		})
 	}
 }

@@ -308,30 +308,34 @@ func (e *Exporter) collect(ch chan<- prometheus.Metric, names []string) {
 	}
 	wg.Wait()
 	if len(names) == len(e.collectors) {
-		e.mu.Lock()
-		e.at = time.Now()
-		e.mu.Unlock()
+		e.complete()
 	}
 }
 
 func (e *Exporter) run(name string, ch chan<- prometheus.Metric) {
-	start := time.Now()
-	ctx, cancel := hostfs.RunContext(context.Background(), e.readTimeout)
-	err := e.collectors[name].Update(ctx, ch)
-	cancel()
-	duration := time.Since(start)
-
+	duration, err := e.timed(name, func(ctx context.Context) error { return e.collectors[name].Update(ctx, ch) })
 	success := 1.0
 	if err != nil && !errors.Is(err, ErrNoData) {
 		success = 0
 	}
-	e.record(name, err, duration)
 	// State's runs are these two values: the page says what the exposition does.
 	ch <- prometheus.MustNewConstMetric(scrapeDurationDesc, prometheus.GaugeValue, duration.Seconds(), name)
 	ch <- prometheus.MustNewConstMetric(scrapeSuccessDesc, prometheus.GaugeValue, success, name)
 	if c, ok := e.collectors[name].(capped); ok {
 		ch <- prometheus.MustNewConstMetric(entriesLeftOutDesc, prometheus.GaugeValue, float64(c.EntriesLeftOut()), name)
 	}
+}
+
+// timed runs f, a run of the collector name (Update or refresh), under the
+// one deadline of a collector run's reads, and records how it went.
+func (e *Exporter) timed(name string, f func(ctx context.Context) error) (time.Duration, error) {
+	start := time.Now()
+	ctx, cancel := hostfs.RunContext(context.Background(), e.readTimeout)
+	err := f(ctx)
+	cancel()
+	duration := time.Since(start)
+	e.record(name, err, duration)
+	return duration, err
 }
 
 // record logs a change of a collector's state: the first failure at error

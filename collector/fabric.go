@@ -25,7 +25,7 @@ import (
 func init() {
 	registerCollector("fabric", defaultEnabled, func(fg cliflag.FlagGroup) Factory {
 		return func(env Env) (Collector, error) {
-			return newFabricCollector(env.SysFS, env.ReadTimeout, env.Logger), nil
+			return newFabricCollector(env.SysFS, env.Logger), nil
 		}
 	})
 }
@@ -75,8 +75,8 @@ type fabricLayout struct {
 	series layoutSeries
 }
 
-func newFabricCollector(root string, timeout time.Duration, logger log.Logger) *fabricCollector {
-	return &fabricCollector{sys: newSysfs(root, timeout), now: time.Now, logger: logger}
+func newFabricCollector(root string, logger log.Logger) *fabricCollector {
+	return &fabricCollector{sys: newSysfs(root), now: time.Now, logger: logger}
 }
 
 // read reads the values of the layout discovered at most layout.Every ago.

@@ -23,7 +23,7 @@ import (
 
 func fabricOn(t *testing.T, root string, logger log.Logger) (map[string]float64, error) {
 	t.Helper()
-	return collect(t, newFabricCollector(root, 0, logger))
+	return collect(t, newFabricCollector(root, logger))
 }
 
 func TestFabricOnAHealthySpark(t *testing.T) {
@@ -149,7 +149,7 @@ func TestFabricRereadsValuesAndRediscovers(t *testing.T) {
 	if err := os.CopyFS(dir, os.DirFS(sysFixture("spark-fabric"))); err != nil {
 		t.Fatal(err)
 	}
-	c := newFabricCollector(dir, 0, nopLogger())
+	c := newFabricCollector(dir, nopLogger())
 	now := time.Unix(1e9, 0)
 	c.now = func() time.Time { return now }
 	scrape := func() map[string]float64 {
@@ -222,12 +222,12 @@ func TestFabricBlockedRead(t *testing.T) {
 	if err := syscall.Mkfifo(path, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c := newFabricCollector(dir, 50*time.Millisecond, nopLogger())
-	_, err := collect(t, c)
+	c := newFabricCollector(dir, nopLogger())
+	_, err := collectWithin(t, c, 50*time.Millisecond)
 	if err == nil || !strings.Contains(err.Error(), state) || !strings.Contains(err.Error(), "blocked") || strings.Contains(err.Error(), dir) {
 		t.Fatalf("a blocked read: %v", err)
 	}
-	if _, err = collect(t, c); err == nil || !strings.Contains(err.Error(), state) || !strings.Contains(err.Error(), "still blocked") {
+	if _, err = collectWithin(t, c, 50*time.Millisecond); err == nil || !strings.Contains(err.Error(), state) || !strings.Contains(err.Error(), "still blocked") {
 		t.Fatalf("the next scrape while the read is blocked: %v", err)
 	}
 	w, err := os.OpenFile(path, os.O_WRONLY, 0)
@@ -273,7 +273,7 @@ func TestFabricCountsWhatItLeavesOut(t *testing.T) {
 		write(fmt.Sprintf("class/infiniband/mlx5_000/ports/%d/state", p), "4: ACTIVE\n")
 	}
 	var buf bytes.Buffer
-	c := newFabricCollector(dir, 0, level.NewFilter(log.NewLogfmtLogger(&buf), level.AllowDebug()))
+	c := newFabricCollector(dir, level.NewFilter(log.NewLogfmtLogger(&buf), level.AllowDebug()))
 	for range 2 { // the discovery, then the layout kept
 		got, err := collect(t, c)
 		if err != nil {
@@ -299,7 +299,7 @@ func TestFabricKeepsItsLastTwoReadings(t *testing.T) {
 	if err := os.CopyFS(dir, os.DirFS(sysFixture("spark-fabric"))); err != nil {
 		t.Fatal(err)
 	}
-	c := newFabricCollector(dir, 0, nopLogger())
+	c := newFabricCollector(dir, nopLogger())
 	now := time.Unix(1e9, 0)
 	c.now = func() time.Time { return now }
 	var st collected.State
@@ -340,7 +340,7 @@ func TestFabricKeepsItsLastTwoReadings(t *testing.T) {
 // The reading kept as the previous one is a copy, so the readings before
 // it are garbage: a chain of every reading would grow without end.
 func TestFabricKeepsNoChainOfReadings(t *testing.T) {
-	c := newFabricCollector(sysFixture("spark-fabric"), 0, nopLogger())
+	c := newFabricCollector(sysFixture("spark-fabric"), nopLogger())
 	if _, err := collect(t, c); err != nil {
 		t.Fatal(err)
 	}

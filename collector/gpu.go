@@ -188,7 +188,7 @@ func device(ms []prometheus.Metric, snap readings.Snapshot, r readings.Reading) 
 	}
 
 	ms = append(ms, prometheus.MustNewConstMetric(gpuInfoDesc, prometheus.GaugeValue, 1,
-		idx, r.UUID, labelValue(r.Name), snap.DriverVersion, snap.CUDADriverVersion, r.ComputeCapability))
+		idx, r.UUID, r.Name, snap.DriverVersion, snap.CUDADriverVersion, r.ComputeCapability))
 	for _, f := range readings.Fields {
 		if ok, asked := r.Supported[f]; asked {
 			ms = append(ms, prometheus.MustNewConstMetric(gpuSupportedDesc, prometheus.GaugeValue, boolToFloat64(ok), idx, string(f)))
@@ -252,11 +252,6 @@ func comm(procfs hostfs.FS, pid uint32, blocked *error) string {
 	if err != nil {
 		return ""
 	}
-	return labelValue(strings.TrimSpace(string(name)))
-}
-
-// labelValue makes text from the kernel or a driver safe as a label value:
-// Prometheus requires UTF-8.
-func labelValue(s string) string {
-	return strings.ToValidUTF8(s, "\uFFFD")
+	// A label value must be UTF-8, and a comm is any bytes a program sets.
+	return strings.ToValidUTF8(strings.TrimSpace(string(name)), "\uFFFD")
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
 	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 )
 
 // fixtures is the /proc tree of a DGX Spark mid-run, shared with the golden
@@ -53,10 +54,19 @@ func sample(m prometheus.Metric) (string, float64) {
 // repeated series.
 func collect(t *testing.T, c Collector) (map[string]float64, error) {
 	t.Helper()
+	return collectWithin(t, c, 0)
+}
+
+// collectWithin is collect under the deadline the registry gives a run of
+// the collector: timeout (hostfs.DefaultTimeout when 0).
+func collectWithin(t *testing.T, c Collector, timeout time.Duration) (map[string]float64, error) {
+	t.Helper()
+	ctx, cancel := hostfs.RunContext(t.Context(), timeout)
+	defer cancel()
 	ch := make(chan prometheus.Metric)
 	done := make(chan error, 1)
 	go func() {
-		err := c.Update(t.Context(), ch)
+		err := c.Update(ctx, ch)
 		close(ch)
 		done <- err
 	}()

@@ -24,7 +24,7 @@ import (
 func init() {
 	registerCollector("platform", defaultEnabled, func(fg cliflag.FlagGroup) Factory {
 		return func(env Env) (Collector, error) {
-			return newPlatformCollector(env.SysFS, env.ReadTimeout, env.Logger), nil
+			return newPlatformCollector(env.SysFS, env.Logger), nil
 		}
 	})
 }
@@ -72,8 +72,8 @@ type platformLayout struct {
 	series layoutSeries
 }
 
-func newPlatformCollector(root string, timeout time.Duration, logger log.Logger) *platformCollector {
-	return &platformCollector{batch: newSysfs(root, timeout).batch, now: time.Now, logger: logger}
+func newPlatformCollector(root string, logger log.Logger) *platformCollector {
+	return &platformCollector{batch: newSysfs(root).batch, now: time.Now, logger: logger}
 }
 
 // read reads the values of the layout discovered at most layout.Every ago.

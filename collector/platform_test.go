@@ -33,7 +33,7 @@ func onFS(fsys platform.FS, logger log.Logger) *platformCollector {
 
 func platformOn(t *testing.T, root string) map[string]float64 {
 	t.Helper()
-	c := newPlatformCollector(root, 0, nopLogger())
+	c := newPlatformCollector(root, nopLogger())
 	got, err := collect(t, c)
 	if err != nil {
 		t.Fatalf("Update: %v", err)
@@ -142,7 +142,7 @@ func (d deniedFS) ReadFile(name string) ([]byte, error) {
 // still succeeds.
 func TestPlatformCountsWhatItMayNotRead(t *testing.T) {
 	var buf bytes.Buffer
-	c := onFS(deniedFS{newSysfs(sysFixture("spark"), 0), map[string]bool{
+	c := onFS(deniedFS{newSysfs(sysFixture("spark")), map[string]bool{
 		"class/hwmon/hwmon1/power11_cap":     true,
 		"class/thermal/thermal_zone3/temp":   true,
 		"class/dmi/id/bios_version":          true,
@@ -184,7 +184,7 @@ func TestReadSysFile(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "fits"), bytes.Repeat([]byte("9"), maxSysAttribute), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sys := newSysfs(root, 0)
+	sys := newSysfs(root)
 	if data, err := sys.ReadFile("fits"); err != nil || len(data) != maxSysAttribute {
 		t.Errorf("a file of the bound: %d bytes, %v", len(data), err)
 	}
@@ -255,7 +255,7 @@ func TestBuildPassesSysFS(t *testing.T) {
 // value file that has gone is no longer in it.
 func TestPlatformKeepsTheLayoutAndRereadsValues(t *testing.T) {
 	dir := testexporter.CopyTree(t, sysFixture("spark"))
-	c := newPlatformCollector(dir, 0, nopLogger())
+	c := newPlatformCollector(dir, nopLogger())
 	now := time.Unix(1e9, 0)
 	c.now = func() time.Time { return now }
 	write := func(rel, data string) {
@@ -332,15 +332,15 @@ func TestPlatformBlockedValueFile(t *testing.T) {
 	if err := syscall.Mkfifo(path, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c := newPlatformCollector(dir, 50*time.Millisecond, nopLogger())
-	_, err := collect(t, c)
+	c := newPlatformCollector(dir, nopLogger())
+	_, err := collectWithin(t, c, 50*time.Millisecond)
 	if err == nil || !strings.Contains(err.Error(), rail+": blocked: no answer within 50ms") || strings.Contains(err.Error(), dir) {
 		t.Fatalf("a blocked value file: %v", err)
 	}
 	if c.layout.Has() {
 		t.Error("the layout is kept after a blocked read")
 	}
-	if _, err = collect(t, c); err == nil || !strings.Contains(err.Error(), rail+": still blocked") {
+	if _, err = collectWithin(t, c, 50*time.Millisecond); err == nil || !strings.Contains(err.Error(), rail+": still blocked") {
 		t.Fatalf("the next scrape while the read is blocked: %v, want still blocked naming the file", err)
 	}
 
@@ -361,4 +361,20 @@ func TestPlatformBlockedValueFile(t *testing.T) {
 	if len(got) == 0 || got["spark_platform_unreadable_files"] != 0 {
 		t.Errorf("after the read returned: %v", got)
 	}
+}
+
+// sysfs as a layout.FS of its own, each read a batch outside any collector
+// run, for the tests that walk a tree without a collector.
+func (d *sysfs) ReadFile(name string) (data []byte, err error) {
+	if blocked := d.batch(context.Background(), func(fsys layout.FS) { data, err = fsys.ReadFile(name) }); blocked != nil {
+		return nil, blocked
+	}
+	return data, err
+}
+
+func (d *sysfs) ReadDir(name string) (entries []fs.DirEntry, err error) {
+	if blocked := d.batch(context.Background(), func(fsys layout.FS) { entries, err = fsys.ReadDir(name) }); blocked != nil {
+		return nil, blocked
+	}
+	return entries, err
 }

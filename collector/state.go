@@ -8,7 +8,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spark-exporter/spark_exporter/internal/collected"
-	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 )
 
 // publisher is a collector whose latest result the status page shows.
@@ -61,11 +60,7 @@ func (e *Exporter) Refresh() {
 	var wg sync.WaitGroup
 	for _, name := range e.Names() {
 		wg.Go(func() {
-			start := time.Now()
-			ctx, cancel := hostfs.RunContext(context.Background(), e.readTimeout)
-			err := refresh(ctx, e.collectors[name])
-			cancel()
-			e.record(name, err, time.Since(start))
+			e.timed(name, func(ctx context.Context) error { return refresh(ctx, e.collectors[name]) })
 		})
 	}
 	wg.Wait()

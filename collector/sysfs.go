@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
@@ -20,13 +19,13 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/redact"
 )
 
-// sysfs is the sysfs mount point as a layout.FS: names are relative to it
-// and so are the files errors name, never the mount point. Every file is
-// bounded by the size of a sysfs attribute.
+// sysfs reads the sysfs mount point in batches (a layout.FS each): names
+// are relative to it and so are the files errors name, never the mount
+// point. Every file is bounded by the size of a sysfs attribute.
 type sysfs struct{ fs hostfs.FS }
 
-func newSysfs(root string, timeout time.Duration) *sysfs {
-	return &sysfs{fs: hostfs.New(root).WithTimeout(timeout).Sysfs()}
+func newSysfs(root string) *sysfs {
+	return &sysfs{fs: hostfs.New(root).Sysfs()}
 }
 
 // batch runs job with its reads under ctx's deadline, a collector run's. A
@@ -37,20 +36,6 @@ func (d *sysfs) batch(ctx context.Context, job func(fsys layout.FS)) error {
 		job(&batchReader{r: r, sys: d})
 		return nil
 	}))
-}
-
-func (d *sysfs) ReadFile(name string) (data []byte, err error) {
-	if blocked := d.batch(context.Background(), func(fsys layout.FS) { data, err = fsys.ReadFile(name) }); blocked != nil {
-		return nil, blocked
-	}
-	return data, err
-}
-
-func (d *sysfs) ReadDir(name string) (entries []fs.DirEntry, err error) {
-	if blocked := d.batch(context.Background(), func(fsys layout.FS) { entries, err = fsys.ReadDir(name) }); blocked != nil {
-		return nil, blocked
-	}
-	return entries, err
 }
 
 // relative makes the path of an *fs.PathError name, or, for a read that

@@ -298,6 +298,7 @@ func (c *Client) enumerate() (driver, cuda string, devices []device, err error) 
 	if ret != nvml.SUCCESS && ret != nvml.ERROR_NOT_SUPPORTED {
 		return "", "", nil, nvmlError("nvmlSystemGetDriverVersion", ret)
 	}
+	driver = validUTF8(driver)
 	var v int
 	if c.has[symCUDAVersionV2] {
 		v, ret = c.lib.SystemGetCudaDriverVersion_v2()

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -83,11 +84,11 @@ func describe(lib nvml.Interface, index int) device {
 	}
 	uuid, ret := d.handle.GetUUID()
 	if check("nvmlDeviceGetUUID", ret) {
-		d.uuid = uuid
+		d.uuid = validUTF8(uuid)
 	}
 	name, ret := d.handle.GetName()
 	if check("nvmlDeviceGetName", ret) {
-		d.name = name
+		d.name = validUTF8(name)
 	}
 	major, minor, ret := d.handle.GetCudaComputeCapability()
 	if check("nvmlDeviceGetCudaComputeCapability", ret) {
@@ -314,3 +315,8 @@ func (dr *deviceReader) processes(h nvml.Device) {
 	}
 	dr.r.Processes = kept
 }
+
+// validUTF8 makes the driver's text valid UTF-8 where it is read, once for
+// every reader: label values must be (client_golang panics otherwise), and
+// so must the status page's JSON.
+func validUTF8(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }

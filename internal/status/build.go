@@ -290,7 +290,7 @@ func gpus(g *collected.GPU, th *collected.Thermal, now time.Time) []GPU {
 	if g != nil {
 		for _, d := range g.Snapshot.Devices {
 			m := get(d.Index)
-			m.Name = strings.ToValidUTF8(d.Name, "\uFFFD")
+			m.Name = d.Name
 			m.TemperatureCelsius = finite(d.TemperatureCelsius)
 			m.PowerWatts = finite(d.PowerWatts)
 			m.SMClockHertz = finite(d.SMClockHertz)
