@@ -171,13 +171,14 @@ func TestGPUTimeout(t *testing.T) {
 func TestGPULabelsAreUTF8(t *testing.T) {
 	d := gputest.GB10(0)
 	d.GetNameFunc = func() (string, nvml.Return) { return "NVIDIA \xff", nvml.SUCCESS }
+	d.GetUUIDFunc = func() (string, nvml.Return) { return "GPU-\xfe", nvml.SUCCESS }
 	c := newMockGPUCollector(t, gputest.Library(d), time.Second)
 	got, err := collect(t, c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for series := range got {
-		if strings.HasPrefix(series, "spark_gpu_info") && !strings.Contains(series, "name=\"NVIDIA \uFFFD\"") {
+		if strings.HasPrefix(series, "spark_gpu_info") && (!strings.Contains(series, "name=\"NVIDIA \uFFFD\"") || !strings.Contains(series, "uuid=\"GPU-\uFFFD\"")) {
 			t.Errorf("info = %s", series)
 		}
 	}
