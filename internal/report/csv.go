@@ -185,7 +185,8 @@ func FromRows(meta thermallog.Trace, rows RowSource, cfg judge.ThermalConfig, op
 	var back Backward
 	back.RepeatedHour = meta.Repeated
 	sum := newSummary(cfg)
-	replayer := thermal.NewReplayer(stepCfg, nil)
+	episodes := newEpisodeLog()
+	replayer := newReplayer(stepCfg, episodes.add)
 	avg := averager{step: stepCfg.Interval}
 	pic := newPicture(sel.samples, cfg.MaxGap())
 	var last time.Time
@@ -229,11 +230,7 @@ func FromRows(meta thermallog.Trace, rows RowSource, cfg judge.ThermalConfig, op
 	if m, ok := avg.flush(); ok {
 		replayer.Add(&m)
 	}
-	res := replayer.Result()
-	episodes := make([]Episode, 0, len(res.Episodes))
-	for _, e := range res.Episodes {
-		episodes = append(episodes, Episode{Start: e.Start, End: e.End, Open: e.Open, Evidence: e.Evidence()})
-	}
+	res := result(replayer, episodes.add)
 	r := sum.report(episodes, res.Throttled, nil, gpu.gb10)
 	r.windowCovered = res.Judged > 0
 	r.samples, r.pictureGap = pic.samples, pic.gap()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +22,11 @@ func FuzzFromLog(f *testing.F) {
 	f.Add("2025-11-24T14:00:00Z, 50, 100 W\n2026-11-24T14:00:00Z, 60, 100 W\n2025-11-24T14:00:00Z, 55, 100 W\n")
 	f.Add("#Date Time gpu pwr gtemp sm pclk\n20240212 14:31:06 0 69 41 90 1410\n20240212 14:31:07 1 69 41 90 1410\n20240212 14:31:07 0 70 42 91 1400\n")
 	f.Add("elapsed_s,power_w,temp_c,sm_mhz,gpu_util,mem_used_mb\n10,88.1,84,2450,96,1\n20,88.5,85,2440,96,1\n30,89,85,2000,96,1\n")
+	flapping := "timestamp, temperature.gpu, power.draw [W], clocks.sm [MHz], clocks_event_reasons.active\n"
+	for i := 0; i < 60; i++ {
+		flapping += fmt.Sprintf("2025/11/24 14:%02d:%02d.000, 80, 95 W, 2400 MHz, 0x%x\n", i/60, i%60, (i/2)%2*0x20)
+	}
+	f.Add(flapping)
 	f.Fuzz(func(t *testing.T, in string) {
 		tr, err := thermallog.ParseOptions(strings.NewReader(in), thermallog.Options{Location: time.UTC, Interval: time.Second})
 		var malformed thermallog.MalformedError
@@ -32,8 +38,8 @@ func FuzzFromLog(f *testing.F) {
 			if err != nil {
 				continue
 			}
-			if r.Start.IsZero() || r.End.Before(r.Start) || r.Samples == 0 {
-				t.Fatalf("start %v, end %v, %d samples", r.Start, r.End, r.Samples)
+			if r.Start.IsZero() || r.End.Before(r.Start) || r.Samples == 0 || len(r.Throttle.Episodes) > MaxListed {
+				t.Fatalf("start %v, end %v, %d samples, %d episodes listed", r.Start, r.End, r.Samples, len(r.Throttle.Episodes))
 			}
 			var js, text, svg bytes.Buffer
 			if err := r.WriteJSON(&js); err != nil || !json.Valid(js.Bytes()) {

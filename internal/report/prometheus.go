@@ -1,10 +1,12 @@
 package report
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -61,7 +63,7 @@ func FromPrometheus(ctx context.Context, api v1.API, q Query, cfg judge.ThermalC
 	episodes, throttled, from, covered := p.throttle(sel, samples, cfg)
 	var energy *float64
 	// No more energy than the most power any GPU draws over the range.
-	if j, ok := p.growth(`spark_gpu_energy_joules_total{` + sel + `}`); ok && j <= thermallog.MaxPower*q.To.Sub(q.From).Seconds() {
+	if j, ok := p.growth(`spark_gpu_energy_joules_total{` + sel + `}`); ok && j <= thermallog.MaxPower*p.seconds() {
 		energy = &j
 	}
 	r := build(samples, episodes, throttled, energy, cfg, gpu.gb10)
@@ -76,10 +78,11 @@ func FromPrometheus(ctx context.Context, api v1.API, q Query, cfg judge.ThermalC
 		r.DurationSeconds = round(q.To.Sub(q.From).Seconds())
 	}
 	r.Memory = p.memory(inst)
-	r.Alerts = p.alerts(inst)
+	r.Alerts, r.AlertsLeftOut = p.alerts(inst)
 	if p.err != nil {
 		return Report{}, p.err
 	}
+	r.PointsLeftOut = &p.leftOut
 	r.Verdict, r.VerdictState = verdict(r)
 	return r, nil
 }
@@ -131,8 +134,10 @@ func (p *prom) samples(sel string) []judge.ThermalSample {
 // throttle is the verdicts the live collector recorded, or, where the
 // thermal collector was off, the scraped samples replayed. covered is
 // false when no verdict judged a whole window.
-func (p *prom) throttle(sel string, samples []judge.ThermalSample, cfg judge.ThermalConfig) (episodes []Episode, throttled time.Duration, from string, covered bool) {
+func (p *prom) throttle(sel string, samples []judge.ThermalSample, cfg judge.ThermalConfig) (episodes *episodeLog, throttled time.Duration, from string, covered bool) {
 	from, covered = "recorded", true
+	episodes = newEpisodeLog()
+	counted := p.slowdownCounted(sel, episodes.add)
 	state := p.series(`spark_thermal_state{` + sel + `,state="throttled"}`)
 	if len(state) > 0 {
 		if collecting := p.series(`spark_thermal_state{` + sel + `,state="collecting"}`); len(collecting) > 0 {
@@ -144,33 +149,38 @@ func (p *prom) throttle(sel string, samples []judge.ThermalSample, cfg judge.The
 		signature := p.series(`spark_thermal_throttle_signature{` + sel + `}`)
 		slowdown := p.series(`max(spark_gpu_clocks_event_active{` + sel + `,reason=~"sw_thermal_slowdown|hw_thermal_slowdown"}) ` +
 			`or sum(irate(spark_gpu_clocks_event_seconds_total{` + sel + `,reason=~"sw_thermal_slowdown|hw_thermal_slowdown"}[5m])) > bool 0`)
-		episodes = recordedEpisodes(state, signature, slowdown, p.q.Step)
+		recordedEpisodes(state, signature, slowdown, counted)
+		throttled = episodes.length
 		if secs, ok := p.growth(`spark_thermal_throttled_seconds_total{` + sel + `}`); ok {
-			throttled = time.Duration(min(secs, p.q.To.Sub(p.q.From).Seconds()) * float64(time.Second))
-		} else {
-			for _, e := range episodes {
-				throttled += e.End.Sub(e.Start)
-			}
+			throttled = time.Duration(min(secs, p.seconds()) * float64(time.Second))
 		}
 	} else if err := cfg.Validate(); err == nil {
 		from = "replay"
-		episodes, throttled, covered = replay(samples, cfg)
-	}
-	// One query for the whole range, however many episodes there are.
-	var counters model.Matrix
-	if len(episodes) > 0 {
-		counters = p.raw(`spark_gpu_clocks_event_seconds_total{`+sel+`,reason=~"sw_thermal_slowdown|hw_thermal_slowdown"}`, p.q.From, p.q.To)
-	}
-	for i := range episodes {
-		if secs, ok := growthIn(counters, episodes[i].Start, episodes[i].End); ok {
-			episodes[i].ThermalSlowdownSeconds = ptr(round(secs))
-			if secs > 0 && !strings.Contains(episodes[i].Evidence, "thermal_slowdown_counters") {
-				// As the live collector names it.
-				episodes[i].Evidence = strings.TrimPrefix(episodes[i].Evidence+"+thermal_slowdown_counters", "+")
-			}
-		}
+		throttled, covered = replay(samples, cfg, counted)
 	}
 	return episodes, throttled, from, covered
+}
+
+// slowdownCounted adds to an episode the growth of the driver's thermal
+// slowdown counters over it, then hands it to each. One query for the
+// whole range, however many episodes there are.
+func (p *prom) slowdownCounted(sel string, each func(Episode)) func(Episode) {
+	var counters model.Matrix
+	asked := false
+	return func(e Episode) {
+		if !asked {
+			counters, asked = p.raw(`spark_gpu_clocks_event_seconds_total{`+sel+`,reason=~"sw_thermal_slowdown|hw_thermal_slowdown"}`, p.q.From, p.q.To), true
+		}
+		// The SW and the HW counter each grow at most as fast as time.
+		if secs, ok := growthIn(counters, e.Start, e.End); ok && secs <= 2*e.length().Seconds() {
+			e.ThermalSlowdownSeconds = ptr(round(secs))
+			if secs > 0 && !strings.Contains(e.Evidence, "thermal_slowdown_counters") {
+				// As the live collector names it.
+				e.Evidence = strings.TrimPrefix(e.Evidence+"+thermal_slowdown_counters", "+")
+			}
+		}
+		each(e)
+	}
 }
 
 func (p *prom) memory(inst string) *Memory {
@@ -181,11 +191,13 @@ func (p *prom) memory(inst string) *Memory {
 	if kills, ok := p.growth(`spark_pool_oom_kills_total{` + inst + `}`); ok && kills < 1e9 {
 		m.OOMKills = ptr(int(math.Round(kills)))
 	}
-	if stall, ok := p.growth(`spark_pool_pressure_stall_seconds_total{` + inst + `,kind="full"}`); ok {
+	// Stalled no longer than the run.
+	if stall, ok := p.growth(`spark_pool_pressure_stall_seconds_total{` + inst + `,kind="full"}`); ok && stall <= p.seconds() {
 		m.StallMinutes = ptr(round(stall / 60))
 	}
-	contention := p.series(`(max(spark_workloads{` + inst + `,role="training"}) > 0) and (max(spark_workloads{` + inst + `,role="inference"}) > 0)`)
-	m.Contention = append(m.Contention, spans(sortedTimes(contention), p.q.Step)...)
+	contention := spanListing()
+	spans(sortedTimes(p.series(`(max(spark_workloads{`+inst+`,role="training"}) > 0) and (max(spark_workloads{`+inst+`,role="inference"}) > 0)`)), p.q.Step, contention.add)
+	m.Contention, m.ContentionLeftOut = contention.list()
 	for plan, times := range p.labelled(`spark_plan_required_bytes{`+inst+`} > on(instance) group_left() spark_pool_headroom_after_flush_bytes{`+inst+`}`, "plan") {
 		m.PlansStoppedFitting = append(m.PlansStoppedFitting, PlanMissed{Plan: plan, Start: times[0]})
 	}
@@ -201,7 +213,11 @@ type prom struct {
 	q    Query
 	span string // the whole range as a range selector: [21600s]
 	err  error
+	// leftOut counts the points outside the range asked for, or not a number.
+	leftOut int
 }
+
+func (p *prom) seconds() float64 { return p.q.To.Sub(p.q.From).Seconds() }
 
 func (p *prom) query(expr string, at time.Time) model.Value {
 	if p.err != nil {
@@ -224,6 +240,26 @@ func (p *prom) matrix(expr string) model.Matrix {
 		return nil
 	}
 	m, _ := v.(model.Matrix)
+	return p.points(m, p.q.From, p.q.To)
+}
+
+// points keeps of an answer the points within [from, to] and finite, in
+// time order, and counts the rest: whatever the server, no figure or time
+// of the report comes from outside what was asked for.
+func (p *prom) points(m model.Matrix, from, to time.Time) model.Matrix {
+	lo, hi := model.TimeFromUnixNano(from.UnixNano()), model.TimeFromUnixNano(to.UnixNano())
+	for _, s := range m {
+		kept := s.Values[:0]
+		for _, v := range s.Values {
+			if v.Timestamp >= lo && v.Timestamp <= hi && finite(float64(v.Value)) {
+				kept = append(kept, v)
+			} else {
+				p.leftOut++
+			}
+		}
+		slices.SortStableFunc(kept, func(a, b model.SamplePair) int { return cmp.Compare(a.Timestamp, b.Timestamp) })
+		s.Values = kept
+	}
 	return m
 }
 
@@ -234,10 +270,7 @@ func (p *prom) series(expr string) map[time.Time]float64 {
 		return out
 	}
 	for _, s := range m[0].Values {
-		// A point outside the range asked for is none of the run's.
-		if v, at := float64(s.Value), s.Timestamp.Time(); finite(v) && !at.Before(p.q.From) && !at.After(p.q.To) {
-			out[at] = v
-		}
+		out[s.Timestamp.Time()] = float64(s.Value)
 	}
 	return out
 }
@@ -281,10 +314,11 @@ func (p *prom) raw(sel string, from, to time.Time) model.Matrix {
 		secs = 1
 	}
 	m, _ := p.query(fmt.Sprintf("%s[%ds]", sel, secs), to).(model.Matrix)
-	return m
+	return p.points(m, to.Add(-time.Duration(secs)*time.Second), to)
 }
 
-// growthIn sums m's series, a reset counting from zero.
+// growthIn sums m's series over [from, to], a reset counting from zero; a
+// value below zero is none of a counter's.
 func growthIn(m model.Matrix, from, to time.Time) (float64, bool) {
 	if len(m) == 0 {
 		return 0, false
@@ -295,7 +329,7 @@ func growthIn(m model.Matrix, from, to time.Time) (float64, bool) {
 		prev := math.NaN()
 		for _, v := range s.Values {
 			cur := float64(v.Value)
-			if at := v.Timestamp.Time(); !finite(cur) || at.Before(from) || at.After(to) {
+			if at := v.Timestamp.Time(); !finite(cur) || cur < 0 || at.Before(from) || at.After(to) {
 				continue
 			}
 			found = true
@@ -334,14 +368,15 @@ func (p *prom) onlyInstance() (string, error) {
 	return "", fmt.Errorf("%w: several Sparks in that time range, choose one of %s", ErrInstance, strings.Join(names, ", "))
 }
 
-func (p *prom) alerts(inst string) []Alert {
-	out := []Alert{}
+// alerts lists each alert's stretches as episodes are listed.
+func (p *prom) alerts(inst string) (out []Alert, leftOut int) {
+	out = []Alert{}
 	for _, s := range p.matrix(`ALERTS{` + inst + `,alertstate="firing"}`) {
-		var times []time.Time
-		for _, v := range s.Values {
-			times = append(times, v.Timestamp.Time())
-		}
-		for _, sp := range spans(times, p.q.Step) {
+		stretches := spanListing()
+		spans(pointTimes(s.Values), p.q.Step, stretches.add)
+		kept, n := stretches.list()
+		leftOut += n
+		for _, sp := range kept {
 			out = append(out, Alert{Name: string(s.Metric["alertname"]), Severity: string(s.Metric["severity"]),
 				GPU: string(s.Metric["gpu"]), Start: sp.Start, End: sp.End})
 		}
@@ -352,17 +387,30 @@ func (p *prom) alerts(inst string) []Alert {
 		}
 		return out[i].Name < out[j].Name
 	})
-	return out
+	return out, leftOut
 }
 
-func recordedEpisodes(state, signature, slowdown map[time.Time]float64, step time.Duration) []Episode {
-	var eps []Episode
+func pointTimes(values []model.SamplePair) []time.Time {
+	times := make([]time.Time, len(values))
+	for i, v := range values {
+		times[i] = v.Timestamp.Time()
+	}
+	return times
+}
+
+// recordedEpisodes hands each stay in spark_thermal_state's throttled to
+// each, in time order.
+func recordedEpisodes(state, signature, slowdown map[time.Time]float64, each func(Episode)) {
 	var open *Episode
+	done := func() {
+		open.Evidence = evidenceName(open.Signature, open.NVML)
+		each(*open)
+		open = nil
+	}
 	for _, t := range sortedTimes(state) {
 		if state[t] == 1 {
 			if open == nil {
-				eps = append(eps, Episode{Start: t, Open: true})
-				open = &eps[len(eps)-1]
+				open = &Episode{Start: t, Open: true}
 			}
 			open.End = t
 			open.Signature = open.Signature || signature[t] == 1
@@ -371,30 +419,35 @@ func recordedEpisodes(state, signature, slowdown map[time.Time]float64, step tim
 		}
 		if open != nil {
 			open.End, open.Open = t, false
-			open = nil
+			done()
 		}
 	}
-	for i := range eps {
-		eps[i].Evidence = evidenceName(eps[i].Signature, eps[i].NVML)
+	if open != nil {
+		done()
 	}
-	return eps
 }
 
 func evidenceName(signature, nvml bool) string {
 	return thermal.Episode{Signature: signature, NVMLSlowdown: nvml}.Evidence()
 }
 
-// spans groups sorted times into stretches no more than 1.5 steps apart.
-func spans(times []time.Time, step time.Duration) []Span {
-	var out []Span
-	for _, t := range times {
-		if n := len(out); n > 0 && t.Sub(out[n-1].End) <= step*3/2 {
-			out[n-1].End = t
+// spans groups sorted times into stretches no more than 1.5 steps apart,
+// handed to each in time order.
+func spans(times []time.Time, step time.Duration, each func(Span)) {
+	var cur Span
+	for i, t := range times {
+		if i > 0 && t.Sub(cur.End) <= step*3/2 {
+			cur.End = t
 			continue
 		}
-		out = append(out, Span{Start: t, End: t})
+		if i > 0 {
+			each(cur)
+		}
+		cur = Span{Start: t, End: t}
 	}
-	return out
+	if len(times) > 0 {
+		each(cur)
+	}
 }
 
 func sortedTimes(m map[time.Time]float64) []time.Time {

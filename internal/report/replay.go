@@ -12,15 +12,35 @@ import (
 // into steps, so that a report takes time linear in its rows.
 const MaxWindowSamples = 600
 
-// replay is thermal.Replay's result; judged is false when no step covered
-// a whole window.
-func replay(samples []judge.ThermalSample, cfg judge.ThermalConfig) (episodes []Episode, throttled time.Duration, judged bool) {
-	res := thermal.Replay(samples, cfg, nil)
-	episodes = make([]Episode, 0, len(res.Episodes))
-	for _, e := range res.Episodes {
-		episodes = append(episodes, Episode{Start: e.Start, End: e.End, Open: e.Open, Evidence: e.Evidence()})
+// replay is thermal.Replay's, its episodes handed to each as they close;
+// judged is false when no step covered a whole window.
+func replay(samples []judge.ThermalSample, cfg judge.ThermalConfig, each func(Episode)) (throttled time.Duration, judged bool) {
+	rp := newReplayer(cfg, each)
+	for i := range samples {
+		rp.Add(&samples[i])
 	}
-	return episodes, res.Throttled, res.Judged > 0
+	res := result(rp, each)
+	return res.Throttled, res.Judged > 0
+}
+
+// newReplayer is a thermal.Replayer that hands its episodes to each.
+func newReplayer(cfg judge.ThermalConfig, each func(Episode)) *thermal.Replayer {
+	rp := thermal.NewReplayer(cfg, nil)
+	rp.HandOff(func(e thermal.Episode) { each(episodeOf(e)) })
+	return rp
+}
+
+// result is rp's result, the episode still open handed to each.
+func result(rp *thermal.Replayer, each func(Episode)) thermal.Replayed {
+	res := rp.Result()
+	for _, e := range res.Episodes {
+		each(episodeOf(e))
+	}
+	return res
+}
+
+func episodeOf(e thermal.Episode) Episode {
+	return Episode{Start: e.Start, End: e.End, Open: e.Open, Evidence: e.Evidence()}
 }
 
 // averager merges samples into one per step, as they come.

@@ -62,7 +62,12 @@ type Report struct {
 
 	Throttle Throttle `json:"throttle"`
 	Memory   *Memory  `json:"memory,omitempty"` // Prometheus only
-	Alerts   []Alert  `json:"alerts,omitempty"` // Prometheus only
+	// Alerts are listed per alert as episodes are (MaxListed).
+	Alerts        []Alert `json:"alerts,omitempty"` // Prometheus only
+	AlertsLeftOut int     `json:"alerts_left_out,omitempty"`
+	// PointsLeftOut counts the points of Prometheus's answers outside the
+	// range asked for, or not a number.
+	PointsLeftOut *int `json:"points_left_out,omitempty"`
 
 	Verdict string `json:"verdict"`
 	// VerdictState is the verdict in one word (NotThrottled, …).
@@ -103,11 +108,18 @@ type Range struct {
 // Throttle is the throttling of the run.
 type Throttle struct {
 	// From is "replay" or "recorded" (spark_thermal_state).
-	From             string    `json:"from"`
+	From string `json:"from"`
+	// Episodes are the first, the last and the longest (MaxListed).
 	Episodes         []Episode `json:"episodes"`
+	EpisodesLeftOut  int       `json:"episodes_left_out"`
 	ThrottledSeconds float64   `json:"throttled_seconds"`
 	ThrottledRatio   float64   `json:"throttled_ratio"`
+	// evidence is every episode's, listed or not.
+	evidence map[string]bool
 }
+
+// count is the episodes of the run, listed or not.
+func (t Throttle) count() int { return len(t.Episodes) + t.EpisodesLeftOut }
 
 // Episode is one throttle episode.
 type Episode struct {
@@ -130,13 +142,15 @@ type Episode struct {
 
 // Memory is the pool over the run, from Prometheus.
 type Memory struct {
-	LowestHeadroomBytes           *float64     `json:"lowest_headroom_bytes"`
-	LowestHeadroomAfterFlushBytes *float64     `json:"lowest_headroom_after_flush_bytes"`
-	PageCachePeakBytes            *float64     `json:"page_cache_peak_bytes"`
-	OOMKills                      *int         `json:"oom_kills"`
-	StallMinutes                  *float64     `json:"memory_stall_minutes"`
-	Contention                    []Span       `json:"contention"`
-	PlansStoppedFitting           []PlanMissed `json:"plans_stopped_fitting"`
+	LowestHeadroomBytes           *float64 `json:"lowest_headroom_bytes"`
+	LowestHeadroomAfterFlushBytes *float64 `json:"lowest_headroom_after_flush_bytes"`
+	PageCachePeakBytes            *float64 `json:"page_cache_peak_bytes"`
+	OOMKills                      *int     `json:"oom_kills"`
+	StallMinutes                  *float64 `json:"memory_stall_minutes"`
+	// Contention is listed as episodes are (MaxListed).
+	Contention          []Span       `json:"contention"`
+	ContentionLeftOut   int          `json:"contention_left_out"`
+	PlansStoppedFitting []PlanMissed `json:"plans_stopped_fitting"`
 }
 
 // Span is a stretch of the run.
@@ -163,7 +177,7 @@ type Alert struct {
 
 // build fills the figures that come from the samples alone (time order).
 // energy is in joules, nil to integrate power. plateau says the GPU is a GB10.
-func build(samples []judge.ThermalSample, episodes []Episode, throttled time.Duration, energy *float64, cfg judge.ThermalConfig, plateau bool) Report {
+func build(samples []judge.ThermalSample, episodes *episodeLog, throttled time.Duration, energy *float64, cfg judge.ThermalConfig, plateau bool) Report {
 	sum := newSummary(cfg)
 	for _, s := range samples {
 		sum.add(s)
@@ -220,12 +234,10 @@ func (m *summary) add(s judge.ThermalSample) {
 	}
 }
 
-func (m *summary) report(episodes []Episode, throttled time.Duration, energy *float64, plateau bool) Report {
-	r := Report{cfg: m.cfg, windowCovered: true, SkippedLines: []SkippedLine{}, Assumptions: []string{}, BusyBy: "power",
-		Throttle: Throttle{Episodes: episodes}}
-	if r.Throttle.Episodes == nil {
-		r.Throttle.Episodes = []Episode{}
-	}
+func (m *summary) report(episodes *episodeLog, throttled time.Duration, energy *float64, plateau bool) Report {
+	r := Report{cfg: m.cfg, windowCovered: true, SkippedLines: []SkippedLine{}, Assumptions: []string{}, BusyBy: "power"}
+	r.Throttle.Episodes, r.Throttle.EpisodesLeftOut = episodes.list()
+	r.Throttle.evidence = episodes.evidence
 	r.Samples = m.n
 	r.IntervalSeconds = round(m.cfg.Interval.Seconds())
 	r.StepSeconds = r.IntervalSeconds

@@ -78,9 +78,13 @@ func (r Report) WriteSVG(w io.Writer) error {
 		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.0f" y2="%.0f" stroke="#999"/><text x="%.1f" y="%.0f" text-anchor="middle" fill="#444">%s</text>`+"\n",
 			x(t), x(t), bottom, bottom+4, x(t), bottom+16, t.Format("15:04"))
 	}
-	if len(r.Throttle.Episodes) > 0 {
-		fmt.Fprintf(&b, `<rect x="%d" y="%.0f" width="12" height="10" fill="#e4572e" fill-opacity="0.3"/><text x="%d" y="%.0f" fill="#444">throttled (%s)</text>`+"\n",
-			svgLeft, bottom+22, svgLeft+16, bottom+31, esc(r.Throttle.Episodes[0].Evidence))
+	if th := r.Throttle; len(th.Episodes) > 0 {
+		shaded := ""
+		if th.EpisodesLeftOut > 0 {
+			shaded = fmt.Sprintf("; %d of %d episodes shaded: the first, the last and the longest", len(th.Episodes), th.count())
+		}
+		fmt.Fprintf(&b, `<rect x="%d" y="%.0f" width="12" height="10" fill="#e4572e" fill-opacity="0.3"/><text x="%d" y="%.0f" fill="#444">throttled (%s%s)</text>`+"\n",
+			svgLeft, bottom+22, svgLeft+16, bottom+31, esc(th.Episodes[0].Evidence), shaded)
 	}
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())

@@ -30,9 +30,11 @@ func verdict(r Report) (string, string) {
 	state := NotThrottled
 	if eps := r.Throttle.Episodes; len(eps) > 0 {
 		// Without a clock the signature is not measured throttling.
-		signatureOnly := true
-		for _, e := range eps {
-			signatureOnly = signatureOnly && e.Evidence == "signature_only"
+		signatureOnly, signature, clockLost := true, false, false
+		for e := range r.Throttle.evidence {
+			signatureOnly = signatureOnly && e == "signature_only"
+			signature = signature || strings.Contains(e, "signature")
+			clockLost = clockLost || strings.Contains(e, "clock_fall")
 		}
 		what := "throttled"
 		state = Throttled
@@ -40,17 +42,12 @@ func verdict(r Report) (string, string) {
 			what, state = "with the throttle signature", SignatureOnly
 		}
 		fmt.Fprintf(&b, "%s %s from %s", percent(r.Throttle.ThrottledRatio), what, clock(eps[0].Start, r.Start))
-		if len(eps) > 1 {
-			fmt.Fprintf(&b, " (%d episodes)", len(eps))
+		if n := r.Throttle.count(); n > 1 {
+			fmt.Fprintf(&b, " (%d episodes)", n)
 		}
 		before, during := clockShift(eps)
 		if before != nil && during != nil {
 			fmt.Fprintf(&b, ", SM clock %s → %s GHz", ghz(*before), ghz(*during))
-		}
-		signature, clockLost := false, false
-		for _, e := range eps {
-			signature = signature || strings.Contains(e.Evidence, "signature")
-			clockLost = clockLost || strings.Contains(e.Evidence, "clock_fall")
 		}
 		switch w := episodesPower(eps); {
 		case signature && w != nil:
@@ -247,7 +244,7 @@ func (r Report) WriteText(w io.Writer) error {
 		line("SM clock", "%s–%s GHz", ghz(c.Min), ghz(c.Max))
 	}
 	th := r.Throttle
-	line("throttled", "%d episode(s), %s (%s)", len(th.Episodes), duration(th.ThrottledSeconds), percent(th.ThrottledRatio))
+	line("throttled", "%d episode(s), %s (%s)", th.count(), duration(th.ThrottledSeconds), percent(th.ThrottledRatio))
 	for _, e := range th.Episodes {
 		end := stamp(e.End, e.Start)
 		if e.Open {
@@ -269,6 +266,7 @@ func (r Report) WriteText(w io.Writer) error {
 		}
 		b.WriteByte('\n')
 	}
+	leftOut(&b, th.EpisodesLeftOut, "episode(s)")
 	if m := r.Memory; m != nil {
 		writeMemory(&b, line, m, r.Start)
 	}
@@ -277,7 +275,11 @@ func (r Report) WriteText(w io.Writer) error {
 		if a.GPU != "" {
 			gpu = " gpu " + a.GPU
 		}
-		line("alert", "%s (%s%s) %s → %s", a.Name, a.Severity, gpu, a.Start.Format("15:04:05"), stamp(a.End, a.Start))
+		line("alert", "%s (%s%s) %s → %s", a.Name, a.Severity, gpu, stamp(a.Start, r.Start), stamp(a.End, a.Start))
+	}
+	leftOut(&b, r.AlertsLeftOut, "alert stretch(es)")
+	if n := r.PointsLeftOut; n != nil && *n > 0 {
+		line("left out", "%d point(s) of Prometheus's answers outside the range asked for, or not a number", *n)
 	}
 	for _, s := range r.SkippedLines {
 		line("skipped", "line %d: %s", s.Line, s.Error)
@@ -310,10 +312,18 @@ func writeMemory(b *strings.Builder, line func(string, string, ...any), m *Memor
 		line("memory stall", "%.1f min fully stalled", *v)
 	}
 	for _, s := range m.Contention {
-		line("contention", "training beside inference %s → %s", s.Start.Format("15:04:05"), stamp(s.End, s.Start))
+		line("contention", "training beside inference %s → %s", stamp(s.Start, start), stamp(s.End, s.Start))
 	}
+	leftOut(b, m.ContentionLeftOut, "contention stretch(es)")
 	for _, p := range m.PlansStoppedFitting {
 		line("plan", "%q stopped fitting at %s", p.Plan, clock(p.Start, start))
+	}
+}
+
+// leftOut says what a list left out of what it lists.
+func leftOut(b *strings.Builder, n int, what string) {
+	if n > 0 {
+		fmt.Fprintf(b, "  and %d more %s not listed (listed: the first, the last and the longest)\n", n, what)
 	}
 }
 

@@ -88,6 +88,7 @@ type Replayer struct {
 	m    *Monitor
 	res  Replayed
 	open bool // the last episode is open
+	done func(Episode)
 }
 
 // NewReplayer starts a replay; each is as Replay's.
@@ -118,7 +119,15 @@ func (rp *Replayer) step(now time.Time, s *judge.ThermalSample) {
 	}
 	e.End = now
 	rp.open = !tr.Left
+	if tr.Left && rp.done != nil {
+		rp.done(*e)
+		res.Episodes = res.Episodes[:0]
+	}
 }
+
+// HandOff gives each episode to done as it closes, in place of keeping it
+// in Result, so that a flapping run costs no memory per episode here.
+func (rp *Replayer) HandOff(done func(Episode)) { rp.done = done }
 
 // Add steps the Monitor across the empty sampling times before s, then to s.
 func (rp *Replayer) Add(s *judge.ThermalSample) {

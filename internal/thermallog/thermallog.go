@@ -245,8 +245,13 @@ func ParseColumns(list string) ([]string, error) {
 		return nil, errors.New("not a comma-separated list of column names like timestamp,temperature.gpu,power.draw")
 	}
 	known := false
+	seen := map[string]bool{}
 	for _, n := range names {
 		known = known || lookup(n) != nil || n == ElapsedColumn
+		if seen[n] {
+			return nil, fmt.Errorf("it names %s twice: each column once, in the log's order", n)
+		}
+		seen[n] = true
 	}
 	if !known {
 		return nil, errors.New("it names no column the report reads (timestamp, temperature.gpu, power.draw, clocks.sm, utilization.gpu, …)")
