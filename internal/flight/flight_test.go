@@ -326,6 +326,17 @@ func TestReadChecksFirst(t *testing.T) {
 	}
 }
 
+// A name read back carries nothing that acts on a terminal.
+func TestNamesReadStripped(t *testing.T) {
+	rec := sample(0)
+	rec.GPU.State = "cool\x1b[2J"
+	rec.Workloads[0].Kind = "vllm\x1b]0;pwned\x07"
+	got, err := decode(encode(nil, rec))
+	if err != nil || got.GPU.State != "cool[2J" || got.Workloads[0].Kind != "vllm]0;pwned" {
+		t.Errorf("decoded %q, %q (%v)", got.GPU.State, got.Workloads[0].Kind, err)
+	}
+}
+
 // The verdict names the pool's low, the kernel events in order and how
 // the boot ended.
 func TestVerdict(t *testing.T) {
