@@ -147,7 +147,8 @@ func reportFlightOn(t *testing.T, args ...string) (int, string, string, int64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, testexporter.Binary(t), append([]string{"report", "--flight"}, args...)...)
+	c := testexporter.Command(t, append([]string{"report", "--flight"}, args...)...)
+	cmd := exec.CommandContext(ctx, c.Path, c.Args[1:]...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil && cmd.ProcessState == nil {
