@@ -167,6 +167,176 @@ func TestSizeBounds(t *testing.T) {
 	}
 }
 
+// zeroDevice is a copy of /dev/zero (char 1,5) made with mknod.
+func zeroDevice(t *testing.T, path string) {
+	t.Helper()
+	if err := syscall.Mknod(path, syscall.S_IFCHR|0o666, 1<<8|5); err != nil {
+		t.Skipf("mknod: %v (needs CAP_MKNOD)", err)
+	}
+}
+
+// Open changes no file it did not make: each is refused, saying what it
+// found, and keeps its bytes and mode.
+func TestOpenLeavesOtherFilesAlone(t *testing.T) {
+	text := []byte(strings.Repeat("not a ring\n", 1000))
+	cases := []struct {
+		name, want string
+		setup      func(t *testing.T, dir string) (path, watched string)
+	}{
+		{"text file", "11000 bytes that are not a flight ring", func(t *testing.T, dir string) (string, string) {
+			path := filepath.Join(dir, "notes")
+			os.WriteFile(path, text, 0o644)
+			return path, path
+		}},
+		{"char device", "a character device, not a regular file", func(t *testing.T, dir string) (string, string) {
+			path := filepath.Join(dir, "zero")
+			zeroDevice(t, path)
+			return path, path
+		}},
+		{"FIFO", "a named pipe, not a regular file", func(t *testing.T, dir string) (string, string) {
+			path := filepath.Join(dir, "fifo")
+			syscall.Mkfifo(path, 0o644)
+			return path, path
+		}},
+		{"symbolic link", "a symbolic link, not followed", func(t *testing.T, dir string) (string, string) {
+			target := filepath.Join(dir, "target")
+			os.WriteFile(target, text, 0o600)
+			os.Symlink(target, filepath.Join(dir, "link"))
+			return filepath.Join(dir, "link"), target
+		}},
+		{"hard link", "other names (hard links)", func(t *testing.T, dir string) (string, string) {
+			target := filepath.Join(dir, "target")
+			os.WriteFile(target, nil, 0o600)
+			os.Link(target, filepath.Join(dir, "link"))
+			return filepath.Join(dir, "link"), target
+		}},
+		{"another user's link in the path", "a symbolic link in its path that another user owns", func(t *testing.T, dir string) (string, string) {
+			if os.Geteuid() != 0 {
+				t.Skip("chown needs root")
+			}
+			os.Mkdir(filepath.Join(dir, "real"), 0o700)
+			os.Symlink("real", filepath.Join(dir, "via"))
+			os.Lchown(filepath.Join(dir, "via"), 65534, 65534)
+			return filepath.Join(dir, "via", "flight"), filepath.Join(dir, "real")
+		}},
+		{"directory others may write", "a directory on its path others may write", func(t *testing.T, dir string) (string, string) {
+			open := filepath.Join(dir, "open")
+			os.Mkdir(open, 0o700)
+			os.Chmod(open, 0o770)
+			return filepath.Join(open, "flight"), open
+		}},
+		{"another user's file", "owned by another user", func(t *testing.T, dir string) (string, string) {
+			if os.Geteuid() != 0 {
+				t.Skip("chown needs root")
+			}
+			path := filepath.Join(dir, "theirs")
+			os.WriteFile(path, nil, 0o666)
+			os.Chown(path, 65534, 65534)
+			return path, path
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path, watched := c.setup(t, t.TempDir())
+			before, _ := os.Lstat(watched)
+			read := func() []byte {
+				if !before.Mode().IsRegular() {
+					return nil // a device without end
+				}
+				data, _ := os.ReadFile(watched)
+				return data
+			}
+			data := read()
+			if r, err := Open(path, MinSize); err == nil || !strings.Contains(err.Error(), c.want) {
+				if err == nil {
+					r.Close()
+				}
+				t.Errorf("Open: %v, want an error saying %q", err, c.want)
+			}
+			after, err := os.Lstat(watched)
+			if got := read(); err != nil || after.Mode() != before.Mode() || !reflect.DeepEqual(got, data) {
+				t.Errorf("changed: mode %v → %v, %d → %d bytes", before.Mode(), after.Mode(), len(data), len(got))
+			}
+			if _, err := os.Lstat(filepath.Join(watched, "flight")); err == nil {
+				t.Error("a file was made behind the link")
+			}
+		})
+	}
+}
+
+// A link of the exporter's own user (or root's) in the path is followed, as
+// systemd's DynamicUser= state directory needs: /var/lib/NAME is a link to
+// private/NAME.
+func TestOpenFollowsOwnLinkInPath(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "private", "state"), 0o700)
+	os.Symlink("private/state", filepath.Join(dir, "state"))
+	os.Symlink(dir, filepath.Join(dir, "private", "up"))
+	r := open(t, filepath.Join(dir, "private", "up", "state", "flight"), MinSize)
+	r.Close()
+	if fi, err := os.Lstat(filepath.Join(dir, "private", "state", "flight")); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("the ring is not where the links lead: %v", err)
+	}
+}
+
+// An empty file of the exporter's own, and a ring of another size, are
+// laid out afresh; an existing file keeps its mode.
+func TestOpenLaysOutEmptyAndResized(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "flight")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := open(t, path, MinSize)
+	r.Append(sample(0))
+	r.Close()
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 || fi.Size() != MinSize {
+		t.Fatalf("an empty file laid out: %v, want mode 0600 and %d bytes", err, MinSize)
+	}
+	r = open(t, path, 2*MinSize)
+	defer r.Close()
+	if fi, _ := os.Stat(path); len(r.Previous) != 0 || fi.Size() != 2*MinSize {
+		t.Errorf("resized: %d records kept, %d bytes", len(r.Previous), fi.Size())
+	}
+}
+
+// Read checks what it reads first: a FIFO is refused without waiting for a
+// writer, a header claiming more than MaxSize is not a ring, and a file
+// longer than its header says reads no further.
+func TestReadChecksFirst(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	syscall.Mkfifo(fifo, 0o600)
+	if _, _, err := Read(fifo); err == nil || !strings.Contains(err.Error(), "a named pipe") {
+		t.Errorf("FIFO: %v", err)
+	}
+	huge := filepath.Join(dir, "huge")
+	os.WriteFile(huge, header(maxSlots+1), 0o600)
+	if _, _, err := Read(huge); !errors.Is(err, ErrNotFlight) {
+		t.Errorf("a header past MaxSize: %v, want ErrNotFlight", err)
+	}
+	path := filepath.Join(dir, "flight")
+	r := open(t, path, MinSize)
+	r.Append(sample(0))
+	r.Close()
+	f, _ := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	f.Write(make([]byte, 4*SlotSize))
+	f.Close()
+	if recs, damaged, err := Read(path); err != nil || len(recs) != 1 || damaged != 0 {
+		t.Errorf("a file longer than its ring: %d records, %d damaged, %v", len(recs), damaged, err)
+	}
+}
+
+// A name read back carries nothing that acts on a terminal.
+func TestNamesReadStripped(t *testing.T) {
+	rec := sample(0)
+	rec.GPU.State = "cool\x1b[2J"
+	rec.Workloads[0].Kind = "vllm\x1b]0;pwned\x07"
+	got, err := decode(encode(nil, rec))
+	if err != nil || got.GPU.State != "cool[2J" || got.Workloads[0].Kind != "vllm]0;pwned" {
+		t.Errorf("decoded %q, %q (%v)", got.GPU.State, got.Workloads[0].Kind, err)
+	}
+}
+
 // The verdict names the pool's low, the kernel events in order and how
 // the boot ended.
 func TestVerdict(t *testing.T) {
@@ -213,6 +383,16 @@ func FuzzDecode(f *testing.F) {
 	f.Add(data)
 	f.Add(data[:headerSize+3*SlotSize+7])
 	f.Add(header(1 << 40))
+	f.Add(header(minSlots - 1))
+	f.Add(header(maxSlots + 1))
+	f.Add(data[:headerLen])
+	f.Add(data[:headerLen-1])
+	badCRC := append([]byte(nil), data[:headerSize]...)
+	badCRC[16]++
+	f.Add(badCRC)
+	version2 := header(minSlots)
+	version2[8] = 2
+	f.Add(version2)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		recs, damaged, err := Decode(data)
 		if err != nil {

@@ -10,6 +10,8 @@ import (
 	"errors"
 	"math"
 	"time"
+
+	"github.com/spark-exporter/spark_exporter/internal/safetext"
 )
 
 // Record is one sample.
@@ -214,13 +216,15 @@ func (d *decoder) float() float64 {
 	return 0
 }
 
+// name reads a name as text from elsewhere (a workload's kind comes from
+// a process's command line): stripped of what would act on a terminal.
 func (d *decoder) name() string {
 	n := int(d.byte())
 	if n > maxName {
 		d.err = errors.New("flight: name too long")
 		return ""
 	}
-	return string(d.bytes(n))
+	return safetext.Strip(string(d.bytes(n)))
 }
 
 func (d *decoder) optional(set bool) *uint64 {

@@ -1,6 +1,8 @@
 package flight
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -28,8 +30,12 @@ const (
 	slotHeader = 16
 	// MinSize is the smallest ring: the header and 16 slots.
 	MinSize = headerSize + 16*SlotSize
-	// MaxSize bounds the ring (and the memory a report reads it with).
+	// MaxSize bounds the ring.
 	MaxSize = 1 << 30
+	// headerLen is the header's length in its block.
+	headerLen = 28
+	minSlots  = (MinSize - headerSize) / SlotSize
+	maxSlots  = (MaxSize - headerSize) / SlotSize
 )
 
 var (
@@ -61,77 +67,92 @@ type Ring struct {
 	Previous []Record
 }
 
-// Open opens (creating, mode 0640) the ring at path, of size bytes
-// (rounded down to whole slots), and locks it: a second writer gets
-// ErrLocked. A file of another size or layout is laid out afresh. What
-// the file held is in Previous.
+// Open opens the ring at path, of size bytes (rounded down to whole
+// slots), and locks it: a second writer gets ErrLocked. Only a file Open
+// creates (mode 0640) has its mode set; an existing file must be the
+// exporter's own regular file, and is laid out afresh only if empty or a
+// ring of another size: anything else is refused, left as it is (see
+// openRing). What the file held is in Previous.
 func Open(path string, size uint64) (*Ring, error) {
 	if size < MinSize || size > MaxSize {
 		return nil, fmt.Errorf("flight: size %d outside %d..%d", size, MinSize, MaxSize)
 	}
 	slots := (size - headerSize) / SlotSize
 	size = headerSize + slots*SlotSize
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_CLOEXEC, 0o640)
+	f, created, err := openRing(path)
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, ErrLocked
-		}
-		return nil, err
-	}
-	// Never more than owner read-write, group read, whatever the file
-	// was created with before.
-	if err := f.Chmod(0o640); err != nil {
-		f.Close()
-		return nil, err
-	}
-	r := &Ring{f: f, slots: slots, buf: make([]byte, SlotSize)}
-	data, err := io.ReadAll(io.LimitReader(f, MaxSize))
+	r, err := load(f, created, slots, size)
 	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if hs, ok := parseHeader(data); ok && hs == slots && uint64(len(data)) == size {
-		var last uint64
-		r.Previous, last = decodeSlots(data[headerSize:], slots)
-		if len(r.Previous) > 0 {
-			r.next = last + 1
-		}
-		return r, nil
-	}
-	// A new file, or one laid out for another size: start afresh. The
-	// whole ring is allocated now, so that a full disk shows here and
-	// not at a write in the middle of the night.
-	if err := f.Truncate(0); err != nil {
-		f.Close()
-		return nil, err
-	}
-	if err := syscall.Fallocate(int(f.Fd()), 0, 0, int64(size)); err != nil {
-		if !errors.Is(err, syscall.EOPNOTSUPP) {
-			f.Close()
-			return nil, err
-		}
-		if err := f.Truncate(int64(size)); err != nil {
-			f.Close()
-			return nil, err
-		}
-	}
-	if _, err := f.WriteAt(header(slots), 0); err != nil {
-		f.Close()
-		return nil, err
-	}
-	if err := f.Sync(); err != nil {
 		f.Close()
 		return nil, err
 	}
 	return r, nil
 }
 
+func load(f *os.File, created bool, slots, size uint64) (*Ring, error) {
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, ErrLocked
+		}
+		return nil, err
+	}
+	if created {
+		// The mode asked at create, whatever the umask.
+		if err := f.Chmod(0o640); err != nil {
+			return nil, err
+		}
+	}
+	r := &Ring{f: f, slots: slots, buf: make([]byte, SlotSize)}
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() > 0 {
+		hs, err := readHeader(f, fi.Size())
+		if errors.Is(err, ErrNotFlight) {
+			return nil, fmt.Errorf("flight: the file holds %d bytes that are not a flight ring, left as they are (%w)", fi.Size(), err)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if hs == slots && uint64(fi.Size()) == size {
+			var last uint64
+			r.Previous, last, _, err = scan(io.NewSectionReader(f, headerSize, int64(size-headerSize)), slots)
+			if len(r.Previous) > 0 {
+				r.next = last + 1
+			}
+			return r, err
+		}
+	}
+	return r, layOut(f, slots, size)
+}
+
+// layOut lays a new ring over f (empty, or a ring of another size): the
+// header first, so that a start cut short leaves a ring to lay out again,
+// not a file Open refuses; then the whole ring is allocated, so that a
+// full disk shows here and not at a write in the middle of the night.
+func layOut(f *os.File, slots, size uint64) error {
+	if err := f.Truncate(0); err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(header(slots), 0); err != nil {
+		return err
+	}
+	if err := syscall.Fallocate(int(f.Fd()), 0, 0, int64(size)); err != nil {
+		if !errors.Is(err, syscall.EOPNOTSUPP) {
+			return err
+		}
+		if err := f.Truncate(int64(size)); err != nil {
+			return err
+		}
+	}
+	return f.Sync()
+}
+
 func header(slots uint64) []byte {
-	h := make([]byte, 24, 28)
+	h := make([]byte, 24, headerLen)
 	copy(h, fileMagic[:])
 	binary.LittleEndian.PutUint32(h[8:], 1)
 	binary.LittleEndian.PutUint32(h[12:], SlotSize)
@@ -139,14 +160,33 @@ func header(slots uint64) []byte {
 	return binary.LittleEndian.AppendUint32(h, crc32.Checksum(h, castagnoli))
 }
 
-// parseHeader returns the slot count of a valid header.
+// parseHeader returns the slot count of a valid header: one Open could
+// have written, so that a ring never reads past MaxSize.
 func parseHeader(data []byte) (uint64, bool) {
-	if len(data) < 28 || [8]byte(data[:8]) != fileMagic ||
+	if len(data) < headerLen || [8]byte(data[:8]) != fileMagic ||
 		crc32.Checksum(data[:24], castagnoli) != binary.LittleEndian.Uint32(data[24:]) ||
 		binary.LittleEndian.Uint32(data[8:]) != 1 || binary.LittleEndian.Uint32(data[12:]) != SlotSize {
 		return 0, false
 	}
-	return binary.LittleEndian.Uint64(data[16:]), true
+	slots := binary.LittleEndian.Uint64(data[16:])
+	return slots, slots >= minSlots && slots <= maxSlots
+}
+
+// readHeader reads and checks the header of a file of size bytes, before
+// anything else is read.
+func readHeader(f io.ReaderAt, size int64) (uint64, error) {
+	if size < headerLen {
+		return 0, ErrNotFlight
+	}
+	h := make([]byte, headerLen)
+	if _, err := f.ReadAt(h, 0); err != nil {
+		return 0, err
+	}
+	slots, ok := parseHeader(h)
+	if !ok {
+		return 0, ErrNotFlight
+	}
+	return slots, nil
 }
 
 // Append writes rec into the next slot. It does not sync: the caller
@@ -189,18 +229,19 @@ func (r *Ring) Close() error { return r.f.Close() }
 
 // Read reads every intact record of the flight file at path, oldest first,
 // and how many slots held a damaged record. It takes no lock: a running
-// exporter's file reads as of now.
+// exporter's file reads as of now. Only a regular file is read, its header
+// first, then no more than the header says.
 func Read(path string) ([]Record, int, error) {
-	f, err := os.Open(path)
+	f, size, err := openRead(path)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
+	slots, err := readHeader(f, size)
 	if err != nil {
 		return nil, 0, err
 	}
-	recs, damaged, err := Decode(data)
+	recs, _, damaged, err := scan(io.NewSectionReader(f, headerSize, int64(slots*SlotSize)), slots)
 	return recs, damaged, err
 }
 
@@ -212,17 +253,8 @@ func Decode(data []byte) ([]Record, int, error) {
 	if !ok || len(data) > MaxSize {
 		return nil, 0, ErrNotFlight
 	}
-	body := data[min(len(data), headerSize):]
-	slots = min(slots, uint64(len(body)/SlotSize))
-	recs, _ := decodeSlots(body, slots)
-	damaged := 0
-	for i := range slots {
-		slot := body[i*SlotSize : (i+1)*SlotSize]
-		if !isEmpty(slot) && !slotOK(slot) {
-			damaged++
-		}
-	}
-	return recs, damaged, nil
+	recs, _, damaged, err := scan(bytes.NewReader(data[min(len(data), headerSize):]), slots)
+	return recs, damaged, err
 }
 
 func isEmpty(slot []byte) bool {
@@ -240,29 +272,42 @@ func slotOK(slot []byte) bool {
 		slotCRC(slot) == binary.LittleEndian.Uint32(slot[12:])
 }
 
-// decodeSlots reads the intact slots, ordered by record number, and the
-// highest number read. A slot holding a number that does not belong to it
-// (n mod slots) is damaged too.
-func decodeSlots(body []byte, slots uint64) ([]Record, uint64) {
+// scan reads up to slots slots from body, one at a time, up to its end:
+// the intact records ordered by number, the highest number read, and how
+// many slots held a damaged record. A slot holding a number that does not
+// belong to it (n mod slots) is left out too.
+func scan(body io.Reader, slots uint64) ([]Record, uint64, int, error) {
 	type numbered struct {
 		n   uint64
 		rec Record
 	}
 	var got []numbered
+	damaged := 0
+	in := bufio.NewReaderSize(body, 64<<10)
+	slot := make([]byte, SlotSize)
+	var err error
 	for i := range slots {
-		slot := body[i*SlotSize : (i+1)*SlotSize]
+		if _, err = io.ReadFull(in, slot); err != nil {
+			break
+		}
 		if !slotOK(slot) {
+			if !isEmpty(slot) {
+				damaged++
+			}
 			continue
 		}
 		n := binary.LittleEndian.Uint64(slot[4:])
 		if n%slots != i {
 			continue
 		}
-		rec, err := decode(slot[slotHeader : slotHeader+int(binary.LittleEndian.Uint16(slot[2:]))])
-		if err != nil {
+		rec, bad := decode(slot[slotHeader : slotHeader+int(binary.LittleEndian.Uint16(slot[2:]))])
+		if bad != nil {
 			continue
 		}
 		got = append(got, numbered{n, rec})
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		err = nil
 	}
 	sort.Slice(got, func(i, j int) bool { return got[i].n < got[j].n })
 	recs := make([]Record, len(got))
@@ -271,5 +316,5 @@ func decodeSlots(body []byte, slots uint64) ([]Record, uint64) {
 		g.rec.N = g.n
 		recs[i], last = g.rec, g.n
 	}
-	return recs, last
+	return recs, last, damaged, err
 }

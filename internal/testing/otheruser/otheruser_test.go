@@ -19,6 +19,9 @@ func TestCommandRunsAsNobody(t *testing.T) {
 
 func TestNobodyCannotWriteARootFile(t *testing.T) {
 	dir := Dir(t)
+	if fi, err := os.Stat(dir); err != nil || fi.Mode()&os.ModeSticky == 0 || fi.Mode().Perm() != 0o777 {
+		t.Fatalf("the shared directory is %v (%v), want drwxrwxrwt", fi.Mode(), err)
+	}
 	target := filepath.Join(dir, "root-owned")
 	if err := os.WriteFile(target, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
