@@ -13,7 +13,11 @@ cd "$(dirname "$0")/.."
 
 host=$(go env GOARCH)
 cc=${CC_arm64:-aarch64-linux-gnu-gcc}
-qemu=${QEMU_ARM64:-qemu-aarch64 -L /usr/aarch64-linux-gnu}
+# The arm64 loader is run by name rather than through `qemu -L`: -L makes
+# qemu look up every absolute path under the sysroot first, so "/" opened
+# by the flight recorder's no-follow walk became /usr/aarch64-linux-gnu.
+sysroot=/usr/aarch64-linux-gnu
+qemu=${QEMU_ARM64:-qemu-aarch64 $sysroot/lib/ld-linux-aarch64.so.1 --library-path $sysroot/lib}
 if [ "$host" = arm64 ]; then cc=${CC_arm64:-gcc}; qemu=""; fi
 
 missing=()
