@@ -12,10 +12,9 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/journal"
 )
 
-// The journal collector counts the kills of the userspace OOM killers
-// (systemd-oomd, earlyoom, nohang), which signal their victims and leave
-// the kernel's OOM counters still: the journal holds the only record. A
-// background reader follows it (journal.Reader); a scrape reads its counts.
+// The journal collector counts the userspace OOM killers' kills, which the
+// kernel's OOM counters never see: a background reader follows the journal
+// (journal.Reader), a scrape reads its counts.
 func init() {
 	registerCollector("journal", defaultEnabled, func(fg cliflag.FlagGroup) Factory {
 		dir := fg.Flag("journal.path",
@@ -33,7 +32,7 @@ var (
 		"Processes a userspace OOM killer killed this boot, as the killer's own journal lines say (systemd-oomd: a cgroup, with every process in it).",
 		"killer")
 	journalSupportedDesc = newDesc("spark_journal_field_supported",
-		"1 when the source is readable (journal: the systemd journal; without the systemd-journal group it is not, and the journal series are absent).", "field")
+		"1 when the source is readable (journal: the systemd journal; where it is not, without the systemd-journal group or a journal, the journal series are absent).", "field")
 )
 
 type journalCollector struct{ reader *journal.Reader }

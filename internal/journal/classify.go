@@ -8,33 +8,29 @@ import (
 	"strings"
 )
 
-// The killers, as the killer label names them.
 const (
-	SystemdOomd = "systemd-oomd"
-	EarlyOOM    = "earlyoom"
-	Nohang      = "nohang"
+	systemdOomd = "systemd-oomd"
+	earlyOOM    = "earlyoom"
+	nohang      = "nohang"
 )
 
-// Killers lists every killer, in the order they are exported.
-var Killers = []string{SystemdOomd, EarlyOOM, Nohang}
+// Killers are the killer label's values, in the order exported.
+var Killers = []string{systemdOomd, earlyOOM, nohang}
 
-// maxField bounds the bytes of one field read: a kill line is ~200.
-const maxField = 4096
+const maxField = 4096 // bytes of a field read; a kill line is ~200
 
-// Entry is the part of a journal entry the classifier reads. The fields
-// with a leading underscore are journald's own, taken from the kernel's
-// view of the sender (its cgroup, uid and comm); the sender cannot set them.
-type Entry struct {
-	Message string // MESSAGE
-	Unit    string // _SYSTEMD_UNIT
-	Comm    string // _COMM
-	UID     string // _UID
-	// Realtime is when journald received it, in µs since the epoch.
-	Realtime uint64
+// entry: the fields with a leading underscore are journald's, from the
+// kernel's view of the sender, which the sender cannot set.
+type entry struct {
+	Message  string // MESSAGE
+	Unit     string // _SYSTEMD_UNIT
+	Comm     string // _COMM
+	UID      string // _UID
+	Realtime uint64 // µs since the epoch
 }
 
-// killer is how the journal shows each killer's own lines: the system unit
-// it runs in (Debian's and upstream's unit names) and its process name.
+// killer is how journald records a killer's own lines: its system units
+// (Debian's and upstream's names) and its process name.
 type killer struct {
 	name  string
 	units []string
@@ -42,12 +38,11 @@ type killer struct {
 }
 
 var killers = []killer{
-	{SystemdOomd, []string{"systemd-oomd.service"}, "systemd-oomd"},
-	{EarlyOOM, []string{"earlyoom.service"}, "earlyoom"},
-	{Nohang, []string{"nohang.service", "nohang-desktop.service"}, "nohang"},
+	{systemdOomd, []string{"systemd-oomd.service"}, "systemd-oomd"},
+	{earlyOOM, []string{"earlyoom.service"}, "earlyoom"},
+	{nohang, []string{"nohang.service", "nohang-desktop.service"}, "nohang"},
 }
 
-// units is every killer's unit, for the journal's match.
 func units() []string {
 	var all []string
 	for _, k := range killers {
@@ -56,11 +51,10 @@ func units() []string {
 	return all
 }
 
-// writer is the killer that wrote e, if e's trusted fields say one did:
-// its unit, its process name, and a system account's uid (root, a system
-// user such as systemd-oom, or a DynamicUser as earlyoom's unit has), never
-// a login user's.
-func writer(e Entry) (string, bool) {
+// writer is the killer whose unit and process wrote e as a system account
+// (not uid 0 alone: systemd-oomd runs as systemd-oom, earlyoom as a
+// DynamicUser), never a login user.
+func writer(e entry) (string, bool) {
 	if !systemUID(e.UID) {
 		return "", false
 	}
@@ -74,8 +68,8 @@ func writer(e Entry) (string, bool) {
 	return "", false
 }
 
-// systemUID: below 1000 (Debian's SYS_UID_MAX is 999), or systemd's range
-// for DynamicUser= (61184–65519).
+// systemUID: below 1000 (Debian's SYS_UID_MAX is 999) or DynamicUser's
+// 61184–65519.
 func systemUID(s string) bool {
 	uid, err := strconv.ParseUint(s, 10, 32)
 	if err != nil {
@@ -84,25 +78,21 @@ func systemUID(s string) bool {
 	return uid < 1000 || uid >= 61184 && uid <= 65519
 }
 
-// line is what one of a killer's lines says.
+// line: a kill, of pid where it names one; or nohang's victim to be.
 type line struct {
-	kill bool
-	// pid is the process signalled (earlyoom), or the victim nohang
-	// describes before it acts; 0 when the line names none.
-	pid    int
-	victim bool // a nohang victim line: pid is the next kill's
+	kill, victim bool
+	pid          int
 }
 
-// parse reads one of killer's own messages. The formats are the killers'
-// (testdata/journal/README.md has each line's source).
+// parse: testdata/journal/README.md has each format's source.
 func parse(killer, msg string) line {
 	switch killer {
-	case SystemdOomd:
+	case systemdOomd:
 		return line{kill: oomdKill(msg)}
-	case EarlyOOM:
+	case earlyOOM:
 		pid, ok := earlyoomKill(msg)
 		return line{kill: ok, pid: pid}
-	case Nohang:
+	case nohang:
 		msg = strings.TrimSpace(msg)
 		if pid, ok := nohangVictim(msg); ok {
 			return line{pid: pid, victim: true}
@@ -112,10 +102,9 @@ func parse(killer, msg string) line {
 	return line{}
 }
 
-// oomdKill: "Killed CGROUP due to memory used (…" or "… due to memory
-// pressure for …" (systemd up to 257), "Marked CGROUP for killing due to …"
-// (later systemd, which kills after its prekill hooks). A cgroup is one
-// kill, however many processes it held.
+// oomdKill: "Killed CGROUP due to memory used (…" or "… memory pressure
+// for …", "Marked CGROUP for killing due to …" in later systemd. A cgroup
+// is one kill.
 func oomdKill(msg string) bool {
 	if rest, ok := strings.CutPrefix(msg, "Killed /"); ok {
 		return strings.Contains(rest, " due to memory used (") || strings.Contains(rest, " due to memory pressure for ")
@@ -127,8 +116,7 @@ func oomdKill(msg string) bool {
 }
 
 // earlyoomKill: `sending SIGTERM to process 1234 uid 1000 "python3": …`
-// (the uid since 1.5), or SIGKILL. "escalating to SIGKILL" follows for the
-// same process and is not a second kill.
+// (no uid before 1.5), or SIGKILL; not its start-up "sending SIGTERM when".
 func earlyoomKill(msg string) (int, bool) {
 	rest, ok := strings.CutPrefix(msg, "sending SIGTERM to process ")
 	if !ok {
@@ -145,8 +133,8 @@ func earlyoomKill(msg string) (int, bool) {
 	return pid, true
 }
 
-// nohangVictim: "PID:       1234, name: python3, …", the victim status
-// nohang logs before it acts (print_victim_status, on by default).
+// nohangVictim: "PID:       1234, name: python3, …", logged before it acts
+// (print_victim_status, on by default).
 func nohangVictim(msg string) (int, bool) {
 	rest, ok := strings.CutPrefix(msg, "PID:")
 	if !ok {
@@ -160,8 +148,7 @@ func nohangVictim(msg string) (int, bool) {
 	return pid, true
 }
 
-// nohangKill: "Sending SIGTERM to the victim" (or SIGKILL), the second
-// line of its "Implementing a corrective action:" message.
+// nohangKill: "Sending SIGTERM to the victim", or SIGKILL.
 func nohangKill(msg string) bool {
 	for _, sig := range []string{"SIGTERM", "SIGKILL"} {
 		if rest, ok := strings.CutPrefix(msg, "Sending "+sig+" to the victim"); ok {

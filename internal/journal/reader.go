@@ -8,38 +8,30 @@ import (
 	"time"
 )
 
+// A call stuck on a wedged filesystem outlives Close (closeWait) and
+// closes the journal itself when it returns; poll bounds Close otherwise.
 const (
-	// poll bounds each wait for new entries, so Close is answered within it.
-	poll = 250 * time.Millisecond
-	// startWait bounds how long Open waits for what the journal holds.
+	poll      = 250 * time.Millisecond
 	startWait = 5 * time.Second
-	// closeWait bounds Close: a call stuck in a wedged filesystem is left
-	// to end on its own, and it closes the journal then.
 	closeWait = 5 * time.Second
-	// batch is how many entries are read between two looks at Close.
-	batch = 1024
+	batch     = 1024 // entries read between two looks at Close
 )
 
-// Source is the journal to read.
+// Source is the journal to read: Dir, a directory of journal files, or the
+// system journal when empty; only entries of Boot (zero: unknown, nothing
+// read); Library, defaultLibrary when empty.
 type Source struct {
-	// Dir is a directory of journal files, read as `journalctl -D` reads
-	// one; empty: the system journal.
-	Dir string
-	// Boot is this boot's id (/proc/sys/kernel/random/boot_id): only its
-	// entries count. Zero: unknown, and nothing is read.
-	Boot [16]byte
-	// Library is what dlopen is asked for; DefaultLibrary when empty.
+	Dir     string
+	Boot    [16]byte
 	Library string
 }
 
-// State is what the reader knows now.
+// State: Readable when at least one journal file is open, else Err says
+// why; Kills has every killer.
 type State struct {
-	// Readable: the journal is open with at least one file.
 	Readable bool
-	// Kills by killer, every killer present.
-	Kills map[string]uint64
-	// Err says why the journal is not readable.
-	Err error
+	Kills    map[string]uint64
+	Err      error
 }
 
 var (
@@ -102,9 +94,12 @@ func (r *Reader) run(src Source, ready chan struct{}) {
 		return
 	}
 	defer h.close()
+	changed := true
 	for {
 		more := r.drain(h)
-		r.setReadable(h.usage() > 0)
+		if changed {
+			r.setReadable(h.usage() > 0)
+		}
 		if ready != nil {
 			close(ready)
 			ready = nil
@@ -114,21 +109,19 @@ func (r *Reader) run(src Source, ready chan struct{}) {
 			return
 		default:
 		}
-		if !more {
-			h.wait(poll)
-		}
+		changed = more || h.wait(poll)
 	}
 }
 
-// open opens src's journal at its head, matching this boot's entries of
-// the killers' units.
+// open opens src's journal at its head, matching this boot's entries of any
+// killer's unit (matches of one field are alternatives, of two both hold).
 func open(src Source) (*handle, error) {
 	if src.Boot == [16]byte{} {
 		return nil, errNoBoot
 	}
 	name := src.Library
 	if name == "" {
-		name = DefaultLibrary
+		name = defaultLibrary
 	}
 	lib, err := loadLibrary(name)
 	if err != nil {
@@ -166,7 +159,7 @@ func (r *Reader) drain(h *handle) (more bool) {
 		if err != nil || !ok {
 			return false
 		}
-		e := Entry{
+		e := entry{
 			Message:  h.field("MESSAGE"),
 			Unit:     h.field("_SYSTEMD_UNIT"),
 			Comm:     h.field("_COMM"),

@@ -54,7 +54,7 @@ func TestReaderCountsTheFixture(t *testing.T) {
 	dir := t.TempDir()
 	journalfile.Write(t, filepath.Join(dir, "spark.journal"), fixtureExport(t))
 	st := openReader(t, Source{Dir: dir, Boot: fixtureBoot}).State()
-	want := map[string]uint64{SystemdOomd: 1, EarlyOOM: 1, Nohang: 1}
+	want := map[string]uint64{systemdOomd: 1, earlyOOM: 1, nohang: 1}
 	if !st.Readable || st.Err != nil || !maps.Equal(st.Kills, want) {
 		t.Errorf("state %+v, want readable with kills %v", st, want)
 	}
@@ -67,7 +67,7 @@ func TestReaderCountsOnlyThisBoot(t *testing.T) {
 	other := fixtureBoot
 	other[0] ^= 1
 	st := openReader(t, Source{Dir: dir, Boot: other}).State()
-	if !st.Readable || st.Kills[EarlyOOM] != 0 || st.Kills[SystemdOomd] != 0 || st.Kills[Nohang] != 0 {
+	if !st.Readable || st.Kills[earlyOOM] != 0 || st.Kills[systemdOomd] != 0 || st.Kills[nohang] != 0 {
 		t.Errorf("state %+v, want readable with nothing counted", st)
 	}
 }
@@ -79,13 +79,13 @@ func TestReaderFollows(t *testing.T) {
 	first := filepath.Join(dir, "a.journal")
 	journalfile.WriteEntries(t, first, []journalfile.Entry{killEntry(100, 1)})
 	r := openReader(t, Source{Dir: dir, Boot: fixtureBoot})
-	if n := r.State().Kills[EarlyOOM]; n != 1 {
+	if n := r.State().Kills[earlyOOM]; n != 1 {
 		t.Fatalf("%d kills at start, want 1", n)
 	}
 	journalfile.WriteEntries(t, filepath.Join(dir, "b.journal"), []journalfile.Entry{killEntry(200, 1000)})
-	testexporter.Eventually(t, 30*time.Second, func() bool { return r.State().Kills[EarlyOOM] == 2 }, "the new file's kill counted")
+	testexporter.Eventually(t, 30*time.Second, func() bool { return r.State().Kills[earlyOOM] == 2 }, "the new file's kill counted")
 	journalfile.WriteEntries(t, first, []journalfile.Entry{killEntry(300, 2000)})
-	testexporter.Eventually(t, 30*time.Second, func() bool { return r.State().Kills[EarlyOOM] == 3 }, "the appended kill counted")
+	testexporter.Eventually(t, 30*time.Second, func() bool { return r.State().Kills[earlyOOM] == 3 }, "the appended kill counted")
 }
 
 // A journal that cannot be read is reported, with why, and counts nothing.
@@ -141,7 +141,7 @@ func TestReaderSkipsACorruptFile(t *testing.T) {
 		}
 	}
 	st := openReader(t, Source{Dir: dir, Boot: fixtureBoot}).State()
-	if !st.Readable || st.Kills[EarlyOOM] < 1 || st.Kills[SystemdOomd] < 1 || st.Kills[Nohang] < 1 {
+	if !st.Readable || st.Kills[earlyOOM] < 1 || st.Kills[systemdOomd] < 1 || st.Kills[nohang] < 1 {
 		t.Errorf("state %+v, want the good file's kills", st)
 	}
 }

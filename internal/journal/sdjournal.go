@@ -72,8 +72,7 @@ import (
 	"unsafe"
 )
 
-// DefaultLibrary is the libsystemd the reader dlopens.
-const DefaultLibrary = "libsystemd.so.0"
+const defaultLibrary = "libsystemd.so.0"
 
 // sd-journal.h's flags: the local machine's journal, of system services
 // and the kernel only (the killers are system services).
@@ -103,8 +102,6 @@ func errno(op string, r C.int) error {
 	return fmt.Errorf("%s: %w", op, syscall.Errno(-r))
 }
 
-// openJournal opens dir as `journalctl -D` does, or the system journal
-// when dir is empty.
 func (lib *library) openJournal(dir string) (*handle, error) {
 	h := &handle{lib: lib, fields: map[string]*C.char{}}
 	var r C.int
@@ -144,7 +141,6 @@ func (h *handle) seekHead() error {
 	return nil
 }
 
-// next moves to the next entry: false at the end.
 func (h *handle) next() (bool, error) {
 	r := C.sdj_next(&h.lib.api, h.j)
 	if r < 0 {
@@ -153,8 +149,7 @@ func (h *handle) next() (bool, error) {
 	return r > 0, nil
 }
 
-// field is the value of the current entry's field, at most maxField bytes
-// of it; "" when the entry has none.
+// field is the current entry's value of name, cut at maxField bytes.
 func (h *handle) field(name string) string {
 	cname, ok := h.fields[name]
 	if !ok {
@@ -181,9 +176,10 @@ func (h *handle) realtime() uint64 {
 	return uint64(t)
 }
 
-// wait returns when the journal changed or after d.
-func (h *handle) wait(d time.Duration) {
-	C.sdj_wait(&h.lib.api, h.j, C.uint64_t(d.Microseconds()))
+// wait returns when the journal changed or after d: false when nothing
+// did (SD_JOURNAL_NOP).
+func (h *handle) wait(d time.Duration) bool {
+	return C.sdj_wait(&h.lib.api, h.j, C.uint64_t(d.Microseconds())) != 0
 }
 
 // usage is the bytes of the journal files open: 0 when none could be.

@@ -30,7 +30,7 @@ func newTally() tally {
 	return t
 }
 
-func (t *tally) add(e Entry) {
+func (t *tally) add(e entry) {
 	k, ok := writer(e)
 	if !ok {
 		return
@@ -44,7 +44,7 @@ func (t *tally) add(e Entry) {
 		return
 	}
 	pid := l.pid
-	if k == Nohang {
+	if k == nohang {
 		pid, t.victim = t.victim, 0
 	}
 	if pid > 0 && t.repeat(k, pid, e.Realtime) {
@@ -53,8 +53,7 @@ func (t *tally) add(e Entry) {
 	t.kills[k]++
 }
 
-// repeat reports whether killer k signalled pid within window before at,
-// and remembers this signal.
+// repeat: k signalled pid within window of at before; remembers this one.
 func (t *tally) repeat(k string, pid int, at uint64) bool {
 	r := t.recent[k]
 	for i := range r {
