@@ -522,6 +522,18 @@ func TestSystemdUnitOutlivesTheOOMKiller(t *testing.T) {
 	}
 }
 
+// The journal collector reads the system journal: the unit (and the
+// Debian package's, made from it) adds the group journald gives it to.
+func TestSystemdUnitReadsTheJournal(t *testing.T) {
+	data, err := os.ReadFile("systemd/spark_exporter.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(strings.Split(string(data), "\n"), "SupplementaryGroups=systemd-journal") {
+		t.Error("the unit lacks SupplementaryGroups=systemd-journal")
+	}
+}
+
 // The systemd unit is valid and keeps its hardening: systemd-analyze's
 // exposure at most 2.0 ("OK"; the /proc, /dev/nvidia* and network access it
 // keeps are needed).

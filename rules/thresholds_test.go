@@ -81,6 +81,7 @@ var thresholds = map[string]constant{
 	`SparkFabricErrors#1 sum without (counter) (increase(spark_fabric_port_errors_total{counter!="link_downed"}[10m])) >`:                                                                                              zero,
 	`SparkFabricErrors#1 sum without (counter) (increase(spark_fabric_roce_events_total{counter=~"out_of_sequence|packet_seq_err|local_ack_timeout_err|implied_nak_seq_err|out_of_buffer|rnr_nak_retry_err"}[10m])) >`: zero,
 	`SparkExporterCollectorFailing#1 avg_over_time(spark_scrape_collector_success[15m]) <`:                                                                                                                             {"judge.CollectorFailingShare", judge.CollectorFailingShare},
+	`SparkUserspaceOOMKill#1 increase(spark_journal_oom_kills_total[10m]) >`:                                                                                                                                           zero,
 }
 
 // thresholdKey names one comparison of the nth rule called name.

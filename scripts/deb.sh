@@ -44,7 +44,7 @@ HEAD
 # in a package that runs the wrong thing.
 for want in 'EnvironmentFile=-/etc/default/prometheus-spark-exporter' 'ExecStart=/usr/bin/spark_exporter --flight.file=/var/lib/prometheus-spark-exporter/flight $ARGS' \
             'User=spark-exporter' 'Group=spark-exporter' 'StateDirectory=prometheus-spark-exporter' \
-            'OOMScoreAdjust=-1000' 'MemoryMax=256M'; do
+            'OOMScoreAdjust=-1000' 'MemoryMax=256M' 'SupplementaryGroups=systemd-journal'; do
   grep -qxF "$want" "$unit" || { echo "deb: the unit lacks $want: examples/systemd/spark_exporter.service changed?" >&2; exit 1; }
 done
 if grep -qE 'DynamicUser|/usr/local|SPARK_EXPORTER_ARGS|=spark_exporter$' "$unit"; then

@@ -23,6 +23,9 @@ pkgs=(
   # systemd-analyze checks examples/systemd/spark_exporter.service and the
   # packaged unit.
   systemd
+  # systemd-journal-remote writes the real journal files the journal
+  # collector's tests read.
+  systemd-journal-remote
   # Headless Chromium for the status page's browser test, with a font.
   chromium fonts-dejavu-core
 )

@@ -15,7 +15,7 @@ import (
 
 // Every package deps.sh must ask for on a bare amd64 machine.
 var amd64Packages = []string{
-	"make", "git", "gcc", "lintian", "adduser", "curl", "binutils", "systemd", "chromium", "fonts-dejavu-core",
+	"make", "git", "gcc", "lintian", "adduser", "curl", "binutils", "systemd", "systemd-journal-remote", "chromium", "fonts-dejavu-core",
 	"gcc-aarch64-linux-gnu", "libc6-dev-arm64-cross", "qemu-user",
 }
 
@@ -179,7 +179,7 @@ func TestDepsOptionalGoesOn(t *testing.T) {
 // compiler and no qemu): silent, and apt-get never runs.
 func TestDepsQuietWhenNothingIsMissing(t *testing.T) {
 	r := machine{arch: "arm64", uid: "0", promtool2: true, installed: []string{
-		"make", "git", "gcc", "lintian", "adduser", "curl", "binutils", "systemd", "chromium", "fonts-dejavu-core",
+		"make", "git", "gcc", "lintian", "adduser", "curl", "binutils", "systemd", "systemd-journal-remote", "chromium", "fonts-dejavu-core",
 		"gcc-x86-64-linux-gnu", "libc6-dev-amd64-cross",
 	}}.run(t)
 	if r.code != 0 || r.stdout != "" || r.stderr != "" || len(r.apt) != 0 {

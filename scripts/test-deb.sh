@@ -110,8 +110,10 @@ for arch in arm64 amd64; do
   case $arch in arm64) want=AArch64;; amd64) want="Advanced Micro Devices X86-64";; esac
   [ "$machine" = "$want" ] || fail "$deb: binary is for $machine, not $want"
   grep -qxF 'ARGS=""' "$tmp/x/etc/default/$pkg" || fail "$deb: /etc/default/$pkg does not set ARGS=\"\""
-  # The kernel collector's capability and the flight recorder's file.
+  # The kernel collector's capability, the journal collector's group and the
+  # flight recorder's file.
   for want in 'AmbientCapabilities=CAP_SYSLOG' 'CapabilityBoundingSet=CAP_SYSLOG' 'ProtectKernelLogs=no' 'DeviceAllow=/dev/kmsg r' \
+              'SupplementaryGroups=systemd-journal' \
               "ExecStart=/usr/bin/spark_exporter --flight.file=/var/lib/$pkg/flight \$ARGS" "StateDirectory=$pkg"; do
     grep -qxF -- "$want" "$tmp/x$unit" || fail "$deb: the unit lacks $want"
   done

@@ -112,7 +112,7 @@ func TestGoldenSpark(t *testing.T) {
 		// the thermal series depend on how long the test took.
 		"--thermal.interval=1h", "--thermal.window=3h",
 		"--plan.file="+filepath.Join(testexporter.Root(t), "testdata", "plans", "spark.yml"),
-		kmsgFixture(t, "spark.kmsg"),
+		kmsgFixture(t, "spark.kmsg"), noJournal,
 		// One flight record, the one written at start.
 		"--flight.file="+filepath.Join(t.TempDir(), "flight"), "--flight.interval=1h",
 		// The fixture's vLLM would be asked at 127.0.0.1:8000, whatever
@@ -190,7 +190,7 @@ func TestGoldenOldKernel(t *testing.T) {
 	p := testexporter.Start(t, nil,
 		"--path.procfs="+fixtureDir(t, "oldkernel"),
 		"--path.sysfs="+sysFixture(t, "x86-server"),
-		noGPU, noKmsg,
+		noGPU, noKmsg, noJournal,
 		"--web.disable-exporter-metrics")
 	golden(t, "oldkernel.metrics", normalise(p.Get(t, "/metrics")))
 }

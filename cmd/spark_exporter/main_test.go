@@ -58,9 +58,9 @@ func TestVersionAndHelpExitZero(t *testing.T) {
 var freeText = map[string]bool{
 	"path.procfs": true, "path.sysfs": true, "web.listen-address": true, "web.config.file": true,
 	"gpu.nvml-library": true, "plan.file": true, "thermal.csv-file": true,
-	// An unreadable kernel log is no error (spark_kernel_field_supported);
-	// the flight file is checked when the recorder opens it.
-	"kernel.kmsg-path": true, "flight.file": true,
+	// An unreadable kernel log or journal is no error (spark_kernel_field_supported,
+	// spark_journal_field_supported); the flight file is checked when the recorder opens it.
+	"kernel.kmsg-path": true, "journal.path": true, "flight.file": true,
 	// report: files, and the instance label (checked against Prometheus).
 	"http.config.file": true, "prometheus.basic-auth-user": true, "prometheus.basic-auth-password-file": true,
 	"prometheus.tls-ca-file": true, "prometheus.tls-cert-file": true, "prometheus.tls-key-file": true,
