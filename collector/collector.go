@@ -63,6 +63,9 @@ type NVML interface {
 	// Recent serves the latest complete reading while at most maxAge old,
 	// else reads NVML.
 	Recent(ctx context.Context, maxAge time.Duration) (readings.Snapshot, error)
+	// Stalled is how long the NVML call now outstanding has waited; 0
+	// when none is.
+	Stalled() time.Duration
 }
 
 var errNoNVML = errors.New("no NVML client: open one when Selection.NeedsNVML")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,7 +25,8 @@ import (
 // The gpu collector is NVML's view of each GPU, as `nvidia-smi` shows it,
 // and by spark_gpu_field_supported what a GB10 cannot report (memory info,
 // power limit: `[N/A]`). A wedged driver fails this collector after
-// --gpu.timeout, never the scrape. A scrape is served the thermal sampler's
+// --gpu.timeout, never the scrape; spark_gpu_nvml_stalled_seconds, from the
+// client's clock rather than NVML, is sent all the same. A scrape is served the thermal sampler's
 // reading while it is at most --gpu.max-age old, so that NVML is not read
 // twice for the same moment.
 func init() {
@@ -61,9 +63,13 @@ var (
 	gpuProcMemoryDesc = newDesc("spark_gpu_process_memory_bytes", "GPU memory held by a compute process, per NVML; comm is empty when /proc/<pid>/comm cannot be read.", "gpu", "pid", "comm")
 )
 
+var gpuStalledDesc = newDesc("spark_gpu_nvml_stalled_seconds",
+	"How long the NVML call still outstanding has waited, in whole seconds; 0 when none. The exporter's own clock, sent also while the wedged call fails the gpu collector.")
+
 // snapshotter is the part of gpu.Client the collector uses.
 type snapshotter interface {
 	Recent(ctx context.Context, maxAge time.Duration) (readings.Snapshot, error)
+	Stalled() time.Duration
 }
 
 type gpuCollector struct {
@@ -84,13 +90,14 @@ type gpuCollector struct {
 }
 
 type gpuReading struct {
-	loaded bool
-	snap   readings.Snapshot
+	loaded  bool
+	snap    readings.Snapshot
+	stalled time.Duration
 }
 
 func (c *gpuCollector) publish(st *collected.State) {
 	if r := c.latest.Load(); r != nil {
-		st.GPU = &collected.GPU{Loaded: r.loaded, Snapshot: r.snap}
+		st.GPU = &collected.GPU{Loaded: r.loaded, Snapshot: r.snap, Stalled: r.stalled}
 	}
 }
 
@@ -102,33 +109,37 @@ func newGPUCollector(nvml snapshotter, timeout, maxAge time.Duration, fs hostfs.
 }
 
 // read serves the latest reading while it is at most --gpu.max-age old,
-// else reads NVML. gpu.ErrUnavailable (no driver or library) is a normal
-// host state, not a failure.
-func (c *gpuCollector) read() (readings.Snapshot, error) {
+// else reads NVML; with it, how long the call outstanding after it has
+// waited (the wedged one, when the read timed out). gpu.ErrUnavailable (no
+// driver or library) is a normal host state, not a failure.
+func (c *gpuCollector) read() (readings.Snapshot, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
 	snap, err := c.nvml.Recent(ctx, c.maxAge)
+	stalled := c.nvml.Stalled()
 	switch {
 	case errors.Is(err, gpu.ErrUnavailable):
-		c.latest.Store(&gpuReading{})
-		return snap, err
+		c.latest.Store(&gpuReading{stalled: stalled})
+		return snap, stalled, err
 	case errors.Is(err, gpu.ErrTimeout):
-		c.latest.Store(&gpuReading{loaded: true})
-		return snap, fmt.Errorf("%w (--gpu.timeout=%s): is the driver wedged?", err, c.timeout)
+		c.latest.Store(&gpuReading{loaded: true, stalled: stalled})
+		return snap, stalled, fmt.Errorf("%w (--gpu.timeout=%s): is the driver wedged?", err, c.timeout)
 	}
-	c.latest.Store(&gpuReading{loaded: true, snap: snap})
-	return snap, err
+	c.latest.Store(&gpuReading{loaded: true, snap: snap, stalled: stalled})
+	return snap, stalled, err
 }
 
 func (c *gpuCollector) refresh(ctx context.Context) error {
-	if _, err := c.read(); !errors.Is(err, gpu.ErrUnavailable) {
+	if _, _, err := c.read(); !errors.Is(err, gpu.ErrUnavailable) {
 		return err
 	}
 	return nil
 }
 
 func (c *gpuCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
-	snap, err := c.read()
+	snap, stalled, err := c.read()
+	// Whole seconds: a healthy call, in flight for milliseconds, reads 0.
+	ch <- prometheus.MustNewConstMetric(gpuStalledDesc, prometheus.GaugeValue, math.Floor(stalled.Seconds()))
 	switch {
 	case errors.Is(err, gpu.ErrUnavailable):
 		ch <- prometheus.MustNewConstMetric(gpuUpDesc, prometheus.GaugeValue, 0)

@@ -4,17 +4,20 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/spark-exporter/spark_exporter/internal/collected"
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
 	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 	"github.com/spark-exporter/spark_exporter/internal/gpu/thermalsampler"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/testing/gputest"
+	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
 
 // newMockGPUCollector runs the gpu collector on a mock NVML and the spark
@@ -45,7 +48,8 @@ func TestGPUOnGB10(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]float64{
-		"spark_gpu_nvml_up": 1,
+		"spark_gpu_nvml_up":              1,
+		"spark_gpu_nvml_stalled_seconds": 0,
 		`spark_gpu_info{compute_capability="12.1",cuda_driver_version="13.0",driver_version="580.95.05",gpu="0",name="NVIDIA GB10",uuid="GPU-test-0"}`: 1,
 		`spark_gpu_temperature_celsius{gpu="0"}`: 87,
 		`spark_gpu_power_watts{gpu="0"}`:         100.25,
@@ -121,7 +125,7 @@ func TestGPUWithoutNVML(t *testing.T) {
 	if err != nil {
 		t.Fatalf("error %v without NVML; want success", err)
 	}
-	compare(t, got, map[string]float64{"spark_gpu_nvml_up": 0})
+	compare(t, got, map[string]float64{"spark_gpu_nvml_up": 0, "spark_gpu_nvml_stalled_seconds": 0})
 }
 
 // A GPU that fell off the bus fails the collector; the others are still
@@ -146,7 +150,9 @@ func TestGPULostFailsTheCollector(t *testing.T) {
 	}
 }
 
-// A wedged driver: the collector fails within --gpu.timeout, naming it.
+// A wedged driver: the collector fails within --gpu.timeout, naming it, and
+// still says how long the call has waited, on the client's clock; the
+// status page is told the same. Once the driver answers, the stall is 0.
 func TestGPUTimeout(t *testing.T) {
 	d := gputest.GB10(0)
 	var wedged atomic.Bool
@@ -157,14 +163,55 @@ func TestGPUTimeout(t *testing.T) {
 		}
 		return 1000, nvml.SUCCESS
 	}
-	c := newMockGPUCollector(t, gputest.Library(d), 30*time.Millisecond)
-	t.Cleanup(func() { close(release) }) // runs before the collector's Close
+	clk := &testClock{now: time.Date(2026, 9, 2, 3, 0, 0, 0, time.UTC)}
+	client := gpu.New(gpu.Options{NVML: gputest.Library(d), RetryMin: time.Hour, Now: clk.Now})
+	t.Cleanup(func() { client.Close() })
+	unwedge := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(unwedge) // runs before the client's Close
+	c, err := newGPUCollector(client, 30*time.Millisecond, 0, hostfs.New(fixtures), nopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
 	wedged.Store(true)
-	got, err := collect(t, c)
-	if err == nil || !strings.Contains(err.Error(), "--gpu.timeout=30ms") {
+	if _, err := collect(t, c); err == nil || !strings.Contains(err.Error(), "--gpu.timeout=30ms") {
 		t.Fatalf("error = %v, want a timeout naming --gpu.timeout", err)
 	}
-	compare(t, got, map[string]float64{"spark_gpu_nvml_up": 1})
+	clk.advance(9*time.Minute + 900*time.Millisecond)
+	got, err := collect(t, c)
+	if err == nil {
+		t.Fatal("the collector succeeded while the driver is wedged")
+	}
+	compare(t, got, map[string]float64{"spark_gpu_nvml_up": 1, "spark_gpu_nvml_stalled_seconds": 540})
+	var st collected.State
+	c.publish(&st)
+	if st.GPU == nil || st.GPU.Stalled != 9*time.Minute+900*time.Millisecond {
+		t.Errorf("the status page is told %+v, want the stall of 9m0.9s", st.GPU)
+	}
+
+	wedged.Store(false)
+	unwedge()
+	testexporter.Eventually(t, 10*time.Second, func() bool {
+		got, err = collect(t, c)
+		return err == nil && got["spark_gpu_nvml_stalled_seconds"] == 0
+	}, "a reading with no stall once the driver answered")
+}
+
+// testClock is a clock that moves only when told.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
 }
 
 // Invalid UTF-8 from the kernel or driver must not break the exposition.

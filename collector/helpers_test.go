@@ -123,6 +123,8 @@ func (f *fakeNVML) Read(ctx context.Context) ([]readings.Reading, error) {
 	return readings, err
 }
 
+func (f *fakeNVML) Stalled() time.Duration { return 0 }
+
 func (f *fakeNVML) Recent(_ context.Context, maxAge time.Duration) (readings.Snapshot, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

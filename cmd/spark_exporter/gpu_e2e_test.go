@@ -133,6 +133,49 @@ func TestGPUHangKeepsScrapesAnswering(t *testing.T) {
 	}
 }
 
+// A wedged driver, as SparkGPUDriverHung sees it: while the call hangs,
+// spark_gpu_nvml_stalled_seconds grows from scrape to scrape, each scrape
+// answering within its bound with the other collectors' series; once the
+// driver answers it is 0 again. --gpu.max-age=0: the first scrape after the
+// hang starts waits on it.
+func TestGPUStallGrowsWhileWedged(t *testing.T) {
+	hang := filepath.Join(t.TempDir(), "wedged")
+	p := testexporter.StartSpark(t, []string{"SPARK_NVML_SCENARIO=" + scenarioWith(t, "hang file "+hang)},
+		"--gpu.timeout=200ms", "--gpu.max-age=0")
+	stalled := func(m string) float64 {
+		t.Helper()
+		v, ok := testexporter.Value(m, "spark_gpu_nvml_stalled_seconds")
+		if !ok {
+			t.Fatalf("no spark_gpu_nvml_stalled_seconds:\n%s", m)
+		}
+		return v
+	}
+	if v := stalled(boundedGet(t, p, "/metrics")); v != 0 {
+		t.Fatalf("stalled %v s before the hang, want 0", v)
+	}
+
+	if err := os.WriteFile(hang, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	first := stalled(poll(t, p, "a stall of a second", func(m string) bool { return stalled(m) >= 1 }))
+	m := poll(t, p, "the stall to grow", func(m string) bool { return stalled(m) > first })
+	for series, want := range map[string]float64{
+		`spark_scrape_collector_success{collector="gpu"}`:  0,
+		`spark_scrape_collector_success{collector="pool"}`: 1,
+		"spark_gpu_nvml_up": 1,
+	} {
+		if v, ok := testexporter.Value(m, series); !ok || v != want {
+			t.Errorf("%s = %v (present %v) during the hang, want %v", series, v, ok, want)
+		}
+	}
+
+	os.Remove(hang)
+	poll(t, p, "no stall once the driver answers", func(m string) bool {
+		v, _ := testexporter.Value(m, `spark_scrape_collector_success{collector="gpu"}`)
+		return stalled(m) == 0 && v == 1
+	})
+}
+
 // No driver at start, then a driver: spark_gpu_nvml_up goes from 0 to 1
 // without a restart, and the scrape succeeds throughout.
 func TestGPUInitRecoversWithoutRestart(t *testing.T) {

@@ -33,7 +33,8 @@ func TestGPUSupportingNothing(t *testing.T) {
 	}
 	for _, line := range strings.Split(m, "\n") {
 		if strings.HasPrefix(line, "spark_gpu_") && !strings.HasPrefix(line, "spark_gpu_info{") &&
-			!strings.HasPrefix(line, "spark_gpu_field_supported{") && !strings.HasPrefix(line, "spark_gpu_nvml_up ") {
+			!strings.HasPrefix(line, "spark_gpu_field_supported{") && !strings.HasPrefix(line, "spark_gpu_nvml_up ") &&
+			!strings.HasPrefix(line, "spark_gpu_nvml_stalled_seconds ") {
 			t.Errorf("a value for a device that supports nothing: %s", line)
 		}
 		if strings.HasPrefix(line, "spark_thermal_") && !strings.HasPrefix(line, "spark_thermal_csv") {

@@ -55,6 +55,9 @@ type GPU struct {
 	// Loaded: NVML is loaded and initialised (spark_gpu_nvml_up).
 	Loaded   bool
 	Snapshot readings.Snapshot
+	// Stalled is how long the NVML call outstanding at the read had waited
+	// (spark_gpu_nvml_stalled_seconds); 0 when none was.
+	Stalled time.Duration
 }
 
 // Thermal is the thermal sampler's snapshot and the configuration it was

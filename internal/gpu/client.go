@@ -104,7 +104,7 @@ func New(opts Options) *Client {
 	c := &Client{
 		opts:     opts,
 		lib:      opts.NVML,
-		w:        newWorker(),
+		w:        newWorker(opts.Now),
 		logger:   opts.Logger,
 		lost:     make(chan struct{}, 1),
 		loopDone: make(chan struct{}),
@@ -124,6 +124,11 @@ func New(opts Options) *Client {
 
 // Up says whether NVML is initialised now.
 func (c *Client) Up() bool { return c.up.Load() }
+
+// Stalled is how long the NVML call now outstanding has waited on the
+// worker; 0 when none is. It never waits on the worker itself, so it answers
+// while a call is wedged in the driver.
+func (c *Client) Stalled() time.Duration { return c.w.stalled() }
 
 // Snapshot reads every device within ctx's deadline; without NVML it
 // returns ErrUnavailable at once. On partial failure the readings taken

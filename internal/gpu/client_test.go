@@ -390,6 +390,69 @@ func TestWedgedCallDoesNotPileUp(t *testing.T) {
 	}
 }
 
+// A call wedged in the driver: Stalled counts its wait on the client's
+// clock, through reads that give up at their deadline, and is 0 again once
+// the driver answers.
+func TestStalledCountsTheWedgedCall(t *testing.T) {
+	d := gb10(0)
+	var wedged atomic.Bool
+	entered := make(chan struct{}, 1)
+	release := make(chan struct{})
+	d.GetPowerUsageFunc = func() (uint32, nvml.Return) {
+		if wedged.Load() {
+			select {
+			case entered <- struct{}{}:
+			default:
+			}
+			<-release
+		}
+		return 99000, nvml.SUCCESS
+	}
+	c, clk := newClockedClient(t, fakeNVML(d))
+	unwedge := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(unwedge)
+	if _, err := snapshot(t, c); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Stalled(); got != 0 {
+		t.Fatalf("Stalled = %v with no call outstanding, want 0", got)
+	}
+
+	wedged.Store(true)
+	read := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		defer cancel()
+		_, err := c.Snapshot(ctx)
+		return err
+	}
+	if err := read(); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("read during the hang: %v, want ErrTimeout", err)
+	}
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the wedged call never started")
+	}
+	clk.advance(9 * time.Minute)
+	if got := c.Stalled(); got != 9*time.Minute {
+		t.Errorf("Stalled = %v nine minutes into the hang", got)
+	}
+	if err := read(); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("read during the hang: %v, want ErrTimeout", err)
+	}
+	clk.advance(time.Minute)
+	if got := c.Stalled(); got != 10*time.Minute {
+		t.Errorf("Stalled = %v after another read and a minute, want the first call's 10m", got)
+	}
+
+	wedged.Store(false)
+	unwedge()
+	if _, err := snapshot(t, c); err != nil {
+		t.Fatalf("no reading after the call returned: %v", err)
+	}
+	eventually(t, "Stalled back to 0 once the driver answered", func() bool { return c.Stalled() == 0 })
+}
+
 // eventually polls cond until it holds or a generous deadline passes.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"sync/atomic"
+	"time"
 )
 
 // errClosed is returned for work submitted after the worker stopped.
@@ -16,10 +18,13 @@ var errClosed = errors.New("NVML client closed")
 type worker struct {
 	jobs chan func()
 	stop chan struct{}
+	now  func() time.Time
+	// busySince is when the job now running started; nil while idle.
+	busySince atomic.Pointer[time.Time]
 }
 
-func newWorker() *worker {
-	w := &worker{jobs: make(chan func()), stop: make(chan struct{})}
+func newWorker(now func() time.Time) *worker {
+	w := &worker{jobs: make(chan func()), stop: make(chan struct{}), now: now}
 	go w.run()
 	return w
 }
@@ -31,7 +36,10 @@ func (w *worker) run() {
 	for {
 		select {
 		case job := <-w.jobs:
+			start := w.now()
+			w.busySince.Store(&start)
 			job()
+			w.busySince.Store(nil)
 		case <-w.stop:
 			return
 		}
@@ -57,6 +65,15 @@ func (w *worker) do(ctx context.Context, fn func()) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// stalled is how long the job now running has run; 0 while idle.
+func (w *worker) stalled() time.Duration {
+	since := w.busySince.Load()
+	if since == nil {
+		return 0
+	}
+	return max(0, w.now().Sub(*since))
 }
 
 // close stops the worker once its current call, if any, returns.

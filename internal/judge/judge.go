@@ -111,3 +111,19 @@ const (
 	// twins differ by a few percent.
 	FabricRailImbalanceRatio = 0.25
 )
+
+// A driver that does not answer, an engine that does not progress: both
+// look alive to the usual checks (the host pings, /health answers, NVML's
+// utilisation reads busy).
+const (
+	// NVMLStalledSeconds is how long an NVML call must have waited to count
+	// as hung, not slow: calls answer in milliseconds, a slow one in 6 s,
+	// while a wedged GB10's nvidia-smi blocked 491–737 s.
+	NVMLStalledSeconds = 30.0
+
+	// StalledEngineWatts is the GPU power under which an engine that holds
+	// running requests and generates nothing is deadlocked: the deadlocked
+	// vLLM drew 16–27 W at ~95 % utilisation, a serving engine ~45 W
+	// swinging to ~90 W, a long prefill ~46 W.
+	StalledEngineWatts = 35.0
+)

@@ -271,6 +271,9 @@ func nvmlState(g *collected.GPU, success map[string]bool) NVML {
 			return NVML{State: "failing", Text: "NVML did not answer: see the exporter's log."}
 		}
 		return NVML{State: "off", Text: "The gpu collector is disabled."}
+	case g.Stalled.Seconds() > judge.NVMLStalledSeconds:
+		return NVML{State: "hung", Text: fmt.Sprintf("The GPU driver has not answered for %s: it is wedged, and nvidia-smi blocks too. "+
+			"A GB10 GPU cannot be reset: let the jobs save what they can, then reboot (SparkGPUDriverHung).", waited(g.Stalled))}
 	case !g.Loaded:
 		return NVML{State: "down", Text: "NVML is not loaded: no NVIDIA driver or library on this host. The exporter retries in the background."}
 	case !success["gpu"]:

@@ -51,6 +51,22 @@ func Duration(d time.Duration) string {
 	return fmt.Sprintf("%dh %dm", s/3600, s%3600/60)
 }
 
+// waited is a wait in the words a runbook uses: 45 seconds, 9 minutes, 3
+// hours, counted down to the unit.
+func waited(d time.Duration) string {
+	n, unit := int64(d/time.Second), "second"
+	switch {
+	case d >= 2*time.Hour:
+		n, unit = int64(d/time.Hour), "hour"
+	case d >= time.Minute:
+		n, unit = int64(d/time.Minute), "minute"
+	}
+	if n != 1 {
+		unit += "s"
+	}
+	return fmt.Sprintf("%d %s", n, unit)
+}
+
 func secondsDuration(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // GbitsPerSecond is a link rate in bits per second as whole Gb/s.

@@ -95,7 +95,8 @@ type Segment struct {
 // NVML is whether the exporter reads the GPUs, and why not.
 type NVML struct {
 	// State is up, down (no driver or library), failing (loaded, reads
-	// fail) or off (the gpu collector is disabled).
+	// fail), hung (an NVML call outstanding past judge.NVMLStalledSeconds)
+	// or off (the gpu collector is disabled).
 	State string `json:"state"`
 	Text  string `json:"text"`
 }

@@ -183,6 +183,46 @@ func TestVerdicts(t *testing.T) {
 	}
 }
 
+// A wedged driver call, as the gpu collector publishes it (no reading,
+// the collector failing, the call's wait): the page and the status report
+// name the hung driver in the runbook's words. A call of 6 s is a failing
+// read, not a hung driver.
+func TestNVMLHung(t *testing.T) {
+	for _, tc := range []struct {
+		stalled   time.Duration
+		state     string
+		want      string
+		reportToo bool
+	}{
+		{9*time.Minute + 12*time.Second, "hung", "The GPU driver has not answered for 9 minutes:", true},
+		{45 * time.Second, "hung", "The GPU driver has not answered for 45 seconds:", false},
+		{3*time.Hour + 5*time.Minute, "hung", "The GPU driver has not answered for 3 hours:", false},
+		{6 * time.Second, "failing", "NVML is loaded but its reads fail", false},
+	} {
+		st := sparkState(t)
+		st.GPU = &collected.GPU{Loaded: true, Stalled: tc.stalled}
+		for i, r := range st.Runs {
+			if r.Name == "gpu" {
+				st.Runs[i].Success = false
+			}
+		}
+		m := Build(BuildInfo{}, st)
+		if m.NVML.State != tc.state || !strings.HasPrefix(m.NVML.Text, tc.want) {
+			t.Errorf("stalled %v: nvml %q, %q; want %q, %q...", tc.stalled, m.NVML.State, m.NVML.Text, tc.state, tc.want)
+		}
+		if !tc.reportToo {
+			continue
+		}
+		var b strings.Builder
+		if err := Report(&b, m); err != nil {
+			t.Fatal(err)
+		}
+		if got := b.String(); !strings.Contains(got, "GPU      none reported: "+tc.want) || !strings.Contains(got, "failing collectors: gpu") {
+			t.Errorf("the status report does not name the hung driver:\n%s", got)
+		}
+	}
+}
+
 // A window of 10 minutes sampled every second holds 600 samples: the chart
 // gets at most MaxPoints of them, the latest among them, and only the
 // window's.

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/report"
 	"github.com/spark-exporter/spark_exporter/internal/testing/fakeengine"
 	"github.com/spark-exporter/spark_exporter/internal/testing/fakeproc"
@@ -51,6 +52,7 @@ func TestEndToEnd(t *testing.T) {
 	idle := idleTree(t, root)
 	leak := idleTree(t, root)
 	contended, contendedArgs, calm, calmArgs := preemptingTrees(t, root)
+	hang, hangScenario := hangingGPU(t, root)
 
 	// Every Spark has a GB10, at rest but on the throttling Spark, which
 	// plays a two-hour fine-tune that ends up throttling.
@@ -88,6 +90,9 @@ func TestEndToEnd(t *testing.T) {
 		// contended one's engine through /sd/engines.
 		{instance: "contended", procfs: contended, nvml: "gb10-idle", sd: true, args: contendedArgs},
 		{instance: "calm", procfs: calm, nvml: "gb10-idle", args: calmArgs},
+		// A Spark whose GPU driver the test wedges. --gpu.timeout under the
+		// 1 s scrape timeout, so that the scrape answers through the hang.
+		{instance: "hung", procfs: idleTree(t, root), nvml: hangScenario, args: []string{"--gpu.timeout=250ms"}},
 	}
 	s := startStack(t, targets)
 	t.Logf("stack ready: Prometheus %s, Alertmanager %s, pager %s; configurations in %s (kept, with every log, if the run fails)",
@@ -120,6 +125,15 @@ func TestEndToEnd(t *testing.T) {
 	// schedule, so it knows the usable memory at any moment.
 	pool := startPoolSchedule(t, leak, filepath.Join(root, "testdata", "proc", "spark", "2101"))
 
+	// The hung Spark's: its driver stops answering NVML's device queries,
+	// once Prometheus has seen it answer.
+	s.waitFor(t, due(s.ready, 3*scrapeInterval), `count_over_time(spark_gpu_nvml_stalled_seconds{instance="hung"}[1h]) >= 3`,
+		"Prometheus to have seen the hung Spark's driver answer")
+	if err := os.WriteFile(hang, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wedged := time.Now()
+
 	runbooks := s.runbooks(t, due(s.ready, scrapeInterval), root)
 
 	paged := false
@@ -144,6 +158,42 @@ func TestEndToEnd(t *testing.T) {
 		if got := s.hooks.find("page", "firing", map[string]string{"alertname": "SparkHostSilent", "instance": "idle"}); len(got) > 0 {
 			t.Errorf("a Spark that answers is reported silent: %v", got)
 		}
+	})
+
+	t.Run("GPUDriverHung", func(t *testing.T) {
+		// The stall counts real seconds, the threshold is not shortened:
+		// the page comes once the call has waited that long and the
+		// shortened `for:` has passed.
+		threshold := time.Duration(judge.NVMLStalledSeconds) * time.Second
+		a := s.waitPage(t, due(wedged, threshold+s.firesWithin("SparkGPUDriverHung")), map[string]string{
+			"alertname": "SparkGPUDriverHung", "instance": "hung", "job": "spark", "severity": "critical",
+		})
+		t.Logf("page seen %v after the driver stopped answering", time.Since(wedged).Round(100*time.Millisecond))
+		runbooks.check(t, a, "sparkgpudriverhung")
+		m := matches(t, a.Annotations["description"], `^The GPU driver has not answered an NVML call for (\d+s|\d+m \d+s): it is wedged`)
+		if m != nil {
+			if d, err := time.ParseDuration(strings.ReplaceAll(m[1], " ", "")); err != nil || d <= threshold {
+				t.Errorf("the page says the call waited %s; it pages past %v", m[1], threshold)
+			}
+		}
+		// Through the hang every scrape answered within Prometheus's
+		// timeout, with the pool's series.
+		since := fmt.Sprintf("[%ds]", int(time.Since(wedged).Seconds()))
+		if got, err := s.query(`min_over_time(up{instance="hung"}` + since + `) == 1 and on (instance, job) min_over_time(spark_scrape_collector_success{instance="hung",collector="pool"}` + since + `) == 1`); err != nil {
+			t.Fatal(err)
+		} else if len(got) == 0 {
+			t.Error("a scrape of the hung Spark failed, or its pool collector did, while the driver hung")
+		}
+		// The failing gpu collector it explains is inhibited
+		// (examples/alertmanager.yml).
+		testexporter.Eventually(t, remaining(due(wedged, threshold+s.firesWithin("SparkExporterCollectorFailing"))), func() bool {
+			for _, a := range s.alerts(t) {
+				if a.Labels["alertname"] == "SparkExporterCollectorFailing" && a.Labels["instance"] == "hung" && a.Labels["collector"] == "gpu" {
+					return a.Status.State == "suppressed"
+				}
+			}
+			return false
+		}, "SparkExporterCollectorFailing{instance=hung,collector=gpu} suppressed beside SparkGPUDriverHung")
 	})
 
 	t.Run("GPUThrottling", func(t *testing.T) {
@@ -458,7 +508,7 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	t.Run("DashboardQueries", func(t *testing.T) {
-		checkDashboard(t, s, root, []string{"blips", "calm", "clockfall", "clockonly", "contended", "decode", "eviction", "hot", "idle", "leak", "oom", "sustained", "throttle", "usbpd", "warmup", "wedged"})
+		checkDashboard(t, s, root, []string{"blips", "calm", "clockfall", "clockonly", "contended", "decode", "eviction", "hot", "hung", "idle", "leak", "oom", "sustained", "throttle", "usbpd", "warmup", "wedged"})
 	})
 }
 
@@ -518,6 +568,22 @@ func preemptingTrees(t *testing.T, root string) (contended string, contendedArgs
 		Argv: []string{"/usr/local/bin/ollama", "serve"}}.Write(t, calm)
 	calmArgs = []string{"--engines.target=ollama=" + ollama.Address()}
 	return contended, contendedArgs, calm, calmArgs
+}
+
+// hangingGPU is an idle GB10's scenario whose device queries block while
+// the file hang exists.
+func hangingGPU(t *testing.T, root string) (hang, scenario string) {
+	t.Helper()
+	idle, err := os.ReadFile(filepath.Join(root, "testdata", "nvml", "scenarios", "gb10-idle.scenario"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	hang, scenario = filepath.Join(dir, "wedged"), filepath.Join(dir, "hang.scenario")
+	if err := os.WriteFile(scenario, append([]byte("hang file "+hang+"\n"), idle...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return hang, scenario
 }
 
 func idleTree(t *testing.T, root string) string {

@@ -46,7 +46,7 @@ var thermalFlags = []string{"--thermal.interval=250ms", "--thermal.window=10s"}
 type target struct {
 	instance string
 	procfs   string   // its /proc tree, a writable copy
-	nvml     string   // the GB10 stand-in's scenario (testdata/nvml/scenarios), played speedup times faster
+	nvml     string   // the GB10 stand-in's scenario (a name of testdata/nvml/scenarios, or a path), played speedup times faster
 	sysfs    string   // its /sys tree; testdata/sys/spark when ""
 	args     []string // beside --path.procfs, --path.sysfs, the thermal and the NVML flags
 	// sd: Prometheus also scrapes the engines this exporter lists at
@@ -129,8 +129,12 @@ func startStack(t *testing.T, targets []target) *stack {
 	var static []staticConfig
 	var engineSD []any
 	for _, tg := range targets {
+		scenario := tg.nvml
+		if !filepath.IsAbs(scenario) {
+			scenario = testexporter.Scenario(t, scenario)
+		}
 		env := []string{
-			"SPARK_NVML_SCENARIO=" + testexporter.Scenario(t, tg.nvml),
+			"SPARK_NVML_SCENARIO=" + scenario,
 			"SPARK_NVML_SPEED=" + strconv.Itoa(speedup),
 		}
 		// Every target a Spark with the spbm driver unless it names its
