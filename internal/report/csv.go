@@ -79,7 +79,44 @@ func FromRows(meta thermallog.Trace, rows RowSource, cfg judge.ThermalConfig, op
 			return Report{}, &ColumnError{col, meta.Format, meta.Columns}
 		}
 	}
-	// Pass 1: each GPU's name, limit, readings and cadence.
+	byGPU, err := surveyGPUs(rows)
+	if err != nil {
+		return Report{}, err
+	}
+	chosen, err := chooseGPU(byGPU, opt)
+	if err != nil {
+		return Report{}, err
+	}
+	gpu := chosen.model(opt, cfg)
+	cfg.NominalPower = gpu.rating
+	if interval, ok := medianGap(chosen.gaps); ok {
+		cfg.Interval = interval
+	}
+	if err := cfg.Validate(); err != nil {
+		return Report{}, fmt.Errorf("the log's samples come every %v: %w (--thermal.window)", cfg.Interval, err)
+	}
+	p := newLogPass(rows, chosen, cfg, meta.Repeated)
+	r, err := p.replay(gpu.gb10)
+	if err != nil {
+		return Report{}, err
+	}
+	r.Source, r.Format, r.Throttle.From = "csv", meta.Format, "replay"
+	r.GPU = max(chosen.index, 0)
+	if len(chosen.gpus) > 1 {
+		r.GPUs = chosen.gpus
+	}
+	gpu.fill(&r)
+	for _, e := range meta.Skipped {
+		r.SkippedLines = append(r.SkippedLines, SkippedLine{Line: e.Line, Error: e.Err.Error()})
+	}
+	r.SkippedTotal = meta.SkippedTotal
+	r.Verdict, r.VerdictState = verdict(r)
+	return r, nil
+}
+
+// surveyGPUs is the first pass: each GPU's name, limit, readings and
+// cadence, keyed by index (-1: rows that name no GPU).
+func surveyGPUs(rows RowSource) (map[int]*gpuRows, error) {
 	byGPU := map[int]*gpuRows{}
 	err := rows(func(r thermallog.Row) {
 		key := -1
@@ -94,171 +131,188 @@ func FromRows(meta thermallog.Trace, rows RowSource, cfg judge.ThermalConfig, op
 			g = &gpuRows{}
 			byGPU[key] = g
 		}
-		if g.name == "" && r.Name != "" {
-			g.name, g.nameLine = r.Name, r.Line
-		}
-		if r.PowerLimit != nil {
-			g.limit = max(g.limit, *r.PowerLimit)
-		}
-		s := thermal.SampleOf(r)
-		if s == nil {
-			return
-		}
-		g.seen.add(s.Power, s.SMClock)
-		if g.samples > 0 && !s.Time.After(g.last) {
-			return
-		}
-		if g.samples > 0 && len(g.gaps) < maxCadenceGaps {
-			g.gaps = append(g.gaps, s.Time.Sub(g.last))
-		}
-		g.samples++
-		g.last = s.Time
+		g.add(r)
 	})
-	if err != nil {
-		return Report{}, err
+	return byGPU, err
+}
+
+func (g *gpuRows) add(r thermallog.Row) {
+	if g.name == "" && r.Name != "" {
+		g.name, g.nameLine = r.Name, r.Line
 	}
-	var gpus []int
+	if r.PowerLimit != nil {
+		g.limit = max(g.limit, *r.PowerLimit)
+	}
+	s := thermal.SampleOf(r)
+	if s == nil {
+		return
+	}
+	g.seen.add(s.Power, s.SMClock)
+	if g.samples > 0 && !s.Time.After(g.last) {
+		return
+	}
+	if g.samples > 0 && len(g.gaps) < maxCadenceGaps {
+		g.gaps = append(g.gaps, s.Time.Sub(g.last))
+	}
+	g.samples++
+	g.last = s.Time
+}
+
+// chosenGPU is the GPU the report is on, merged with the rows that name
+// no GPU.
+type chosenGPU struct {
+	gpuRows
+	index int   // -1: the log names no GPU
+	gpus  []int // every GPU the log names
+}
+
+func chooseGPU(byGPU map[int]*gpuRows, opt LogOptions) (chosenGPU, error) {
+	c := chosenGPU{index: -1}
 	for i := range byGPU {
 		if i >= 0 {
-			gpus = append(gpus, i)
+			c.gpus = append(c.gpus, i)
 		}
 	}
-	sort.Ints(gpus)
-	index := -1
+	sort.Ints(c.gpus)
 	switch {
 	case opt.GPU != nil:
-		index = *opt.GPU
-		if len(gpus) > 0 && byGPU[index] == nil {
-			return Report{}, fmt.Errorf("the log has no GPU %d (it has %s): --gpu", *opt.GPU, joinInts(gpus))
+		c.index = *opt.GPU
+		if len(c.gpus) > 0 && byGPU[c.index] == nil {
+			return c, fmt.Errorf("the log has no GPU %d (it has %s): --gpu", *opt.GPU, joinInts(c.gpus))
 		}
-	case len(gpus) > 0:
-		index = gpus[0]
+	case len(c.gpus) > 0:
+		c.index = c.gpus[0]
 	}
-	var sel gpuRows
-	var gaps []time.Duration
-	for _, key := range []int{index, -1} {
+	for _, key := range []int{c.index, -1} {
 		g := byGPU[key]
-		if g == nil || key == -1 && index == -1 && sel.samples > 0 {
+		if g == nil || key == -1 && c.index == -1 && c.samples > 0 {
 			continue
 		}
-		if g.name != "" && (sel.name == "" || g.nameLine < sel.nameLine) {
-			sel.name, sel.nameLine = g.name, g.nameLine
+		if g.name != "" && (c.name == "" || g.nameLine < c.nameLine) {
+			c.name, c.nameLine = g.name, g.nameLine
 		}
-		sel.limit = max(sel.limit, g.limit)
-		sel.seen.add(g.seen.maxPower, nil)
-		sel.seen.maxClock = max(sel.seen.maxClock, g.seen.maxClock)
-		sel.samples += g.samples
-		if len(gaps) == 0 {
-			gaps = g.gaps
+		c.limit = max(c.limit, g.limit)
+		c.seen.add(g.seen.maxPower, nil)
+		c.seen.maxClock = max(c.seen.maxClock, g.seen.maxClock)
+		c.samples += g.samples
+		if len(c.gaps) == 0 {
+			c.gaps = g.gaps
 		}
 		if key == -1 {
 			break
 		}
 	}
-	if sel.samples == 0 {
-		return Report{}, ErrNoSample
+	if c.samples == 0 {
+		return c, ErrNoSample
 	}
-	name := sel.name
+	return c, nil
+}
+
+func (c chosenGPU) model(opt LogOptions, cfg judge.ThermalConfig) gpuModel {
+	name := c.name
 	if name == "" {
 		name = opt.GPUName
 	}
-	gpu := identifyGPU(name, sel.limit, opt.PowerLimit, sel.seen, cfg)
+	gpu := identifyGPU(name, c.limit, opt.PowerLimit, c.seen, cfg)
 	if gpu.assumed && opt.MachineGPU != nil {
 		if m := opt.MachineGPU(); strings.Contains(strings.ToUpper(m), "GB10") {
 			gpu.name, gpu.assumed, gpu.machine = m, false, true
 		}
 	}
-	cfg.NominalPower = gpu.rating
-	if interval, ok := medianGap(gaps); ok {
-		cfg.Interval = interval
-	}
-	if err := cfg.Validate(); err != nil {
-		return Report{}, fmt.Errorf("the log's samples come every %v: %w (--thermal.window)", cfg.Interval, err)
-	}
-	stepCfg := cfg
-	averaged := false
-	if step := cfg.Window / MaxWindowSamples; cfg.Interval < step {
-		stepCfg.Interval, averaged = step, true
-	}
+	return gpu
+}
 
-	// Pass 2: replay and figures.
-	var back Backward
-	back.RepeatedHour = meta.Repeated
-	sum := newSummary(cfg)
-	episodes := newEpisodeLog()
-	replayer := newReplayer(stepCfg, episodes.add)
-	avg := averager{step: stepCfg.Interval}
-	pic := newPicture(sel.samples, cfg.MaxGap())
-	var last time.Time
-	samples := func(each func(judge.ThermalSample)) error {
-		n := 0
-		return rows(func(row thermallog.Row) {
-			if row.GPU != nil && *row.GPU != index {
-				return
-			}
-			s := thermal.SampleOf(row)
-			if s == nil {
-				return
-			}
-			if n > 0 && !s.Time.After(last) {
-				if each == nil {
-					if back.Samples == 0 {
-						back.FirstLine = row.Line
-					}
-					back.Samples++
-				}
-				return
-			}
-			n++
-			last = s.Time
-			if each != nil {
-				each(*s)
-				return
-			}
-			sum.add(*s)
-			pic.add(*s)
-			if !averaged {
-				replayer.Add(s)
-			} else if m, ok := avg.add(*s); ok {
-				replayer.Add(&m)
-			}
-		})
+// logPass replays the chosen GPU's samples: the second pass for the
+// figures and episodes, the third for the episodes' figures.
+type logPass struct {
+	rows     RowSource
+	index    int
+	cfg      judge.ThermalConfig
+	stepCfg  judge.ThermalConfig
+	averaged bool
+	back     Backward
+	sum      *summary
+	episodes *episodeLog
+	replayer *thermal.Replayer
+	avg      averager
+	pic      *picture
+	last     time.Time
+}
+
+func newLogPass(rows RowSource, c chosenGPU, cfg judge.ThermalConfig, repeated int) *logPass {
+	p := &logPass{rows: rows, index: c.index, cfg: cfg, stepCfg: cfg}
+	if step := cfg.Window / MaxWindowSamples; cfg.Interval < step {
+		p.stepCfg.Interval, p.averaged = step, true
 	}
-	if err := samples(nil); err != nil {
+	p.back.RepeatedHour = repeated
+	p.sum = newSummary(cfg)
+	p.episodes = newEpisodeLog()
+	p.replayer = newReplayer(p.stepCfg, p.episodes.add)
+	p.avg = averager{step: p.stepCfg.Interval}
+	p.pic = newPicture(c.samples, cfg.MaxGap())
+	return p
+}
+
+func (p *logPass) replay(gb10 bool) (Report, error) {
+	if err := p.samples(nil); err != nil {
 		return Report{}, err
 	}
-	if m, ok := avg.flush(); ok {
-		replayer.Add(&m)
+	if m, ok := p.avg.flush(); ok {
+		p.replayer.Add(&m)
 	}
-	res := result(replayer, episodes.add)
-	r := sum.report(episodes, res.Throttled, nil, gpu.gb10)
+	res := result(p.replayer, p.episodes.add)
+	r := p.sum.report(p.episodes, res.Throttled, nil, gb10)
 	r.windowCovered = res.Judged > 0
-	r.samples, r.pictureGap = pic.samples, pic.gap()
-
-	// Pass 3: the episodes' figures.
+	r.samples, r.pictureGap = p.pic.samples, p.pic.gap()
 	if len(r.Throttle.Episodes) > 0 {
-		var perr error
+		var err error
 		describeAll(r.Throttle.Episodes, func(yield func(judge.ThermalSample)) {
-			perr = samples(yield)
-		}, cfg)
-		if perr != nil {
-			return Report{}, perr
+			err = p.samples(yield)
+		}, p.cfg)
+		if err != nil {
+			return Report{}, err
 		}
 	}
-	r.StepSeconds = round(stepCfg.Interval.Seconds())
-	r.Source, r.Format, r.Throttle.From = "csv", meta.Format, "replay"
-	r.GPU = max(index, 0)
-	if len(gpus) > 1 {
-		r.GPUs = gpus
-	}
-	gpu.fill(&r)
-	r.Backward = back
-	for _, e := range meta.Skipped {
-		r.SkippedLines = append(r.SkippedLines, SkippedLine{Line: e.Line, Error: e.Err.Error()})
-	}
-	r.SkippedTotal = meta.SkippedTotal
-	r.Verdict, r.VerdictState = verdict(r)
+	r.StepSeconds = round(p.stepCfg.Interval.Seconds())
+	r.Backward = p.back
 	return r, nil
+}
+
+// samples passes the chosen GPU's samples in time order to each, or, with
+// each nil, to the figures and the replay, counting those that go back.
+func (p *logPass) samples(each func(judge.ThermalSample)) error {
+	n := 0
+	return p.rows(func(row thermallog.Row) {
+		if row.GPU != nil && *row.GPU != p.index {
+			return
+		}
+		s := thermal.SampleOf(row)
+		if s == nil {
+			return
+		}
+		if n > 0 && !s.Time.After(p.last) {
+			if each == nil {
+				if p.back.Samples == 0 {
+					p.back.FirstLine = row.Line
+				}
+				p.back.Samples++
+			}
+			return
+		}
+		n++
+		p.last = s.Time
+		if each != nil {
+			each(*s)
+			return
+		}
+		p.sum.add(*s)
+		p.pic.add(*s)
+		if !p.averaged {
+			p.replayer.Add(s)
+		} else if m, ok := p.avg.add(*s); ok {
+			p.replayer.Add(&m)
+		}
+	})
 }
 
 // medianGap is the log's sampling interval, which missed samples do not

@@ -187,6 +187,22 @@ func (r Report) WriteText(w io.Writer) error {
 		// Strings from a Prometheus server reach a terminal.
 		fmt.Fprintf(&b, "%-13s %s\n", label, fmt.Sprintf(format, safetext.Args(args)...))
 	}
+	r.writeSource(line)
+	r.writeRun(line)
+	r.writeReadings(line)
+	r.Throttle.writeText(&b, line)
+	if m := r.Memory; m != nil {
+		writeMemory(&b, line, m, r.Start)
+	}
+	r.writeNotes(&b, line)
+	line("verdict", "%s", r.Verdict)
+	_, err := io.WriteString(w, safetext.StripText(b.String()))
+	return err
+}
+
+type lineFunc = func(label, format string, args ...any)
+
+func (r Report) writeSource(line lineFunc) {
 	source := "thermal log"
 	if r.Source == "prometheus" {
 		source = "Prometheus, instance " + r.Instance
@@ -209,6 +225,9 @@ func (r Report) WriteText(w io.Writer) error {
 	if r.StepSeconds > r.IntervalSeconds {
 		line("judged", "every %s (the rows averaged: a window holds at most %d steps)", duration(r.StepSeconds), MaxWindowSamples)
 	}
+}
+
+func (r Report) writeRun(line lineFunc) {
 	line("run", "%s → %s (%s)", r.Start.Format("2006-01-02 15:04:05 -07:00"), stamp(r.End, r.Start), duration(r.DurationSeconds))
 	if n := r.Backward.RepeatedHour; n > 0 {
 		line("clock", "%d sample(s) in the hour repeated when the clock fell back to standard time, read at the later offset", n)
@@ -230,6 +249,9 @@ func (r Report) WriteText(w io.Writer) error {
 			line("plateau", "%s (%s) busy at %.0f–%.0f W, the ~100 W plateau", duration(*p), share(*p), judge.PlateauLowWatts, judge.PlateauHighWatts)
 		}
 	}
+}
+
+func (r Report) writeReadings(line lineFunc) {
 	if t := r.Temperature; t != nil {
 		line("temperature", "%.0f–%.0f °C, mean %.0f °C", t.Min, t.Max, t.Mean)
 	}
@@ -243,33 +265,35 @@ func (r Report) WriteText(w io.Writer) error {
 	if c := r.SMClock; c != nil {
 		line("SM clock", "%s–%s GHz", ghz(c.Min), ghz(c.Max))
 	}
-	th := r.Throttle
+}
+
+func (th Throttle) writeText(b *strings.Builder, line lineFunc) {
 	line("throttled", "%d episode(s), %s (%s)", th.count(), duration(th.ThrottledSeconds), percent(th.ThrottledRatio))
 	for _, e := range th.Episodes {
 		end := stamp(e.End, e.Start)
 		if e.Open {
 			end += " (still at the end)"
 		}
-		fmt.Fprintf(&b, "  %s → %s  %s", e.Start.Format("2006-01-02 15:04:05"), end, duration(e.DurationSeconds))
+		fmt.Fprintf(b, "  %s → %s  %s", e.Start.Format("2006-01-02 15:04:05"), end, duration(e.DurationSeconds))
 		if e.PeakTemperatureCelsius != nil {
-			fmt.Fprintf(&b, ", peak %.0f °C", *e.PeakTemperatureCelsius)
+			fmt.Fprintf(b, ", peak %.0f °C", *e.PeakTemperatureCelsius)
 		}
 		if e.PowerMeanWatts != nil {
-			fmt.Fprintf(&b, ", mean %.0f W", *e.PowerMeanWatts)
+			fmt.Fprintf(b, ", mean %.0f W", *e.PowerMeanWatts)
 		}
 		if e.SMClockBeforeHertz != nil && e.SMClockDuringHertz != nil {
-			fmt.Fprintf(&b, ", SM clock %s → %s GHz", ghz(*e.SMClockBeforeHertz), ghz(*e.SMClockDuringHertz))
+			fmt.Fprintf(b, ", SM clock %s → %s GHz", ghz(*e.SMClockBeforeHertz), ghz(*e.SMClockDuringHertz))
 		}
-		fmt.Fprintf(&b, ", evidence %s", safetext.Strip(e.Evidence))
+		fmt.Fprintf(b, ", evidence %s", safetext.Strip(e.Evidence))
 		if s := e.ThermalSlowdownSeconds; s != nil {
-			fmt.Fprintf(&b, " (driver thermal slowdown counters +%s)", duration(*s))
+			fmt.Fprintf(b, " (driver thermal slowdown counters +%s)", duration(*s))
 		}
 		b.WriteByte('\n')
 	}
-	leftOut(&b, th.EpisodesLeftOut, "episode(s)")
-	if m := r.Memory; m != nil {
-		writeMemory(&b, line, m, r.Start)
-	}
+	leftOut(b, th.EpisodesLeftOut, "episode(s)")
+}
+
+func (r Report) writeNotes(b *strings.Builder, line lineFunc) {
 	for _, a := range r.Alerts {
 		gpu := ""
 		if a.GPU != "" {
@@ -277,7 +301,7 @@ func (r Report) WriteText(w io.Writer) error {
 		}
 		line("alert", "%s (%s%s) %s → %s", a.Name, a.Severity, gpu, stamp(a.Start, r.Start), stamp(a.End, a.Start))
 	}
-	leftOut(&b, r.AlertsLeftOut, "alert stretch(es)")
+	leftOut(b, r.AlertsLeftOut, "alert stretch(es)")
 	if n := r.PointsLeftOut; n != nil && *n > 0 {
 		line("left out", "%d point(s) of Prometheus's answers outside the range asked for, or not a number", *n)
 	}
@@ -290,12 +314,9 @@ func (r Report) WriteText(w io.Writer) error {
 	for _, a := range r.Assumptions {
 		line("not assumed", "%s", a)
 	}
-	line("verdict", "%s", r.Verdict)
-	_, err := io.WriteString(w, safetext.StripText(b.String()))
-	return err
 }
 
-func writeMemory(b *strings.Builder, line func(string, string, ...any), m *Memory, start time.Time) {
+func writeMemory(b *strings.Builder, line lineFunc, m *Memory, start time.Time) {
 	if v := m.LowestHeadroomBytes; v != nil {
 		line("headroom", "lowest %s", gib(*v))
 	}
