@@ -105,30 +105,41 @@ func reportCommand(app *kingpin.Application) command {
 			}
 		}
 		if err == nil {
-			if *asJSON {
-				err = r.WriteJSON(stdout)
-			} else {
-				err = r.WriteText(stdout)
-			}
+			err = writeReport(r, *asJSON, *svgFile, stdout)
 		}
-		if err == nil && *svgFile != "" {
-			err = writeSVG(*svgFile, r)
-		}
-		var ue usageError
-		var se sourceError
-		switch {
-		case errors.As(err, &se):
-			fmt.Fprintf(stderr, "%s: error: %v\n", name, err)
-			return reportFailed
-		case errors.As(err, &ue):
-			fmt.Fprintf(stderr, "%s: error: %v; try --help\n", name, err)
-			return reportUsage
-		case err != nil:
-			fmt.Fprintf(stderr, "%s: error: %v\n", name, err)
-			return reportFailed
-		}
-		return reportMade
+		return reportExit(err, stderr)
 	}
+}
+
+func writeReport(r report.Report, asJSON bool, svgFile string, stdout io.Writer) error {
+	var err error
+	if asJSON {
+		err = r.WriteJSON(stdout)
+	} else {
+		err = r.WriteText(stdout)
+	}
+	if err == nil && svgFile != "" {
+		err = writeSVG(svgFile, r)
+	}
+	return err
+}
+
+// reportExit says what went wrong, if anything, and gives the exit status.
+func reportExit(err error, stderr io.Writer) int {
+	var ue usageError
+	var se sourceError
+	switch {
+	case errors.As(err, &se):
+		fmt.Fprintf(stderr, "%s: error: %v\n", name, err)
+		return reportFailed
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "%s: error: %v; try --help\n", name, err)
+		return reportUsage
+	case err != nil:
+		fmt.Fprintf(stderr, "%s: error: %v\n", name, err)
+		return reportFailed
+	}
+	return reportMade
 }
 
 // logOptions are the report flags that bear on a log.
