@@ -55,7 +55,7 @@ func statusCommand(app *kingpin.Application) command {
 			fmt.Fprintf(stderr, "%s status: the answer is not a %s status model\n", name, status.APIVersion)
 			return 1
 		}
-		if err := status.Report(stdout, m); err != nil {
+		if err := status.WriteText(stdout, m); err != nil {
 			return 1
 		}
 		return 0

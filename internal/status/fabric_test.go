@@ -78,7 +78,7 @@ func TestFabricLine(t *testing.T) {
 				t.Errorf("view %q %q", v.S("fabric.state"), v.T("fabric.state"))
 			}
 			var b bytes.Buffer
-			if err := Report(&b, m); err != nil || !strings.Contains(b.String(), "\nFabric   "+c.text+"\n") {
+			if err := WriteText(&b, m); err != nil || !strings.Contains(b.String(), "\nFabric   "+c.text+"\n") {
 				t.Errorf("report %v:\n%s", err, b.String())
 			}
 		})

@@ -214,7 +214,7 @@ func TestNVMLHung(t *testing.T) {
 			continue
 		}
 		var b strings.Builder
-		if err := Report(&b, m); err != nil {
+		if err := WriteText(&b, m); err != nil {
 			t.Fatal(err)
 		}
 		if got := b.String(); !strings.Contains(got, "GPU      none reported: "+tc.want) || !strings.Contains(got, "failing collectors: gpu") {
@@ -577,7 +577,7 @@ func TestPoolOnServingFixtures(t *testing.T) {
 			t.Errorf("%s: view tier %q, usable %q", tc.tree, v.State["pool.usable_tier"], v.Value["pool.usable_bytes"])
 		}
 		var out strings.Builder
-		if err := Report(&out, m); err != nil {
+		if err := WriteText(&out, m); err != nil {
 			t.Fatal(err)
 		}
 		if want := "Pool     " + tc.text; !strings.Contains(out.String(), want) || !strings.Contains(out.String(), "danger:  usable "+Bytes(p.UsableBytes)+" ("+tc.tier+")") {

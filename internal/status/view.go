@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // View is the page's refreshed figures as the page shows them: each text,
@@ -52,69 +53,15 @@ func (v View) V(key string) string { return v.Value[key] }
 func NewView(m Model) View {
 	v := View{Shape: shape(m), Text: map[string]string{}, State: map[string]string{}, Value: map[string]string{},
 		Lists: map[string][]string{}, Charts: map[string]ChartView{}}
-	verdict := func(key, state, text string) { v.State[key], v.Text[key] = state, text }
-	bytes := func(key string, b int64) { v.Text[key], v.Value[key] = Bytes(b), strconv.FormatInt(b, 10) }
-	opt := func(key string, x *float64, format func(float64) string) {
-		v.Text[key] = "not reported"
-		if x != nil {
-			v.Text[key] = format(*x)
-		}
-	}
 	v.Text["generated_at"] = m.GeneratedAt
 	if p := m.Pool; p != nil {
-		verdict("pool.state", p.State, p.Text)
-		v.Text["pool.oom_ladder_step"] = p.OOMLadderStep
-		var title []string
-		for i, s := range p.Bar {
-			bytes(fmt.Sprintf("pool.bar.%d.bytes", i), s.Bytes)
-			v.Bar = append(v.Bar, BarSegment{X: barX(p, i), Width: barWidth(p, i)})
-			title = append(title, s.Label+" "+Bytes(s.Bytes))
-		}
-		v.BarTitle = "The pool of " + Bytes(p.TotalBytes) + ": " + strings.Join(title, ", ") + "."
-		bytes("pool.usable_bytes", p.UsableBytes)
-		v.State["pool.usable_tier"], v.Text["pool.usable_tier"] = p.UsableTier, p.UsableTier
-		bytes("pool.total_bytes", p.TotalBytes)
-		bytes("pool.free_bytes", p.FreeBytes)
-		bytes("pool.headroom_bytes", p.HeadroomBytes)
-		bytes("pool.headroom_after_flush_bytes", p.HeadroomAfterFlushBytes)
+		v.addPool(p)
 	}
 	for gi, g := range m.GPUs {
-		k := "gpus." + strconv.Itoa(gi) + "."
-		if t := g.Thermal; t != nil {
-			verdict(k+"thermal.state", t.State, t.Text)
-			v.Lists[k+"thermal.evidence"] = t.Evidence
-			v.Text[k+"thermal.episodes"] = strconv.Itoa(t.Episodes)
-			v.Text[k+"thermal.throttled_seconds"] = Duration(secondsDuration(t.ThrottledSeconds))
-			for _, kind := range chartKinds {
-				c := newChart(kind, g)
-				cv := ChartView{Points: c.Points, Lo: c.Lo, Hi: c.Hi, Desc: c.Desc, Lines: []string{}}
-				for _, l := range c.Lines {
-					cv.Lines = append(cv.Lines, l.Y)
-				}
-				v.Charts[c.ID] = cv
-			}
-		}
-		opt(k+"temperature_celsius", g.TemperatureCelsius, Celsius)
-		opt(k+"power_watts", g.PowerWatts, Watts)
-		opt(k+"sm_clock_hertz", g.SMClockHertz, MHz)
-		opt(k+"utilization_ratio", g.UtilizationRatio, Percent)
-		v.Text[k+"clock_events"] = "none"
-		if len(g.ClockEvents) > 0 {
-			v.Text[k+"clock_events"] = strings.Join(g.ClockEvents, ", ")
-		}
+		v.addGPU("gpus."+strconv.Itoa(gi)+".", g)
 	}
 	if w := m.Workloads; w != nil {
-		verdict("workloads.state", w.State, w.Text)
-		for i, x := range w.List {
-			k := "workloads.list." + strconv.Itoa(i) + "."
-			v.Text[k+"resident_bytes"] = "not read"
-			if x.ResidentBytes != nil {
-				v.Text[k+"resident_bytes"] = Bytes(*x.ResidentBytes)
-			}
-			v.Text[k+"cap"] = capCell(x.Cap)
-			v.Text[k+"container"] = containerCell(x)
-			v.Text[k+"engine"] = engineCell(x, generatedAt(m))
-		}
+		v.addWorkloads(w, generatedAt(m))
 	}
 	if pl := m.Plans; pl != nil {
 		for i, p := range pl.List {
@@ -124,12 +71,12 @@ func NewView(m Model) View {
 		}
 	}
 	if f := m.Fabric; f != nil {
-		verdict("fabric.state", f.State, f.Text)
+		v.verdict("fabric.state", f.State, f.Text)
 	}
 	if f := m.Flight; f != nil {
-		verdict("flight.state", f.State, f.Text)
+		v.verdict("flight.state", f.State, f.Text)
 	}
-	verdict("nvml.state", m.NVML.State, m.NVML.Text)
+	v.verdict("nvml.state", m.NVML.State, m.NVML.Text)
 	for i, c := range m.Collectors {
 		k := "collectors." + strconv.Itoa(i)
 		state := "failing"
@@ -141,6 +88,76 @@ func NewView(m Model) View {
 		v.Text[k+".duration_seconds"] = Milliseconds(c.DurationSeconds)
 	}
 	return v
+}
+
+func (v *View) verdict(key, state, text string) { v.State[key], v.Text[key] = state, text }
+
+func (v *View) bytes(key string, b int64) {
+	v.Text[key], v.Value[key] = Bytes(b), strconv.FormatInt(b, 10)
+}
+
+func (v *View) optional(key string, x *float64, format func(float64) string) {
+	v.Text[key] = "not reported"
+	if x != nil {
+		v.Text[key] = format(*x)
+	}
+}
+
+func (v *View) addPool(p *Pool) {
+	v.verdict("pool.state", p.State, p.Text)
+	v.Text["pool.oom_ladder_step"] = p.OOMLadderStep
+	var title []string
+	for i, s := range p.Bar {
+		v.bytes(fmt.Sprintf("pool.bar.%d.bytes", i), s.Bytes)
+		v.Bar = append(v.Bar, BarSegment{X: barX(p, i), Width: barWidth(p, i)})
+		title = append(title, s.Label+" "+Bytes(s.Bytes))
+	}
+	v.BarTitle = "The pool of " + Bytes(p.TotalBytes) + ": " + strings.Join(title, ", ") + "."
+	v.bytes("pool.usable_bytes", p.UsableBytes)
+	v.State["pool.usable_tier"], v.Text["pool.usable_tier"] = p.UsableTier, p.UsableTier
+	v.bytes("pool.total_bytes", p.TotalBytes)
+	v.bytes("pool.free_bytes", p.FreeBytes)
+	v.bytes("pool.headroom_bytes", p.HeadroomBytes)
+	v.bytes("pool.headroom_after_flush_bytes", p.HeadroomAfterFlushBytes)
+}
+
+func (v *View) addGPU(k string, g GPU) {
+	if t := g.Thermal; t != nil {
+		v.verdict(k+"thermal.state", t.State, t.Text)
+		v.Lists[k+"thermal.evidence"] = t.Evidence
+		v.Text[k+"thermal.episodes"] = strconv.Itoa(t.Episodes)
+		v.Text[k+"thermal.throttled_seconds"] = Duration(secondsDuration(t.ThrottledSeconds))
+		for _, kind := range chartKinds {
+			c := newChart(kind, g)
+			cv := ChartView{Points: c.Points, Lo: c.Lo, Hi: c.Hi, Desc: c.Desc, Lines: []string{}}
+			for _, l := range c.Lines {
+				cv.Lines = append(cv.Lines, l.Y)
+			}
+			v.Charts[c.ID] = cv
+		}
+	}
+	v.optional(k+"temperature_celsius", g.TemperatureCelsius, Celsius)
+	v.optional(k+"power_watts", g.PowerWatts, Watts)
+	v.optional(k+"sm_clock_hertz", g.SMClockHertz, MHz)
+	v.optional(k+"utilization_ratio", g.UtilizationRatio, Percent)
+	v.Text[k+"clock_events"] = "none"
+	if len(g.ClockEvents) > 0 {
+		v.Text[k+"clock_events"] = strings.Join(g.ClockEvents, ", ")
+	}
+}
+
+func (v *View) addWorkloads(w *Workloads, now time.Time) {
+	v.verdict("workloads.state", w.State, w.Text)
+	for i, x := range w.List {
+		k := "workloads.list." + strconv.Itoa(i) + "."
+		v.Text[k+"resident_bytes"] = "not read"
+		if x.ResidentBytes != nil {
+			v.Text[k+"resident_bytes"] = Bytes(*x.ResidentBytes)
+		}
+		v.Text[k+"cap"] = capCell(x.Cap)
+		v.Text[k+"container"] = containerCell(x)
+		v.Text[k+"engine"] = engineCell(x, now)
+	}
 }
 
 // chartKinds are the charts of a GPU's thermal window, in the page's order.
