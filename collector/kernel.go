@@ -43,6 +43,8 @@ var (
 		"NVRM Xid events the kernel logged since boot, by code.", "xid")
 	kernelAERDesc = newDesc("spark_kernel_pcie_aer_errors_total",
 		"PCIe AER errors the kernel logged since boot, by severity (corrected, nonfatal, fatal).", "severity")
+	kernelSMMUDesc = newDesc("spark_kernel_smmu_timeouts_total",
+		"ARM SMMU CMD_SYNC timeouts the kernel logged since boot: the IOMMU stopped answering (about once a second on a GB10 whose GPU was lost).")
 	kernelSkippedDesc = newDesc("spark_kernel_log_records_skipped_total",
 		"Kernel log records not counted, by reason: overrun (the kernel's ring overwrote them before they were read), malformed (not a kmsg record), not_kernel (another facility's: a user's, a daemon's or a container's write to /dev/kmsg).",
 		"reason")
@@ -106,6 +108,7 @@ func (c *kernelCollector) Update(ctx context.Context, ch chan<- prometheus.Metri
 		ch <- prometheus.MustNewConstMetric(kernelOOMDesc, prometheus.CounterValue, float64(k.Counts.OOMKills[constraint]), constraint)
 	}
 	ch <- prometheus.MustNewConstMetric(kernelDriverOOMDesc, prometheus.CounterValue, float64(k.Counts.DriverOutOfMemory))
+	ch <- prometheus.MustNewConstMetric(kernelSMMUDesc, prometheus.CounterValue, float64(k.Counts.SMMUTimeouts))
 	codes := make([]int, 0, len(k.Counts.Xid))
 	for code := range k.Counts.Xid {
 		codes = append(codes, code)

@@ -12,7 +12,7 @@ import (
 // every counter as the events it holds, the fixed labels present at 0.
 func TestKernelCollector(t *testing.T) {
 	var all []byte
-	for _, name := range []string{"nvrm-no-memory.kmsg", "xid.kmsg", "oom-global.kmsg", "oom-cgroup.kmsg", "aer.kmsg"} {
+	for _, name := range []string{"nvrm-no-memory.kmsg", "xid.kmsg", "oom-global.kmsg", "oom-cgroup.kmsg", "aer.kmsg", "smmu.kmsg"} {
 		data, err := os.ReadFile(filepath.Join("..", "testdata", "kmsg", name))
 		if err != nil {
 			t.Fatal(err)
@@ -42,6 +42,7 @@ func TestKernelCollector(t *testing.T) {
 		`spark_kernel_pcie_aer_errors_total{severity="corrected"}`:    1,
 		`spark_kernel_pcie_aer_errors_total{severity="nonfatal"}`:     1,
 		`spark_kernel_pcie_aer_errors_total{severity="fatal"}`:        1,
+		`spark_kernel_smmu_timeouts_total`:                            3,
 		`spark_kernel_log_records_skipped_total{reason="overrun"}`:    0,
 		`spark_kernel_log_records_skipped_total{reason="malformed"}`:  0,
 		`spark_kernel_log_records_skipped_total{reason="not_kernel"}`: 0,

@@ -31,6 +31,8 @@ type Counts struct {
 	Xid map[int]uint64
 	// AER counts PCIe AER errors by severity, all three always present.
 	AER map[string]uint64
+	// SMMUTimeouts counts CMD_SYNC timeouts of the ARM SMMU.
+	SMMUTimeouts uint64
 	// LeftOut counts Xid events of codes beyond MaxXidCodes.
 	LeftOut uint64
 	// Skipped counts the records not counted, by why (Overrun, Malformed,
@@ -55,6 +57,8 @@ func (c *Counts) Add(ev Event) {
 		c.OOMKills[ev.Constraint]++
 	case DriverOutOfMemory:
 		c.DriverOutOfMemory++
+	case SMMUTimeout:
+		c.SMMUTimeouts++
 	case Xid:
 		if _, ok := c.Xid[ev.Code]; !ok && !judge.XidPages(ev.Code) && c.quietXids() >= MaxXidCodes {
 			c.LeftOut++

@@ -18,6 +18,8 @@ const (
 	Xid
 	// PCIeAER is one PCIe Advanced Error Reporting error.
 	PCIeAER
+	// SMMUTimeout is a CMD_SYNC the ARM SMMU did not complete.
+	SMMUTimeout
 )
 
 // OOM constraints, as the metric's label names them.
@@ -70,6 +72,9 @@ var (
 	// drivers/pci/pcie/aer.c aer_print_error, behind dev_printk's
 	// "DRIVER DOMAIN:BUS:DEVICE.FUNCTION: ".
 	aerLine = regexp.MustCompile(`^[A-Za-z0-9_.-]+ [0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]: PCIe Bus Error: severity=([A-Za-z() -]+), `)
+	// drivers/iommu/arm/arm-smmu-v3/arm-smmu-v3.c, behind dev_printk's
+	// "arm-smmu-v3 DEVICE: "; older kernels end the line at "timeout".
+	smmuTimeoutLine = regexp.MustCompile(`^arm-smmu-v3 [A-Za-z0-9_.:-]+: CMD_SYNC timeout(?:$| at 0x)`)
 )
 
 // Classifier turns records into events, counting once an event that spans
@@ -104,6 +109,8 @@ func (c *Classifier) Classify(msg string) (Event, bool) {
 		return Event{Kind: OOMKill, Constraint: oomConstraint(m[1])}, true
 	case strings.Contains(msg, ": Killed process "):
 		return c.killed(msg)
+	case smmuTimeoutLine.MatchString(msg):
+		return Event{Kind: SMMUTimeout}, true
 	case strings.Contains(msg, ": PCIe Bus Error: "):
 		if m := aerLine.FindStringSubmatch(msg); m != nil {
 			if sev, ok := aerSeverity(m[1]); ok {

@@ -68,6 +68,13 @@ func TestClassify(t *testing.T) {
 		{"NVRM: Xid (0000:01:00): 79, GPU has fallen off the bus.", Event{}, false},
 		{"NVRM: Xid (PCI:0000:01:0): 79, x", Event{}, false},
 		{" NVRM: Xid (PCI:0000:01:00): 79, x", Event{}, false},
+		{"arm-smmu-v3 arm-smmu-v3.1.auto: CMD_SYNC timeout at 0x00017d73 [hwprod 0x00017d73, hwcons 0x00017d72]", Event{Kind: SMMUTimeout}, true},
+		{"arm-smmu-v3 arm-smmu-v3.0.auto: CMD_SYNC timeout", Event{Kind: SMMUTimeout}, true},
+		{"arm-smmu-v3 2b400000.iommu: CMD_SYNC timeout at 0x00000146 [hwprod 0x00000146, hwcons 0x00000000]", Event{Kind: SMMUTimeout}, true},
+		{"arm-smmu-v3 arm-smmu-v3.1.auto: CMDQ error (cons 0x0100b1b7): ATC invalidate timeout", Event{}, false},
+		{"arm-smmu-v3 arm-smmu-v3.1.auto: CMD_SYNC timeouts", Event{}, false},
+		{"arm-smmu-v3 a:[4247]: segfault at 0 ip 0 sp 0 error 4 in x: CMD_SYNC timeout at 0x00017d73[5+1]", Event{}, false},
+		{"x arm-smmu-v3 arm-smmu-v3.1.auto: CMD_SYNC timeout", Event{}, false},
 	} {
 		var c Classifier
 		got, ok := c.Classify(tc.msg)
@@ -118,6 +125,7 @@ func TestFixtures(t *testing.T) {
 		{"oom-global.kmsg", func(c Counts) bool { return c.OOMKills[Global] == 1 && c.OOMKills[Cgroup] == 0 }},
 		{"oom-cgroup.kmsg", func(c Counts) bool { return c.OOMKills[Global] == 0 && c.OOMKills[Cgroup] == 1 }},
 		{"aer.kmsg", func(c Counts) bool { return c.AER[Corrected] == 1 && c.AER[NonFatal] == 1 && c.AER[Fatal] == 1 }},
+		{"smmu.kmsg", func(c Counts) bool { return c.SMMUTimeouts == 3 && c.DriverOutOfMemory == 0 && len(c.Xid) == 0 }},
 	} {
 		r, err := Open(fixture(t, tc.file))
 		if err != nil {
@@ -204,7 +212,7 @@ func TestLongLineDropped(t *testing.T) {
 // Whatever the bytes, reading them never panics, the counts stay bounded
 // and every fixed key stays present.
 func FuzzFeed(f *testing.F) {
-	for _, name := range []string{"aer.kmsg", "xid.kmsg", "oom-global.kmsg", "oom-cgroup.kmsg", "nvrm-no-memory.kmsg"} {
+	for _, name := range []string{"aer.kmsg", "xid.kmsg", "oom-global.kmsg", "oom-cgroup.kmsg", "nvrm-no-memory.kmsg", "smmu.kmsg"} {
 		data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "kmsg", name))
 		if err != nil {
 			f.Fatal(err)
