@@ -153,3 +153,18 @@ func TestKernelLogFIFOWithoutWriter(t *testing.T) {
 		return ok && v == 1 && s == 1
 	}, "Xid 79 written by a writer that came after the start counted")
 }
+
+// Lines that are no kmsg record, one longer than any, are counted as such.
+func TestKernelMalformedRecordsExported(t *testing.T) {
+	log := []byte("not a record\n4,1,1,-;" + strings.Repeat("x", 9000) + "\n4,2,2,-;NVRM: Xid (PCI:000f:01:00): 13, x\n")
+	m := kernelMetrics(t, startOnKmsg(t, writeKmsg(t, log)))
+	for series, want := range map[string]float64{
+		`spark_kernel_log_records_skipped_total{reason="malformed"}`: 2,
+		`spark_kernel_log_records_skipped_total{reason="overrun"}`:   0,
+		`spark_kernel_gpu_xid_errors_total{xid="13"}`:                1,
+	} {
+		if v, ok := testexporter.Value(m, series); !ok || v != want {
+			t.Errorf("%s %v (%v), want %v", series, v, ok, want)
+		}
+	}
+}
