@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -40,18 +41,10 @@ func kernelCounts(metrics string) []string {
 func writeKmsg(t *testing.T, data ...[]byte) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "kmsg")
-	if err := os.WriteFile(path, append([]byte(nil), bytesJoin(data)...), 0o600); err != nil {
+	if err := os.WriteFile(path, bytes.Join(data, nil), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path
-}
-
-func bytesJoin(parts [][]byte) []byte {
-	var all []byte
-	for _, p := range parts {
-		all = append(all, p...)
-	}
-	return all
 }
 
 func readKmsgFixture(t *testing.T, name string) []byte {
@@ -98,7 +91,7 @@ func TestKernelUserXidsDoNotHideAPagingXid(t *testing.T) {
 // A --kernel.kmsg-path that never ends or is huge: the exporter listens
 // and answers at once, with the log reported unreadable.
 func TestKernelLogPathEndlessOrHuge(t *testing.T) {
-	for name, make := range map[string]func(t *testing.T, path string){
+	for name, create := range map[string]func(t *testing.T, path string){
 		"a copy of /dev/zero": func(t *testing.T, path string) {
 			if err := syscall.Mknod(path, syscall.S_IFCHR|0o600, 1<<8|5); err != nil {
 				t.Skipf("mknod (needs root): %v", err)
@@ -115,7 +108,7 @@ func TestKernelLogPathEndlessOrHuge(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "kmsg")
-			make(t, path)
+			create(t, path)
 			p := startOnKmsg(t, path)
 			if v, ok := testexporter.Value(kernelMetrics(t, p), `spark_kernel_field_supported{field="kmsg"}`); !ok || v != 0 {
 				t.Errorf("field_supported %v (%v), want 0", v, ok)
