@@ -26,7 +26,7 @@ func init() {
 	registerCollector("kernel", defaultEnabled, func(fg cliflag.FlagGroup) Factory {
 		path := fg.Flag("kernel.kmsg-path",
 			"The kernel log to read, in /dev/kmsg's record format; reading it needs CAP_SYSLOG where kernel.dmesg_restrict is set. "+
-				"Tests point it at a file or FIFO.").Default("/dev/kmsg").String()
+				"Tests point it at a file (64 MiB at most) or FIFO; another device than /dev/kmsg is refused.").Default("/dev/kmsg").String()
 		return func(env Env) (Collector, error) {
 			return newKernelCollector(*path, env.Logger), nil
 		}
@@ -43,6 +43,11 @@ var (
 		"NVRM Xid events the kernel logged since boot, by code.", "xid")
 	kernelAERDesc = newDesc("spark_kernel_pcie_aer_errors_total",
 		"PCIe AER errors the kernel logged since boot, by severity (corrected, nonfatal, fatal).", "severity")
+	kernelSMMUDesc = newDesc("spark_kernel_smmu_timeouts_total",
+		"ARM SMMU CMD_SYNC timeouts the kernel logged since boot: the IOMMU stopped answering (about once a second on a GB10 whose GPU was lost).")
+	kernelSkippedDesc = newDesc("spark_kernel_log_records_skipped_total",
+		"Kernel log records not counted, by reason: overrun (the kernel's ring overwrote them before they were read), malformed (not a kmsg record), not_kernel (another facility's: a user's, a daemon's or a container's write to /dev/kmsg).",
+		"reason")
 	kernelSupportedDesc = newDesc("spark_kernel_field_supported",
 		"1 when the source is readable (kmsg: the kernel log; without CAP_SYSLOG it is not, and the kernel series are absent).", "field")
 )
@@ -65,6 +70,9 @@ func newKernelCollector(path string, logger log.Logger) *kernelCollector {
 		level.Info(logger).Log("msg", "the kernel log cannot be read; spark_kernel_field_supported{field=\"kmsg\"} is 0", "err", err)
 		return &kernelCollector{}
 	}
+	if !r.Readable() {
+		level.Info(logger).Log("msg", "the kernel log is a FIFO nothing was read from yet; spark_kernel_field_supported{field=\"kmsg\"} is 0 until a record is read")
+	}
 	return &kernelCollector{reader: r}
 }
 
@@ -79,7 +87,7 @@ func (c *kernelCollector) state() collected.Kernel {
 	if c.reader == nil {
 		return collected.Kernel{Counts: kmsg.NewCounts()}
 	}
-	return collected.Kernel{Readable: true, Counts: c.reader.Counts()}
+	return collected.Kernel{Readable: c.reader.Readable(), Counts: c.reader.Counts()}
 }
 
 func (c *kernelCollector) publish(st *collected.State) {
@@ -100,6 +108,7 @@ func (c *kernelCollector) Update(ctx context.Context, ch chan<- prometheus.Metri
 		ch <- prometheus.MustNewConstMetric(kernelOOMDesc, prometheus.CounterValue, float64(k.Counts.OOMKills[constraint]), constraint)
 	}
 	ch <- prometheus.MustNewConstMetric(kernelDriverOOMDesc, prometheus.CounterValue, float64(k.Counts.DriverOutOfMemory))
+	ch <- prometheus.MustNewConstMetric(kernelSMMUDesc, prometheus.CounterValue, float64(k.Counts.SMMUTimeouts))
 	codes := make([]int, 0, len(k.Counts.Xid))
 	for code := range k.Counts.Xid {
 		codes = append(codes, code)
@@ -110,6 +119,9 @@ func (c *kernelCollector) Update(ctx context.Context, ch chan<- prometheus.Metri
 	}
 	for _, severity := range []string{kmsg.Corrected, kmsg.NonFatal, kmsg.Fatal} {
 		ch <- prometheus.MustNewConstMetric(kernelAERDesc, prometheus.CounterValue, float64(k.Counts.AER[severity]), severity)
+	}
+	for _, reason := range []string{kmsg.Overrun, kmsg.Malformed, kmsg.NotKernel} {
+		ch <- prometheus.MustNewConstMetric(kernelSkippedDesc, prometheus.CounterValue, float64(k.Counts.Skipped[reason]), reason)
 	}
 	c.Set(int(min(k.Counts.LeftOut, 1<<31)))
 	return nil

@@ -2,6 +2,10 @@ package rules_test
 
 import (
 	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -151,5 +155,39 @@ func TestThresholdErrorsNameBoth(t *testing.T) {
 		if !strings.Contains(got, part) {
 			t.Errorf("errors %q lack %q", got, part)
 		}
+	}
+}
+
+// xidMatcher is the xid label matcher of a SparkGPUXidError rule.
+var xidMatcher = regexp.MustCompile(`spark_kernel_gpu_xid_errors_total\{xid(=~|!~)"([0-9|]+)"\}`)
+
+// Both SparkGPUXidError rules split the codes where judge.XidPages does,
+// which the kernel reader's code cap also keeps: a code that pages is
+// critical in the rules and never crowded out of the counts.
+func TestXidPagingCodesAreJudges(t *testing.T) {
+	want := map[string]bool{}
+	for code := 1; code <= 999; code++ {
+		if judge.XidPages(code) {
+			want[strconv.Itoa(code)] = true
+		}
+	}
+	n := 0
+	for _, r := range loadRules(t) {
+		if r.Alert != "SparkGPUXidError" {
+			continue
+		}
+		for _, m := range xidMatcher.FindAllStringSubmatch(r.Expr, -1) {
+			n++
+			got := map[string]bool{}
+			for _, code := range strings.Split(m[2], "|") {
+				got[code] = true
+			}
+			if !maps.Equal(got, want) {
+				t.Errorf("SparkGPUXidError xid%s%q, but judge.XidPages is true for %v", m[1], m[2], slices.Sorted(maps.Keys(want)))
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("no xid matcher found in SparkGPUXidError's rules")
 	}
 }

@@ -1,6 +1,7 @@
 package kmsg
 
 import (
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -17,6 +18,8 @@ const (
 	Xid
 	// PCIeAER is one PCIe Advanced Error Reporting error.
 	PCIeAER
+	// SMMUTimeout is a CMD_SYNC the ARM SMMU did not complete.
+	SMMUTimeout
 )
 
 // OOM constraints, as the metric's label names them.
@@ -50,6 +53,30 @@ type Event struct {
 // line this parser misread, not a code, and is not counted.
 const MaxXid = 999
 
+// The patterns match a message from its first byte, where the kernel and
+// the driver start these lines. A process's name (at most 15 bytes) may
+// also start a kernel message ("NAME[PID]: segfault at …"), so each
+// pattern goes on past 15 bytes with text such a line cannot carry there:
+// a PCI address, a constraint's name, a fixed phrase.
+var (
+	// NVRM: Xid (PCI:0000:01:00): 79, … (the driver's nv_report_error).
+	xidLine = regexp.MustCompile(`^NVRM: Xid \(PCI:[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\): ([0-9]{1,4}),`)
+	// The driver's failed check or assertion of an allocation
+	// (nvCheckOkFailedNoLog, nvAssertOkFailedNoLog), some drivers naming
+	// the GPU first.
+	driverNoMemoryLine = regexp.MustCompile(`^NVRM: (?:GPU[0-9]+ )?[A-Za-z_][A-Za-z0-9_]*: (?:Check|Assertion) failed: Out of memory \[NV_ERR_NO_MEMORY\] \(0x00000051\)`)
+	// mm/oom_kill.c dump_oom_summary.
+	oomConstraintLine = regexp.MustCompile(`^oom-kill:constraint=(CONSTRAINT_[A-Z_]+),`)
+	// mm/oom_kill.c __oom_kill_process, after oom_kill_process's message.
+	oomKilledLine = regexp.MustCompile(`^(Out of memory|Out of memory \(oom_kill_allocating_task\)|Memory cgroup out of memory): Killed process [0-9]+ \(`)
+	// drivers/pci/pcie/aer.c aer_print_error, behind dev_printk's
+	// "DRIVER DOMAIN:BUS:DEVICE.FUNCTION: ".
+	aerLine = regexp.MustCompile(`^[A-Za-z0-9_.-]+ [0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]: PCIe Bus Error: severity=([A-Za-z() -]+), `)
+	// drivers/iommu/arm/arm-smmu-v3/arm-smmu-v3.c, behind dev_printk's
+	// "arm-smmu-v3 DEVICE: "; older kernels end the line at "timeout".
+	smmuTimeoutLine = regexp.MustCompile(`^arm-smmu-v3 [A-Za-z0-9_.:-]+: CMD_SYNC timeout(?:$| at 0x)`)
+)
+
 // Classifier turns records into events, counting once an event that spans
 // several records:
 //
@@ -61,7 +88,8 @@ const MaxXid = 999
 //     then "PCIe Bus Error: severity=…" per device: the severity line is the
 //     event, since one message can report errors of several devices.
 //
-// The zero value is ready.
+// The zero value is ready. It reads messages only: the reader passes it
+// the kernel's own records.
 type Classifier struct {
 	// oomPending: a constraint line was counted, its "Killed process" not yet.
 	oomPending bool
@@ -70,49 +98,64 @@ type Classifier struct {
 // Classify returns the event msg completes, if any.
 func (c *Classifier) Classify(msg string) (Event, bool) {
 	switch {
+	case strings.HasPrefix(msg, "NVRM: "):
+		return nvrmEvent(msg)
 	case strings.HasPrefix(msg, "oom-kill:"):
+		m := oomConstraintLine.FindStringSubmatch(msg)
+		if m == nil {
+			return Event{}, false
+		}
 		c.oomPending = true
-		return Event{Kind: OOMKill, Constraint: oomConstraint(msg)}, true
-	case strings.Contains(msg, "Killed process "):
-		if c.oomPending {
-			c.oomPending = false
-			return Event{}, false
-		}
-		if strings.HasPrefix(msg, "Memory cgroup out of memory") {
-			return Event{Kind: OOMKill, Constraint: Cgroup}, true
-		}
-		if strings.HasPrefix(msg, "Out of memory") {
-			return Event{Kind: OOMKill, Constraint: Global}, true
-		}
-		return Event{}, false
-	}
-	if i := strings.Index(msg, "NVRM: "); i >= 0 {
-		rest := msg[i+len("NVRM: "):]
-		if strings.HasPrefix(rest, "Xid ") {
-			if code, ok := xidCode(rest); ok {
-				return Event{Kind: Xid, Code: code}, true
+		return Event{Kind: OOMKill, Constraint: oomConstraint(m[1])}, true
+	case strings.Contains(msg, ": Killed process "):
+		return c.killed(msg)
+	case smmuTimeoutLine.MatchString(msg):
+		return Event{Kind: SMMUTimeout}, true
+	case strings.Contains(msg, ": PCIe Bus Error: "):
+		if m := aerLine.FindStringSubmatch(msg); m != nil {
+			if sev, ok := aerSeverity(m[1]); ok {
+				return Event{Kind: PCIeAER, Severity: sev}, true
 			}
-			return Event{}, false
-		}
-		if strings.Contains(rest, "NV_ERR_NO_MEMORY") {
-			return Event{Kind: DriverOutOfMemory}, true
-		}
-		return Event{}, false
-	}
-	if i := strings.Index(msg, "PCIe Bus Error: severity="); i >= 0 {
-		if sev, ok := aerSeverity(msg[i+len("PCIe Bus Error: severity="):]); ok {
-			return Event{Kind: PCIeAER, Severity: sev}, true
 		}
 	}
 	return Event{}, false
 }
 
+func nvrmEvent(msg string) (Event, bool) {
+	if m := xidLine.FindStringSubmatch(msg); m != nil {
+		code, _ := strconv.Atoi(m[1])
+		if code <= 0 || code > MaxXid {
+			return Event{}, false
+		}
+		return Event{Kind: Xid, Code: code}, true
+	}
+	if driverNoMemoryLine.MatchString(msg) {
+		return Event{Kind: DriverOutOfMemory}, true
+	}
+	return Event{}, false
+}
+
+// killed counts a "Killed process" line whose kill no constraint line
+// counted.
+func (c *Classifier) killed(msg string) (Event, bool) {
+	m := oomKilledLine.FindStringSubmatch(msg)
+	if m == nil {
+		return Event{}, false
+	}
+	if c.oomPending {
+		c.oomPending = false
+		return Event{}, false
+	}
+	if m[1] == "Memory cgroup out of memory" {
+		return Event{Kind: OOMKill, Constraint: Cgroup}, true
+	}
+	return Event{Kind: OOMKill, Constraint: Global}, true
+}
+
 // oomConstraint maps the kernel's enum oom_constraint (mm/oom_kill.c) to
 // the label: CONSTRAINT_MEMCG and CONSTRAINT_CPUSET are a cgroup's limit;
 // the others are global (a Spark has one node, so a mempolicy's is all).
-func oomConstraint(msg string) string {
-	rest, _ := strings.CutPrefix(msg, "oom-kill:constraint=")
-	name, _, _ := strings.Cut(rest, ",")
+func oomConstraint(name string) string {
 	switch name {
 	case "CONSTRAINT_MEMCG", "CONSTRAINT_CPUSET":
 		return Cgroup
@@ -121,37 +164,16 @@ func oomConstraint(msg string) string {
 	}
 }
 
-// xidCode reads the code of "Xid (PCI:0000:01:00): 79, pid=…".
-func xidCode(rest string) (int, bool) {
-	_, after, ok := strings.Cut(rest, "): ")
-	if !ok {
-		return 0, false
-	}
-	end := 0
-	for end < len(after) && end < 4 && after[end] >= '0' && after[end] <= '9' {
-		end++
-	}
-	if end == 0 || (end < len(after) && after[end] != ',' && after[end] != ' ') {
-		return 0, false
-	}
-	code, err := strconv.Atoi(after[:end])
-	if err != nil || code <= 0 || code > MaxXid {
-		return 0, false
-	}
-	return code, true
-}
-
-// aerSeverity reads the severity of "PCIe Bus Error: severity=…": the
-// kernel has written Corrected, Uncorrected (Non-Fatal) and Uncorrected
-// (Fatal), and since 6.x Correctable and Uncorrectable (…).
-func aerSeverity(rest string) (string, bool) {
-	name, _, _ := strings.Cut(rest, ",")
-	switch {
-	case strings.HasPrefix(name, "Correct"):
+// aerSeverity maps the kernel's severity names (aer_error_severity_string):
+// Corrected, Uncorrected (Non-Fatal), Uncorrected (Fatal), and since 6.x
+// Correctable and Uncorrectable (…).
+func aerSeverity(name string) (string, bool) {
+	switch name {
+	case "Corrected", "Correctable":
 		return Corrected, true
-	case strings.Contains(name, "Non-Fatal"):
+	case "Uncorrected (Non-Fatal)", "Uncorrectable (Non-Fatal)":
 		return NonFatal, true
-	case strings.Contains(name, "Fatal"):
+	case "Uncorrected (Fatal)", "Uncorrectable (Fatal)":
 		return Fatal, true
 	}
 	return "", false

@@ -49,14 +49,32 @@ func TestClassify(t *testing.T) {
 		{"NVRM: Xid (PCI:0000:01:00) 13", Event{}, false},
 		{"NVRM: nvCheckOkFailedNoLog: Check failed: Out of memory [NV_ERR_NO_MEMORY] (0x00000051)", Event{Kind: DriverOutOfMemory}, true},
 		{"somebody: NV_ERR_NO_MEMORY", Event{}, false},
+		{"NVRM: x: NV_ERR_NO_MEMORY", Event{}, false},
 		{"x 0000:01:00.0: PCIe Bus Error: severity=Corrected, type=Physical Layer", Event{Kind: PCIeAER, Severity: Corrected}, true},
-		{"x: PCIe Bus Error: severity=Uncorrected (Non-Fatal), type=Transaction Layer", Event{Kind: PCIeAER, Severity: NonFatal}, true},
-		{"x: PCIe Bus Error: severity=Uncorrected (Fatal), type=Inaccessible", Event{Kind: PCIeAER, Severity: Fatal}, true},
-		{"x: PCIe Bus Error: severity=Weird", Event{}, false},
+		{"pcieport 0000:00:01.0: PCIe Bus Error: severity=Uncorrected (Non-Fatal), type=Transaction Layer, (Requester ID)", Event{Kind: PCIeAER, Severity: NonFatal}, true},
+		{"nvme 0004:01:00.0: PCIe Bus Error: severity=Uncorrected (Fatal), type=Inaccessible, (Unregistered Agent ID)", Event{Kind: PCIeAER, Severity: Fatal}, true},
+		{"x 0000:01:00.0: PCIe Bus Error: severity=Weird, type=x", Event{}, false},
+		{"x 0000:01:00.0: PCIe Bus Error: severity=Uncorrectable (Fatal)", Event{}, false},
+		{"x: PCIe Bus Error: severity=Uncorrected (Fatal), type=Inaccessible", Event{}, false},
+		{"x 0000:01:00.0 y: PCIe Bus Error: severity=Uncorrected (Fatal), type=Inaccessible", Event{}, false},
 		{"pcieport 0000:00:1c.5: AER: Corrected error received: id=00e5", Event{}, false},
 		{"oom-kill:constraint=CONSTRAINT_CPUSET,nodemask=(null)", Event{Kind: OOMKill, Constraint: Cgroup}, true},
 		{"oom-kill:constraint=CONSTRAINT_MEMORY_POLICY,nodemask=(null)", Event{Kind: OOMKill, Constraint: Global}, true},
-		{"oom-kill:", Event{Kind: OOMKill, Constraint: Global}, true},
+		{"oom-kill:", Event{}, false},
+		{"oom-kill:constraint=", Event{}, false},
+		{"Out of memory (oom_kill_allocating_task): Killed process 5 (x) total-vm:1kB", Event{Kind: OOMKill, Constraint: Global}, true},
+		{"NVRM: GPU0 nvAssertOkFailedNoLog: Assertion failed: Out of memory [NV_ERR_NO_MEMORY] (0x00000051) returned from x @ y.c:1", Event{Kind: DriverOutOfMemory}, true},
+		{"NVRM: nvCheckOkFailedNoLog: Check failed: Call not supported [NV_ERR_NOT_SUPPORTED] (0x00000056) returned from x", Event{}, false},
+		{"NVRM: Xid (0000:01:00): 79, GPU has fallen off the bus.", Event{}, false},
+		{"NVRM: Xid (PCI:0000:01:0): 79, x", Event{}, false},
+		{" NVRM: Xid (PCI:0000:01:00): 79, x", Event{}, false},
+		{"arm-smmu-v3 arm-smmu-v3.1.auto: CMD_SYNC timeout at 0x00017d73 [hwprod 0x00017d73, hwcons 0x00017d72]", Event{Kind: SMMUTimeout}, true},
+		{"arm-smmu-v3 arm-smmu-v3.0.auto: CMD_SYNC timeout", Event{Kind: SMMUTimeout}, true},
+		{"arm-smmu-v3 2b400000.iommu: CMD_SYNC timeout at 0x00000146 [hwprod 0x00000146, hwcons 0x00000000]", Event{Kind: SMMUTimeout}, true},
+		{"arm-smmu-v3 arm-smmu-v3.1.auto: CMDQ error (cons 0x0100b1b7): ATC invalidate timeout", Event{}, false},
+		{"arm-smmu-v3 arm-smmu-v3.1.auto: CMD_SYNC timeouts", Event{}, false},
+		{"arm-smmu-v3 a:[4247]: segfault at 0 ip 0 sp 0 error 4 in x: CMD_SYNC timeout at 0x00017d73[5+1]", Event{}, false},
+		{"x arm-smmu-v3 arm-smmu-v3.1.auto: CMD_SYNC timeout", Event{}, false},
 	} {
 		var c Classifier
 		got, ok := c.Classify(tc.msg)
@@ -89,7 +107,7 @@ func TestOOMKillCountedOnce(t *testing.T) {
 	}
 }
 
-func fixture(t *testing.T, name string) string {
+func fixture(t testing.TB, name string) string {
 	return filepath.Join("..", "..", "testdata", "kmsg", name)
 }
 
@@ -107,6 +125,7 @@ func TestFixtures(t *testing.T) {
 		{"oom-global.kmsg", func(c Counts) bool { return c.OOMKills[Global] == 1 && c.OOMKills[Cgroup] == 0 }},
 		{"oom-cgroup.kmsg", func(c Counts) bool { return c.OOMKills[Global] == 0 && c.OOMKills[Cgroup] == 1 }},
 		{"aer.kmsg", func(c Counts) bool { return c.AER[Corrected] == 1 && c.AER[NonFatal] == 1 && c.AER[Fatal] == 1 }},
+		{"smmu.kmsg", func(c Counts) bool { return c.SMMUTimeouts == 3 && c.DriverOutOfMemory == 0 && len(c.Xid) == 0 }},
 	} {
 		r, err := Open(fixture(t, tc.file))
 		if err != nil {
@@ -114,7 +133,7 @@ func TestFixtures(t *testing.T) {
 		}
 		got := r.Counts()
 		r.Close()
-		if !tc.check(got) || got.Malformed != 0 {
+		if !tc.check(got) || got.Skipped[Malformed] != 0 || got.Skipped[NotKernel] != 0 {
 			t.Errorf("%s: counts %+v", tc.file, got)
 		}
 	}
@@ -140,7 +159,7 @@ func TestReplayedAndMalformed(t *testing.T) {
 	}
 	defer r.Close()
 	c := r.Counts()
-	if c.Xid[79] != 2 || c.Malformed != 1 {
+	if c.Xid[79] != 2 || c.Skipped[Malformed] != 1 {
 		t.Errorf("counts %+v, want Xid 79 twice and one malformed line", c)
 	}
 }
@@ -180,24 +199,34 @@ func TestLongLineDropped(t *testing.T) {
 	var s lineSplitter
 	var got []string
 	long := strings.Repeat("x", MaxRecord+10)
-	s.split([]byte(long[:MaxRecord-5]), func(b []byte) { got = append(got, string(b)) })
-	s.split([]byte(long[MaxRecord-5:]+"\nnext\n"), func(b []byte) { got = append(got, string(b)) })
-	if len(got) != 1 || got[0] != "next" {
-		t.Errorf("lines %q, want only \"next\"", got)
+	dropped := 0
+	line, tooLong := func(b []byte) { got = append(got, string(b)) }, func() { dropped++ }
+	s.split([]byte(long[:MaxRecord-5]), line, tooLong)
+	s.split([]byte(long[MaxRecord-5:]+"\nnext\n"), line, tooLong)
+	s.split([]byte(long+"\n"+long[:MaxRecord]+"\n"), line, tooLong)
+	if len(got) != 2 || got[0] != "next" || got[1] != long[:MaxRecord] || dropped != 2 {
+		t.Errorf("lines %.20q, %d dropped; want \"next\", the line of MaxRecord bytes, and 2 dropped", got, dropped)
 	}
 }
 
 // Whatever the bytes, reading them never panics, the counts stay bounded
 // and every fixed key stays present.
 func FuzzFeed(f *testing.F) {
-	for _, name := range []string{"aer.kmsg", "xid.kmsg", "oom-global.kmsg", "oom-cgroup.kmsg", "nvrm-no-memory.kmsg"} {
+	for _, name := range []string{"aer.kmsg", "xid.kmsg", "oom-global.kmsg", "oom-cgroup.kmsg", "nvrm-no-memory.kmsg", "smmu.kmsg"} {
 		data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "kmsg", name))
 		if err != nil {
 			f.Fatal(err)
 		}
 		f.Add(data)
 	}
+	forged, err := os.ReadFile(fixture(f, "forged.kmsg"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(forged)
 	f.Add([]byte("6,1,2,-;NVRM: Xid (PCI:0): 9999,\n ;\n\n"))
+	f.Add([]byte("12,1,2,-;NVRM: Xid (PCI:0000:01:00): 79, x\n4,2,3,-;NVRM: Xid (PCI:0000:01:00): 154, x\n"))
+	f.Add([]byte("4,9,1,-;" + strings.Repeat("NVRM: ", 2000) + "\n4,1,2,-;oom-kill:constraint=CONSTRAINT_MEMCG,\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := &Reader{counts: NewCounts()}
 		for len(data) > 0 {
@@ -206,7 +235,7 @@ func FuzzFeed(f *testing.F) {
 			data = data[n:]
 		}
 		c := r.Counts()
-		if len(c.Xid) > MaxXidCodes || len(c.OOMKills) != 2 || len(c.AER) != 3 || len(r.lines.partial) > MaxRecord {
+		if c.quietXids() > MaxXidCodes || len(c.OOMKills) != 2 || len(c.AER) != 3 || len(c.Skipped) != 3 || len(r.lines.partial) > MaxRecord {
 			t.Errorf("counts out of bounds: %+v", c)
 		}
 		for code := range c.Xid {
@@ -228,8 +257,8 @@ func TestRealDevice(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Errorf("Close: %v", err)
 	}
-	if c.Malformed != 0 {
-		t.Errorf("%d records of this kernel's log did not parse", c.Malformed)
+	if c.Skipped[Malformed] != 0 {
+		t.Errorf("%d records of this kernel's log did not parse", c.Skipped[Malformed])
 	}
 }
 

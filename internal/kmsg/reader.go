@@ -3,10 +3,13 @@ package kmsg
 import (
 	"bytes"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"sync"
-	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Reader follows the kernel log in the background and keeps its counts.
@@ -23,50 +26,71 @@ type Reader struct {
 	classify Classifier
 	lastSeq  uint64
 	seen     bool
+	overrun  bool // an EPIPE since the last record read
+	readable bool
 
-	file *os.File // nil when there is nothing to follow
+	file *os.File
+	fifo bool
+	stop chan struct{}
 	done chan struct{}
 }
 
-// Open opens the log at path (/dev/kmsg, or a file or FIFO for tests), reads
-// what it holds now, and follows a device or FIFO in the background; the
-// first reads never block. An error means the log cannot be read (no
-// CAP_SYSLOG where kernel.dmesg_restrict is set, no such file).
+const (
+	// kernelFacility is LOG_KERN. A write to /dev/kmsg never has it:
+	// devkmsg_write (kernel/printk/printk.c) sets LOG_USER for a prefix
+	// whose facility is 0.
+	kernelFacility = 0
+	// maxFileBytes bounds a regular file read as the log: more than a
+	// kernel ring holds (log_buf_len is at most a few tens of MiB).
+	maxFileBytes = 64 << 20
+	// catchUpBytes and catchUpTime bound what Open reads before it
+	// returns; the rest is read in the background.
+	catchUpBytes = 1 << 20
+	catchUpTime  = 200 * time.Millisecond
+	// fifoRetry is how often a FIFO without a writer is read again.
+	fifoRetry = time.Second
+)
+
+var (
+	errKind     = errors.New("kmsg: not /dev/kmsg, a regular file or a FIFO")
+	errDevice   = errors.New("kmsg: a character device other than /dev/kmsg (1:11)")
+	errTooLarge = errors.New("kmsg: a file larger than any kernel log (64 MiB)")
+	kmsgDevice  = unix.Mkdev(1, 11)
+)
+
+// Open opens the log at path (/dev/kmsg, or a file or FIFO for tests),
+// reads what it holds now within catchUpBytes and catchUpTime, and reads the
+// rest and what follows in the background. An error means the log cannot
+// be read (no CAP_SYSLOG where kernel.dmesg_restrict is set, no such file,
+// not a kernel log).
 func Open(path string) (*Reader, error) {
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	// Checked before the open, which has effects on some devices (a
+	// watchdog), and again on what was opened.
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if _, err := sourceKind(&st); err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	r := &Reader{counts: NewCounts(), done: make(chan struct{})}
+	fifo, err := openedKind(fd)
+	if err != nil {
+		unix.Close(fd)
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	r := &Reader{counts: NewCounts(), fifo: fifo, stop: make(chan struct{}), done: make(chan struct{})}
 	buf := make([]byte, MaxRecord+1)
-	follow := true
-	for {
-		n, err := syscall.Read(fd, buf)
-		if n > 0 {
-			r.feed(buf[:n])
-			continue
-		}
-		if err == syscall.EPIPE {
-			r.overrun()
-			continue
-		}
-		if err == syscall.EINTR {
-			continue
-		}
-		if err == syscall.EAGAIN {
-			break
-		}
+	more, err := r.catchUp(fd, buf)
+	if err != nil || !more {
+		unix.Close(fd)
+		close(r.done)
 		if err != nil {
-			syscall.Close(fd)
 			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
 		}
-		// n == 0: the end of a file, or a FIFO without a writer.
-		follow = false
-		break
-	}
-	if !follow {
-		syscall.Close(fd)
-		close(r.done)
 		return r, nil
 	}
 	// A non-blocking descriptor goes to the runtime's poller: a read waits
@@ -74,6 +98,61 @@ func Open(path string) (*Reader, error) {
 	r.file = os.NewFile(uintptr(fd), path)
 	go r.follow(buf)
 	return r, nil
+}
+
+// sourceKind accepts /dev/kmsg, a regular file no larger than any kernel
+// log, or a FIFO (fifo true).
+func sourceKind(st *unix.Stat_t) (fifo bool, err error) {
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		if st.Size > maxFileBytes {
+			return false, errTooLarge
+		}
+		return false, nil
+	case unix.S_IFCHR:
+		if st.Rdev != kmsgDevice {
+			return false, errDevice
+		}
+		return false, nil
+	case unix.S_IFIFO:
+		return true, nil
+	}
+	return false, errKind
+}
+
+func openedKind(fd int) (fifo bool, err error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return false, err
+	}
+	return sourceKind(&st)
+}
+
+// catchUp reads what the log holds now, so that the first scrape counts
+// it, up to catchUpBytes or catchUpTime; more is false at the end of a
+// regular file.
+func (r *Reader) catchUp(fd int, buf []byte) (more bool, err error) {
+	deadline := time.Now().Add(catchUpTime)
+	for total := 0; total < catchUpBytes && time.Now().Before(deadline); {
+		n, err := unix.Read(fd, buf)
+		switch {
+		case n > 0:
+			r.feed(buf[:n])
+			total += n
+		case err == unix.EPIPE:
+			r.lost()
+		case err == unix.EINTR:
+		case err == unix.EAGAIN:
+			r.answered()
+			return true, nil
+		case err != nil:
+			return false, err
+		default: // the end of a file, or a FIFO without a writer
+			r.answered()
+			return r.fifo, nil
+		}
+	}
+	return true, nil
 }
 
 func (r *Reader) follow(buf []byte) {
@@ -85,15 +164,30 @@ func (r *Reader) follow(buf []byte) {
 		}
 		switch {
 		case err == nil:
-		case errors.Is(err, syscall.EPIPE):
+		case errors.Is(err, unix.EPIPE):
 			// The ring wrapped past the next record: the following
 			// read returns the oldest record still held.
-			r.overrun()
-		case errors.Is(err, syscall.EINTR), errors.Is(err, syscall.EAGAIN):
+			r.lost()
+		case errors.Is(err, unix.EINTR), errors.Is(err, unix.EAGAIN):
+		case err == io.EOF && r.fifo:
+			// No writer: a read returns at once until one comes.
+			select {
+			case <-r.stop:
+				return
+			case <-time.After(fifoRetry):
+			}
 		default: // io.EOF, os.ErrClosed, or a failing device
 			return
 		}
 	}
+}
+
+// Readable reports whether the log answered: a FIFO once it was read, the
+// others once opened.
+func (r *Reader) Readable() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.readable
 }
 
 // Counts is a copy of the counts so far.
@@ -107,15 +201,24 @@ func (r *Reader) Counts() Counts {
 func (r *Reader) Close() error {
 	var err error
 	if r.file != nil {
+		close(r.stop)
 		err = r.file.Close()
 	}
 	<-r.done
 	return err
 }
 
-func (r *Reader) overrun() {
+func (r *Reader) answered() {
+	if !r.fifo {
+		r.mu.Lock()
+		r.readable = true
+		r.mu.Unlock()
+	}
+}
+
+func (r *Reader) lost() {
 	r.mu.Lock()
-	r.counts.Overruns++
+	r.overrun = true
 	r.mu.Unlock()
 }
 
@@ -124,7 +227,8 @@ func (r *Reader) overrun() {
 func (r *Reader) feed(data []byte) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.lines.split(data, r.line)
+	r.readable = true
+	r.lines.split(data, r.line, func() { r.counts.Skipped[Malformed]++ })
 }
 
 func (r *Reader) line(line []byte) {
@@ -133,16 +237,33 @@ func (r *Reader) line(line []byte) {
 	}
 	rec, err := Parse(line)
 	if err != nil {
-		r.counts.Malformed++
+		r.counts.Skipped[Malformed]++
 		return
+	}
+	if r.overrun {
+		r.counts.Skipped[Overrun] += r.gap(rec.Seq)
+		r.overrun = false
 	}
 	if r.seen && rec.Seq <= r.lastSeq {
 		return
 	}
 	r.seen, r.lastSeq = true, rec.Seq
+	if rec.Facility != kernelFacility {
+		r.counts.Skipped[NotKernel]++
+		return
+	}
 	if ev, ok := r.classify.Classify(rec.Message); ok {
 		r.counts.Add(ev)
 	}
+}
+
+// gap is how many records an overrun lost before the record seq: the
+// sequence numbers skipped, or at least one where none was read before.
+func (r *Reader) gap(seq uint64) uint64 {
+	if r.seen && seq > r.lastSeq {
+		return seq - r.lastSeq - 1
+	}
+	return 1
 }
 
 // lineSplitter cuts a stream into lines of at most MaxRecord bytes; a
@@ -152,29 +273,27 @@ type lineSplitter struct {
 	tooLong bool
 }
 
-func (s *lineSplitter) split(data []byte, line func([]byte)) {
+func (s *lineSplitter) split(data []byte, line func([]byte), tooLong func()) {
 	for len(data) > 0 {
-		i := bytes.IndexByte(data, '\n')
-		if i < 0 {
-			if len(s.partial)+len(data) > MaxRecord {
-				s.partial, s.tooLong = s.partial[:0], true
-			} else if !s.tooLong {
-				s.partial = append(s.partial, data...)
-			}
+		end := bytes.IndexByte(data, '\n')
+		chunk := data
+		if end >= 0 {
+			chunk = data[:end]
+		}
+		if !s.tooLong && len(s.partial)+len(chunk) > MaxRecord {
+			s.partial, s.tooLong = s.partial[:0], true
+			tooLong()
+		}
+		if !s.tooLong {
+			s.partial = append(s.partial, chunk...)
+		}
+		if end < 0 {
 			return
 		}
-		chunk := data[:i]
-		data = data[i+1:]
-		switch {
-		case s.tooLong:
-			s.tooLong = false
-		case len(s.partial) > 0:
-			if len(s.partial)+len(chunk) <= MaxRecord {
-				line(append(s.partial, chunk...))
-			}
-		default:
-			line(chunk)
+		data = data[end+1:]
+		if !s.tooLong {
+			line(s.partial)
 		}
-		s.partial = s.partial[:0]
+		s.partial, s.tooLong = s.partial[:0], false
 	}
 }
