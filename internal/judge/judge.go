@@ -127,6 +127,7 @@ const (
 	// swinging to ~90 W, a long prefill ~46 W.
 	StalledEngineWatts = 35.0
 )
+
 // XidPages reports whether an NVRM Xid code pages (SparkGPUXidError at
 // critical): NVIDIA's Xid catalogue resolves these with a GPU reset or a
 // node reboot, or they mean the GPU is gone (docs/runbooks.md#sparkgpuxiderror).
