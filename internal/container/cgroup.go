@@ -21,16 +21,7 @@ const maxLine = 4096
 
 // ParseCgroup prefers cgroup v2's line ("0::/path"); on v1 the first line
 // that names a container wins, as every controller holds the same path.
-//
-// The path forms, by runtime (fixtures with sources in testdata/cgroup):
-//
-//	Docker, cgroupfs driver     /docker/<64 hex>
-//	Docker, systemd driver      /system.slice/docker-<64 hex>.scope
-//	containerd (CRI)            …/cri-containerd-<64 hex>.scope
-//	CRI-O                       …/crio-<64 hex>.scope
-//	Podman                      …/libpod-<64 hex>.scope, /libpod_parent/libpod-<64 hex>
-//	Kubernetes, systemd driver  /kubepods.slice/kubepods-<qos>.slice/kubepods-<qos>-pod<uid, _ for ->.slice/<runtime scope>
-//	Kubernetes, cgroupfs driver /kubepods/<qos>/pod<uid>/<64 hex>
+// testdata/cgroup/README.md gives each runtime's path form and its source.
 func ParseCgroup(data []byte) Ref {
 	var v1 Ref
 	for len(data) > 0 {
