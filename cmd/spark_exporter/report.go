@@ -332,7 +332,7 @@ func parseGPU(s string) (*int, error) {
 }
 
 // parseURL accepts an http(s) URL; its error does not quote it (the flag's
-// error does, without credentials: cliflag.RedactURL).
+// error does, without credentials: cliflag.redactURL).
 func parseURL(s string) (string, error) {
 	if u, err := url.Parse(s); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", errors.New("not an http(s) URL")

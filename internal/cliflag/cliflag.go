@@ -1,7 +1,5 @@
-// Package cliflag gives kingpin flags whose bad values are refused with a
-// message that names the flag. Kingpin's own typed flags report only the
-// parser's error ("units: invalid lots"), which leaves a user guessing which
-// of twenty flags was wrong.
+// Package cliflag gives kingpin flags whose errors name the flag: kingpin's
+// own report only the parser's ("units: invalid lots").
 package cliflag
 
 import (
@@ -15,8 +13,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 )
 
-// FlagGroup is a kingpin application or command: where a feature
-// registers its flags (collector.AddFlags, gpu.AddFlags, logging.AddFlags).
+// FlagGroup is a kingpin application or command.
 type FlagGroup interface {
 	Flag(name, help string) *kingpin.FlagClause
 }
@@ -39,32 +36,25 @@ func (v *parsed[T]) Set(s string) error {
 }
 
 func refused(value, flag string, err error) error {
-	return fmt.Errorf("invalid value %q for flag --%s: %w", RedactURL(value), flag, err)
+	return fmt.Errorf("invalid value %q for flag --%s: %w", redactURL(value), flag, err)
 }
 
-// userinfo is the credentials part of a URL, parseable or not:
-// scheme://user:password@.
+// userinfo matches a URL's credentials whether or not it parses.
 var userinfo = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@`)
 
-// RedactURL replaces the credentials a URL-like value carries
-// (http://user:password@host) by "xxxxx", so that an error quoting it
-// shows no password, whether or not the URL parses.
-func RedactURL(value string) string {
+func redactURL(value string) string {
 	return userinfo.ReplaceAllString(value, "${1}xxxxx@")
 }
 
 func (v *parsed[T]) String() string { return v.text }
 
-// Value binds the flag to a value produced by parse. The flag's default, if
-// any, goes through parse too, so a bad default fails as loudly as a bad
-// argument.
+// Value parses the default too, so a bad default fails as loudly as a bad argument.
 func Value[T any](fc *kingpin.FlagClause, parse func(string) (T, error)) *T {
 	dst := new(T)
 	fc.SetValue(&parsed[T]{name: fc.Model().Name, dst: dst, parse: parse})
 	return dst
 }
 
-// repeated is a flag that may be given many times, its values kept in order.
 type repeated[T any] struct {
 	name  string
 	texts []string
@@ -84,24 +74,19 @@ func (v *repeated[T]) Set(s string) error {
 
 func (v *repeated[T]) String() string { return strings.Join(v.texts, ",") }
 
-// IsCumulative tells kingpin that the flag may be repeated.
 func (v *repeated[T]) IsCumulative() bool { return true }
 
-// List binds a repeatable flag: every occurrence goes through parse, and a
-// bad one is refused naming the flag.
+// List binds a repeatable flag.
 func List[T any](fc *kingpin.FlagClause, parse func(string) (T, error)) *[]T {
 	dst := new([]T)
 	fc.SetValue(&repeated[T]{name: fc.Model().Name, dst: dst, parse: parse})
 	return dst
 }
 
-// Bytes is a size with a unit, as in 4GiB or 512MiB.
-func Bytes(fc *kingpin.FlagClause) *uint64 { return Value(fc, ParseBytes) }
+func Bytes(fc *kingpin.FlagClause) *uint64 { return Value(fc, parseBytes) }
 
-// Duration is a positive Go duration such as 5s or 10m.
 func Duration(fc *kingpin.FlagClause) *time.Duration { return Value(fc, ParsePositiveDuration) }
 
-// Int is a whole number within [min, max].
 func Int(fc *kingpin.FlagClause, min, max int) *int {
 	return Value(fc, func(s string) (int, error) {
 		n, err := strconv.Atoi(s)
@@ -115,7 +100,6 @@ func Int(fc *kingpin.FlagClause, min, max int) *int {
 	})
 }
 
-// Float is a number within [min, max].
 func Float(fc *kingpin.FlagClause, min, max float64) *float64 {
 	return Value(fc, func(s string) (float64, error) {
 		f, err := strconv.ParseFloat(s, 64)
@@ -129,7 +113,6 @@ func Float(fc *kingpin.FlagClause, min, max float64) *float64 {
 	})
 }
 
-// Enum is one of the given words.
 func Enum(fc *kingpin.FlagClause, options ...string) *string {
 	return Value(fc, func(s string) (string, error) {
 		if !slices.Contains(options, s) {
@@ -139,20 +122,17 @@ func Enum(fc *kingpin.FlagClause, options ...string) *string {
 	})
 }
 
-// byteUnits are the units a size may be written in: SI prefixes are powers
-// of 1000 and IEC prefixes powers of 1024, as the units' standards
-// (IEC 80000-13) and free(1)'s --si and --giga/--gibi agree.
+// byteUnits are IEC 80000-13's, as free(1)'s --si and --giga/--gibi agree.
 var byteUnits = map[string]float64{
 	"": 1, "B": 1,
 	"kB": 1e3, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
 	"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40,
 }
 
-// ParseBytes reads a size with its unit, or a plain number of bytes: 4GiB
-// is 4×2^30 bytes, 4GB 4×10^9. An ambiguous unit (4G, 4g, 4gb) is refused
-// rather than guessed. alecthomas/units reads GB as 2^30 in ParseBase2Bytes
-// and refuses GiB in ParseMetricBytes, hence this small parser.
-func ParseBytes(s string) (uint64, error) {
+// parseBytes refuses an ambiguous unit (4G, 4gb) rather than guess.
+// alecthomas/units reads GB as 2^30 in ParseBase2Bytes and refuses GiB in
+// ParseMetricBytes, hence this parser.
+func parseBytes(s string) (uint64, error) {
 	if strings.HasPrefix(s, "-") {
 		return 0, fmt.Errorf("must not be negative")
 	}
@@ -179,7 +159,6 @@ func ParseBytes(s string) (uint64, error) {
 	return uint64(b), nil
 }
 
-// ParsePositiveDuration reads a Go duration (5s, 10m, 1h30m) greater than zero.
 func ParsePositiveDuration(s string) (time.Duration, error) {
 	d, err := time.ParseDuration(s)
 	if err != nil {
@@ -191,9 +170,8 @@ func ParsePositiveDuration(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// RefuseSwitchValues refuses, naming the flag, a switch (a kingpin bool flag)
-// given a value, such as --collector.gpu=maybe: kingpin takes the value for
-// a stray argument and reports only "unexpected maybe". "--" ends the flags.
+// RefuseSwitchValues refuses --collector.gpu=maybe naming the flag: kingpin
+// reports only "unexpected maybe".
 func RefuseSwitchValues(app *kingpin.ApplicationModel, args []string) error {
 	flags := map[string]*kingpin.FlagModel{}
 	var add func(group *kingpin.FlagGroupModel, cmds []*kingpin.CmdModel)
@@ -223,8 +201,7 @@ func RefuseSwitchValues(app *kingpin.ApplicationModel, args []string) error {
 			}
 		}
 		switch {
-		case f == nil:
-			// Unknown: kingpin refuses it by name.
+		case f == nil: // kingpin refuses it by name
 		case f.IsBoolFlag() && hasValue:
 			return refused(value, f.Name, fmt.Errorf("a switch takes no value; give --%s or --no-%s", f.Name, f.Name))
 		case !f.IsBoolFlag() && !hasValue:

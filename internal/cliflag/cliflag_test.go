@@ -135,7 +135,7 @@ func TestParseBytesUnits(t *testing.T) {
 		"4GiB": 4 << 30, "4GB": 4e9, "512MiB": 512 << 20, "512MB": 512e6, "1.5GiB": 3 << 29,
 		"2KiB": 2048, "2kB": 2000, "2KB": 2000, "1TiB": 1 << 40, "1TB": 1e12, "4096": 4096, "10B": 10, "0": 0,
 	} {
-		got, err := ParseBytes(in)
+		got, err := parseBytes(in)
 		if err != nil || got != want {
 			t.Errorf("ParseBytes(%q) = %d, %v; want %d", in, got, err, want)
 		}
@@ -145,11 +145,11 @@ func TestParseBytesUnits(t *testing.T) {
 		"-1GiB": "negative", "GiB": "not a size", "": "not a size", "1.2.3GiB": "not a size", "1e30TiB": "ambiguous or unknown",
 		"99999999TiB": "too large",
 	} {
-		if _, err := ParseBytes(in); err == nil || !strings.Contains(err.Error(), msg) {
+		if _, err := parseBytes(in); err == nil || !strings.Contains(err.Error(), msg) {
 			t.Errorf("ParseBytes(%q): error %v, want one saying %q", in, err, msg)
 		}
 	}
-	if _, err := ParseBytes("4G"); err == nil || !strings.Contains(err.Error(), "GiB for 2^30 bytes or GB for 10^9") {
+	if _, err := parseBytes("4G"); err == nil || !strings.Contains(err.Error(), "GiB for 2^30 bytes or GB for 10^9") {
 		t.Errorf("the ambiguous unit's error names neither reading: %v", err)
 	}
 }

@@ -1,15 +1,10 @@
-// Package connlimit bounds the connections an HTTP server holds open, so
-// that they never take the descriptors the collectors need, without
-// letting connections that send nothing keep new clients out.
+// Package connlimit bounds the connections an HTTP server holds open,
+// without letting connections that send nothing keep new clients out.
 //
-// golang.org/x/net/netutil.LimitListener makes a connection over the limit
-// wait in the kernel's queue: 200 connections that never finish their
-// headers then hold every slot until the read deadline, and the scrapes
-// behind them time out. A Listener instead closes, to make room, one that
-// holds its slot without use (idle between requests, or silent past its
-// grace), never one moving bytes. It picks the client holding the most,
-// idle before stalled, oldest first, so that keep-alive clients asking cheap
-// requests cannot keep a scrape out.
+// netutil.LimitListener leaves a connection over the limit in the kernel's
+// queue, behind ones that never finish their headers. A Listener instead
+// closes one that holds its slot without use (idle, or silent past its
+// grace), never one moving bytes.
 package connlimit
 
 import (
@@ -22,15 +17,11 @@ import (
 	"unsafe"
 )
 
-// DefaultGrace is how long a new connection has to send its request, and a
-// request under way may move no byte, before it may be closed for room: a
-// client sends at once and reads as the answer comes (a TLS handshake takes
-// milliseconds).
-const DefaultGrace = time.Second
+// defaultGrace: a client sends at once and reads as the answer comes; a TLS
+// handshake takes milliseconds.
+const defaultGrace = time.Second
 
-// Listener accepts at most max connections open at once. Set the server's
-// ConnState to Track, so that it knows which connections are waiting for
-// a request.
+// Listener needs Track as the server's ConnState.
 type Listener struct {
 	net.Listener
 	max   int
@@ -40,37 +31,30 @@ type Listener struct {
 	mu     sync.Mutex
 	open   map[*conn]struct{}
 	freed  chan struct{} // a slot freed or a connection began waiting
-	closed chan struct{} // Close was called
+	closed chan struct{}
 	once   sync.Once
 }
 
-// New bounds l to max connections open at once.
 func New(l net.Listener, max int) *Listener {
-	return &Listener{Listener: l, max: max, grace: DefaultGrace, now: time.Now,
+	return &Listener{Listener: l, max: max, grace: defaultGrace, now: time.Now,
 		open: map[*conn]struct{}{}, freed: make(chan struct{}, 1), closed: make(chan struct{})}
 }
 
-// Close closes the listener, and ends an Accept waiting for room.
 func (l *Listener) Close() error {
 	l.once.Do(func() { close(l.closed) })
 	return l.Listener.Close()
 }
 
-// conn is an accepted connection and what the listener knows of it.
 type conn struct {
 	net.Conn
 	l      *Listener
 	client string
 	state  state
-	// since: when the state began; closed: its slot is free.
-	since  time.Time
-	closed bool
-	// moved is when a read or write last moved a byte (Unix
-	// nanoseconds): a request under way that moves none is stalled.
-	moved atomic.Int64
+	since  time.Time    // the state's start
+	closed bool         // its slot is free
+	moved  atomic.Int64 // Unix ns of the last byte moved: a request that moves none is stalled
 }
 
-// state is what a connection is doing, as far as room is concerned.
 type state int
 
 const (
@@ -95,10 +79,8 @@ func (c *conn) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// Accept waits for a connection; at the limit it closes one holding its
-// slot without use to make room, or, when every connection is being
-// answered or is new, waits (holding the new one, one descriptor beyond the
-// limit).
+// Accept, at the limit, closes a connection holding its slot without use, or
+// waits holding the new one, one descriptor beyond the limit.
 func (l *Listener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
@@ -134,9 +116,8 @@ func (l *Listener) Accept() (net.Conn, error) {
 	}
 }
 
-// victim is the connection to close for room, in closesBefore's order, of
-// the idle ones, new ones past their grace and requests stalled for the
-// grace. Without one, wait is how long until one may be.
+// victim is an idle connection, or one new or stalled past its grace;
+// without one, wait is how long until one may be.
 func (l *Listener) victim() (victim *conn, wait time.Duration) {
 	held := map[string]int{}
 	for c := range l.open {
@@ -162,9 +143,9 @@ func (l *Listener) victim() (victim *conn, wait time.Duration) {
 	return victim, wait
 }
 
-// closesBefore: of two connections that may be closed, whether the first
-// goes first: the client holding more, then an idle one (its client loses
-// no request), then the one waiting or stalled since longer.
+// closesBefore picks the client holding the most, then idle (its client
+// loses no request), then oldest, so that keep-alive clients asking cheap
+// requests cannot keep a scrape out.
 func closesBefore(held int, s state, since time.Time, otherHeld int, other state, otherSince time.Time) bool {
 	if held != otherHeld {
 		return held > otherHeld
@@ -182,7 +163,7 @@ func later(a, b time.Time) time.Time {
 	return b
 }
 
-// release frees c's slot; under l.mu.
+// release: under l.mu.
 func (l *Listener) release(c *conn) {
 	if c.closed {
 		return
@@ -192,7 +173,7 @@ func (l *Listener) release(c *conn) {
 	l.signal()
 }
 
-// signal wakes an Accept waiting for room; under l.mu.
+// signal: under l.mu.
 func (l *Listener) signal() {
 	select {
 	case l.freed <- struct{}{}:
@@ -200,9 +181,7 @@ func (l *Listener) signal() {
 	}
 }
 
-// Track is the server's ConnState, for the connections of every Listener:
-// it notes which are new, which idle between requests and which being
-// answered.
+// Track is the server's ConnState for the connections of every Listener.
 func Track(nc net.Conn, state http.ConnState) {
 	if t, ok := nc.(interface{ NetConn() net.Conn }); ok { // *tls.Conn
 		nc = t.NetConn()
@@ -225,10 +204,8 @@ func Track(nc net.Conn, state http.ConnState) {
 	}
 }
 
-// Unsent is how many bytes the server wrote on nc, a connection of a
-// Listener (or TLS over one), that the client has not acknowledged (Linux's
-// SIOCOUTQ); ok is false otherwise. A client acknowledges an answer by its
-// next request at the latest, so bytes unsent then are an answer not taken.
+// Unsent is the bytes written on nc that the client has not acknowledged
+// (SIOCOUTQ); at the next request, they are an answer not taken.
 func Unsent(nc net.Conn) (n int, ok bool) {
 	if t, isTLS := nc.(interface{ NetConn() net.Conn }); isTLS {
 		nc = t.NetConn()
@@ -263,8 +240,6 @@ func (c *conn) Close() error {
 	return c.Conn.Close()
 }
 
-// clientOf is the connection's client: its remote address without the
-// port.
 func clientOf(c net.Conn) string {
 	addr := c.RemoteAddr().String()
 	if host, _, err := net.SplitHostPort(addr); err == nil {

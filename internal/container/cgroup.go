@@ -1,6 +1,5 @@
-// Package container tells which container a process runs in, from its
-// /proc/PID/cgroup, and names the containers from the Docker Engine API. The
-// parser never reads the cgroup filesystem and never keeps the path parsed.
+// Package container tells which container a process runs in from its
+// /proc/PID/cgroup, and never keeps the path parsed.
 package container
 
 import (
@@ -10,35 +9,19 @@ import (
 
 // Ref is the container a process runs in; the zero Ref is the host.
 type Ref struct {
-	// ID is the container's short ID, as `docker ps` and `podman ps` show it.
-	ID string
-	// PodUID is the Kubernetes pod's UID (with dashes), where the
-	// kubelet made the cgroup.
-	PodUID string
+	ID     string // short, as `docker ps` shows it
+	PodUID string // with dashes
 }
 
-// ShortIDLength is how many hex digits of a container ID are kept: the
-// short form every runtime's CLI prints and accepts.
+// ShortIDLength is the short form every runtime's CLI prints and accepts.
 const ShortIDLength = 12
 
-// maxLine bounds the lines looked at: a cgroup path is at most PATH_MAX
-// (4096) on Linux; a longer line is not one the kernel wrote.
+// maxLine: a cgroup path is at most PATH_MAX.
 const maxLine = 4096
 
-// ParseCgroup reads the container of a process from its /proc/PID/cgroup
-// ("hierarchy-ID:controllers:path" per line, cgroup(7)). cgroup v2's line
-// ("0::/path") is preferred; on v1 the first line that names a container wins
-// (every controller holds the same path there).
-//
-// The path forms, by runtime (fixtures in testdata/cgroup with sources):
-//
-//	Docker, cgroupfs driver     /docker/<64 hex>
-//	Docker, systemd driver      /system.slice/docker-<64 hex>.scope
-//	containerd (CRI)            …/cri-containerd-<64 hex>.scope
-//	CRI-O                       …/crio-<64 hex>.scope
-//	Podman                      …/libpod-<64 hex>.scope, /libpod_parent/libpod-<64 hex>
-//	Kubernetes, systemd driver  /kubepods.slice/kubepods-<qos>.slice/kubepods-<qos>-pod<uid, _ for ->.slice/<runtime scope>
-//	Kubernetes, cgroupfs driver /kubepods/<qos>/pod<uid>/<64 hex>
+// ParseCgroup prefers cgroup v2's line ("0::/path"); on v1 the first line
+// that names a container wins, as every controller holds the same path.
+// testdata/cgroup/README.md gives each runtime's path form and its source.
 func ParseCgroup(data []byte) Ref {
 	var v1 Ref
 	for len(data) > 0 {
@@ -61,8 +44,6 @@ func ParseCgroup(data []byte) Ref {
 		}
 		ref := parsePath(string(path))
 		if string(hierarchy) == "0" && len(rest) > 0 && rest[0] == ':' {
-			// The unified hierarchy: the one a v2 (or hybrid) host
-			// files every process under.
 			if ref != (Ref{}) {
 				return ref
 			}
@@ -75,8 +56,8 @@ func ParseCgroup(data []byte) Ref {
 	return v1
 }
 
-// parsePath finds the container and pod in one cgroup path. The deepest
-// container wins: a container's own cgroup lies under its pod's.
+// parsePath: the deepest container wins, as a container's own cgroup lies
+// under its pod's.
 func parsePath(path string) Ref {
 	var ref Ref
 	for comp := range strings.SplitSeq(path, "/") {
@@ -89,14 +70,11 @@ func parsePath(path string) Ref {
 		}
 	}
 	if ref.ID == "" {
-		// A pod without a container of its own (the pod's slice, read
-		// from a process the kubelet placed there) is still the pod's.
 		return Ref{PodUID: ref.PodUID}
 	}
 	return ref
 }
 
-// runtimePrefixes begin a container's scope (systemd driver) or directory.
 var runtimePrefixes = []string{"docker-", "cri-containerd-", "crio-", "libpod-", "containerd-"}
 
 func containerID(comp string) (string, bool) {
@@ -107,18 +85,14 @@ func containerID(comp string) (string, bool) {
 			break
 		}
 	}
-	// A bare 64-hex component is a container under the cgroupfs driver;
-	// conmon's scope (libpod-conmon-<id>.scope) is the container's monitor,
-	// and fails this test.
+	// conmon's libpod-conmon-<id>.scope is the container's monitor, and fails this.
 	if len(name) != 64 || !isHex(name) {
 		return "", false
 	}
 	return name[:ShortIDLength], true
 }
 
-// podUID tells whether one path component is a pod's cgroup
-// (kubepods-burstable-pod<uid>.slice with the UID's dashes as underscores,
-// which systemd reserves; pod<uid> under the cgroupfs driver), and its UID.
+// podUID: systemd reserves dashes, so its slices spell the UID with underscores.
 func podUID(comp string) (string, bool) {
 	name := strings.TrimSuffix(comp, ".slice")
 	i := strings.LastIndex(name, "pod")
@@ -138,7 +112,6 @@ func podUID(comp string) (string, bool) {
 	return uid, true
 }
 
-// isUUID tells whether s is a UUID in its canonical 8-4-4-4-12 form.
 func isUUID(s string) bool {
 	if len(s) != 36 {
 		return false
@@ -167,6 +140,5 @@ func isHex(s string) bool {
 	return true
 }
 
-// isHexByte accepts lowercase hex only: every runtime writes its IDs so,
-// and a label's value should not depend on case.
+// isHexByte: every runtime writes lowercase, and a label should not depend on case.
 func isHexByte(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' }

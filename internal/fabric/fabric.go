@@ -1,14 +1,9 @@
-// Package fabric reads the RDMA devices of a host from sysfs: on a DGX
-// Spark, the four PCIe functions of its ConnectX-7 (two per QSFP port,
-// rocep1s0f0 and roceP2p1s0f0 for the first), the link state and
-// negotiated rate of each port, the PCIe link each function trained at,
-// and the port's data, error and RoCE congestion counters.
+// Package fabric reads the RDMA devices from sysfs (docs/design.md's
+// fabric section): on a Spark, the four PCIe functions of its ConnectX-7.
 //
-// Entries of class/infiniband are links into devices/; the exporter's reads
-// refuse only a link as a name's last component, so names go through
-// class/infiniband/<dev>/. prometheus/procfs's sysfs.InfiniBandClass fails
-// the whole class on one device's unreadable file and does not read the
-// function's PCIe link.
+// Names go through class/infiniband/<dev>/: the exporter's reads refuse a
+// link only as a name's last component. procfs's sysfs.InfiniBandClass fails
+// the whole class on one unreadable file and does not read the PCIe link.
 package fabric
 
 import (
@@ -22,28 +17,24 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/layout"
 )
 
-// FS is what the devices are read through, names relative to the sysfs mount.
+// FS is the sysfs mount.
 type FS = layout.FS
 
-// ClassDir lists the RDMA devices; it is missing without an RDMA driver.
-const ClassDir = "class/infiniband"
+const classDir = "class/infiniband"
 
+// A Spark has four devices of one port each; a server's virtual functions
+// can be hundreds, an InfiniBand switch's ports dozens.
 const (
-	// MaxDevices is the most devices read, the first in name order: a Spark
-	// has four, a server's adapters and their virtual functions hundreds.
 	MaxDevices = 32
-	// MaxPorts is the most ports read of a device, the lowest numbers: a
-	// ConnectX function has one, an InfiniBand switch's device dozens.
-	MaxPorts = 4
+	MaxPorts   = 4
 )
 
-// Counter is one counter file by its kernel name.
 type Counter struct {
 	Name  string
 	Value uint64
 }
 
-// Link is a PCIe link's width in lanes and speed in transfers/s; 0 if unknown.
+// Link is a PCIe link's width in lanes and speed in transfers/s.
 type Link struct {
 	Width    float64
 	Transfer float64
@@ -51,62 +42,43 @@ type Link struct {
 
 // Port is one port of an RDMA device.
 type Port struct {
-	Number    string // the port's number, as its directory names it ("1")
-	LinkLayer string // "Ethernet" (RoCE) or "InfiniBand"; "" when unknown
-	NetDev    string // the network interface bound to the port; "" when none
-	// State and PhysState are the kernel's words ("ACTIVE", "LinkUp").
-	State, PhysState string
-	// RateBits is the negotiated rate in bits per second; 0 when unknown.
-	RateBits float64
-	// ReceiveBytes and TransmitBytes are port_rcv_data and port_xmit_data in
-	// bytes; floats, since a 64-bit count of words × 4 does not fit 64 bits.
+	Number           string
+	LinkLayer        string // "Ethernet" (RoCE) or "InfiniBand"
+	NetDev           string
+	State, PhysState string  // "ACTIVE", "LinkUp"
+	RateBits         float64 // bits per second
+	// Floats: a 64-bit count of words × 4 does not fit 64 bits.
 	ReceiveBytes, TransmitBytes *float64
-	Errors                      []Counter // ErrorCounters that could be read
-	Events                      []Counter // EventCounters that could be read
-	HWCounters                  bool      // the port has a hw_counters directory
+	Errors                      []Counter
+	Events                      []Counter
+	HWCounters                  bool
 }
 
-// Known tells whether both state files were read: only then is Up an answer.
+// Known: only then is Up an answer.
 func (p Port) Known() bool { return p.State != "" && p.PhysState != "" }
 
-// Up is true when the port is ACTIVE and its physical link LinkUp.
 func (p Port) Up() bool { return p.State == "ACTIVE" && p.PhysState == "LinkUp" }
 
 // Device is one RDMA device: on a Spark, one PCIe function of the ConnectX-7.
 type Device struct {
-	Name string
-	// Current and Max are the PCIe link of the function (device/); nil
-	// when neither of its attributes could be read.
-	Current, Max *Link
+	Name         string
+	Current, Max *Link // nil when neither attribute could be read
 	Ports        []Port
 }
 
-// Problem is a file that was there but could not be read or parsed.
-type Problem = layout.Problem
-
 // Snapshot is one read of the RDMA devices.
 type Snapshot struct {
-	// RDMA is false when class/infiniband is missing or empty: no RDMA
-	// driver, or no device.
-	RDMA    bool
-	Devices []Device // by name, at most MaxDevices
-	// LeftOut counts the devices and ports beyond MaxDevices and MaxPorts;
-	// FirstLeftOut names the first of them.
-	LeftOut      int
+	RDMA         bool // class/infiniband has a device
+	Devices      []Device
+	LeftOut      int // devices and ports beyond MaxDevices and MaxPorts
 	FirstLeftOut string
-	Problems     []Problem
-	// Blocked is the read that passed its deadline (hostfs.ErrBlocked);
-	// nothing was read after it.
-	Blocked *Problem
-	// Stale says a device or port of the layout has gone: discover again.
-	Stale bool
+	Problems     []layout.Problem
+	Blocked      *layout.Problem // nothing was read after it
+	Stale        bool            // a device or port has gone: discover again
 }
 
-// ErrorCounters are the counters/ files reported as
-// spark_fabric_port_errors_total: the port error counters of the
-// InfiniBand architecture's PortCounters (IBTA vol. 1, 16.1.3.5), which
-// mlx5 exposes for RoCE ports too.
-var ErrorCounters = []string{
+// errorCounters are IBTA vol. 1 16.1.3.5's PortCounters, which mlx5 has for RoCE too.
+var errorCounters = []string{
 	"excessive_buffer_overrun_errors",
 	"link_downed",
 	"link_error_recovery",
@@ -121,10 +93,8 @@ var ErrorCounters = []string{
 	"VL15_dropped",
 }
 
-// EventCounters are the hw_counters/ files reported as
-// spark_fabric_roce_events_total: the mlx5 counters that tell loss,
-// retransmission and congestion (NVIDIA's "Understanding mlx5 Linux
-// Counters", the kernel's Documentation/admin-guide/infiniband).
+// EventCounters are the mlx5 hw_counters that tell loss, retransmission and
+// congestion (NVIDIA's "Understanding mlx5 Linux Counters").
 var EventCounters = []string{
 	"duplicate_request",
 	"implied_nak_seq_err",
@@ -143,31 +113,29 @@ var EventCounters = []string{
 	"rp_cnp_ignored",
 }
 
-// Read discovers the devices under fsys and reads them once.
 func Read(fsys FS) Snapshot { return Discover(fsys).Read(fsys) }
 
-// Layout is the devices and ports a discovery found, which files each has,
-// and what does not change while a port exists (its link layer and netdev,
-// the function's maximum PCIe link).
+// Layout is which files a discovery found, and what does not change while a
+// port exists.
 type Layout struct {
 	rdma         bool
 	devices      []deviceFiles
 	leftOut      int
 	firstLeftOut string
-	problems     []Problem
-	blocked      *Problem
+	problems     []layout.Problem
+	blocked      *layout.Problem
 }
 
 type deviceFiles struct {
 	name                       string
 	max                        *Link
-	currentWidth, currentSpeed string // "" when absent
+	currentWidth, currentSpeed string
 	ports                      []portFiles
 }
 
 type portFiles struct {
 	number, linkLayer, netDev string
-	// The value files, "" when absent; errors and events by kernel name.
+	// Value files, "" when absent.
 	state, physState, rate, receive, transmit string
 	errors, events                            []counterFile
 	hasHWCounters                             bool
@@ -175,21 +143,20 @@ type portFiles struct {
 
 type counterFile struct{ name, file string }
 
-// absent tells the errors that mean "not there" rather than "unreadable":
-// sysfs answers EINVAL or EOPNOTSUPP for a counter the device does not
-// implement, and EINVAL for the rate of a port that has none.
+// absent: sysfs answers EINVAL or EOPNOTSUPP for a counter the device does
+// not implement, EINVAL for the rate of a port that has none.
 func absent(err error) bool {
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.EINVAL) ||
 		errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENODEV)
 }
 
-// Discover walks the RDMA devices in name order. What it could not read is
-// reported by every Read of the layout; a read that blocks stops the walk.
+// Discover walks the RDMA devices in name order; what it could not read,
+// every Read reports.
 func Discover(fsys FS) *Layout {
 	t := &layout.Tree{FS: fsys, Absent: absent}
 	l := &Layout{}
 	var names []string
-	for _, e := range t.Entries(ClassDir) {
+	for _, e := range t.Entries(classDir) {
 		if validName(e.Name()) {
 			names = append(names, e.Name())
 		}
@@ -198,7 +165,7 @@ func Discover(fsys FS) *Layout {
 	l.rdma = len(names) > 0
 	if len(names) > MaxDevices {
 		l.leftOut += len(names) - MaxDevices
-		l.firstLeftOut = path.Join(ClassDir, names[MaxDevices])
+		l.firstLeftOut = path.Join(classDir, names[MaxDevices])
 		names = names[:MaxDevices]
 	}
 	for _, name := range names {
@@ -219,14 +186,12 @@ func Discover(fsys FS) *Layout {
 	return l
 }
 
-// Empty tells a layout without devices, whose Read reads nothing.
 func (l *Layout) Empty() bool { return len(l.devices) == 0 }
 
-// LeftOut is Snapshot.LeftOut and FirstLeftOut.
 func (l *Layout) LeftOut() (n int, first string) { return l.leftOut, l.firstLeftOut }
 
 func discoverDevice(t *layout.Tree, name string) (d deviceFiles, leftOut int, firstLeftOut string) {
-	dir := path.Join(ClassDir, name)
+	dir := path.Join(classDir, name)
 	pci := path.Join(dir, "device")
 	d.name = name
 	d.max = link(t, path.Join(pci, "max_link_width"), path.Join(pci, "max_link_speed"))
@@ -249,7 +214,7 @@ func discoverDevice(t *layout.Tree, name string) (d deviceFiles, leftOut int, fi
 	}
 	var netdevs []string
 	for _, e := range t.Entries(path.Join(pci, "net")) {
-		if ValidNetDev(e.Name()) {
+		if validNetDev(e.Name()) {
 			netdevs = append(netdevs, e.Name())
 		}
 	}
@@ -261,8 +226,8 @@ func discoverDevice(t *layout.Tree, name string) (d deviceFiles, leftOut int, fi
 
 func link(t *layout.Tree, width, speed string) *Link {
 	var l Link
-	l.Width, _ = parsedIf(t, width, ParseLinkWidth)
-	l.Transfer, _ = parsedIf(t, speed, ParseLinkSpeed)
+	l.Width, _ = parsedIf(t, width, parseLinkWidth)
+	l.Transfer, _ = parsedIf(t, speed, parseLinkSpeed)
 	if l.Width == 0 && l.Transfer == 0 {
 		return nil
 	}
@@ -272,10 +237,9 @@ func link(t *layout.Tree, width, speed string) *Link {
 func discoverPort(t *layout.Tree, dev, number string, netdevs []string) portFiles {
 	dir := path.Join(dev, "ports", number)
 	p := portFiles{number: number}
-	p.linkLayer, _ = layout.Parsed(t, path.Join(dir, "link_layer"), ParseWord)
-	// The netdev of the port's first GID (the port's own address), else
-	// the function's one interface: mlx5 binds one netdev per function.
-	if v, ok := layout.Parsed(t, path.Join(dir, "gid_attrs", "ndevs", "0"), ParseNetDev); ok {
+	p.linkLayer, _ = layout.Parsed(t, path.Join(dir, "link_layer"), parseWord)
+	// The first GID's netdev, else the function's: mlx5 binds one per function.
+	if v, ok := layout.Parsed(t, path.Join(dir, "gid_attrs", "ndevs", "0"), parseNetDev); ok {
 		p.netDev = v
 	} else if len(netdevs) == 1 {
 		p.netDev = netdevs[0]
@@ -289,7 +253,7 @@ func discoverPort(t *layout.Tree, dev, number string, netdevs []string) portFile
 	if has, ok := listed(t, counters); ok {
 		p.receive = ifListed(has, counters, "port_rcv_data")
 		p.transmit = ifListed(has, counters, "port_xmit_data")
-		p.errors = filter(ErrorCounters, has, counters)
+		p.errors = filter(errorCounters, has, counters)
 	}
 	hw := path.Join(dir, "hw_counters")
 	if has, ok := listed(t, hw); ok {
@@ -328,8 +292,7 @@ func filter(names []string, listed map[string]bool, dir string) []counterFile {
 	return out
 }
 
-// Read reads the values of the layout's files. After a read that blocks
-// nothing more is read, and the snapshot has no devices.
+// Read reads the layout's files; after a read that blocks it has no devices.
 func (l *Layout) Read(fsys FS) Snapshot {
 	s := Snapshot{RDMA: l.rdma, LeftOut: l.leftOut, FirstLeftOut: l.firstLeftOut}
 	if l.blocked != nil {
@@ -357,7 +320,6 @@ func (l *Layout) Read(fsys FS) Snapshot {
 	return s
 }
 
-// parsedIf is layout.Parsed of name, when the layout has it.
 func parsedIf[T any](t *layout.Tree, name string, parse func([]byte) (T, error)) (T, bool) {
 	if name == "" {
 		var zero T
@@ -368,15 +330,14 @@ func parsedIf[T any](t *layout.Tree, name string, parse func([]byte) (T, error))
 
 func (pf *portFiles) read(t *layout.Tree) Port {
 	p := Port{Number: pf.number, LinkLayer: pf.linkLayer, NetDev: pf.netDev, HWCounters: pf.hasHWCounters}
-	p.State, _ = parsedIf(t, pf.state, ParseState)
-	p.PhysState, _ = parsedIf(t, pf.physState, ParseState)
-	p.RateBits, _ = parsedIf(t, pf.rate, ParseRate)
-	// The data counters count 32-bit words (the IBTA's PortXmitData and
-	// PortRcvData "divided by 4").
-	if v, ok := parsedIf(t, pf.receive, ParseCounter); ok {
+	p.State, _ = parsedIf(t, pf.state, parseState)
+	p.PhysState, _ = parsedIf(t, pf.physState, parseState)
+	p.RateBits, _ = parsedIf(t, pf.rate, parseRate)
+	// The data counters count 32-bit words (IBTA: "divided by 4").
+	if v, ok := parsedIf(t, pf.receive, parseCounter); ok {
 		p.ReceiveBytes = wordsToBytes(v)
 	}
-	if v, ok := parsedIf(t, pf.transmit, ParseCounter); ok {
+	if v, ok := parsedIf(t, pf.transmit, parseCounter); ok {
 		p.TransmitBytes = wordsToBytes(v)
 	}
 	p.Errors = counters(t, pf.errors)
@@ -384,8 +345,7 @@ func (pf *portFiles) read(t *layout.Tree) Port {
 	return p
 }
 
-// wordsToBytes converts before it multiplies: a count of 2^62 words or
-// more would wrap to a false reset in uint64.
+// wordsToBytes converts first: 2^62 words would wrap to a false reset in uint64.
 func wordsToBytes(words uint64) *float64 {
 	b := float64(words) * 4
 	return &b
@@ -394,7 +354,7 @@ func wordsToBytes(words uint64) *float64 {
 func counters(t *layout.Tree, files []counterFile) []Counter {
 	var out []Counter
 	for _, f := range files {
-		if v, ok := layout.Parsed(t, f.file, ParseCounter); ok {
+		if v, ok := layout.Parsed(t, f.file, parseCounter); ok {
 			out = append(out, Counter{f.name, v})
 		}
 	}

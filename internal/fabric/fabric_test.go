@@ -29,13 +29,13 @@ func TestParseRate(t *testing.T) {
 		"100 Gb/sec":            100e9,
 		"0 Gb/sec (1X)":         0,
 	} {
-		if got, err := ParseRate([]byte(in)); err != nil || got != want {
+		if got, err := parseRate([]byte(in)); err != nil || got != want {
 			t.Errorf("ParseRate(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"", "\n", "200", "200 Mb/sec", "Gb/sec", "-1 Gb/sec", "1e3 Gb/sec", "NaN Gb/sec",
 		"Inf Gb/sec", "0x10 Gb/sec", "2. Gb/sec", "200 Gb/sec (4X HDR)\n200 Gb/sec", strings.Repeat("9", 100) + " Gb/sec"} {
-		if got, err := ParseRate([]byte(in)); err == nil {
+		if got, err := parseRate([]byte(in)); err == nil {
 			t.Errorf("ParseRate(%q) = %v, want an error", in, got)
 		}
 	}
@@ -50,12 +50,12 @@ func TestParseState(t *testing.T) {
 		"2: Polling":        "Polling",
 		"5: ACTIVE_DEFER\n": "ACTIVE_DEFER",
 	} {
-		if got, err := ParseState([]byte(in)); err != nil || got != want {
+		if got, err := parseState([]byte(in)); err != nil || got != want {
 			t.Errorf("ParseState(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"", "ACTIVE", "4:", ": ACTIVE", "x: ACTIVE", "4: ACT IVE", "4: ACTIVE\n1: DOWN", "4: {x=\"y\"}", "999: ACTIVE"} {
-		if got, err := ParseState([]byte(in)); err == nil {
+		if got, err := parseState([]byte(in)); err == nil {
 			t.Errorf("ParseState(%q) = %q, want an error", in, got)
 		}
 	}
@@ -63,45 +63,45 @@ func TestParseState(t *testing.T) {
 
 func TestParsePCIeLink(t *testing.T) {
 	for in, want := range map[string]float64{"4\n": 4, "2": 2, "16\n": 16} {
-		if got, err := ParseLinkWidth([]byte(in)); err != nil || got != want {
+		if got, err := parseLinkWidth([]byte(in)); err != nil || got != want {
 			t.Errorf("ParseLinkWidth(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"0", "", "-4", "x4", "255", "4.0"} {
-		if got, err := ParseLinkWidth([]byte(in)); err == nil {
+		if got, err := parseLinkWidth([]byte(in)); err == nil {
 			t.Errorf("ParseLinkWidth(%q) = %v, want an error", in, got)
 		}
 	}
 	for in, want := range map[string]float64{"32.0 GT/s PCIe\n": 32e9, "16.0 GT/s PCIe": 16e9, "2.5 GT/s PCIe": 2.5e9, "8 GT/s\n": 8e9} {
-		if got, err := ParseLinkSpeed([]byte(in)); err != nil || got != want {
+		if got, err := parseLinkSpeed([]byte(in)); err != nil || got != want {
 			t.Errorf("ParseLinkSpeed(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"Unknown", "Unknown speed", "0 GT/s", "32.0", "32.0 Gb/s", "", "1e9 GT/s"} {
-		if got, err := ParseLinkSpeed([]byte(in)); err == nil {
+		if got, err := parseLinkSpeed([]byte(in)); err == nil {
 			t.Errorf("ParseLinkSpeed(%q) = %v, want an error", in, got)
 		}
 	}
 }
 
 func TestParseNamesAndCounters(t *testing.T) {
-	if n, err := ParseCounter([]byte("18446744073709551615\n")); err != nil || n != math.MaxUint64 {
+	if n, err := parseCounter([]byte("18446744073709551615\n")); err != nil || n != math.MaxUint64 {
 		t.Errorf("the largest counter: %v, %v", n, err)
 	}
 	for _, in := range []string{"", "-1", "18446744073709551616", "1 2", "0x10"} {
-		if _, err := ParseCounter([]byte(in)); err == nil {
+		if _, err := parseCounter([]byte(in)); err == nil {
 			t.Errorf("ParseCounter(%q): no error", in)
 		}
 	}
-	if v, err := ParseNetDev([]byte("enP2p1s0f0np0\n")); err != nil || v != "enP2p1s0f0np0" {
+	if v, err := parseNetDev([]byte("enP2p1s0f0np0\n")); err != nil || v != "enP2p1s0f0np0" {
 		t.Errorf("ParseNetDev: %q, %v", v, err)
 	}
 	for _, in := range []string{"", "a/b", "..", "sixteen-bytes-xx", "en p1", "eth0:1", "é"} {
-		if v, err := ParseNetDev([]byte(in)); err == nil {
+		if v, err := parseNetDev([]byte(in)); err == nil {
 			t.Errorf("ParseNetDev(%q) = %q, want an error", in, v)
 		}
 	}
-	if v, err := ParseWord([]byte("InfiniBand\n")); err != nil || v != "InfiniBand" {
+	if v, err := parseWord([]byte("InfiniBand\n")); err != nil || v != "InfiniBand" {
 		t.Errorf("ParseWord: %q, %v", v, err)
 	}
 	for name, want := range map[string]bool{"rocep1s0f0": true, "mlx5_0": true, "roceP2p1s0f1": true, "": false,
@@ -137,8 +137,8 @@ func TestReadHealthySpark(t *testing.T) {
 	if p.ReceiveBytes == nil || *p.ReceiveBytes != 4*2864127401 || p.TransmitBytes == nil || *p.TransmitBytes != 4*2911530112 {
 		t.Errorf("data counters are not words × 4: %v %v", p.ReceiveBytes, p.TransmitBytes)
 	}
-	if len(p.Errors) != len(ErrorCounters) || len(p.Events) != len(EventCounters) {
-		t.Errorf("%d error counters, %d events; want %d, %d", len(p.Errors), len(p.Events), len(ErrorCounters), len(EventCounters))
+	if len(p.Errors) != len(errorCounters) || len(p.Events) != len(EventCounters) {
+		t.Errorf("%d error counters, %d events; want %d, %d", len(p.Errors), len(p.Events), len(errorCounters), len(EventCounters))
 	}
 	if d.Current == nil || *d.Current != (Link{4, 32e9}) || d.Max == nil || *d.Max != (Link{4, 32e9}) {
 		t.Errorf("PCIe link %v / %v", d.Current, d.Max)
@@ -173,7 +173,7 @@ func TestReadWithoutRDMA(t *testing.T) {
 
 // mapFS is a tree of the files a device needs, flat (no links).
 func device(m fstest.MapFS, name string, ports ...string) {
-	dir := path.Join(ClassDir, name)
+	dir := path.Join(classDir, name)
 	for _, p := range ports {
 		m[path.Join(dir, "ports", p, "state")] = &fstest.MapFile{Data: []byte("4: ACTIVE\n")}
 		m[path.Join(dir, "ports", p, "phys_state")] = &fstest.MapFile{Data: []byte("5: LinkUp\n")}
@@ -188,7 +188,7 @@ func TestReadIsBounded(t *testing.T) {
 		device(m, "mlx5_"+strings.Repeat("0", 3-len(itoa(i)))+itoa(i), "1")
 	}
 	device(m, "mlx5_000", "1", "2", "3", "4", "5", "6", "10")
-	m[path.Join(ClassDir, "not a name")] = &fstest.MapFile{Mode: fs.ModeDir}
+	m[path.Join(classDir, "not a name")] = &fstest.MapFile{Mode: fs.ModeDir}
 	s := Read(m)
 	if len(s.Devices) != MaxDevices || s.LeftOut != 5+3 {
 		t.Fatalf("%d devices, %d left out", len(s.Devices), s.LeftOut)
@@ -252,17 +252,17 @@ func FuzzParsers(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if v, err := ParseRate(data); err == nil && (v < 0 || math.IsInf(v, 0) || math.IsNaN(v)) {
+		if v, err := parseRate(data); err == nil && (v < 0 || math.IsInf(v, 0) || math.IsNaN(v)) {
 			t.Errorf("ParseRate(%q) = %v", data, v)
 		}
-		if v, err := ParseLinkSpeed(data); err == nil && (v <= 0 || math.IsInf(v, 0) || math.IsNaN(v)) {
+		if v, err := parseLinkSpeed(data); err == nil && (v <= 0 || math.IsInf(v, 0) || math.IsNaN(v)) {
 			t.Errorf("ParseLinkSpeed(%q) = %v", data, v)
 		}
-		if v, err := ParseLinkWidth(data); err == nil && (v < 1 || v > 32) {
+		if v, err := parseLinkWidth(data); err == nil && (v < 1 || v > 32) {
 			t.Errorf("ParseLinkWidth(%q) = %v", data, v)
 		}
-		_, _ = ParseCounter(data)
-		for _, parse := range []func([]byte) (string, error){ParseState, ParseWord, ParseNetDev} {
+		_, _ = parseCounter(data)
+		for _, parse := range []func([]byte) (string, error){parseState, parseWord, parseNetDev} {
 			if v, err := parse(data); err == nil && (v == "" || strings.ContainsAny(v, " /\n\x00") || !utf8.ValidString(v)) {
 				t.Errorf("%q gave the label %q", data, v)
 			}
@@ -278,7 +278,7 @@ func FuzzRead(f *testing.F) {
 	var files []string
 	fsys := os.DirFS(root)
 	for _, dev := range []string{"rocep1s0f0", "roceP2p1s0f0"} {
-		dir := path.Join(ClassDir, dev)
+		dir := path.Join(classDir, dev)
 		_ = fs.WalkDir(fsys, path.Join(dir, "ports"), func(p string, d fs.DirEntry, err error) error {
 			if err == nil && !d.IsDir() {
 				files = append(files, p)

@@ -8,8 +8,7 @@ import (
 	"strings"
 )
 
-// maxLine bounds a one-line attribute: the longest the kernel writes here
-// is a rate ("400 Gb/sec (4X NDR)") or a PCIe speed ("32.0 GT/s PCIe").
+// maxLine: the longest the kernel writes here is "400 Gb/sec (4X NDR)".
 const maxLine = 64
 
 func line(data []byte) (string, error) {
@@ -32,8 +31,7 @@ func quote(s string) string {
 	return strconv.Quote(s)
 }
 
-// ParseCounter parses a decimal counter ("123456\n").
-func ParseCounter(data []byte) (uint64, error) {
+func parseCounter(data []byte) (uint64, error) {
 	v, err := line(data)
 	if err != nil {
 		return 0, err
@@ -45,10 +43,9 @@ func ParseCounter(data []byte) (uint64, error) {
 	return n, nil
 }
 
-// ParseState parses a port's state or phys_state, "4: ACTIVE" or "5: LinkUp"
-// (Documentation/ABI/stable/sysfs-class-infiniband), into the kernel's word;
-// any word is accepted, so that a newer kernel's is not refused.
-func ParseState(data []byte) (string, error) {
+// parseState reads "4: ACTIVE" into the word, any word, so that a newer
+// kernel's is not refused.
+func parseState(data []byte) (string, error) {
 	v, err := line(data)
 	if err != nil {
 		return "", err
@@ -61,7 +58,6 @@ func ParseState(data []byte) (string, error) {
 	return word, nil
 }
 
-// isWord is the shape of the kernel's state names ("ACTIVE_DEFER").
 func isWord(s string) bool {
 	if s == "" || len(s) > 32 {
 		return false
@@ -77,8 +73,7 @@ func isWord(s string) bool {
 	return true
 }
 
-// ParseWord parses a one-word attribute such as link_layer ("Ethernet").
-func ParseWord(data []byte) (string, error) {
+func parseWord(data []byte) (string, error) {
 	v, err := line(data)
 	if err != nil {
 		return "", err
@@ -89,9 +84,8 @@ func ParseWord(data []byte) (string, error) {
 	return v, nil
 }
 
-// ParseRate parses a port's rate, "200 Gb/sec (4X HDR)" or "2.5 Gb/sec (1X
-// SDR)", into bits per second (drivers/infiniband/core/sysfs.c, rate_show).
-func ParseRate(data []byte) (float64, error) {
+// parseRate reads "2.5 Gb/sec (1X SDR)" into bits per second.
+func parseRate(data []byte) (float64, error) {
 	v, err := line(data)
 	if err != nil {
 		return 0, err
@@ -107,9 +101,8 @@ func ParseRate(data []byte) (float64, error) {
 	return gbits * 1e9, nil
 }
 
-// ParseLinkWidth parses a PCIe link width ("4"). 0, which a link not trained
-// reads, is refused.
-func ParseLinkWidth(data []byte) (float64, error) {
+// parseLinkWidth refuses 0: a link not trained.
+func parseLinkWidth(data []byte) (float64, error) {
 	v, err := line(data)
 	if err != nil {
 		return 0, err
@@ -121,10 +114,9 @@ func ParseLinkWidth(data []byte) (float64, error) {
 	return float64(n), nil
 }
 
-// ParseLinkSpeed parses a PCIe link speed, "32.0 GT/s PCIe" (Linux 4.18
-// and later) or "8 GT/s" (earlier), into transfers per second. "Unknown"
-// (a link not trained) is refused.
-func ParseLinkSpeed(data []byte) (float64, error) {
+// parseLinkSpeed reads "32.0 GT/s PCIe" (Linux 4.18 on) or "8 GT/s" into
+// transfers per second.
+func parseLinkSpeed(data []byte) (float64, error) {
 	v, err := line(data)
 	if err != nil {
 		return 0, err
@@ -140,8 +132,7 @@ func ParseLinkSpeed(data []byte) (float64, error) {
 	return gt * 1e9, nil
 }
 
-// parseDecimal parses a plain non-negative decimal ("2.5"), nothing else
-// strconv.ParseFloat would take (no exponent, Inf, sign or hex).
+// parseDecimal takes no exponent, Inf, sign or hex.
 func parseDecimal(s string) (float64, error) {
 	whole, frac, dot := strings.Cut(s, ".")
 	if whole == "" || len(s) > 12 || strings.Trim(whole, "0123456789") != "" ||
@@ -151,10 +142,8 @@ func parseDecimal(s string) (float64, error) {
 	return strconv.ParseFloat(s, 64)
 }
 
-// ValidNetDev tells a network interface name as the kernel allows it
-// (dev_valid_name: 1 to 15 bytes, no '/', ':' or white space, not "." or
-// ".."), and of printable ASCII only, so that a label carries nothing else.
-func ValidNetDev(name string) bool {
+// validNetDev is the kernel's dev_valid_name, in printable ASCII only.
+func validNetDev(name string) bool {
 	if name == "" || len(name) > 15 || name == "." || name == ".." {
 		return false
 	}
@@ -166,21 +155,19 @@ func ValidNetDev(name string) bool {
 	return true
 }
 
-// ParseNetDev parses gid_attrs/ndevs/N, the interface bound to the GID.
-func ParseNetDev(data []byte) (string, error) {
+func parseNetDev(data []byte) (string, error) {
 	v, err := line(data)
 	if err != nil {
 		return "", err
 	}
-	if !ValidNetDev(v) {
+	if !validNetDev(v) {
 		return "", fmt.Errorf("not an interface name: %s", quote(v))
 	}
 	return v, nil
 }
 
-// validName tells an RDMA device name fit for a label: 1 to 63 bytes
-// (IB_DEVICE_NAME_MAX is 64 with its NUL). Names are the kernel's ("mlx5_0")
-// or rdma-core's udev rules' ("rocep1s0f0"); anything else is not a device.
+// validName: IB_DEVICE_NAME_MAX is 64 with its NUL; names are the kernel's
+// ("mlx5_0") or rdma-core's udev rules' ("rocep1s0f0").
 func validName(name string) bool {
 	if name == "" || len(name) > 63 || name[0] == '.' {
 		return false

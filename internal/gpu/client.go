@@ -17,38 +17,29 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 )
 
-// DefaultLibrary is the library dlopen looks for without --gpu.nvml-library.
-const DefaultLibrary = "libnvidia-ml.so.1"
+const defaultLibrary = "libnvidia-ml.so.1"
 
 var (
-	// ErrUnavailable: NVML is not initialised (no driver or library yet, or
-	// the driver went away); normal on a host without an NVIDIA GPU.
+	// ErrUnavailable is normal on a host without an NVIDIA GPU.
 	ErrUnavailable = errors.New("NVML is not initialised")
-	// ErrTimeout: NVML did not answer before the caller's deadline.
-	ErrTimeout = errors.New("NVML did not answer within the deadline")
+	ErrTimeout     = errors.New("NVML did not answer within the deadline")
 )
 
 // Options configures a Client.
 type Options struct {
-	// Library is what dlopen is asked for; empty means DefaultLibrary.
 	Library string
-	// InitTimeout bounds the first initialisation, which New waits for so
-	// that the first scrape sees the GPU, and Close's shutdown; default 5s.
-	InitTimeout time.Duration
-	// RetryMin and RetryMax bound the doubling pause between initialisation
-	// attempts; defaults 1s and 30s.
-	RetryMin, RetryMax time.Duration
+	// InitTimeout bounds New's wait for the first initialisation, so that
+	// the first scrape sees the GPU, and Close's shutdown; default 5s.
+	InitTimeout        time.Duration
+	RetryMin, RetryMax time.Duration // between initialisation attempts; default 1s, 30s
 	Logger             log.Logger
-	// NVML replaces the dlopen'd library; tests pass go-nvml's mock.
-	NVML nvml.Interface
-	// Now stamps and ages readings; default time.Now.
-	Now func() time.Time
+	NVML               nvml.Interface // replaces the dlopen'd library; tests pass go-nvml's mock
+	Now                func() time.Time
 }
 
-// Client is the process's connection to NVML: every call runs on one worker
-// goroutine, each read under the caller's deadline. Initialisation is
-// retried in the background, and again when a read finds the driver gone,
-// so that a driver install or reload needs no restart.
+// Client is the process's connection to NVML. Initialisation is retried in
+// the background, and again when a read finds the driver gone, so that a
+// driver install or reload needs no restart.
 type Client struct {
 	opts   Options
 	lib    nvml.Interface
@@ -65,10 +56,8 @@ type Client struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	// last is the latest complete snapshot, for Recent; nil when there is
-	// none, or when NVML was lost since.
 	lastMu sync.Mutex
-	last   *readings.Snapshot
+	last   *readings.Snapshot // nil once NVML was lost
 
 	// Touched only by jobs on the worker.
 	initialised bool
@@ -79,12 +68,11 @@ type Client struct {
 	devices     []device
 }
 
-// New starts a client. It waits up to opts.InitTimeout for the first
-// initialisation; whatever its outcome, the client is usable and keeps
-// trying in the background until Close.
+// New waits up to opts.InitTimeout for the first initialisation; whatever
+// its outcome, the client keeps trying in the background until Close.
 func New(opts Options) *Client {
 	if opts.Library == "" {
-		opts.Library = DefaultLibrary
+		opts.Library = defaultLibrary
 	}
 	if opts.InitTimeout <= 0 {
 		opts.InitTimeout = 5 * time.Second
@@ -122,26 +110,21 @@ func New(opts Options) *Client {
 	return c
 }
 
-// Up says whether NVML is initialised now.
 func (c *Client) Up() bool { return c.up.Load() }
 
-// Stalled is how long the NVML call now outstanding has waited on the
-// worker; 0 when none is. It never waits on the worker itself, so it answers
+// Stalled is how long the NVML call now outstanding has run; it answers
 // while a call is wedged in the driver.
 func (c *Client) Stalled() time.Duration { return c.w.stalled() }
 
-// Snapshot reads every device within ctx's deadline; without NVML it
-// returns ErrUnavailable at once. On partial failure the readings taken
-// come with the error. The snapshot is shared: callers must not modify it.
+// Snapshot reads every device; on partial failure the readings taken come
+// with the error. The snapshot is shared: callers must not modify it.
 func (c *Client) Snapshot(ctx context.Context) (readings.Snapshot, error) {
 	return c.Recent(ctx, -1)
 }
 
-// Recent is Snapshot, but serves the latest complete snapshot, whoever read
-// it (the thermal sampler reads every few seconds), while it is at most
-// maxAge old; a negative maxAge always reads. Concurrent callers read NVML
-// once between them: a job on the worker first looks whether the one
-// before it has just read.
+// Recent serves the latest complete snapshot, whoever read it, while it is
+// at most maxAge old; a negative maxAge always reads. Each job looks again
+// on the worker, so concurrent callers read NVML once between them.
 func (c *Client) Recent(ctx context.Context, maxAge time.Duration) (readings.Snapshot, error) {
 	if !c.up.Load() {
 		return readings.Snapshot{}, ErrUnavailable
@@ -163,7 +146,6 @@ func (c *Client) Recent(ctx context.Context, maxAge time.Duration) (readings.Sna
 		case err == nil:
 			c.last = &snap
 		case !c.initialised:
-			// The driver went away: its old readings say nothing of the next.
 			c.last = nil
 		}
 	}
@@ -185,21 +167,18 @@ func (c *Client) recent(maxAge time.Duration) (readings.Snapshot, bool) {
 	return *c.last, true
 }
 
-// fresh tells whether a reading taken at taken is at most maxAge old at
-// now; one from the future (the clock stepped back) is not.
+// fresh: a reading from the future (the clock stepped back) is not.
 func fresh(taken, now time.Time, maxAge time.Duration) bool {
 	age := now.Sub(taken)
 	return age >= 0 && age <= maxAge
 }
 
-// Read implements Source.
 func (c *Client) Read(ctx context.Context) ([]readings.Reading, error) {
 	snap, err := c.Snapshot(ctx)
 	return snap.Devices, err
 }
 
-// Close stops the retries and shuts NVML down. A call wedged in the driver
-// is abandoned after InitTimeout.
+// Close shuts NVML down, abandoning a call wedged in the driver after InitTimeout.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		c.cancel()
@@ -225,8 +204,6 @@ func (c *Client) Close() error {
 	return c.closeErr
 }
 
-// loop retries initialisation until it succeeds, then waits for a read to
-// find the driver gone, and starts again; first is New's attempt.
 func (c *Client) loop(first error) {
 	defer close(c.loopDone)
 	retry := &backoff.Backoff{Min: c.opts.RetryMin, Max: c.opts.RetryMax, Factor: 2}
@@ -269,10 +246,8 @@ func (c *Client) initialise(ctx context.Context) error {
 	return err
 }
 
-// initJob initialises NVML and enumerates the devices, on the worker.
 func (c *Client) initJob() error {
-	if c.initialised {
-		// An attempt whose caller stopped waiting finished after all.
+	if c.initialised { // an attempt whose caller stopped waiting finished after all
 		return nil
 	}
 	if c.real && !c.pinned {
@@ -327,7 +302,6 @@ func (c *Client) enumerate() (driver, cuda string, devices []device, err error) 
 	return driver, cuda, devices, nil
 }
 
-// readAll reads every device; it runs on the worker.
 func (c *Client) readAll() (readings.Snapshot, error) {
 	if !c.initialised {
 		return readings.Snapshot{}, ErrUnavailable
@@ -363,10 +337,9 @@ func (c *Client) readAll() (readings.Snapshot, error) {
 	return snap, err
 }
 
-// pin keeps the library loaded for the rest of the process: go-nvml binds
-// its C calls process-wide when first called, so if nvml.Shutdown's dlclose
-// unloaded it, a later client (tests start many) would call through
-// dangling bindings.
+// pin keeps the library loaded: go-nvml binds its C calls process-wide on
+// first call, so a later client would call through dangling bindings if
+// nvml.Shutdown's dlclose unloaded it.
 func pin(library string) bool {
 	return dl.New(library, dl.RTLD_LAZY|dl.RTLD_GLOBAL|dl.RTLD_NODELETE).Open() == nil
 }

@@ -170,7 +170,7 @@ func TestGPULostIsAnError(t *testing.T) {
 	lost.GetTotalEnergyConsumptionFunc = func() (uint64, nvml.Return) { return 0, nvml.ERROR_GPU_IS_LOST }
 	c := newTestClient(t, fakeNVML(gb10(0), lost), nil)
 	snap, err := snapshot(t, c)
-	var nerr *Error
+	var nerr *callError
 	if !errors.As(err, &nerr) || nerr.Return != nvml.ERROR_GPU_IS_LOST {
 		t.Fatalf("error = %v, want GPU_IS_LOST", err)
 	}
@@ -203,7 +203,7 @@ func TestInsufficientSizeFailsTheRead(t *testing.T) {
 	d.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) { return nil, nvml.ERROR_INSUFFICIENT_SIZE }
 	c := newTestClient(t, fakeNVML(d), nil)
 	snap, err := snapshot(t, c)
-	var nerr *Error
+	var nerr *callError
 	if !errors.As(err, &nerr) || nerr.Return != nvml.ERROR_INSUFFICIENT_SIZE {
 		t.Fatalf("error = %v, want INSUFFICIENT_SIZE", err)
 	}

@@ -12,25 +12,23 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 )
 
-// Error is an NVML call that failed with something other than
-// NOT_SUPPORTED (GPU lost, driver gone, unknown): a failed read, never a
-// missing field.
-type Error struct {
-	Op     string      // the call, e.g. "nvmlDeviceGetPowerUsage"
-	Return nvml.Return // NVML's return code
-	text   string      // NVML's words for it, taken on the worker
+// callError is an NVML call that failed with other than NOT_SUPPORTED: a
+// failed read, never a missing field.
+type callError struct {
+	Op     string
+	Return nvml.Return
+	text   string // taken on the worker
 }
 
-func (e *Error) Error() string { return e.Op + ": " + e.text }
+func (e *callError) Error() string { return e.Op + ": " + e.text }
 
-func nvmlError(op string, ret nvml.Return) *Error {
-	return &Error{Op: op, Return: ret, text: ret.Error()}
+func nvmlError(op string, ret nvml.Return) *callError {
+	return &callError{Op: op, Return: ret, text: ret.Error()}
 }
 
-// driverGone says whether err means NVML itself must be initialised again
-// (the driver was unloaded, reloaded or upgraded under us).
+// driverGone: the driver was unloaded, reloaded or upgraded under us.
 func driverGone(err error) bool {
-	var e *Error
+	var e *callError
 	if !errors.As(err, &e) {
 		return false
 	}
@@ -42,9 +40,8 @@ func driverGone(err error) bool {
 	return false
 }
 
-// Entry points that drivers added late. Calling one the loaded library
-// lacks would kill the process (go-nvml resolves symbols on first call), so
-// each is looked up at initialisation and its older form used without it.
+// Entry points drivers added late: go-nvml resolves symbols on first call,
+// and calling one the library lacks kills the process.
 const (
 	symTemperatureV  = "nvmlDeviceGetTemperatureV"              // R565; else nvmlDeviceGetTemperature
 	symEventReasons  = "nvmlDeviceGetCurrentClocksEventReasons" // R535; else ...ThrottleReasons
@@ -56,7 +53,6 @@ const (
 
 var optionalSymbols = []string{symTemperatureV, symEventReasons, symMemoryInfoV2, symCUDAVersionV2, symMarginTemp, symFieldValues}
 
-// device is an enumerated GPU and what stays fixed while the driver is loaded.
 type device struct {
 	index             int
 	handle            nvml.Device
@@ -73,8 +69,6 @@ func describe(lib nvml.Interface, index int) device {
 		d.err = nvmlError("nvmlDeviceGetHandleByIndex", ret)
 		return d
 	}
-	// A device without a name or UUID (NOT_SUPPORTED) gets empty labels;
-	// any other error is a failure to retry.
 	var errs []error
 	check := func(op string, ret nvml.Return) bool {
 		if ret != nvml.SUCCESS && ret != nvml.ERROR_NOT_SUPPORTED {
@@ -98,24 +92,20 @@ func describe(lib nvml.Interface, index int) device {
 	return d
 }
 
-// cudaVersion renders NVML's CUDA driver version (13000) as CUDA writes it
-// (13.0).
+// cudaVersion: NVML's 13000 is CUDA's 13.0.
 func cudaVersion(v int) string {
 	return fmt.Sprintf("%d.%d", v/1000, v%1000/10)
 }
 
-// notAvailable is NVML_VALUE_NOT_AVAILABLE in an unsigned field: NVML knows
-// the process but not its memory (Windows WDDM, some MIG set-ups).
+// notAvailable is NVML_VALUE_NOT_AVAILABLE: a process whose memory NVML
+// does not know (Windows WDDM, some MIG set-ups).
 const notAvailable = ^uint64(0)
 
-// deviceReader reads one device's fields, sorting each answer into a value,
-// a NOT_SUPPORTED or an error.
 type deviceReader struct {
 	r    readings.Reading
 	errs []error
 }
 
-// answered records what NVML said about f and whether the value may be used.
 func (dr *deviceReader) answered(f readings.Field, op string, ret nvml.Return) bool {
 	switch ret {
 	case nvml.SUCCESS:
@@ -131,8 +121,7 @@ func (dr *deviceReader) answered(f readings.Field, op string, ret nvml.Return) b
 
 func ptr[T any](v T) *T { return &v }
 
-// read reads every field of d. A field failing with other than
-// NOT_SUPPORTED is left out, its error joined to the result.
+// read leaves out a field failing with other than NOT_SUPPORTED, and joins its error.
 func read(d *device, has map[string]bool, now time.Time) (readings.Reading, error) {
 	dr := &deviceReader{r: readings.Reading{
 		Index: d.index, UUID: d.uuid, Name: d.name, ComputeCapability: d.computeCapability,
@@ -164,7 +153,6 @@ func read(d *device, has map[string]bool, now time.Time) (readings.Reading, erro
 
 	if mhz, ret := h.GetClockInfo(nvml.CLOCK_SM); dr.answered(readings.FieldSMClock, "nvmlDeviceGetClockInfo", ret) {
 		r.SMClockHertz = ptr(float64(mhz) * 1e6)
-		// A device that reports the clock but not its maximum has no maximum series.
 		switch mhz, ret := h.GetMaxClockInfo(nvml.CLOCK_SM); ret {
 		case nvml.SUCCESS:
 			r.SMClockMaxHertz = ptr(float64(mhz) * 1e6)
@@ -194,8 +182,7 @@ func read(d *device, has map[string]bool, now time.Time) (readings.Reading, erro
 	dr.clockEventCounters(h, has[symFieldValues])
 	dr.margin(h, has[symMarginTemp])
 	if p, ret := h.GetPerformanceState(); dr.answered(readings.FieldPerformanceState, "nvmlDeviceGetPerformanceState", ret) {
-		// NVML_PSTATE_UNKNOWN (32) is an answer without a value.
-		if p >= nvml.PSTATE_0 && p <= nvml.PSTATE_15 {
+		if p >= nvml.PSTATE_0 && p <= nvml.PSTATE_15 { // not NVML_PSTATE_UNKNOWN (32)
 			r.PerformanceState = ptr(int(p))
 		}
 	}
@@ -205,10 +192,7 @@ func read(d *device, has map[string]bool, now time.Time) (readings.Reading, erro
 	return dr.r, errors.Join(dr.errs...)
 }
 
-// clockEventCounters reads the clock event counters in one
-// nvmlDeviceGetFieldValues call. A value the driver does not know
-// (NOT_SUPPORTED, or INVALID_ARGUMENT from a driver older than the field
-// id) is left out; the field is supported when any answered.
+// clockEventCounters: a driver older than a field id answers INVALID_ARGUMENT.
 func (dr *deviceReader) clockEventCounters(h nvml.Device, has bool) {
 	if !has {
 		dr.r.Supported[readings.FieldClocksEventCounters] = false
@@ -240,10 +224,9 @@ func (dr *deviceReader) clockEventCounters(h nvml.Device, has bool) {
 	dr.r.ClockEventSeconds = seconds
 }
 
-// unsignedValue reads a field value NVML typed as an unsigned integer (the
-// counters are unsigned long long); any other type is not a duration.
+// unsignedValue reads the C union in the host's byte order; a type other
+// than unsigned is not a duration.
 func unsignedValue(v nvml.FieldValue) (uint64, bool) {
-	// The value is a C union, in the host's byte order.
 	u64 := binary.NativeEndian.Uint64(v.Value[:])
 	switch nvml.ValueType(v.ValueType) {
 	case nvml.VALUE_TYPE_UNSIGNED_LONG_LONG, nvml.VALUE_TYPE_UNSIGNED_LONG:
@@ -284,9 +267,8 @@ func (dr *deviceReader) memory(h nvml.Device, v2 bool) {
 	}
 }
 
-// processes reads the compute processes. NVML may list a pid once per MIG
-// instance: the entries are summed into one series. A pid whose memory NVML
-// cannot give is left out rather than counted as zero.
+// processes sums a pid NVML lists once per MIG instance, and leaves out one
+// whose memory NVML cannot give rather than count it zero.
 func (dr *deviceReader) processes(h nvml.Device) {
 	infos, ret := h.GetComputeRunningProcesses()
 	if !dr.answered(readings.FieldProcesses, "nvmlDeviceGetComputeRunningProcesses", ret) {
@@ -316,7 +298,5 @@ func (dr *deviceReader) processes(h nvml.Device) {
 	dr.r.Processes = kept
 }
 
-// validUTF8 makes the driver's text valid UTF-8 where it is read, once for
-// every reader: label values must be (client_golang panics otherwise), and
-// so must the status page's JSON.
+// validUTF8: client_golang panics on an invalid label value.
 func validUTF8(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }

@@ -19,7 +19,7 @@ func TestFlags(t *testing.T) {
 	if _, err := app.Parse(nil); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := flags.Settings(), (Settings{Library: DefaultLibrary, Timeout: 2 * time.Second, MaxAge: 5 * time.Second}); got != want {
+	if got, want := flags.Settings(), (Settings{Library: defaultLibrary, Timeout: 2 * time.Second, MaxAge: 5 * time.Second}); got != want {
 		t.Errorf("defaults %+v, want %+v", got, want)
 	}
 

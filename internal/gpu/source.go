@@ -8,9 +8,7 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 )
 
-// Source reads every device within the context's deadline. An error means
-// no complete reading this time (NVML absent, wedged or failing); the
-// devices that were read are returned beside it.
+// Source reads every device; with an error come the devices that were read.
 type Source interface {
 	Read(ctx context.Context) ([]readings.Reading, error)
 }

@@ -8,19 +8,15 @@ import (
 	"time"
 )
 
-// errClosed is returned for work submitted after the worker stopped.
 var errClosed = errors.New("NVML client closed")
 
-// worker runs NVML calls one at a time on one goroutine. A driver call can
-// block indefinitely (a wedged GPU); then it holds this one goroutine,
-// however many scrapes come: each caller waits only as long as its
-// deadline allows, starting nothing.
+// worker runs NVML calls one at a time on one goroutine, so that a call
+// wedged in the driver holds that goroutine alone, however many scrapes come.
 type worker struct {
-	jobs chan func()
-	stop chan struct{}
-	now  func() time.Time
-	// busySince is when the job now running started; nil while idle.
-	busySince atomic.Pointer[time.Time]
+	jobs      chan func()
+	stop      chan struct{}
+	now       func() time.Time
+	busySince atomic.Pointer[time.Time] // nil while idle
 }
 
 func newWorker(now func() time.Time) *worker {
@@ -30,8 +26,7 @@ func newWorker(now func() time.Time) *worker {
 }
 
 func (w *worker) run() {
-	// One OS thread for every NVML call, as a C library would expect of a
-	// single-threaded client.
+	// One OS thread, as a C library expects of a single-threaded client.
 	runtime.LockOSThread()
 	for {
 		select {
@@ -46,10 +41,9 @@ func (w *worker) run() {
 	}
 }
 
-// do runs fn on the worker and waits for it to finish or for ctx to end,
-// whichever comes first. On ctx's end it returns ctx.Err(): fn then either
-// never runs or finishes later unobserved, so fn must write only to
-// variables the caller reads after a nil return.
+// do runs fn on the worker until it finishes or ctx ends. After ctx.Err()
+// fn may still run unobserved, so fn must write only to variables the caller
+// reads after a nil return.
 func (w *worker) do(ctx context.Context, fn func()) error {
 	done := make(chan struct{})
 	select {
@@ -67,7 +61,6 @@ func (w *worker) do(ctx context.Context, fn func()) error {
 	}
 }
 
-// stalled is how long the job now running has run; 0 while idle.
 func (w *worker) stalled() time.Duration {
 	since := w.busySince.Load()
 	if since == nil {
@@ -76,5 +69,4 @@ func (w *worker) stalled() time.Duration {
 	return max(0, w.now().Sub(*since))
 }
 
-// close stops the worker once its current call, if any, returns.
 func (w *worker) close() { close(w.stop) }

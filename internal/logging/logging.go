@@ -1,6 +1,5 @@
-// Package logging builds the exporter's go-kit logger from --log.level and
-// --log.format, and the *slog.Logger that exporter-toolkit asks for, bridged
-// onto the same go-kit logger so that both write one stream in one format.
+// Package logging builds the go-kit logger and, bridged onto it so that
+// both write one stream in one format, the *slog.Logger exporter-toolkit asks for.
 package logging
 
 import (
@@ -14,13 +13,11 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
 )
 
-// Config is what the two flags select.
 type Config struct {
 	Level  *string
 	Format *string
 }
 
-// AddFlags registers --log.level and --log.format.
 func AddFlags(fg cliflag.FlagGroup) Config {
 	return Config{
 		Level: cliflag.Enum(fg.Flag("log.level", "Only log messages with the given severity or above. One of: [debug, info, warn, error]").
@@ -30,8 +27,6 @@ func AddFlags(fg cliflag.FlagGroup) Config {
 	}
 }
 
-// New returns the exporter's logger and an slog.Logger for libraries that
-// need one. Both filter at the configured level.
 func New(w io.Writer, c Config) (log.Logger, *slog.Logger) {
 	sw := log.NewSyncWriter(w)
 	var base log.Logger
@@ -56,22 +51,17 @@ func New(w io.Writer, c Config) (log.Logger, *slog.Logger) {
 		allow, slogLevel = level.AllowInfo(), slog.LevelInfo
 	}
 
-	// The slog bridge adds its own time and caller keys, so it wraps the
-	// base logger; ours adds the same keys, under the same names.
+	// The bridge adds its own time and caller keys: it wraps the base logger.
 	bridged := slog.New(sloggokit.NewGoKitHandler(level.NewFilter(base, allow), slogLevel))
-	// Caller depth 5 skips go-kit's level and filter wrappers to name the
-	// line that logged.
+	// Depth 5 skips go-kit's level and filter wrappers.
 	logger := log.With(base, slog.TimeKey, log.DefaultTimestampUTC, "caller", log.Caller(5))
 	return level.NewFilter(logger, allow), bridged
 }
 
-// leadingKeys start every line, in this order, whoever logged it: the slog
-// bridge writes level, caller, time; go-kit's level wrapper puts level after
-// the logger's own keys and before any context (component=…).
+// leadingKeys start every line whoever logged it: the bridge writes level,
+// caller, time; go-kit puts level after the logger's keys.
 var leadingKeys = []string{slog.TimeKey, "caller", "level", "msg"}
 
-// ordered passes each line on with leadingKeys first, then the rest as
-// logged.
 func ordered(next log.Logger) log.Logger {
 	return log.LoggerFunc(func(keyvals ...any) error {
 		out := make([]any, 0, len(keyvals)+1)

@@ -8,17 +8,17 @@ import "testing"
 // (With fp32 AdamW as the default, a 9B full fine-tune came out twice its
 // own anchor.)
 func TestDefaultOptimizerIsTheAnchors(t *testing.T) {
-	for _, a := range Anchors {
+	for _, a := range anchors {
 		p := a.Plan
 		p.Optimizer = ""
-		m := CompareAnchors(estimate(t, p))
-		if m.Nearest.Name != a.Name || m.Check.Level != Info {
+		m := compareAnchors(estimate(t, p))
+		if m.Nearest.Name != a.Name || m.Check.Level != levelInfo {
 			t.Errorf("%s with the default optimizer: nearest %s, %s: %s", a.Name, m.Nearest.Name, m.Check.Level, m.Check.Detail)
 		}
 	}
 	// The README's example, no checkpointing and all: fits its anchor's class.
-	m := CompareAnchors(estimate(t, Plan{Params: 9e9, Method: Full}))
-	if m.Nearest.Name != "9B full fine-tune" || m.Check.Level != Info {
+	m := compareAnchors(estimate(t, Plan{Params: 9e9, Method: methodFull}))
+	if m.Nearest.Name != "9B full fine-tune" || m.Check.Level != levelInfo {
 		t.Errorf("plan --model-size=9B --method=full: %s %s: %s", m.Nearest.Name, m.Check.Level, m.Check.Detail)
 	}
 }

@@ -8,16 +8,15 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/judge"
 )
 
-// Level is the outcome of one check, in the vocabulary of the
-// env-report.json.
+// Level is the outcome of one check, in env-report.json's words.
 type Level string
 
 const (
-	Pass Level = "pass"
-	Fail Level = "fail"
-	Warn Level = "warn"
-	Skip Level = "skip"
-	Info Level = "info"
+	levelPass Level = "pass"
+	levelFail Level = "fail"
+	levelWarn Level = "warn"
+	levelSkip Level = "skip"
+	levelInfo Level = "info"
 )
 
 // Check is one line of the report.
@@ -27,16 +26,15 @@ type Check struct {
 	Detail string
 }
 
-// Value renders the check in env-report.json's vocabulary: a bare "pass" or
-// "fail", or "warn: …", "skip: …", "info: …" with the detail.
-func (c Check) Value() string {
-	if c.Level == Pass || c.Level == Fail || c.Detail == "" {
+// value is env-report.json's form: a bare "pass" or "fail", "warn: …" otherwise.
+func (c Check) value() string {
+	if c.Level == levelPass || c.Level == levelFail || c.Detail == "" {
 		return string(c.Level)
 	}
 	return string(c.Level) + ": " + c.Detail
 }
 
-// String renders the check with its detail whatever its level, for people.
+// String renders the check with its detail whatever its level.
 func (c Check) String() string {
 	if c.Detail == "" {
 		return string(c.Level)
@@ -48,35 +46,32 @@ func (c Check) String() string {
 type Verdict string
 
 const (
-	Ready             Verdict = "ready"
-	ReadyWithWarnings Verdict = "ready-with-warnings"
-	Blocked           Verdict = "blocked"
+	verdictReady             Verdict = "ready"
+	verdictReadyWithWarnings Verdict = "ready-with-warnings"
+	Blocked                  Verdict = "blocked"
 )
 
-// VerdictOf is blocked if any check failed, ready-with-warnings if any
-// warned, ready otherwise.
-func VerdictOf(checks []Check) Verdict {
-	v := Ready
+func verdictOf(checks []Check) Verdict {
+	v := verdictReady
 	for _, c := range checks {
 		switch c.Level {
-		case Fail:
+		case levelFail:
 			return Blocked
-		case Warn:
-			v = ReadyWithWarnings
+		case levelWarn:
+			v = verdictReadyWithWarnings
 		}
 	}
 	return v
 }
 
-// Budget is what the pool can give a new run, in bytes; negative when free
-// memory is already below the reserve.
-type Budget struct {
+// poolBudget is what the pool can give a new run, in bytes; negative below the reserve.
+type poolBudget struct {
 	Headroom   float64 // free − reserve
 	AfterFlush float64 // free + flushable page cache − reserve: OOM ladder step 1
 }
 
-// spare: a plan should leave judge.PlanSpareRatio above its peak, and fit
-// with its activation term doubled (the term is good to about a factor of 2).
+// The activation term is good to about a factor of 2, so a plan should also
+// fit with it doubled.
 const spare = judge.PlanSpareRatio
 
 // Assessment is a plan judged against a budget.
@@ -85,65 +80,54 @@ type Assessment struct {
 	Anchor   AnchorMatch
 	Checks   []Check
 	Verdict  Verdict
-	// Next is the step of the OOM ladder that would make the plan fit (or
-	// fit with margin); empty when none is needed.
-	Next string
+	Next     string // the OOM ladder's step that makes it fit; "" when none is needed
 }
 
-// Add appends a check and updates the verdict.
-func (a *Assessment) Add(c Check) {
-	a.Checks = append(a.Checks, c)
-	a.Verdict = VerdictOf(a.Checks)
-}
-
-// Assess sizes the plan and judges it against the budget; a nil budget (the
-// pool could not be read) skips the checks that need it.
-func Assess(p Plan, b *Budget) (Assessment, error) {
+// assessPlan judges p against b; a nil b (pool unread) skips the checks that need it.
+func assessPlan(p Plan, b *poolBudget) (Assessment, error) {
 	e, err := p.Estimate()
 	if err != nil {
 		return Assessment{}, err
 	}
-	a := Assessment{Estimate: e, Anchor: CompareAnchors(e)}
+	a := Assessment{Estimate: e, Anchor: compareAnchors(e)}
 	a.Checks = append(a.Checks, fitChecks(e, b)...)
 	a.Checks = append(a.Checks, a.Anchor.Check)
 	if a.Anchor.Ceiling != nil {
 		a.Checks = append(a.Checks, *a.Anchor.Ceiling)
 	}
 	a.Checks = append(a.Checks, architectureCheck(e), activationsCheck(e))
-	if e.Plan.Method == QLoRA {
-		a.Checks = append(a.Checks, Check{"method", Info,
+	if e.Plan.Method == methodQLoRA {
+		a.Checks = append(a.Checks, Check{"method", levelInfo,
 			"QLoRA's dequantization buffers are transient CUDA allocations outside this estimate; a QLoRA OOM is not proof the model cannot fit (try bf16 LoRA)"})
 	}
-	a.Verdict = VerdictOf(a.Checks)
+	a.Verdict = verdictOf(a.Checks)
 	if b != nil {
 		a.Next = nextStep(e, *b)
 	}
 	return a, nil
 }
 
-// fits is whether e's peak fits within budget bytes, flushed or not.
 func fits(e Estimate, budget float64) bool { return judge.FitOf(e.Peak, budget, budget) == judge.Fits }
 
-// fitsWithMargin is whether e fits with the margin a plan should leave.
 func fitsWithMargin(e Estimate, budget float64) bool {
 	return judge.FitsWithMargin(e.Peak, max(e.Steady+e.Activations, e.Load), budget)
 }
 
-func fitChecks(e Estimate, b *Budget) []Check {
+func fitChecks(e Estimate, b *poolBudget) []Check {
 	if b == nil {
 		return []Check{
-			{"fit", Skip, "pool not read"},
-			{"margin", Skip, "pool not read"},
+			{"fit", levelSkip, "pool not read"},
+			{"margin", levelSkip, "pool not read"},
 		}
 	}
 	var fit Check
 	budget := b.Headroom
 	switch {
 	case fits(e, b.Headroom):
-		fit = Check{"fit", Pass, fmt.Sprintf("peak %s GB within headroom %s GB", gb(e.Peak), gb(b.Headroom))}
+		fit = Check{"fit", levelPass, fmt.Sprintf("peak %s GB within headroom %s GB", gb(e.Peak), gb(b.Headroom))}
 	case fits(e, b.AfterFlush):
 		budget = b.AfterFlush
-		fit = Check{"fit", Warn, fmt.Sprintf(
+		fit = Check{"fit", levelWarn, fmt.Sprintf(
 			"peak %s GB fits only after flushing the page cache (headroom %s GB, %s GB after a flush)",
 			gb(e.Peak), gb(b.Headroom), gb(b.AfterFlush))}
 	default:
@@ -151,10 +135,10 @@ func fitChecks(e Estimate, b *Budget) []Check {
 		if e.Load > e.Steady && e.Steady <= b.AfterFlush {
 			detail += fmt.Sprintf("; the steady state (%s GB) would fit, the load transient (%s GB) does not", gb(e.Steady), gb(e.Load))
 		}
-		return []Check{{"fit", Fail, detail}, {"margin", Skip, "does not fit"}}
+		return []Check{{"fit", levelFail, detail}, {"margin", levelSkip, "does not fit"}}
 	}
 	if fitsWithMargin(e, budget) {
-		return []Check{fit, {"margin", Pass, ""}}
+		return []Check{fit, {"margin", levelPass, ""}}
 	}
 	var why []string
 	if e.Peak*(1+spare) > budget {
@@ -163,20 +147,20 @@ func fitChecks(e Estimate, b *Budget) []Check {
 	if max(e.Steady+e.Activations, e.Load) > budget {
 		why = append(why, fmt.Sprintf("would not fit with the activation term doubled (%s GB)", gb(2*e.Activations)))
 	}
-	return []Check{fit, {"margin", Warn, strings.Join(why, "; ")}}
+	return []Check{fit, {"margin", levelWarn, strings.Join(why, "; ")}}
 }
 
 func architectureCheck(e Estimate) Check {
 	shape := fmt.Sprintf("%d layers × %d hidden", e.Layers, e.HiddenSize)
 	if e.Derived {
-		return Check{"architecture", Info, shape + ", derived from the size for a dense Llama-style model; give layers and hidden size for a better activation figure (MoE models especially)"}
+		return Check{"architecture", levelInfo, shape + ", derived from the size for a dense Llama-style model; give layers and hidden size for a better activation figure (MoE models especially)"}
 	}
-	if dense := DenseParams(e.Layers, e.HiddenSize); dense > 2*e.Plan.Params {
-		return Check{"architecture", Warn, fmt.Sprintf(
+	if dense := denseParams(e.Layers, e.HiddenSize); dense > 2*e.Plan.Params {
+		return Check{"architecture", levelWarn, fmt.Sprintf(
 			"%s describe a ~%s dense model, more than the %s given: check layers, hidden size and model size",
-			shape, FormatParams(dense), FormatParams(e.Plan.Params))}
+			shape, formatParams(dense), formatParams(e.Plan.Params))}
 	}
-	return Check{"architecture", Info, shape + ", given"}
+	return Check{"architecture", levelInfo, shape + ", given"}
 }
 
 func activationsCheck(e Estimate) Check {
@@ -184,19 +168,16 @@ func activationsCheck(e Estimate) Check {
 	if e.Plan.GradientCheckpointing {
 		how = "(2·layers + 34)·hidden bytes per token, checkpointed"
 	}
-	return Check{"activations", Info, fmt.Sprintf(
+	return Check{"activations", levelInfo, fmt.Sprintf(
 		"%s GB for %d tokens per step at %s (16-bit, flash attention): good to about a factor of 2",
 		gb(e.Activations), e.Plan.Pack*e.Plan.Batch, how)}
 }
 
-// minPack is as far as the ladder cuts packing length before it turns to the
-// batch size: shorter windows change what the model learns more than a
-// smaller batch, which gradient accumulation can make up.
+// minPack: below it the ladder cuts the batch instead, which gradient
+// accumulation makes up; shorter windows change what the model learns.
 const minPack = 512
 
-// shrinks lists the step-2 variants of p in the OOM ladder's order
-// (docs/design.md#the-oom-ladder): packing length halved down to minPack,
-// then batch size halved to 1.
+// shrinks lists step 2 of the OOM ladder (docs/design.md#the-oom-ladder) in order.
 func shrinks(p Plan) []Plan {
 	var out []Plan
 	for p.Pack/2 >= minPack {
@@ -210,17 +191,16 @@ func shrinks(p Plan) []Plan {
 	return out
 }
 
-// stepDown is the next method down the ladder (bf16 LoRA before QLoRA), or
-// false at the bottom.
+// stepDown goes to bf16 LoRA before QLoRA; false at the bottom.
 func stepDown(p Plan) (Plan, bool) {
 	switch p.Method {
-	case Full:
-		p.Method, p.DType = LoRA, BF16
-	case LoRA:
-		if p.DType == NVFP4 { // already 4-bit: QLoRA would save nothing
+	case methodFull:
+		p.Method, p.DType = methodLoRA, dtypeBF16
+	case methodLoRA:
+		if p.DType == dtypeNVFP4 { // already 4-bit: QLoRA would save nothing
 			return p, false
 		}
-		p.Method, p.DType = QLoRA, NF4
+		p.Method, p.DType = methodQLoRA, dtypeNF4
 	default:
 		return p, false
 	}
@@ -228,12 +208,10 @@ func stepDown(p Plan) (Plan, bool) {
 	return p, true
 }
 
-// nextStep walks the OOM ladder in order, never skipping: (1) flush the page
-// cache, (2) cut packing length, then batch size, (3) step the method down.
-// It returns the first step after which the plan fits. For a plan that fits
-// without margin only steps 1 and 2 are offered: a plan close to the budget
+// nextStep returns the first step of the OOM ladder after which the plan
+// fits. A plan that fits without margin is offered steps 1 and 2 only: it
 // should not change its method.
-func nextStep(e Estimate, b Budget) string {
+func nextStep(e Estimate, b poolBudget) string {
 	const flush = "flush the page cache (sync; echo 3 > /proc/sys/vm/drop_caches, as root, between runs)"
 	switch {
 	case fitsWithMargin(e, b.Headroom):
@@ -255,9 +233,8 @@ func nextStep(e Estimate, b Budget) string {
 	return "no step of the OOM ladder fits this pool: free what other workloads hold, or take a smaller model or several Sparks"
 }
 
-// ladder tries step 2 and, if methods is set, step 3, and describes the
-// first variant of p that ok accepts, or returns "".
-func ladder(p Plan, ok func(Estimate) bool, b Budget, methods bool) string {
+// ladder describes the first variant of p that ok accepts, trying step 3 only with methods.
+func ladder(p Plan, ok func(Estimate) bool, b poolBudget, methods bool) string {
 	try := func(q Plan) (Estimate, bool) {
 		x, err := q.Estimate()
 		return x, err == nil && ok(x)
@@ -297,13 +274,9 @@ func ladder(p Plan, ok func(Estimate) bool, b Budget, methods bool) string {
 	return ""
 }
 
-func gb(bytes float64) string { return strconv.FormatFloat(bytes/GB, 'f', 2, 64) }
+func gb(bytes float64) string { return strconv.FormatFloat(bytes/bytesPerGB, 'f', 2, 64) }
 
-// FormatGB writes bytes as GB with two decimals, as every message here does.
-func FormatGB(bytes float64) string { return gb(bytes) }
-
-// GBRounded is bytes in GB rounded to two decimals, for reports.
-func GBRounded(bytes float64) float64 {
+func gbRounded(bytes float64) float64 {
 	v, _ := strconv.ParseFloat(gb(bytes), 64)
 	return v
 }

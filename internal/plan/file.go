@@ -1,18 +1,7 @@
 package plan
 
-// The plan file (--plan.file of the exporter) is a YAML list of named
-// training runs, each with the keys of Fields:
-//
-//	# plans.yml
-//	- name: llama70b-qlora
-//	  model-size: 70B
-//	  method: qlora
-//	  gradient-checkpointing: true
-//	  pack: 2048
-//
-// Errors say where (entry, line and column, or a field) but never repeat
-// the file's path, its values or a key it gives: a misplaced line of a
-// config file can hold a secret, and errors end up in logs.
+// The plan file is a YAML list of named plans keyed by Fields. Its errors
+// never repeat the path, a value or a key: a misplaced line can hold a secret.
 
 import (
 	"bytes"
@@ -34,16 +23,15 @@ type Named struct {
 	Plan Plan
 }
 
-// Limits: the file is configuration, and each plan is a label value.
 const (
 	maxFileBytes = 1 << 20
 	maxPlans     = 64
 )
 
-// validName: a name is a label value, short, printable, without spaces.
+// validName: a name is a label value.
 var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:/+-]{0,63}$`)
 
-// LoadFile reads and checks the plan file at path.
+// LoadFile reads and checks the plan file.
 func LoadFile(path string) ([]Named, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -60,8 +48,7 @@ func LoadFile(path string) ([]Named, error) {
 	return ParseFile(data)
 }
 
-// entry is one plan as written: each key's text, before any of it is
-// parsed, with the lines errors point at.
+// entry is one plan as written, with the lines errors point at.
 type entry struct {
 	line   int // of the plan's first key
 	values []keyValue
@@ -72,7 +59,6 @@ type keyValue struct {
 	line       int // of the key
 }
 
-// fieldsByName are the keys a plan may have besides its name.
 var fieldsByName = func() map[string]Field {
 	m := make(map[string]Field, len(Fields))
 	for _, f := range Fields {
@@ -81,7 +67,6 @@ var fieldsByName = func() map[string]Field {
 	return m
 }()
 
-// knownFields lists the keys a plan may have besides its name, for errors.
 var knownFields = func() string {
 	names := make([]string, len(Fields))
 	for i, f := range Fields {
@@ -90,7 +75,7 @@ var knownFields = func() string {
 	return strings.Join(names, ", ")
 }()
 
-// ParseFile checks a plan file's contents and returns its plans in order.
+// ParseFile checks a plan file's contents.
 func ParseFile(data []byte) ([]Named, error) {
 	entries, err := readEntries(data)
 	if err != nil {
@@ -113,7 +98,6 @@ func ParseFile(data []byte) ([]Named, error) {
 		p, err := e.plan()
 		var fe *FieldError
 		if errors.As(err, &fe) {
-			// Point at the field's own line where it is written.
 			where = fmt.Sprintf("plan %d (line %d)", i+1, e.keyLine(fe.Field))
 		}
 		if err != nil {
@@ -124,11 +108,9 @@ func ParseFile(data []byte) ([]Named, error) {
 	return plans, nil
 }
 
-// readEntries turns the YAML into entries, refusing anything but one list of
-// mappings from known keys to single values.
+// readEntries refuses anything but one list of mappings from known keys to
+// single values. It walks the node tree: the decoder's type errors quote values.
 func readEntries(data []byte) ([]entry, error) {
-	// Work on the node tree: the decoder's own type errors quote the
-	// offending value.
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var root yaml.Node
 	if err := dec.Decode(&root); errors.Is(err, io.EOF) {
@@ -161,9 +143,7 @@ func readEntries(data []byte) ([]entry, error) {
 			}
 		}
 	}
-	// Keys are checked once every plan has the right shape, and repeated
-	// keys anywhere before unknown ones, so that the first error named is
-	// the one the YAML decoder would name.
+	// Repeated keys before unknown ones: the first error is the decoder's.
 	for _, item := range list.Content {
 		first := map[string]int{}
 		for j := 0; j+1 < len(item.Content); j += 2 {
@@ -180,12 +160,10 @@ func readEntries(data []byte) ([]entry, error) {
 	for i, item := range list.Content {
 		for j := 0; j+1 < len(item.Content); j += 2 {
 			k, v := item.Content[j], item.Content[j+1]
-			// An unknown key is a typo, refused rather than left at its default.
 			if _, known := fieldsByName[k.Value]; k.Value != "name" && !known {
 				return nil, fmt.Errorf("line %d, column %d: unknown field (known: name, %s)", k.Line, k.Column, knownFields)
 			}
-			// Decoding the scalar as a string takes YAML's spellings
-			// (quotes, block scalars, ~ for nothing) as the decoder does.
+			// Decode takes YAML's quotes, block scalars and ~ as the decoder does.
 			var text string
 			if err := v.Decode(&text); err != nil {
 				return nil, cleanYAML(err)
@@ -200,7 +178,6 @@ func readEntries(data []byte) ([]entry, error) {
 	return entries, nil
 }
 
-// get is key's text, or "" when the entry does not give it.
 func (e entry) get(key string) string {
 	for _, kv := range e.values {
 		if kv.key == key {
@@ -210,7 +187,6 @@ func (e entry) get(key string) string {
 	return ""
 }
 
-// keyLine is the line of key in the entry, or the entry's own line.
 func (e entry) keyLine(key string) int {
 	for _, kv := range e.values {
 		if kv.key == key {
@@ -220,7 +196,6 @@ func (e entry) keyLine(key string) int {
 	return e.line
 }
 
-// plan parses the entry's fields and checks them together.
 func (e entry) plan() (Plan, error) {
 	var p Plan
 	for _, f := range Fields {
@@ -240,7 +215,7 @@ func (e entry) plan() (Plan, error) {
 	return p.Complete()
 }
 
-// cleanYAML turns the decoder's errors into one line without Go type names.
+// cleanYAML: one line without Go type names.
 func cleanYAML(err error) error {
 	var te *yaml.TypeError
 	if errors.As(err, &te) {

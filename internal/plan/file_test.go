@@ -23,15 +23,15 @@ func TestLoadFixture(t *testing.T) {
 	}
 	// Values are parsed as the command's flags parse them, defaults filled.
 	q := plans[0].Plan
-	if q.Params != 70e9 || q.Method != QLoRA || q.DType != NF4 || q.Optimizer != AdamW8bit ||
+	if q.Params != 70e9 || q.Method != methodQLoRA || q.DType != dtypeNF4 || q.Optimizer != optAdamW8bit ||
 		!q.GradientCheckpointing || q.Pack != 2048 || q.Batch != 1 || q.LoRARank != 16 || q.Layers != 80 || q.HiddenSize != 8192 {
 		t.Errorf("first plan %+v", q)
 	}
 	l := plans[1].Plan
-	if l.LoRARank != 32 || len(l.LoRATargets) != 7 || l.LoRATargets[6] != (Shape{In: 36864, Out: 4608}) || l.DType != BF16 {
+	if l.LoRARank != 32 || len(l.LoRATargets) != 7 || l.LoRATargets[6] != (Shape{In: 36864, Out: 4608}) || l.DType != dtypeBF16 {
 		t.Errorf("second plan %+v", l)
 	}
-	if f := plans[2].Plan; f.Method != Full || f.LoRARank != 0 || f.Pack != DefaultPack {
+	if f := plans[2].Plan; f.Method != methodFull || f.LoRARank != 0 || f.Pack != defaultPack {
 		t.Errorf("third plan %+v", f)
 	}
 }

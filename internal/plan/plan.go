@@ -1,11 +1,6 @@
-// Package plan sizes a training run against the 128 GB unified memory pool
-// the GB10's CPU and GPU share, for the plan command and the plan collector:
-// the accounting worksheet (docs/design.md), its comparison with the runs
-// measured on one Spark, the fields the command's flags and the plan file's
-// keys share, the plan file reader, and the report.
-//
-// Nothing here reads the machine: callers pass the pool (internal/pool) in,
-// so that every judgement is a function of plain values.
+// Package plan sizes a training run against the GB10's unified memory pool
+// by the worksheet of docs/design.md; callers pass the pool in, so nothing
+// here reads the machine.
 package plan
 
 import (
@@ -16,52 +11,50 @@ import (
 	"strings"
 )
 
-// GB is the unit of the worksheet and of every figure this package
-// prints: 10^9 bytes, not GiB.
-const GB = 1e9
+// bytesPerGB: the worksheet counts in GB (10^9 bytes), not GiB.
+const bytesPerGB = 1e9
 
 // Method is how the model is trained.
 type Method string
 
 const (
-	Full  Method = "full"  // every weight is trainable
-	LoRA  Method = "lora"  // frozen base, low-rank adapters trained
-	QLoRA Method = "qlora" // LoRA on a base quantized to NF4 at load
+	methodFull  Method = "full"  // every weight is trainable
+	methodLoRA  Method = "lora"  // frozen base, low-rank adapters trained
+	methodQLoRA Method = "qlora" // LoRA on a base quantized to NF4 at load
 )
 
-var methods = []Method{Full, LoRA, QLoRA}
+var methods = []Method{methodFull, methodLoRA, methodQLoRA}
 
 // DType is the storage type of the base weights.
 type DType string
 
 const (
-	FP32  DType = "fp32"
-	BF16  DType = "bf16"
-	FP16  DType = "fp16"
-	INT8  DType = "int8"
-	NF4   DType = "nf4"
-	NVFP4 DType = "nvfp4" // Blackwell's native 4-bit format, as in the ~120B MoE anchor
+	dtypeFP32  DType = "fp32"
+	dtypeBF16  DType = "bf16"
+	dtypeFP16  DType = "fp16"
+	dtypeINT8  DType = "int8"
+	dtypeNF4   DType = "nf4"
+	dtypeNVFP4 DType = "nvfp4" // Blackwell's native 4-bit format, as in the ~120B MoE anchor
 )
 
-var dtypes = []DType{FP32, BF16, FP16, INT8, NF4, NVFP4}
+var dtypes = []DType{dtypeFP32, dtypeBF16, dtypeFP16, dtypeINT8, dtypeNF4, dtypeNVFP4}
 
 // Optimizer is the optimizer whose states are kept per trainable parameter.
 type Optimizer string
 
 const (
-	AdamW     Optimizer = "adamw"      // fp32 first and second moments
-	AdamW8bit Optimizer = "adamw-8bit" // bitsandbytes' quantized moments
-	SGD       Optimizer = "sgd"        // with momentum: one fp32 buffer
+	optAdamW     Optimizer = "adamw"      // fp32 first and second moments
+	optAdamW8bit Optimizer = "adamw-8bit" // bitsandbytes' quantized moments
+	optSGD       Optimizer = "sgd"        // with momentum: one fp32 buffer
 )
 
-var optimizers = []Optimizer{AdamW, AdamW8bit, SGD}
+var optimizers = []Optimizer{optAdamW, optAdamW8bit, optSGD}
 
 // Shape is one adapted linear layer, in features to out features.
 type Shape struct{ In, Out int }
 
-// Plan is a training run to size. The zero values of DType, Optimizer,
-// LoRARank, Pack and Batch mean "the default" (see Complete); Layers and
-// HiddenSize zero mean "derive them from Params".
+// Plan is a training run to size; zero values mean the default (see
+// Complete), zero Layers and HiddenSize "derive them from Params".
 type Plan struct {
 	Params                float64 // parameter count
 	Method                Method
@@ -76,18 +69,15 @@ type Plan struct {
 	HiddenSize            int
 }
 
-// Defaults the plan command documents in its --help.
 const (
-	DefaultRank  = 16
-	DefaultPack  = 2048
-	DefaultBatch = 1
-	// DefaultOptimizer is what the anchors ran with: Unsloth, on a Spark,
-	// trains with bitsandbytes' 8-bit AdamW unless told otherwise.
-	DefaultOptimizer = AdamW8bit
+	defaultRank  = 16
+	defaultPack  = 2048
+	defaultBatch = 1
+	// What the anchors ran with: Unsloth's default on a Spark.
+	defaultOptimizer = optAdamW8bit
 )
 
-// Limits on inputs: anything outside is a typo or a unit mistake, refused
-// rather than sized.
+// Input bounds: anything outside is a typo or a unit mistake.
 const (
 	minParams = 1e6
 	maxParams = 1e13
@@ -100,9 +90,7 @@ const (
 	maxDim    = 1 << 20
 )
 
-// FieldError is a bad plan input. Field is the name the plan command's flag
-// and the plan file's key share (model-size, dtype, …), so that each caller
-// can point at its own spelling of it.
+// FieldError is a bad plan input; Field is the flag's name and the file's key.
 type FieldError struct {
 	Field string
 	Err   error
@@ -115,8 +103,8 @@ func fieldErr(field, format string, args ...any) error {
 	return &FieldError{Field: field, Err: fmt.Errorf(format, args...)}
 }
 
-// ParseModelSize reads a parameter count: 70B, 7.5b, 350M, 1.2T or 8e9.
-func ParseModelSize(s string) (float64, error) {
+// parseModelSize reads a parameter count: 70B, 7.5b, 350M, 1.2T or 8e9.
+func parseModelSize(s string) (float64, error) {
 	t := strings.TrimSpace(s)
 	mult := 1.0
 	if t != "" {
@@ -162,18 +150,14 @@ func parseWord[T ~string](s string, options []T) (T, error) {
 	return "", fmt.Errorf("must be one of %s", strings.Join(names, ", "))
 }
 
-// ParseMethod reads full, lora or qlora.
-func ParseMethod(s string) (Method, error) { return parseWord(s, methods) }
+func parseMethod(s string) (Method, error) { return parseWord(s, methods) }
 
-// ParseDType reads a weight storage type.
-func ParseDType(s string) (DType, error) { return parseWord(s, dtypes) }
+func parseDType(s string) (DType, error) { return parseWord(s, dtypes) }
 
-// ParseOptimizer reads adamw, adamw-8bit or sgd.
-func ParseOptimizer(s string) (Optimizer, error) { return parseWord(s, optimizers) }
+func parseOptimizer(s string) (Optimizer, error) { return parseWord(s, optimizers) }
 
-// ParseShapes reads the adapted linear layers of one block as IN×OUT pairs
-// separated by commas: 4096x4096,4096x1024,4096x14336.
-func ParseShapes(s string) ([]Shape, error) {
+// parseShapes reads IN×OUT pairs: 4096x4096,4096x1024.
+func parseShapes(s string) ([]Shape, error) {
 	parts := strings.Split(s, ",")
 	if len(parts) > maxShapes {
 		return nil, fmt.Errorf("more than %d shapes", maxShapes)
@@ -194,8 +178,7 @@ func ParseShapes(s string) ([]Shape, error) {
 	return shapes, nil
 }
 
-// ParseCount returns a parser of whole numbers within [1, max].
-func ParseCount(max int) func(string) (int, error) {
+func parseCount(max int) func(string) (int, error) {
 	return func(s string) (int, error) {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil {
@@ -208,49 +191,45 @@ func ParseCount(max int) func(string) (int, error) {
 	}
 }
 
-// Field parsers under the names the plan command's flags and the plan
-// file's keys share.
 var (
-	ParseRank   = ParseCount(maxRank)
-	ParsePack   = ParseCount(maxPack)
-	ParseBatch  = ParseCount(maxBatch)
-	ParseLayers = ParseCount(maxLayers)
-	ParseHidden = ParseCount(maxHidden)
+	parseRank   = parseCount(maxRank)
+	parsePack   = parseCount(maxPack)
+	parseBatch  = parseCount(maxBatch)
+	parseLayers = parseCount(maxLayers)
+	parseHidden = parseCount(maxHidden)
 )
 
-// quantized reports whether weights of this type are frozen storage that an
-// optimizer cannot update in place.
-func (d DType) quantized() bool { return d == INT8 || d == NF4 || d == NVFP4 }
+// quantized weights are frozen storage an optimizer cannot update in place.
+func (d DType) quantized() bool { return d == dtypeINT8 || d == dtypeNF4 || d == dtypeNVFP4 }
 
-// Complete checks the plan as a whole and fills in its defaults. Its errors
-// are *FieldError, naming the field at fault.
+// Complete checks the plan and fills in its defaults; its errors are *FieldError.
 func (p Plan) Complete() (Plan, error) {
 	if !(p.Params >= minParams && p.Params <= maxParams) {
 		return p, fieldErr("model-size", "must be between 1M and 10T parameters")
 	}
-	if _, err := ParseMethod(string(p.Method)); err != nil {
+	if _, err := parseMethod(string(p.Method)); err != nil {
 		return p, &FieldError{"method", err}
 	}
-	lora := p.Method == LoRA || p.Method == QLoRA
+	lora := p.Method == methodLoRA || p.Method == methodQLoRA
 	switch {
-	case p.DType == "" && p.Method == QLoRA:
-		p.DType = NF4
+	case p.DType == "" && p.Method == methodQLoRA:
+		p.DType = dtypeNF4
 	case p.DType == "":
-		p.DType = BF16
-	case p.Method == Full && p.DType.quantized():
+		p.DType = dtypeBF16
+	case p.Method == methodFull && p.DType.quantized():
 		return p, fieldErr("dtype", "%s weights cannot be trained in place; full fine-tuning needs fp32, bf16 or fp16 (or use method qlora)", p.DType)
-	case p.Method == QLoRA && p.DType != NF4:
+	case p.Method == methodQLoRA && p.DType != dtypeNF4:
 		return p, fieldErr("dtype", "qlora quantizes the base to nf4; for %s weights use method lora", p.DType)
-	case p.Method == LoRA && p.DType == NF4:
+	case p.Method == methodLoRA && p.DType == dtypeNF4:
 		return p, fieldErr("dtype", "LoRA on an nf4 base is qlora; use method qlora")
 	}
-	if _, err := ParseDType(string(p.DType)); err != nil {
+	if _, err := parseDType(string(p.DType)); err != nil {
 		return p, &FieldError{"dtype", err}
 	}
 	if p.Optimizer == "" {
-		p.Optimizer = DefaultOptimizer
+		p.Optimizer = defaultOptimizer
 	}
-	if _, err := ParseOptimizer(string(p.Optimizer)); err != nil {
+	if _, err := parseOptimizer(string(p.Optimizer)); err != nil {
 		return p, &FieldError{"optimizer", err}
 	}
 	switch {
@@ -259,16 +238,16 @@ func (p Plan) Complete() (Plan, error) {
 	case !lora && len(p.LoRATargets) > 0:
 		return p, fieldErr("lora-targets", "only apply to methods lora and qlora")
 	case lora && p.LoRARank == 0:
-		p.LoRARank = DefaultRank
+		p.LoRARank = defaultRank
 	}
 	if p.LoRARank < 0 || p.LoRARank > maxRank {
 		return p, fieldErr("lora-rank", "must be between 1 and %d", maxRank)
 	}
 	if p.Pack == 0 {
-		p.Pack = DefaultPack
+		p.Pack = defaultPack
 	}
 	if p.Batch == 0 {
-		p.Batch = DefaultBatch
+		p.Batch = defaultBatch
 	}
 	if p.Pack < 1 || p.Pack > maxPack {
 		return p, fieldErr("pack", "must be between 1 and %d", maxPack)
@@ -301,8 +280,8 @@ func (p Plan) Complete() (Plan, error) {
 	return p, nil
 }
 
-// FormatParams writes a parameter count as docs/design.md does: 70B, 222M.
-func FormatParams(n float64) string {
+// formatParams writes a parameter count as docs/design.md does: 70B, 222M.
+func formatParams(n float64) string {
 	for _, u := range []struct {
 		div    float64
 		suffix string

@@ -12,8 +12,7 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/redact"
 )
 
-// Report is a plan judged against the pool as read now: what the plan
-// command prints.
+// Report is what the plan command prints.
 type Report struct {
 	Assessment
 	Platform Platform
@@ -21,46 +20,42 @@ type Report struct {
 	Reserve  uint64
 }
 
-// Platform is what /proc says about the machine; fields it does not give are
-// left empty and omitted.
+// Platform is what /proc says about the machine; "" where it says nothing.
 type Platform struct {
 	Arch   string
 	Kernel string
 }
 
-// NewReport assesses p against the pool: snap as read, or readErr when it
-// could not be read (the checks that need it are then skipped and the pool
-// check fails). reserve is --pool.reserve, kept back from the headroom as
-// the pool collector does. Its errors are *FieldError, for bad plans.
+// NewReport assesses p against snap, or readErr; reserve is kept back from
+// the headroom as the pool collector does. Its errors are *FieldError.
 func NewReport(p Plan, snap pool.Snapshot, readErr error, reserve uint64, platform Platform) (Report, error) {
 	r := Report{Reserve: reserve, Platform: platform}
-	var budget *Budget
+	var budget *poolBudget
 	poolCheck := Check{Name: "pool"}
 	if readErr != nil {
-		poolCheck.Level, poolCheck.Detail = Fail, "cannot read meminfo under --path.procfs: "+redact.WithoutPath(readErr).Error()
+		poolCheck.Level, poolCheck.Detail = levelFail, "cannot read meminfo under --path.procfs: "+redact.WithoutPath(readErr).Error()
 	} else {
 		r.Pool = &snap
-		budget = &Budget{
+		budget = &poolBudget{
 			Headroom:   float64(snap.Headroom(reserve)),
 			AfterFlush: float64(snap.HeadroomAfterFlush(reserve)),
 		}
-		poolCheck.Level, poolCheck.Detail = Info, fmt.Sprintf("free %s GB, flushable %s GB, reserve %s GB",
-			FormatGB(float64(snap.Free)), FormatGB(float64(snap.Flushable)), FormatGB(float64(reserve)))
+		poolCheck.Level, poolCheck.Detail = levelInfo, fmt.Sprintf("free %s GB, flushable %s GB, reserve %s GB",
+			gb(float64(snap.Free)), gb(float64(snap.Flushable)), gb(float64(reserve)))
 		if snap.CMA != nil && snap.CMA.Free > 0 {
-			poolCheck.Detail += fmt.Sprintf(", of the free %s GB CMA, which a job's pinned memory cannot use", FormatGB(float64(snap.CMA.Free)))
+			poolCheck.Detail += fmt.Sprintf(", of the free %s GB CMA, which a job's pinned memory cannot use", gb(float64(snap.CMA.Free)))
 		}
 	}
-	a, err := Assess(p, budget)
+	a, err := assessPlan(p, budget)
 	if err != nil {
 		return Report{}, err
 	}
 	r.Assessment = a
 	r.Checks = append([]Check{poolCheck}, r.Checks...)
-	r.Verdict = VerdictOf(r.Checks)
+	r.Verdict = verdictOf(r.Checks)
 	return r, nil
 }
 
-// WriteJSON writes the report as indented JSON.
 func (r Report) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -68,14 +63,11 @@ func (r Report) WriteJSON(w io.Writer) error {
 	return enc.Encode(r.json())
 }
 
-// reportJSON is the env-report.json of docs/design.md (platform, checks,
-// headroom_gb, verdict) with the estimate's parts beside it. Figures the pool
-// could not give are left out, never zero.
+// reportJSON is docs/design.md's env-report.json; what the pool did not give is left out.
 type reportJSON struct {
-	Platform platformJSON      `json:"platform"`
-	Pool     poolJSON          `json:"pool"`
-	Checks   map[string]string `json:"checks"`
-	// Details says why for the checks that are a bare pass or fail.
+	Platform             platformJSON      `json:"platform"`
+	Pool                 poolJSON          `json:"pool"`
+	Checks               map[string]string `json:"checks"`
 	Details              map[string]string `json:"details,omitempty"`
 	HeadroomGB           *float64          `json:"headroom_gb,omitempty"`
 	HeadroomAfterFlushGB *float64          `json:"headroom_after_flush_gb,omitempty"`
@@ -121,7 +113,7 @@ type estimateJSON struct {
 }
 
 func gbPtr(bytes float64) *float64 {
-	v := GBRounded(bytes)
+	v := gbRounded(bytes)
 	return &v
 }
 
@@ -129,7 +121,7 @@ func (r Report) json() reportJSON {
 	e := r.Estimate
 	out := reportJSON{
 		Platform: platformJSON{Arch: r.Platform.Arch, Kernel: r.Platform.Kernel},
-		Pool:     poolJSON{ReserveGB: GBRounded(float64(r.Reserve))},
+		Pool:     poolJSON{ReserveGB: gbRounded(float64(r.Reserve))},
 		Checks:   map[string]string{},
 		Details:  map[string]string{},
 		Verdict:  r.Verdict,
@@ -141,15 +133,15 @@ func (r Report) json() reportJSON {
 			GradientCheckpointing: e.Plan.GradientCheckpointing,
 			Layers:                e.Layers, HiddenSize: e.HiddenSize, ArchitectureDerived: e.Derived,
 			TrainableParams: e.TrainableParams,
-			WeightsGB:       GBRounded(e.Weights), OptimizerGB: GBRounded(e.Optimizer),
-			GradientsGB: GBRounded(e.Gradients), AdaptersGB: GBRounded(e.Adapters),
-			ActivationsGB: GBRounded(e.Activations), SteadyGB: GBRounded(e.Steady),
-			LoadGB: GBRounded(e.Load), PeakGB: GBRounded(e.Peak),
+			WeightsGB:       gbRounded(e.Weights), OptimizerGB: gbRounded(e.Optimizer),
+			GradientsGB: gbRounded(e.Gradients), AdaptersGB: gbRounded(e.Adapters),
+			ActivationsGB: gbRounded(e.Activations), SteadyGB: gbRounded(e.Steady),
+			LoadGB: gbRounded(e.Load), PeakGB: gbRounded(e.Peak),
 		},
 	}
 	for _, c := range r.Checks {
-		out.Checks[c.Name] = c.Value()
-		if (c.Level == Pass || c.Level == Fail) && c.Detail != "" {
+		out.Checks[c.Name] = c.value()
+		if (c.Level == levelPass || c.Level == levelFail) && c.Detail != "" {
 			out.Details[c.Name] = c.Detail
 		}
 	}
@@ -163,18 +155,15 @@ func (r Report) json() reportJSON {
 	return out
 }
 
-// num writes a per-parameter byte count without trailing zeros: 0.5, 2, 8.
 func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
-// WriteText prints the report as a few small tables: the estimate's parts
-// and how each was reckoned, the pool, the checks, the verdict.
 func (r Report) WriteText(w io.Writer) error {
 	e := r.Estimate
 	p := e.Plan
 	var b strings.Builder
 
-	desc := []string{fmt.Sprintf("%s %s (%s weights)", FormatParams(p.Params), p.Method, p.DType), string(p.Optimizer)}
-	if p.Method != Full {
+	desc := []string{fmt.Sprintf("%s %s (%s weights)", formatParams(p.Params), p.Method, p.DType), string(p.Optimizer)}
+	if p.Method != methodFull {
 		desc = append(desc, "LoRA rank "+strconv.Itoa(p.LoRARank))
 	}
 	desc = append(desc, fmt.Sprintf("pack %d × batch %d", p.Pack, p.Batch))
@@ -186,13 +175,13 @@ func (r Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "plan: %s\n\n", strings.Join(desc, ", "))
 
 	row := func(label string, bytes float64, how string) {
-		fmt.Fprintf(&b, "%-12s %8s  %s\n", label, FormatGB(bytes), how)
+		fmt.Fprintf(&b, "%-12s %8s  %s\n", label, gb(bytes), how)
 	}
-	trainable := FormatParams(e.TrainableParams)
+	trainable := formatParams(e.TrainableParams)
 	fmt.Fprintf(&b, "%-12s %8s\n", "ESTIMATE", "GB")
-	row("weights", e.Weights, fmt.Sprintf("%s × %s B (%s)", FormatParams(p.Params), num(e.Weights/p.Params), p.DType))
-	if p.Method != Full {
-		row("adapters", e.Adapters, fmt.Sprintf("%s × %s B", FormatParams(e.AdapterParams), num(e.Adapters/e.AdapterParams)))
+	row("weights", e.Weights, fmt.Sprintf("%s × %s B (%s)", formatParams(p.Params), num(e.Weights/p.Params), p.DType))
+	if p.Method != methodFull {
+		row("adapters", e.Adapters, fmt.Sprintf("%s × %s B", formatParams(e.AdapterParams), num(e.Adapters/e.AdapterParams)))
 	} else {
 		row("adapters", 0, "none: full fine-tune")
 	}

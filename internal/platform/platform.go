@@ -1,13 +1,9 @@
-// Package platform reads what a DGX Spark (GB10) tells through sysfs beyond
-// NVML: the DMI identity, the ACPI thermal zones by their ACPI names, and the
-// power rails, energy counters, temperatures and firmware power limits of the
-// community spbm hwmon driver (github.com/antheas/spark_hwmon). GB10 is one
-// die for CPU and GPU on one 240 W supply; when a run slows with nothing in
-// nvidia-smi, these show the cause.
+// Package platform reads what a Spark tells through sysfs beyond NVML: the
+// DMI identity, the ACPI thermal zones, and the community spbm hwmon driver
+// (github.com/antheas/spark_hwmon).
 //
-// A file that cannot be read or parsed is a Problem of the snapshot, never a
-// failure of the whole read: ACPI thermal zones answer EIO or ENODATA when
-// their AML method fails, and some attributes only root may read.
+// A file that cannot be read is a Problem, never a failed read: ACPI zones
+// answer EIO or ENODATA when their AML method fails.
 package platform
 
 import (
@@ -15,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
 	"path"
 	"slices"
 	"strconv"
@@ -30,7 +25,7 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/safetext"
 )
 
-// FS is what the platform is read through, names relative to the sysfs mount.
+// FS is the sysfs mount.
 type FS = layout.FS
 
 const (
@@ -39,11 +34,10 @@ const (
 	hwmonDir   = "class/hwmon"
 )
 
-// SPBMName is the hwmon name of the spbm driver.
-const SPBMName = "spbm"
+const spbmName = "spbm"
 
-// dmiFiles are the only DMI attributes opened: product_serial, product_uuid,
-// board_serial and chassis_serial identify one unit and are never read.
+// dmiFiles are the only DMI attributes opened: the serials and UUID identify
+// one unit and are never read.
 var dmiFiles = []struct{ file, label string }{
 	{"sys_vendor", "vendor"},
 	{"product_name", "product_name"},
@@ -51,22 +45,19 @@ var dmiFiles = []struct{ file, label string }{
 	{"bios_version", "bios_version"},
 }
 
-// Identity is the machine's DMI identity; a field whose file is absent is "".
+// Identity is the machine's DMI identity.
 type Identity struct {
 	Vendor, ProductName, BoardName, BIOSVersion string
 }
 
 // Temperature is one temperature sensor.
 type Temperature struct {
-	// Source is "acpi" (Sensor is the ACPI name, TSOC), "thermal_zone"
-	// (Sensor is the zone's type) or "spbm" (Sensor is the channel's label).
-	Source, Sensor string
-	// Zone is N of thermal_zoneN, as node_exporter labels it; "" for spbm.
-	Zone    string
-	Celsius float64
+	Source, Sensor string // "acpi" and TSOC, or "thermal_zone" and the zone's type
+	Zone           string // N of thermal_zoneN, as node_exporter labels it
+	Celsius        float64
 }
 
-// Reading is one named spbm value in base units (watts, joules, °C).
+// Reading is one spbm value in watts, joules or °C.
 type Reading struct {
 	Name  string
 	Value float64
@@ -74,49 +65,35 @@ type Reading struct {
 
 // SPBM is what the spbm hwmon driver reports.
 type SPBM struct {
-	Power  []Reading // watts, by rail label (sys_total, gpu, …, pl1 … syspl2)
-	Energy []Reading // joules, by accumulator label (pkg, cpu_e, cpu_p, gpu)
-	Limits []Reading // watts: the effective cap (powerN_cap) of pl1, pl2, syspl1, syspl2
-	Temps  []Reading // °C, by label (tj_max, cpu_p_clu0, gpu, soc, dla, …)
-	// Prochot is whether PROCHOT is asserted; nil when unknown.
+	Power   []Reading // watts, by rail label (sys_total, gpu, …, pl1 … syspl2)
+	Energy  []Reading // joules, by accumulator label (pkg, cpu_e, cpu_p, gpu)
+	Limits  []Reading // watts: the effective cap (powerN_cap) of pl1, pl2, syspl1, syspl2
+	Temps   []Reading // °C, by label (tj_max, cpu_p_clu0, gpu, soc, dla, …)
 	Prochot *bool
-	// PLLevel is the firmware's power-limit level (pl_level); nil when unknown.
-	PLLevel *uint64
+	PLLevel *uint64 // the firmware's pl_level
 }
-
-// Problem is a file that was there but could not be read or parsed.
-type Problem = layout.Problem
 
 // Snapshot is one read of the platform.
 type Snapshot struct {
 	Identity *Identity     // nil without any DMI attribute
 	Zones    []Temperature // thermal zones, by zone index
 	SPBM     *SPBM         // nil without an spbm hwmon
-	Problems []Problem
-	// Stale says a file the Layout named has gone (ENOENT, or ENODEV
-	// from a driver unbound under an open file): discover again.
-	Stale bool
-	// Blocked is the read that passed its deadline (hostfs.ErrBlocked);
-	// nothing was read after it, since the next file may block as long.
-	Blocked *Problem
+	Problems []layout.Problem
+	// Stale: a file has gone (ENOENT, or ENODEV from a driver unbound under
+	// an open file); discover again.
+	Stale   bool
+	Blocked *layout.Problem // nothing was read after it: the next may block as long
 }
 
-// Read discovers the layout under fsys and reads it once.
-func Read(fsys FS) Snapshot {
-	return Discover(fsys).Read(fsys.ReadFile)
-}
-
-// Layout is what does not change while the machine runs: the DMI identity,
-// the thermal zones and spbm channels, and their names.
+// Layout is what does not change while the machine runs.
 type Layout struct {
 	identity *Identity
 	zones    []zoneFile
 	spbm     *spbmFiles
-	problems []Problem // found while discovering, reported with every read
-	blocked  *Problem  // a discovery read that blocked
-	// leftOut counts the entries beyond the cap on value files.
-	leftOut int
-	first   string
+	problems []layout.Problem // reported with every read
+	blocked  *layout.Problem
+	leftOut  int // beyond the cap on value files
+	first    string
 }
 
 type zoneFile struct {
@@ -124,7 +101,6 @@ type zoneFile struct {
 	t    Temperature
 }
 
-// valueFile is one spbm value; lo and hi bound its plausible values.
 type valueFile struct {
 	file, label string
 	perUnit     float64 // hwmon units per base unit (1e6 µW per W)
@@ -132,30 +108,25 @@ type valueFile struct {
 	lo, hi      float64
 }
 
-// Below −60 °C no electronics is rated to run (military grade: −55 °C), above
-// 200 °C none survives (GB10's tj_max is 105 °C). Beyond are error codes read
-// as values: ACPI zones' −273.15 °C, all-ones registers' 9.2e15 °C.
+// No electronics runs below −55 °C (military grade) or survives 200 °C
+// (GB10's tj_max is 105 °C); beyond are error codes: ACPI's −273.15 °C.
 const (
 	minCelsius = -60
 	maxCelsius = 200
 )
 
-// maxWatts is more than any machine on a wall socket draws (the Spark's
-// brick is rated 240 W); a 64-bit all-ones register reads 1.8e13 W.
+// maxWatts is more than a wall socket gives (the Spark's brick: 240 W).
 const maxWatts = 10_000
 
 type spbmFiles struct {
 	power, limits, energy, temps []valueFile
-	prochot, plLevel             string // "" when absent
+	prochot, plLevel             string
 }
 
-// Discover reads the parts of the platform that do not change. It never
-// fails; what it could not read is reported by every Read of the layout.
-func Discover(fsys FS) *Layout { return DiscoverAtMost(fsys, math.MaxInt) }
-
-// DiscoverAtMost is Discover with at most max value files, so that a host
-// with thousands of thermal zones costs a scrape no more than max reads: the
-// spbm channels first (the Spark's power), then the zones by index.
+// DiscoverAtMost names at most max value files, so that a host with
+// thousands of thermal zones costs a scrape no more: the spbm channels
+// first, then the zones by index. It never fails; every Read reports what
+// it could not read.
 func DiscoverAtMost(fsys FS, max int) *Layout {
 	r := reader{Tree: layout.Tree{FS: fsys}}
 	l := &Layout{}
@@ -168,12 +139,9 @@ func DiscoverAtMost(fsys FS, max int) *Layout {
 	return l
 }
 
-// LeftOut is how many zones and channels the cap left out, and the file of
-// the first of them.
 func (l *Layout) LeftOut() (n int, first string) { return l.leftOut, l.first }
 
-// Read reads the values of the layout through read, one file after the
-// other: after a read that blocks, nothing more is read.
+// Read stops at a read that blocks.
 func (l *Layout) Read(read func(name string) ([]byte, error)) Snapshot {
 	if l.blocked != nil {
 		return Snapshot{Identity: l.identity, Problems: slices.Clone(l.problems), Blocked: l.blocked, Stale: true}
@@ -185,7 +153,7 @@ func (l *Layout) Read(read func(name string) ([]byte, error)) Snapshot {
 		if !ok {
 			continue
 		}
-		milli, err := ParseInt(data)
+		milli, err := parseInt(data)
 		if err != nil {
 			v.problem(z.file, err)
 			continue
@@ -224,13 +192,13 @@ func (l *Layout) Read(read func(name string) ([]byte, error)) Snapshot {
 
 type valueReader struct {
 	read     func(name string) ([]byte, error)
-	problems []Problem
+	problems []layout.Problem
 	stale    bool
-	blocked  *Problem
+	blocked  *layout.Problem
 }
 
 func (v *valueReader) problem(file string, err error) {
-	v.problems = append(v.problems, Problem{File: file, Err: redact.WithoutPath(err)})
+	v.problems = append(v.problems, layout.Problem{File: file, Err: redact.WithoutPath(err)})
 }
 
 func (v *valueReader) file(name string) ([]byte, bool) {
@@ -240,7 +208,7 @@ func (v *valueReader) file(name string) ([]byte, bool) {
 	data, err := v.read(name)
 	switch {
 	case errors.Is(err, hostfs.ErrBlocked):
-		v.blocked = &Problem{File: name, Err: redact.WithoutPath(err)}
+		v.blocked = &layout.Problem{File: name, Err: redact.WithoutPath(err)}
 		return nil, false
 	case errors.Is(err, fs.ErrNotExist):
 		v.stale = true
@@ -261,7 +229,7 @@ func (v *valueReader) unsigned(name string) (uint64, bool) {
 	if !ok {
 		return 0, false
 	}
-	n, err := ParseUint(data)
+	n, err := parseUint(data)
 	if err != nil {
 		v.problem(name, err)
 		return 0, false
@@ -269,8 +237,7 @@ func (v *valueReader) unsigned(name string) (uint64, bool) {
 	return n, true
 }
 
-// readings divides by perUnit rather than multiplying by its inverse, so that
-// 25300000 µW is exactly 25.3 W.
+// readings divides by perUnit, so that 25300000 µW is exactly 25.3 W.
 func (v *valueReader) readings(files []valueFile) []Reading {
 	var out []Reading
 	for _, f := range files {
@@ -291,8 +258,7 @@ func (v *valueReader) readings(files []valueFile) []Reading {
 	return out
 }
 
-// plausible notes a value outside [lo, hi] as a problem: a value no sensor
-// of its kind reads is an error code, not a reading.
+// plausible: a value no sensor of its kind reads is an error code.
 func (v *valueReader) plausible(file string, value, lo, hi float64, unit string) bool {
 	if value >= lo && value <= hi {
 		return true
@@ -324,7 +290,7 @@ func (r *reader) identity() *Identity {
 		if !ok {
 			continue
 		}
-		v, err := ParseLabel(data)
+		v, err := parseLabel(data)
 		if err != nil {
 			r.Problem(name, err)
 			continue
@@ -338,8 +304,7 @@ func (r *reader) identity() *Identity {
 	return &id
 }
 
-// zoneIndex is N of thermal_zoneN, or "" for another entry (cooling
-// devices share the directory).
+// zoneIndex is "" for another entry: cooling devices share the directory.
 func zoneIndex(entry string) string {
 	n, ok := strings.CutPrefix(entry, "thermal_zone")
 	if !ok || n == "" || len(n) > 9 || strings.Trim(n, "0123456789") != "" {
@@ -379,13 +344,12 @@ func (r *reader) zones(room int) []zoneFile {
 	return out
 }
 
-// zone names one thermal zone: by the ACPI device behind it (device/path,
-// "\_TZ_.TSOC") or else by its type.
+// zone names a zone by its ACPI device (device/path, "\_TZ_.TSOC"), else its type.
 func (r *reader) zone(dir string) (Temperature, bool) {
 	var t Temperature
 	acpiFile := path.Join(dir, "device", "path")
 	if data, ok := r.File(acpiFile); ok {
-		name, err := ParseACPIName(data)
+		name, err := parseACPIName(data)
 		if err == nil {
 			t.Source, t.Sensor = "acpi", name
 			return t, true
@@ -397,7 +361,7 @@ func (r *reader) zone(dir string) (Temperature, bool) {
 	if !ok {
 		return Temperature{}, false
 	}
-	typ, err := ParseLabel(data)
+	typ, err := parseLabel(data)
 	if err == nil && typ == "" {
 		err = errors.New("empty")
 	}
@@ -409,7 +373,6 @@ func (r *reader) zone(dir string) (Temperature, bool) {
 	return t, true
 }
 
-// spbmDir is the hwmon device named spbm, the first in name order if two.
 func (r *reader) spbmDir() string {
 	var dirs []string
 	for _, e := range r.Entries(hwmonDir) {
@@ -418,7 +381,7 @@ func (r *reader) spbmDir() string {
 		}
 		nameFile := path.Join(hwmonDir, e.Name(), "name")
 		data, ok := r.File(nameFile)
-		if ok && string(bytes.TrimSpace(data)) == SPBMName {
+		if ok && string(bytes.TrimSpace(data)) == spbmName {
 			dirs = append(dirs, path.Join(hwmonDir, e.Name()))
 		}
 	}
@@ -429,8 +392,7 @@ func (r *reader) spbmDir() string {
 	return dirs[0]
 }
 
-// A hwmon channel attribute, as the hwmon sysfs ABI names them
-// (Documentation/hwmon/sysfs-interface.rst): power3_input, temp1_label.
+// channel is of Documentation/hwmon/sysfs-interface.rst: power3_input.
 type channel struct {
 	kind  string // power, energy, temp
 	index int
@@ -452,8 +414,8 @@ func parseAttribute(file string) (ch channel, attr string, ok bool) {
 	return channel{}, "", false
 }
 
-// allOnes is what a 32-bit SPBM register reads when the firmware has not
-// filled it (the driver warns "telemetry may be inactive"): no reading.
+// allOnes is a 32-bit register the firmware has not filled (the driver
+// warns "telemetry may be inactive").
 const allOnes = 0xFFFFFFFF
 
 func (r *reader) spbm(room int) *spbmFiles {
@@ -463,8 +425,7 @@ func (r *reader) spbm(room int) *spbmFiles {
 	}
 	channels, attrs, files := r.spbmChannels(dir)
 	s := &spbmFiles{}
-	// PROCHOT and the power-limit level first: one file each, and what
-	// tells a throttle.
+	// PROCHOT and pl_level first: one file each, and what tells a throttle.
 	for _, f := range []struct {
 		name string
 		to   *string
@@ -530,8 +491,7 @@ func (r *reader) spbmChannels(dir string) (channels []channel, attrs map[channel
 	return channels, attrs, files
 }
 
-// channelLabel falls back to the channel's name (power3) without a label
-// file; ok is false when the label file is unreadable or bad.
+// channelLabel falls back to the channel's name (power3) without a label file.
 func (r *reader) channelLabel(prefix string, ch channel, hasLabel bool) (label string, ok bool) {
 	if !hasLabel {
 		return ch.kind + strconv.Itoa(ch.index), true
@@ -540,7 +500,7 @@ func (r *reader) channelLabel(prefix string, ch channel, hasLabel bool) (label s
 	if !ok {
 		return "", false
 	}
-	l, err := ParseLabel(data)
+	l, err := parseLabel(data)
 	if err == nil && l == "" {
 		err = errors.New("empty")
 	}
@@ -551,8 +511,7 @@ func (r *reader) channelLabel(prefix string, ch channel, hasLabel bool) (label s
 	return l, true
 }
 
-// add adds a channel's value files. hwmon units: µW, µJ, m°C; the driver
-// scales 32-bit firmware registers in mW, mJ and c°C.
+// add: hwmon gives µW, µJ and m°C, scaled from 32-bit registers in mW, mJ and c°C.
 func (s *spbmFiles) add(kind, prefix, label string, hasCap bool) {
 	switch kind {
 	case "power":
@@ -561,7 +520,6 @@ func (s *spbmFiles) add(kind, prefix, label string, hasCap bool) {
 			s.limits = append(s.limits, valueFile{prefix + "_cap", label, 1e6, 1000, 0, maxWatts})
 		}
 	case "energy":
-		// At most what the driver's scaled 32-bit counter holds.
 		s.energy = append(s.energy, valueFile{prefix + "_input", label, 1e6, 1000, 0, allOnes * 1000 / 1e6})
 	case "temp":
 		s.temps = append(s.temps, valueFile{prefix + "_input", label, 1e3, 10, minCelsius, maxCelsius})
@@ -581,23 +539,21 @@ func (s *spbmFiles) count() int {
 	return n
 }
 
-// MaxValue bounds a value file, newline included: an int64 is at most 20
-// characters, so a longer file is not a value.
-const MaxValue = 32
+// maxValue: an int64 is at most 20 characters.
+const maxValue = 32
 
 func value(data []byte) ([]byte, error) {
 	v := bytes.TrimSpace(data)
 	switch {
 	case len(v) == 0:
 		return nil, errors.New("empty")
-	case len(data) > MaxValue:
+	case len(data) > maxValue:
 		return nil, fmt.Errorf("%d bytes, not a number", len(data))
 	}
 	return v, nil
 }
 
-// ParseInt parses a signed decimal sysfs attribute ("41700\n").
-func ParseInt(data []byte) (int64, error) {
+func parseInt(data []byte) (int64, error) {
 	v, err := value(data)
 	if err != nil {
 		return 0, err
@@ -609,8 +565,7 @@ func ParseInt(data []byte) (int64, error) {
 	return n, nil
 }
 
-// ParseUint parses an unsigned decimal sysfs attribute.
-func ParseUint(data []byte) (uint64, error) {
+func parseUint(data []byte) (uint64, error) {
 	v, err := value(data)
 	if err != nil {
 		return 0, err
@@ -622,15 +577,11 @@ func ParseUint(data []byte) (uint64, error) {
 	return n, nil
 }
 
-// maxLabel bounds a label value taken from a file: DMI strings and hwmon
-// labels are tens of bytes.
+// maxLabel: DMI strings and hwmon labels are tens of bytes.
 const maxLabel = 128
 
-// ParseLabel turns a one-line text attribute (a DMI string, a hwmon label, a
-// zone type) into a label value. More than one line, a control or format
-// character (safetext.Unsafe) or more than maxLabel bytes is refused, not cut:
-// such a file is not what the attribute is.
-func ParseLabel(data []byte) (string, error) {
+// parseLabel refuses, rather than cuts, what is not a one-line attribute.
+func parseLabel(data []byte) (string, error) {
 	s := strings.TrimSpace(strings.ToValidUTF8(string(data), string(utf8.RuneError)))
 	if len(s) > maxLabel {
 		return "", fmt.Errorf("%d bytes, more than the %d of a label", len(s), maxLabel)
@@ -646,10 +597,8 @@ func ParseLabel(data []byte) (string, error) {
 	return s, nil
 }
 
-// ParseACPIName takes the ACPI name from a path attribute ("\_TZ_.TSOC" is
-// TSOC). A name segment is one to four characters, the first a capital or _,
-// the rest capitals, digits or _ (ACPI 6.5, section 20.2.2).
-func ParseACPIName(data []byte) (string, error) {
+// parseACPIName takes TSOC of "\_TZ_.TSOC"; a name segment is ACPI 6.5's NameSeg.
+func parseACPIName(data []byte) (string, error) {
 	p := string(bytes.TrimSpace(data))
 	if !strings.HasPrefix(p, `\`) {
 		return "", fmt.Errorf("not an ACPI path: %q", truncate(p))

@@ -2,6 +2,7 @@ package platform
 
 import (
 	"io/fs"
+	"math"
 	"os"
 	"reflect"
 	"strconv"
@@ -15,6 +16,10 @@ import (
 const fixtures = "../../testdata/sys/"
 
 func ptr[T any](v T) *T { return &v }
+
+func discover(fsys FS) *Layout { return DiscoverAtMost(fsys, math.MaxInt) }
+
+func readAll(fsys FS) Snapshot { return discover(fsys).Read(fsys.ReadFile) }
 
 func sparkZones() []Temperature {
 	return []Temperature{
@@ -51,7 +56,7 @@ func TestFixtureTrees(t *testing.T) {
 	}
 	for tree, want := range cases {
 		t.Run(tree, func(t *testing.T) {
-			got := Read(os.DirFS(fixtures + tree).(FS))
+			got := readAll(os.DirFS(fixtures + tree).(FS))
 			if len(got.Problems) > 0 {
 				t.Errorf("problems on a clean tree: %v", got.Problems)
 			}
@@ -88,7 +93,7 @@ func approx(t *testing.T, what string, got, want []Reading) {
 
 // A host with none of it: nothing, and nothing wrong.
 func TestEmptyTree(t *testing.T) {
-	got := Read(fstest.MapFS{})
+	got := readAll(fstest.MapFS{})
 	if !reflect.DeepEqual(got, Snapshot{}) {
 		t.Errorf("Read of an empty tree = %+v", got)
 	}
@@ -264,7 +269,7 @@ func TestBadFilesCostOnlyTheirReading(t *testing.T) {
 			for name, data := range tc.data {
 				m[name] = &fstest.MapFile{Data: []byte(data)}
 			}
-			s := Read(&faultyFS{MapFS: m, fail: tc.fail})
+			s := readAll(&faultyFS{MapFS: m, fail: tc.fail})
 			problems := problemFiles(s)
 			if len(problems) != 1 || !strings.Contains(problems[tc.problem], tc.reason) {
 				t.Errorf("problems = %v, want %s: …%s…", problems, tc.problem, tc.reason)
@@ -307,7 +312,7 @@ func rails(t *testing.T, s Snapshot, n int, rail string, want bool) {
 // Serial numbers and UUIDs are never opened, readable or not.
 func TestSerialsAreNeverRead(t *testing.T) {
 	f := &faultyFS{MapFS: mapOf(t, "spark")}
-	Read(f)
+	readAll(f)
 	for _, name := range f.opened {
 		if strings.Contains(name, "serial") || strings.Contains(name, "uuid") {
 			t.Errorf("opened %s", name)
@@ -331,7 +336,7 @@ func TestOrderAndUnlabelledChannels(t *testing.T) {
 		"class/hwmon/hwmon3/power2_input":   {Data: []byte("1000000\n")},
 		"class/hwmon/hwmon3/power2_max":     {Data: []byte("9\n")},
 	}
-	s := Read(m)
+	s := readAll(m)
 	want := []Temperature{{"thermal_zone", "a", "9", -2}, {"thermal_zone", "b", "10", 1}}
 	if !reflect.DeepEqual(s.Zones, want) {
 		t.Errorf("zones = %+v, want %+v", s.Zones, want)
@@ -348,43 +353,43 @@ func TestParseACPIName(t *testing.T) {
 	for in, want := range map[string]string{
 		"\\_TZ_.TSOC\n": "TSOC", "\\_SB_.PCI0.TZ00": "TZ00", "\\TZ0_": "TZ0_", "\\_TZ_.T1": "T1",
 	} {
-		if got, err := ParseACPIName([]byte(in)); err != nil || got != want {
+		if got, err := parseACPIName([]byte(in)); err != nil || got != want {
 			t.Errorf("ParseACPIName(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"", "TSOC", "\\_TZ_.", "\\_TZ_.TOOLONG", "\\_TZ_.tsoc", "\\_TZ_.1ABC", "\\_TZ_.T\xff"} {
-		if got, err := ParseACPIName([]byte(in)); err == nil {
+		if got, err := parseACPIName([]byte(in)); err == nil {
 			t.Errorf("ParseACPIName(%q) = %q, want an error", in, got)
 		}
 	}
 }
 
 func TestParseIntegers(t *testing.T) {
-	if v, err := ParseInt([]byte("-1500\n")); err != nil || v != -1500 {
+	if v, err := parseInt([]byte("-1500\n")); err != nil || v != -1500 {
 		t.Errorf("ParseInt(-1500) = %d, %v", v, err)
 	}
-	if v, err := ParseUint([]byte("25300000\n")); err != nil || v != 25300000 {
+	if v, err := parseUint([]byte("25300000\n")); err != nil || v != 25300000 {
 		t.Errorf("ParseUint = %d, %v", v, err)
 	}
 	for _, in := range []string{"", "\n", "1.5", "0x10", "1 2", "99999999999999999999"} {
-		if _, err := ParseInt([]byte(in)); err == nil {
+		if _, err := parseInt([]byte(in)); err == nil {
 			t.Errorf("ParseInt(%q) accepted", in)
 		}
 	}
-	if _, err := ParseUint([]byte("-1")); err == nil {
+	if _, err := parseUint([]byte("-1")); err == nil {
 		t.Error("ParseUint(-1) accepted")
 	}
 }
 
 func TestParseLabel(t *testing.T) {
-	if v, err := ParseLabel([]byte("  NVIDIA DGX Spark \n")); err != nil || v != "NVIDIA DGX Spark" {
+	if v, err := parseLabel([]byte("  NVIDIA DGX Spark \n")); err != nil || v != "NVIDIA DGX Spark" {
 		t.Errorf("ParseLabel = %q, %v", v, err)
 	}
-	if v, err := ParseLabel([]byte("caf\xe9")); err != nil || v != "caf\uFFFD" {
+	if v, err := parseLabel([]byte("caf\xe9")); err != nil || v != "caf\uFFFD" {
 		t.Errorf("invalid UTF-8: %q, %v", v, err)
 	}
 	for _, in := range []string{"a\nb", "a\x00b", strings.Repeat("x", maxLabel+1)} {
-		if _, err := ParseLabel([]byte(in)); err == nil {
+		if _, err := parseLabel([]byte(in)); err == nil {
 			t.Errorf("ParseLabel(%q) accepted", in)
 		}
 	}
@@ -395,7 +400,7 @@ func FuzzParseACPIName(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		name, err := ParseACPIName(data)
+		name, err := parseACPIName(data)
 		if err != nil {
 			return
 		}
@@ -410,7 +415,7 @@ func FuzzParseLabel(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		v, err := ParseLabel(data)
+		v, err := parseLabel(data)
 		if err != nil {
 			return
 		}
@@ -425,8 +430,8 @@ func FuzzParseInt(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		ParseInt(data)
-		if v, err := ParseUint(data); err == nil && len(data) == 0 {
+		parseInt(data)
+		if v, err := parseUint(data); err == nil && len(data) == 0 {
 			t.Errorf("ParseUint(empty) = %d", v)
 		}
 	})
@@ -458,7 +463,7 @@ func FuzzRead(f *testing.F) {
 		old := m[name]
 		m[name] = &fstest.MapFile{Data: data}
 		defer func() { m[name] = old }()
-		s := Read(m)
+		s := readAll(m)
 		checkUnique := func(kind string, rs []Reading) {
 			seen := map[string]bool{}
 			for _, r := range rs {
@@ -488,7 +493,7 @@ func FuzzRead(f *testing.F) {
 // that has gone (or a driver unbound under it) says the layout is stale.
 func TestLayoutReadAgainAndStale(t *testing.T) {
 	m := mapOf(t, "spark")
-	l := Discover(m)
+	l := discover(m)
 	const rail = "class/hwmon/hwmon1/power1_input"
 	m[rail] = &fstest.MapFile{Data: []byte("99000000\n")}
 	s := l.Read(m.ReadFile)
@@ -533,7 +538,7 @@ func TestDiscoverAtMostCapsTheValueFiles(t *testing.T) {
 	for i := 100; i < 400; i++ {
 		m["class/hwmon/hwmon1/temp"+strconv.Itoa(i)+"_input"] = &fstest.MapFile{Data: []byte("3100\n")}
 	}
-	full := Discover(m)
+	full := discover(m)
 	if n := len(valueFiles(full, m)); n != 1000+30+300+2 {
 		t.Fatalf("uncapped: %d value files", n)
 	}

@@ -1,13 +1,7 @@
-// Package processcollector reports the exporter's own process as the
-// process_* series of client_golang's process collector, at a tenth of its
-// cost.
-//
-// That collector parses four /proc files on every scrape, together more CPU
-// than the rest of a scrape (docs/performance.md). Here CPU time and limits
-// come from getrusage and getrlimit, memory from /proc/self/statm, open files
-// from the size of /proc/self/fd, and the start time is read once. The
-// process_network_* pair is left out: /proc/self/net/netstat counts the whole
-// network namespace (the host's, on the host network), not the process.
+// Package processcollector gives client_golang's process_* series from
+// getrusage, getrlimit and /proc/self/statm instead of its four /proc files a
+// scrape. process_network_* is left out: /proc/self/net/netstat counts the
+// whole network namespace, not the process.
 package processcollector
 
 import (
@@ -40,14 +34,12 @@ var (
 		"Start time of the process since unix epoch in seconds.", nil, nil)
 )
 
-// The process is the exporter itself: its /proc entry is always in its
-// own /proc, whatever --path.procfs points at.
+// ownProc is the exporter's own /proc, whatever --path.procfs points at.
 var ownProc = hostfs.New("/proc")
 
 const (
-	statmName = "self/statm"
-	// statmBytes holds statm's seven numbers, each of up to 16 digits.
-	statmBytes = 128
+	statmName  = "self/statm"
+	statmBytes = 128 // seven numbers of up to 16 digits
 	fdPath     = "/proc/self/fd"
 )
 
@@ -56,10 +48,7 @@ type collector struct {
 	pageSize uint64
 }
 
-// New returns the collector. The start time is read once, with
-// prometheus/procfs: its parser already turns /proc/self/stat's starttime
-// into epoch seconds (boot time from /proc/stat, clock tick), which nothing
-// else here needs.
+// New reads the start time once, with procfs: it knows the boot time and clock tick.
 func New() prometheus.Collector {
 	c := &collector{pageSize: uint64(os.Getpagesize())}
 	if p, err := procfs.Self(); err == nil {
@@ -76,8 +65,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-// Collect sends what could be read; a series that could not is left out,
-// as client_golang's collector does by default.
+// Collect leaves out what could not be read, as client_golang's collector does.
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v)
@@ -108,10 +96,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// countFDs counts the process's open files. Since Linux 6.2 the size of
-// /proc/self/fd is that count: one stat, where a listing makes procfs build
-// an entry per descriptor (the workloads collector keeps one open per
-// process it watches). Older kernels report 0, and the directory is listed.
+// countFDs: since Linux 6.2 the size of /proc/self/fd is the count, one stat
+// where a listing builds an entry per descriptor; older kernels report 0.
 func countFDs() (int, error) {
 	var st syscall.Stat_t
 	if err := syscall.Stat(fdPath, &st); err == nil && st.Size > 0 {
@@ -120,8 +106,7 @@ func countFDs() (int, error) {
 	return listFDs()
 }
 
-// listFDs counts the process's open files by listing /proc/self/fd, the
-// listing's own included (as client_golang counts them).
+// listFDs counts the listing's own, as client_golang does.
 func listFDs() (int, error) {
 	f, err := os.Open(fdPath)
 	if err != nil {
@@ -134,8 +119,7 @@ func listFDs() (int, error) {
 
 var errStatm = errors.New("statm: not two sizes in pages")
 
-// parseStatm reads the first two fields of /proc/PID/statm: the virtual
-// memory size and the resident set, in pages.
+// parseStatm reads the virtual and resident sizes, in pages.
 func parseStatm(data []byte) (size, resident uint64, err error) {
 	fields := bytes.Fields(data)
 	if len(fields) < 2 {

@@ -1,6 +1,5 @@
-// Package readonly is the one check that an HTTP endpoint of the exporter
-// is only read: every endpoint serves GET and HEAD, and a scrape costs work
-// that a POST or TRACE has no business starting.
+// Package readonly refuses what is not a GET or HEAD: a scrape costs work
+// that a POST has no business starting.
 package readonly
 
 import (
@@ -8,14 +7,9 @@ import (
 	"time"
 )
 
-// Handler answers 405, with the Allow header, to any method but GET and
-// HEAD, 400 to a request that carries a body, and passes the others to next.
-//
-// No endpoint reads a body (RFC 9110, section 9.3.1), but the server reads a
-// promised one before it answers, to keep the connection: a Content-Length
-// whose bytes never come would hold the request, and its --web.max-requests
-// slot, until the read deadline. So the refusal ends that deadline at once
-// and closes the connection.
+// Handler refuses a body too: the server reads a promised one before it
+// answers, and a Content-Length whose bytes never come would hold a
+// --web.max-requests slot until the read deadline.
 func Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -24,8 +18,7 @@ func Handler(next http.Handler) http.Handler {
 			return
 		}
 		if r.ContentLength != 0 {
-			// ContentLength is -1 for a chunked body. The error is ignored: only a
-			// writer that cannot set deadlines fails, and that one waits as before.
+			// -1 is chunked. Only a writer without deadlines fails here.
 			_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 			w.Header().Set("Connection", "close")
 			http.Error(w, "A request body is not accepted: every endpoint only reads.", http.StatusBadRequest)

@@ -1,6 +1,5 @@
-// Package redact takes paths out of what the exporter shows: a mount
-// point, a config file or a certificate may sit in a private directory,
-// and logs, status pages and JSON go to whoever reads them.
+// Package redact takes paths out of what the exporter shows: a mount point
+// or a config file may sit in a private directory.
 package redact
 
 import (
@@ -13,8 +12,7 @@ import (
 	"strings"
 )
 
-// UnderRoots makes paths in msg under each root relative to it, a root itself
-// ".": "open /srv/x/proc/meminfo: …" reads "open meminfo: …".
+// UnderRoots: "open /srv/x/proc/meminfo: …" reads "open meminfo: …".
 func UnderRoots(msg string, roots ...string) string {
 	var renamings []Renaming
 	for _, root := range roots {
@@ -28,8 +26,7 @@ func UnderRoots(msg string, roots ...string) string {
 // Renaming is a path and what it reads as once redacted.
 type Renaming struct{ Path, Name string }
 
-// ReplacePaths replaces every path of renamings in msg by its name, the
-// longest first, so that a path is not half replaced by one it contains.
+// ReplacePaths goes longest first, so that no path is half replaced by one it contains.
 func ReplacePaths(msg string, renamings []Renaming) string {
 	sorted := slices.Clone(renamings)
 	slices.SortStableFunc(sorted, func(a, b Renaming) int { return cmp.Compare(len(b.Path), len(a.Path)) })
@@ -50,8 +47,7 @@ func WithoutPath(err error) error {
 	return err
 }
 
-// OpWithoutPath is WithoutPath keeping the operation: "open: permission
-// denied", for a caller whose operations fail differently.
+// OpWithoutPath keeps the operation: "open: permission denied".
 func OpWithoutPath(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {

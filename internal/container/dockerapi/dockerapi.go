@@ -1,5 +1,5 @@
-// Package dockerapi names containers from the Docker Engine API, over its
-// Unix socket: GET /containers/json, cached, bounded and with a deadline.
+// Package dockerapi names containers from the Docker Engine API's
+// GET /containers/json, cached, bounded and with a deadline.
 package dockerapi
 
 import (
@@ -19,19 +19,15 @@ import (
 )
 
 // A host with more containers than maxContainers is not a Spark running a
-// few engines: the rest are left out rather than held.
+// few engines. Containers start and stop far less often than Prometheus scrapes.
 const (
-	maxBody       = 8 << 20
-	maxContainers = 1000
-	// DefaultTimeout bounds one call to the Docker Engine.
-	DefaultTimeout = 2 * time.Second
-	// DefaultMaxAge is how long an answer (or a failure) is served:
-	// containers start and stop far less often than Prometheus scrapes.
-	DefaultMaxAge = 30 * time.Second
+	maxBody        = 8 << 20
+	maxContainers  = 1000
+	defaultTimeout = 2 * time.Second
+	defaultMaxAge  = 30 * time.Second
 )
 
-// Docker asks a Docker Engine which containers run (GET /containers/json,
-// Docker Engine API, "List containers"), and keeps the answer for MaxAge.
+// Docker keeps the Docker Engine's answer for MaxAge.
 type Docker struct {
 	client  *http.Client
 	Timeout time.Duration
@@ -43,7 +39,6 @@ type Docker struct {
 	err   error
 }
 
-// NewDocker talks to the Docker Engine on socket (/var/run/docker.sock).
 func NewDocker(socket string) *Docker {
 	transport := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -56,13 +51,12 @@ func NewDocker(socket string) *Docker {
 	return &Docker{
 		client: &http.Client{Transport: transport,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
-		Timeout: DefaultTimeout, MaxAge: DefaultMaxAge,
+		Timeout: defaultTimeout, MaxAge: defaultMaxAge,
 	}
 }
 
-// Containers is the running containers by short ID, as of at most MaxAge
-// ago. An error is kept as long as an answer would be, so that a missing
-// engine costs one attempt per MaxAge, not one per scrape.
+// Containers keeps an error as long as an answer, so that a missing engine
+// costs one attempt per MaxAge, not one per scrape.
 func (d *Docker) Containers(now time.Time) (map[string]container.Info, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -96,10 +90,9 @@ func (d *Docker) list() (map[string]container.Info, error) {
 	if len(body) > maxBody {
 		return nil, fmt.Errorf("docker engine: answer larger than %d MiB", maxBody>>20)
 	}
-	return ParseContainers(body)
+	return parseContainers(body)
 }
 
-// withoutURL drops the request's made-up URL from a client error.
 func withoutURL(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
@@ -108,10 +101,7 @@ func withoutURL(err error) error {
 	return err
 }
 
-// ParseContainers reads the answer of GET /containers/json. Containers past
-// maxContainers or without a 64-hex Id are left out; a name or image that
-// Label refuses is left empty rather than shown.
-func ParseContainers(body []byte) (map[string]container.Info, error) {
+func parseContainers(body []byte) (map[string]container.Info, error) {
 	var list []struct {
 		ID     string            `json:"Id"`
 		Names  []string          `json:"Names"`

@@ -82,7 +82,7 @@ func TestDockerContainers(t *testing.T) {
 	if _, err := d.Containers(now.Add(time.Second)); err != nil || calls.Load() != 1 {
 		t.Errorf("second call within MaxAge: err %v, %d calls to the engine, want 1", err, calls.Load())
 	}
-	if _, err := d.Containers(now.Add(DefaultMaxAge)); err != nil || calls.Load() != 2 {
+	if _, err := d.Containers(now.Add(defaultMaxAge)); err != nil || calls.Load() != 2 {
 		t.Errorf("after MaxAge: err %v, %d calls, want 2", err, calls.Load())
 	}
 }
@@ -144,14 +144,14 @@ func TestParseContainersBounded(t *testing.T) {
 		b.WriteString(`{"Id":"` + id + `","Names":["/c"],"Image":"i"}`)
 	}
 	b.WriteString("]")
-	infos, err := ParseContainers([]byte(b.String()))
+	infos, err := parseContainers([]byte(b.String()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(infos) > maxContainers {
 		t.Errorf("%d containers kept, cap %d", len(infos), maxContainers)
 	}
-	if _, err := ParseContainers([]byte(`{"message":"x"}`)); err == nil {
+	if _, err := parseContainers([]byte(`{"message":"x"}`)); err == nil {
 		t.Error("an object instead of a list gave no error")
 	}
 }
@@ -170,7 +170,7 @@ func FuzzParseContainers(f *testing.F) {
 	f.Add([]byte(dockerAnswer))
 	f.Add([]byte(`[{"Id":1}]`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		infos, _ := ParseContainers(data)
+		infos, _ := parseContainers(data)
 		for id, info := range infos {
 			if id != info.ID || len(id) != container.ShortIDLength || container.Label(info.Name) != info.Name || container.Label(info.Image) != info.Image {
 				t.Errorf("unsafe info %+v", info)

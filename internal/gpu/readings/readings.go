@@ -1,6 +1,5 @@
-// Package readings is what NVML reported of each GPU, as plain values: the
-// NVML client (internal/gpu) makes them, /metrics and the status page
-// render them. It imports no NVML, so that the views link none.
+// Package readings is what NVML reported of each GPU, as plain values; it
+// imports no NVML, so that the views link none.
 package readings
 
 import "time"
@@ -13,9 +12,8 @@ type Snapshot struct {
 	Devices           []Reading
 }
 
-// Reading is one device's state at one moment, as NVML reported it. A nil
-// field is a value NVML did not give this time (not supported, or the call
-// failed); it is never replaced by a guess. Supported tells the two apart.
+// Reading is one device's state; a nil field is one NVML did not give, and
+// Supported says why.
 type Reading struct {
 	Index int       // NVML device index
 	UUID  string    // NVML device UUID
@@ -29,48 +27,34 @@ type Reading struct {
 	SMClockHertz       *float64 // current SM clock
 	SMClockMaxHertz    *float64 // maximum SM clock
 	Utilization        *float64 // GPU busy ratio, 0–1
-	// ClockEventReasons is NVML's bit mask of why clocks are held down
-	// (nvml.ClocksEventReason* constants: thermal slowdowns, power cap, …).
-	ClockEventReasons *uint64
-	// ClockEventSeconds is, per reason of ClockEvents (by name), the time the
-	// driver has held the clocks down for it since it loaded (NVML field
-	// values, in ns). On GB10 the flags above stay clear while these grow, so
-	// these are the evidence (docs/design.md).
-	ClockEventSeconds map[string]float64
-	// TemperatureMarginCelsius is how far the GPU is below its slowdown
-	// limit (nvidia-smi's "GPU T.Limit Temp").
-	TemperatureMarginCelsius *float64
-	// PerformanceState is the P-state: 0 (P0, full speed) to 15; nil if unknown.
-	PerformanceState *int
+	ClockEventReasons  *uint64  // nvml.ClocksEventReason* mask
+	// ClockEventSeconds is per ClockEvents name, since the driver loaded. On
+	// GB10 the mask stays clear while these grow (docs/design.md).
+	ClockEventSeconds        map[string]float64
+	TemperatureMarginCelsius *float64 // below the slowdown limit: nvidia-smi's "GPU T.Limit Temp"
+	PerformanceState         *int     // 0 (P0, full speed) to 15
 
 	EnergyJoules    *float64 // energy used since the driver loaded
 	PowerLimitWatts *float64 // enforced power limit; N/A on GB10
-	// MemoryTotalBytes and MemoryUsedBytes are NVML's memory info, the
-	// nvidia-smi view. GB10 has no VRAM and answers NOT_SUPPORTED; some
-	// patched drivers answer with the unified pool's total instead.
+	// GB10 has no VRAM and answers NOT_SUPPORTED; some patched drivers give
+	// the unified pool's total.
 	MemoryTotalBytes *uint64
 	MemoryUsedBytes  *uint64
-	// Processes are the compute processes on the device and the memory
-	// each holds; nil when the device does not report them.
-	Processes []Process
+	Processes        []Process // compute processes; nil when not reported
 
-	// Supported says, for each field NVML was asked about, whether the
-	// device answered (true) or said NOT_SUPPORTED (false). A field that
-	// is absent failed this time with another error.
+	// Supported is false for NOT_SUPPORTED; a field absent failed this time.
 	Supported map[Field]bool
 }
 
-// Process is one process holding memory on a device.
 type Process struct {
 	PID       uint32
 	UsedBytes uint64
 }
 
-// Field is a group of NVML readings that a device supports or not as a
-// whole; it is the field label of spark_gpu_field_supported.
+// Field is a group of NVML readings a device supports as a whole: the
+// field label of spark_gpu_field_supported.
 type Field string
 
-// The fields, as docs/metrics.md names them.
 const (
 	FieldMemoryInfo         Field = "memory_info"
 	FieldPowerLimit         Field = "power_limit"
@@ -81,30 +65,25 @@ const (
 	FieldUtilization        Field = "utilization"
 	FieldClocksEventReasons Field = "clocks_event_reasons"
 	FieldProcesses          Field = "processes"
-	// FieldClocksEventCounters is supported when NVML answers at least one
-	// of the clock event counters; a driver older than the counter it is
-	// asked for (269-271 are R535's) leaves that one out.
+	// FieldClocksEventCounters is supported when NVML answers any counter.
 	FieldClocksEventCounters Field = "clocks_event_counters"
 	FieldTemperatureMargin   Field = "temperature_margin"
 	FieldPerformanceState    Field = "performance_state"
 )
 
-// Fields lists every field, in docs/metrics.md's order.
 var Fields = []Field{
 	FieldMemoryInfo, FieldPowerLimit, FieldEnergy, FieldTemperature, FieldPower,
 	FieldSMClock, FieldUtilization, FieldClocksEventReasons, FieldProcesses,
 	FieldClocksEventCounters, FieldTemperatureMargin, FieldPerformanceState,
 }
 
-// ClockEvent is a clock event counter: the reason's name, as
-// spark_gpu_clocks_event_seconds_total labels it, and NVML's field id
-// (nvml.h: NVML_FI_DEV_CLOCKS_EVENT_REASON_*, values in nanoseconds).
+// ClockEvent is a counter's label and NVML field id (nvml.h's
+// NVML_FI_DEV_CLOCKS_EVENT_REASON_*, in ns; 269-271 since R535).
 type ClockEvent struct {
 	Name    string
 	FieldID uint32
 }
 
-// ClockEvents are the counters read, in docs/metrics.md's order.
 var ClockEvents = []ClockEvent{
 	{"sw_power_cap", 74},
 	{"sync_boost", 76},
@@ -113,16 +92,14 @@ var ClockEvents = []ClockEvent{
 	{"hw_power_brake_slowdown", 271},
 }
 
-// ClockEventReason is a bit of NVML's clock event reasons mask and its name
-// as spark_gpu_clocks_event_active labels it.
+// ClockEventReason is a bit of the reasons mask and its label.
 type ClockEventReason struct {
 	Bit  uint64
 	Name string
 }
 
-// ClockEventReasons are the nine reasons of docs/metrics.md, by NVML bit
-// (nvml.ClocksEventReason*; the hardware bits only have NVML's older
-// "throttle" names).
+// ClockEventReasons are nvml.ClocksEventReason*'s bits (the hardware ones
+// only under NVML's older "throttle" names).
 var ClockEventReasons = []ClockEventReason{
 	{0x1, "gpu_idle"},
 	{0x2, "applications_clocks_setting"},
@@ -135,8 +112,7 @@ var ClockEventReasons = []ClockEventReason{
 	{0x100, "display_clock_setting"},
 }
 
-// ActiveClockEvents names the reasons the reading's mask holds, in
-// ClockEventReasons' order; empty when the mask was not read.
+// ActiveClockEvents is empty when the mask was not read.
 func (r Reading) ActiveClockEvents() []string {
 	out := []string{}
 	if r.ClockEventReasons == nil {

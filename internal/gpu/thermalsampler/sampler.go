@@ -1,6 +1,5 @@
-// Package thermalsampler is the thermal watch beside the run: it reads the
-// GPUs through internal/gpu, steps a thermal.Monitor per GPU, appends to the
-// CSV log and logs episodes. The judging itself is internal/judge's.
+// Package thermalsampler steps a thermal.Monitor per GPU, appends to the CSV
+// log and logs episodes; internal/judge does the judging.
 package thermalsampler
 
 import (
@@ -21,31 +20,26 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/thermallog"
 )
 
-// Sampler reads every GPU once per interval, keeps each one's Monitor,
-// appends the samples to the CSV log, and logs entering and leaving a
-// throttle episode, one line each. Time comes from outside (Sample's now),
-// so tests step a sampler by hand; Run gives it the ticker's times.
+// Sampler takes its time from Sample's now, so tests step it by hand.
 type Sampler struct {
 	src    gpu.Source
 	cfg    judge.ThermalConfig
 	logger log.Logger
 	csv    *thermallog.Writer // nil without a CSV log
 
-	// mu serialises Sample and Close; the fields below are theirs.
-	mu          sync.Mutex
+	mu          sync.Mutex               // serialises Sample and Close; the fields below are theirs
 	monitors    map[int]*thermal.Monitor // by NVML device index
 	samples     uint64
 	csvErrors   int
 	csvFailing  bool
 	readFailing bool
-	everRead    bool // a reading has come at least once
+	everRead    bool
 	closed      bool
 
 	snap atomic.Pointer[thermal.Snapshot]
 }
 
-// NewSampler returns a sampler of src with a validated configuration. With
-// csvFile set, every sample is appended to it, opened at the first sample.
+// NewSampler takes a validated cfg; csvFile, when set, is opened at the first sample.
 func NewSampler(src gpu.Source, cfg judge.ThermalConfig, csvFile string, logger log.Logger) *Sampler {
 	s := &Sampler{src: src, cfg: cfg, logger: logger, monitors: map[int]*thermal.Monitor{}}
 	if csvFile != "" {
@@ -55,15 +49,11 @@ func NewSampler(src gpu.Source, cfg judge.ThermalConfig, csvFile string, logger 
 	return s
 }
 
-// Snapshot returns the state after the latest sample.
 func (s *Sampler) Snapshot() thermal.Snapshot { return *s.snap.Load() }
 
-// Config is what the sampler judges with, for views that show a snapshot
-// beside its thresholds.
 func (s *Sampler) Config() judge.ThermalConfig { return s.cfg }
 
-// Run samples at once, then once per interval, until ctx ends. A read in
-// progress is interrupted when ctx ends.
+// Run samples at once, then once per interval, until ctx ends.
 func (s *Sampler) Run(ctx context.Context) {
 	ticker := time.NewTicker(s.cfg.Interval)
 	defer ticker.Stop()
@@ -78,8 +68,7 @@ func (s *Sampler) Run(ctx context.Context) {
 	}
 }
 
-// Close closes the CSV log; the sampler must not be running. A sample
-// after Close is not taken.
+// Close closes the CSV log; the sampler must not be running.
 func (s *Sampler) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -93,9 +82,8 @@ func (s *Sampler) Close() error {
 	return nil
 }
 
-// Sample reads every GPU once and judges each one's window at now. A failed
-// read is no sample: the windows age. The read is bounded by the interval,
-// so that a wedged driver cannot make samples pile up.
+// Sample judges each GPU's window at now; a failed read is no sample. The
+// read is bounded by the interval, so that a wedged driver cannot pile samples up.
 func (s *Sampler) Sample(ctx context.Context, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -140,7 +128,7 @@ func (s *Sampler) Sample(ctx context.Context, now time.Time) {
 	s.snap.Store(s.snapshot())
 }
 
-// snapshot makes the snapshot of the state now; s.mu is held.
+// snapshot: s.mu is held.
 func (s *Sampler) snapshot() *thermal.Snapshot {
 	snap := &thermal.Snapshot{Samples: s.samples, CSV: s.csv != nil, CSVErrors: s.csvErrors,
 		GPUs: make([]thermal.GPUState, 0, len(s.monitors))}
@@ -152,8 +140,7 @@ func (s *Sampler) snapshot() *thermal.Snapshot {
 	return snap
 }
 
-// logRow keeps the reading's temperature and power for the CSV log and the
-// analysis, leaving out values no GPU can give.
+// logRow leaves out values no GPU can give.
 func logRow(r readings.Reading, now time.Time) thermallog.Row {
 	row := thermallog.Row{Time: r.Time}
 	if row.Time.IsZero() {
@@ -166,7 +153,6 @@ func logRow(r readings.Reading, now time.Time) thermallog.Row {
 	return row
 }
 
-// finite keeps a reading that is a number.
 func finite(v *float64) *float64 {
 	if v == nil || math.IsNaN(*v) || math.IsInf(*v, 0) {
 		return nil
@@ -181,9 +167,8 @@ func ratio(v *float64) *float64 {
 	return v
 }
 
-// noteRead logs NVML's failures when they start and stop; the error itself
-// is the gpu collector's to report (it may name the library's path). A host
-// that never had a reading (no GPU, no driver) is normal and only noted.
+// noteRead leaves the error to the gpu collector: it may name the library's
+// path. A host that never had a reading is normal and only noted.
 func (s *Sampler) noteRead(err error) {
 	const msg = "no GPU reading; the thermal sampler keeps trying every interval (spark_gpu_nvml_up tells why)"
 	switch {
@@ -198,7 +183,6 @@ func (s *Sampler) noteRead(err error) {
 	s.everRead = s.everRead || err == nil
 }
 
-// noteCSV counts failed appends and logs when they start and stop.
 func (s *Sampler) noteCSV(err error) {
 	switch {
 	case err != nil && !s.csvFailing:
@@ -212,8 +196,6 @@ func (s *Sampler) noteCSV(err error) {
 	}
 }
 
-// logTransition writes the explicit throttle log: one warning on entering
-// an episode, one line on leaving it, nothing in between.
 func (s *Sampler) logTransition(idx int, v judge.ThermalVerdict, tr thermal.Transition) {
 	if tr.Refused {
 		level.Debug(s.logger).Log("msg", "sample older than the previous one left out (clock stepped back)", "gpu", idx)
@@ -229,7 +211,6 @@ func (s *Sampler) logTransition(idx int, v judge.ThermalVerdict, tr thermal.Tran
 			kv = append(kv, "signature_window_seconds", math.Round(v.Span.Seconds()))
 		}
 		if c := v.Clock; c.HasClock && c.HasLevel {
-			// The clock's fall: its level earlier in the busy stretch, its median now.
 			kv = append(kv, "sm_clock_level_hertz", c.Level, "sm_clock_recent_hertz", c.Recent)
 		}
 		if v.ThermalSlowdown {
@@ -246,9 +227,7 @@ func (s *Sampler) logTransition(idx int, v judge.ThermalVerdict, tr thermal.Tran
 	}
 }
 
-// counterFields are the seconds NVML's counters grew over the window:
-// thermal slowdown (evidence) and SW power cap (the platform cap, never
-// throttling), where the driver reports them.
+// counterFields: the SW power cap is the platform's cap, never throttling.
 func counterFields(v judge.ThermalVerdict) []any {
 	var kv []any
 	if v.HasCounters {
