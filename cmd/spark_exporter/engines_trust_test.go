@@ -294,3 +294,52 @@ func TestTwoEnginesOfOneKind(t *testing.T) {
 		}
 	}
 }
+
+// The exporter as a user of its own (the .deb's), which may not read
+// another user's descriptors: nobody's engine is asked at nobody's
+// listener, and a nobody process naming a port root listens at is not.
+func TestUnprivilegedExporterAsksOnlyTheUsersListener(t *testing.T) {
+	otheruser.Require(t)
+	dir := otheruser.Dir(t)
+	data, err := os.ReadFile(testexporter.Binary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exporter := filepath.Join(dir, "spark_exporter")
+	if err := os.WriteFile(exporter, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rootEngine := fakeengine.Start(t, "vllm", fakeengine.Figures{Model: "root"})
+	rootPort, _ := strconv.Atoi(rootEngine.Port())
+	// The engines' user is neither root nor nobody, whose engines other
+	// tests on the host may crowd.
+	path := engineCopy(t)
+	ownPort := freePort(t)
+	own := testexporter.StartCommand(t, asUser(65532, path, "serve", "--port", strconv.Itoa(ownPort)), nil)
+	claimer := testexporter.StartCommand(t, asUser(65532, path, "serve", "--port", strconv.Itoa(rootPort)),
+		[]string{"FAKEENGINE_LISTEN=no"})
+	p := testexporter.StartCommand(t, asUser(65533, exporter, "--web.listen-address=127.0.0.1:0", noGPU), nil)
+	up := fmt.Sprintf(`spark_engine_up{address="127.0.0.1:%d",kind="vllm",pid="%d"} 1`, ownPort, own.PID())
+	found := fmt.Sprintf(`spark_workload_info{container="",kind="vllm",pid="%d"`, claimer.PID())
+	var metrics string
+	testexporter.Eventually(t, 30*time.Second, func() bool {
+		metrics = p.Get(t, "/metrics")
+		return strings.Contains(metrics, up) && strings.Contains(metrics, found)
+	}, "nobody's engine to be asked and the claimer found")
+	testexporter.Eventually(t, 30*time.Second, func() bool {
+		p.Get(t, "/metrics")
+		return strings.Count(own.Logs(), "asked /metrics") >= 3
+	}, "two more rounds")
+	if n := rootEngine.Asked(); n > 0 {
+		t.Errorf("root's listener, named by nobody's process, was asked %d times", n)
+	}
+	if strings.Contains(p.Get(t, sdPath), fmt.Sprintf(`:%d"`, rootPort)) {
+		t.Error("/sd/engines lists root's listener")
+	}
+}
+
+// asUser is name run as uid, with no groups and no inherited capabilities.
+func asUser(uid int, name string, args ...string) *exec.Cmd {
+	id := strconv.Itoa(uid)
+	return exec.Command("setpriv", append([]string{"--reuid=" + id, "--regid=" + id, "--clear-groups", "--inh-caps=-all", "--", name}, args...)...)
+}
