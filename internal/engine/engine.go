@@ -42,8 +42,7 @@ type Target struct {
 
 // TakesKey tells whether the key of --engines.bearer-token-file goes to t:
 // only to an address the operator named, and never to Ollama, whose
-// server has no key (llama.cpp's --api-key covers /metrics; SGLang's did
-// before it exempted /metrics; vLLM's covers /v1, a proxy may ask more).
+// server has no key.
 func (t Target) TakesKey() bool { return t.Named && t.Kind != KindOllama }
 
 // Path is the endpoint asked: Ollama's list of loaded models, the others'

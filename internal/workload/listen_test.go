@@ -34,8 +34,8 @@ func TestParseListenLine(t *testing.T) {
 func TestProcessUID(t *testing.T) {
 	for status, want := range map[string]int{
 		"Name:\tvllm\nUid:\t1000\t1000\t1000\t1001\nGid:\t1000\n": 1001,
-		"Name:\tvllm\nUid:\t1000\t1000\n":                        -1,
-		"Name:\tvllm\n":                                          -1,
+		"Name:\tvllm\nUid:\t1000\t1000\n":                         -1,
+		"Name:\tvllm\n":                                           -1,
 	} {
 		uid, ok := ProcessUID([]byte(status))
 		if !ok {

@@ -142,7 +142,7 @@ func (a *Asker) Ask(ctx context.Context, t engine.Target, now time.Time) engine.
 	return r
 }
 
-// counted counts the bytes read and keeps the first error but the end.
+// counted counts the bytes read and keeps the first error other than io.EOF.
 type counted struct {
 	r   io.Reader
 	n   int64
