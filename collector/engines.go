@@ -80,19 +80,19 @@ func readTokenFile(path string) (string, error) {
 
 var (
 	engineUpDesc = newDesc("spark_engine_up",
-		"1 when the inference engine answered its metrics endpoint (Ollama: /api/ps) at the latest round.", "pid", "kind")
+		"1 when the inference engine answered its metrics endpoint (Ollama: /api/ps) at the latest round.", "pid", "kind", "address")
 	engineKVCacheDesc = newDesc("spark_engine_kv_cache_usage_ratio",
-		"The engine's KV cache in use, 0–1 (vLLM kv_cache_usage_perc, SGLang token_usage, llama.cpp kv_cache_usage_ratio).", "pid", "kind")
+		"The engine's KV cache in use, 0–1 (vLLM kv_cache_usage_perc, SGLang token_usage, llama.cpp kv_cache_usage_ratio).", "pid", "kind", "address")
 	engineRequestsDesc = newDesc("spark_engine_requests",
-		"Requests the engine holds, by state (running, waiting).", "pid", "kind", "state")
+		"Requests the engine holds, by state (running, waiting).", "pid", "kind", "address", "state")
 	enginePreemptionsDesc = newDesc("spark_engine_preemptions_total",
-		"Requests the engine preempted since it started: their KV cache was lost and is computed again.", "pid", "kind")
+		"Requests the engine preempted since it started: their KV cache was lost and is computed again.", "pid", "kind", "address")
 	engineTokensDesc = newDesc("spark_engine_tokens_total",
-		"Tokens the engine processed since it started, by tokens (prompt, generation).", "pid", "kind", "tokens")
+		"Tokens the engine processed since it started, by tokens (prompt, generation).", "pid", "kind", "address", "tokens")
 	engineModelBytesDesc = newDesc("spark_engine_model_bytes",
-		"Ollama: a loaded model's size in memory (/api/ps size).", "pid", "kind", "model")
+		"Ollama: a loaded model's size in memory (/api/ps size).", "pid", "kind", "address", "model")
 	engineModelUnloadDesc = newDesc("spark_engine_model_unload_seconds",
-		"Ollama: seconds left of a loaded model's keep-alive, after which Ollama unloads it (0 when due).", "pid", "kind", "model")
+		"Ollama: seconds left of a loaded model's keep-alive, after which Ollama unloads it (0 when due).", "pid", "kind", "address", "model")
 )
 
 type enginesCollector struct {
@@ -110,16 +110,21 @@ type enginesCollector struct {
 	// told: the problem each engine was last logged with, so that it is
 	// logged once, and again only when it changes.
 	told map[engineKey]string
+	// models: the model names each engine showed.
+	models map[engineKey]engine.ModelNames
+	// own are the ports the exporter itself listens at.
+	own []int
 }
 
 type engineKey struct {
-	pid  int
-	kind string
+	pid           int
+	kind, address string
 }
 
 func newEnginesCollector(found *engine.Directory, static []engine.Static, asker *client.Asker, logger log.Logger) *enginesCollector {
 	c := &enginesCollector{found: found, static: static, asker: asker, logger: logger,
-		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), told: map[engineKey]string{}}
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		told: map[engineKey]string{}, models: map[engineKey]engine.ModelNames{}}
 	go c.loop()
 	return c
 }
@@ -139,7 +144,10 @@ func (c *enginesCollector) loop() {
 
 // Targets are the engines a round asks now.
 func (c *enginesCollector) Targets() []engine.Target {
-	return engine.Resolve(c.found.Targets(), c.static)
+	c.mu.Lock()
+	own := c.own
+	c.mu.Unlock()
+	return engine.Resolve(c.found.Targets(), c.static, own)
 }
 
 // round asks every engine at once, each under its deadline.
@@ -163,28 +171,39 @@ func (c *enginesCollector) round() {
 	wg.Wait()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.readings = readings
 	seen := map[engineKey]bool{}
-	for _, r := range readings {
-		key := engineKey{r.PID, r.Kind}
+	for i := range readings {
+		r := &readings[i]
+		key := engineKey{r.PID, r.Kind, r.Address}
 		seen[key] = true
-		if r.Problem != c.told[key] {
-			if r.Problem != "" {
-				level.Warn(c.logger).Log("msg", "an inference engine's metrics are not read; logged again when this changes",
-					"pid", r.PID, "kind", r.Kind, "reason", r.Problem)
-			} else {
-				level.Info(c.logger).Log("msg", "an inference engine's metrics are read", "pid", r.PID, "kind", r.Kind)
-			}
-			c.told[key] = r.Problem
+		if c.models[key] == nil {
+			c.models[key] = engine.ModelNames{}
 		}
-		if r.ModelsLeftOut > 0 {
-			level.Debug(c.logger).Log("msg", "models left out: a name that cannot be a label, or past the cap", "pid", r.PID, "count", r.ModelsLeftOut)
-		}
+		c.models[key].Keep(r, now)
+		c.tell(key, *r)
 	}
 	for key := range c.told {
 		if !seen[key] {
 			delete(c.told, key)
+			delete(c.models, key)
 		}
+	}
+	c.readings = readings
+}
+
+// tell logs an engine's problem once, and again only when it changes.
+func (c *enginesCollector) tell(key engineKey, r engine.Reading) {
+	if r.Problem != c.told[key] {
+		if r.Problem != "" {
+			level.Warn(c.logger).Log("msg", "an inference engine's metrics are not read; logged again when this changes",
+				"pid", r.PID, "kind", r.Kind, "address", r.Address, "reason", r.Problem)
+		} else {
+			level.Info(c.logger).Log("msg", "an inference engine's metrics are read", "pid", r.PID, "kind", r.Kind, "address", r.Address)
+		}
+	}
+	c.told[key] = r.Problem
+	if r.ModelsLeftOut > 0 {
+		level.Debug(c.logger).Log("msg", "models left out: a name that cannot be a label, or past the cap", "pid", r.PID, "count", r.ModelsLeftOut)
 	}
 }
 
@@ -223,27 +242,27 @@ func (c *enginesCollector) Update(ctx context.Context, ch chan<- prometheus.Metr
 		if r.PID != 0 {
 			pid = strconv.Itoa(r.PID)
 		}
-		gauge(engineUpDesc, boolToFloat64(r.Up), pid, r.Kind)
+		gauge(engineUpDesc, boolToFloat64(r.Up), pid, r.Kind, r.Address)
 		if !r.Up {
 			continue
 		}
 		if r.KVCacheUsage != nil {
-			gauge(engineKVCacheDesc, *r.KVCacheUsage, pid, r.Kind)
+			gauge(engineKVCacheDesc, *r.KVCacheUsage, pid, r.Kind, r.Address)
 		}
 		if r.Running != nil {
-			gauge(engineRequestsDesc, *r.Running, pid, r.Kind, "running")
+			gauge(engineRequestsDesc, *r.Running, pid, r.Kind, r.Address, "running")
 		}
 		if r.Waiting != nil {
-			gauge(engineRequestsDesc, *r.Waiting, pid, r.Kind, "waiting")
+			gauge(engineRequestsDesc, *r.Waiting, pid, r.Kind, r.Address, "waiting")
 		}
 		if r.Preemptions != nil {
-			counter(enginePreemptionsDesc, *r.Preemptions, pid, r.Kind)
+			counter(enginePreemptionsDesc, *r.Preemptions, pid, r.Kind, r.Address)
 		}
 		if r.PromptTokens != nil {
-			counter(engineTokensDesc, *r.PromptTokens, pid, r.Kind, "prompt")
+			counter(engineTokensDesc, *r.PromptTokens, pid, r.Kind, r.Address, "prompt")
 		}
 		if r.GenTokens != nil {
-			counter(engineTokensDesc, *r.GenTokens, pid, r.Kind, "generation")
+			counter(engineTokensDesc, *r.GenTokens, pid, r.Kind, r.Address, "generation")
 		}
 		names := map[string]bool{}
 		for _, m := range r.Models {
@@ -251,8 +270,8 @@ func (c *enginesCollector) Update(ctx context.Context, ch chan<- prometheus.Metr
 				continue // the same model twice: the first answer counts
 			}
 			names[m.Name] = true
-			gauge(engineModelBytesDesc, m.Bytes, pid, r.Kind, m.Name)
-			gauge(engineModelUnloadDesc, m.UnloadSeconds(now), pid, r.Kind, m.Name)
+			gauge(engineModelBytesDesc, m.Bytes, pid, r.Kind, r.Address, m.Name)
+			gauge(engineModelUnloadDesc, m.UnloadSeconds(now), pid, r.Kind, r.Address, m.Name)
 		}
 	}
 	return nil

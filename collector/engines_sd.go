@@ -12,3 +12,13 @@ func (e *Exporter) EngineTargets() []engine.Target {
 	}
 	return c.Targets()
 }
+
+// ServesAt tells the engines collector the ports the exporter listens at,
+// which it never asks: an answer of its own would start another round.
+func (e *Exporter) ServesAt(ports []int) {
+	if c, ok := e.collectors["engines"].(*enginesCollector); ok {
+		c.mu.Lock()
+		c.own = ports
+		c.mu.Unlock()
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -33,6 +35,8 @@ func TestEnginesFoundAsWorkloads(t *testing.T) {
 	ollamaServe := fakeproc.Process{PID: 3001, PPID: 1, Comm: "ollama", Start: 5000000, RSSKB: 1 << 20,
 		Argv: []string{"/usr/local/bin/ollama", "serve"}, Cgroup: "0::/system.slice/ollama.service\n"}
 	tree := fakeproc.WriteTree(t, fakeproc.Init, fakeproc.LoginBash, server, fakeproc.EngineCore, ollamaServe)
+	fakeproc.Listen(t, tree, server.PID, port(t, vllm.Address()))
+	fakeproc.Listen(t, tree, ollamaServe.PID, port(t, ollama.Address()))
 
 	docker := fakeDockerSocket(t)
 	found := engine.NewDirectory()
@@ -57,8 +61,8 @@ func TestEnginesFoundAsWorkloads(t *testing.T) {
 
 	e := newEnginesCollector(found, []engine.Static{{Kind: "ollama", Address: ollama.Address()}}, client.NewAsker(""), nopLogger())
 	defer e.Close()
-	if got := e.Targets(); len(got) != 2 || got[0].Container != "8dfafdbc3a40" || got[1].Address != ollama.Address() {
-		t.Fatalf("targets %+v: want the vLLM in its container and the Ollama at --engines.target", got)
+	if got := e.Targets(); len(got) != 2 || got[0].PID != 3001 || got[0].Address != ollama.Address() || got[1].Container != "8dfafdbc3a40" {
+		t.Fatalf("targets %+v: want the Ollama at --engines.target, joined to its process, then the vLLM in its container", got)
 	}
 	e.round()
 	got, err = collect(t, e)
@@ -66,21 +70,21 @@ func TestEnginesFoundAsWorkloads(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]float64{
-		`spark_engine_up{kind="vllm",pid="2101"}`:                                 1,
-		`spark_engine_kv_cache_usage_ratio{kind="vllm",pid="2101"}`:               0.93,
-		`spark_engine_requests{kind="vllm",pid="2101",state="running"}`:           4,
-		`spark_engine_requests{kind="vllm",pid="2101",state="waiting"}`:           9,
-		`spark_engine_preemptions_total{kind="vllm",pid="2101"}`:                  17,
-		`spark_engine_tokens_total{kind="vllm",pid="2101",tokens="prompt"}`:       5e5,
-		`spark_engine_tokens_total{kind="vllm",pid="2101",tokens="generation"}`:   2e5,
-		`spark_engine_up{kind="ollama",pid="3001"}`:                               1,
-		`spark_engine_model_bytes{kind="ollama",model="llama3.1:70b",pid="3001"}`: 42e9,
+		`spark_engine_up{address="` + vllm.Address() + `",kind="vllm",pid="2101"}`:                                   1,
+		`spark_engine_kv_cache_usage_ratio{address="` + vllm.Address() + `",kind="vllm",pid="2101"}`:                 0.93,
+		`spark_engine_requests{address="` + vllm.Address() + `",kind="vllm",pid="2101",state="running"}`:             4,
+		`spark_engine_requests{address="` + vllm.Address() + `",kind="vllm",pid="2101",state="waiting"}`:             9,
+		`spark_engine_preemptions_total{address="` + vllm.Address() + `",kind="vllm",pid="2101"}`:                    17,
+		`spark_engine_tokens_total{address="` + vllm.Address() + `",kind="vllm",pid="2101",tokens="prompt"}`:         5e5,
+		`spark_engine_tokens_total{address="` + vllm.Address() + `",kind="vllm",pid="2101",tokens="generation"}`:     2e5,
+		`spark_engine_up{address="` + ollama.Address() + `",kind="ollama",pid="3001"}`:                               1,
+		`spark_engine_model_bytes{address="` + ollama.Address() + `",kind="ollama",model="llama3.1:70b",pid="3001"}`: 42e9,
 	} {
 		if v, ok := got[name]; !ok || v != want {
 			t.Errorf("%s = %v (present %v), want %v", name, v, ok, want)
 		}
 	}
-	unload := got[`spark_engine_model_unload_seconds{kind="ollama",model="llama3.1:70b",pid="3001"}`]
+	unload := got[`spark_engine_model_unload_seconds{address="`+ollama.Address()+`",kind="ollama",model="llama3.1:70b",pid="3001"}`]
 	if left := time.Until(expires).Seconds(); unload <= 0 || unload < left-1 || unload > 300 {
 		t.Errorf("unload in %v s, want about %v (at most 300)", unload, left)
 	}
@@ -124,8 +128,54 @@ func TestEngineDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, ok := got[`spark_engine_up{kind="vllm",pid=""}`]; !ok || v != 0 || len(got) != 1 {
+	if v, ok := got[`spark_engine_up{address="`+address+`",kind="vllm",pid=""}`]; !ok || v != 0 || len(got) != 1 {
 		t.Errorf("got %v: want only spark_engine_up 0", got)
+	}
+}
+
+// port is address's port.
+func port(t *testing.T, address string) int {
+	t.Helper()
+	_, p, err := net.SplitHostPort(address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// Engines whose command lines name a port: asked only where the process
+// holds a listener of its own, never where another process listens, nor
+// at the exporter's own port.
+func TestEnginesAskedOnlyAtTheirListeners(t *testing.T) {
+	claims := func(pid, port int) fakeproc.Process {
+		p := fakeproc.VLLMServer
+		p.PID, p.Argv = pid, append(slices.Clone(p.Argv), "--port", strconv.Itoa(port))
+		return p
+	}
+	// 2101 holds 8001; 2102 claims 8001 and holds nothing; 2103 claims
+	// 9100, the exporter's, and holds it as 2101 would; 2104 claims
+	// 8002 and holds 8003.
+	tree := fakeproc.WriteTree(t, fakeproc.Init, claims(2101, 8001), claims(2102, 8001), claims(2103, 9100), claims(2104, 8002))
+	fakeproc.Listen(t, tree, 2101, 8001)
+	fakeproc.Listen(t, tree, 2103, 9100)
+	fakeproc.Listen(t, tree, 2104, 8003)
+	found := engine.NewDirectory()
+	w := newWorkloadsCollector(hostfs.New(tree), nil, nopLogger())
+	w.places.found = found
+	defer w.Close()
+	if _, err := collect(t, w); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnginesCollector(found, nil, client.NewAsker(""), nopLogger())
+	defer e.Close()
+	e.own = []int{9100}
+	got := e.Targets()
+	if len(got) != 1 || got[0].PID != 2101 || got[0].Address != "127.0.0.1:8001" {
+		t.Errorf("targets %+v: want only 2101 at 127.0.0.1:8001", got)
 	}
 }
 

@@ -2,7 +2,6 @@ package collector
 
 import (
 	"context"
-	"net"
 	"slices"
 	"strconv"
 	"time"
@@ -49,33 +48,21 @@ type workloadPlaces struct {
 func (p *workloadPlaces) place(ctx context.Context, res *workload.Result) *collected.Containers {
 	proc := p.proc.WithContext(ctx)
 	out := &collected.Containers{ByPID: make(map[int]container.Ref, len(res.Workloads))}
-	var targets []engine.Target
+	var engines []workload.Workload
 	var buf []byte
 	for _, w := range res.Workloads {
-		pid := strconv.Itoa(w.PID)
 		var ref container.Ref
 		var err error
-		if buf, err = proc.ReadFile(pid+"/cgroup", buf); err == nil {
+		if buf, err = proc.ReadFile(strconv.Itoa(w.PID)+"/cgroup", buf); err == nil {
 			ref = container.ParseCgroup(buf)
 		}
 		out.ByPID[w.PID] = ref
-		if p.found == nil || !slices.Contains(engine.Kinds, w.Kind) {
-			continue
+		if p.found != nil && slices.Contains(engine.Kinds, w.Kind) {
+			engines = append(engines, w)
 		}
-		if buf, err = proc.ReadFile(pid+"/cmdline", buf); err != nil {
-			continue
-		}
-		ep := workload.EndpointOf(w.Kind, buf)
-		if ep.Port == 0 || !ep.Metrics {
-			continue
-		}
-		targets = append(targets, engine.Target{PID: w.PID, Kind: w.Kind, Container: ref.ID,
-			Address: net.JoinHostPort("127.0.0.1", strconv.Itoa(ep.Port)), DefaultPort: !ep.FromFlag})
 	}
-	// A command line can be megabytes: the buffer is not kept.
-	clear(buf)
 	if p.found != nil {
-		p.found.Set(targets)
+		p.found.Set(engineTargets(proc, engines, out.ByPID))
 	}
 	if p.docker != nil {
 		infos, err := p.docker.Containers(time.Now())

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +36,8 @@ func TestEnginesAsWorkloads(t *testing.T) {
 	tree := fakeproc.WriteTree(t, fakeproc.Init, fakeproc.LoginBash, server, fakeproc.EngineCore,
 		fakeproc.Process{PID: 3001, PPID: 1, Comm: "ollama", Start: 5000000, RSSKB: 1 << 20,
 			Argv: []string{"/usr/local/bin/ollama", "serve"}, Cgroup: "0::/system.slice/ollama.service\n"})
+	fakeproc.Listen(t, tree, server.PID, atoi(t, vllm.Port()))
+	fakeproc.Listen(t, tree, 3001, atoi(t, ollama.Port()))
 
 	dir, err := os.MkdirTemp("", "docker")
 	if err != nil {
@@ -56,22 +60,22 @@ func TestEnginesAsWorkloads(t *testing.T) {
 	var metrics string
 	testexporter.Eventually(t, 30*time.Second, func() bool {
 		metrics = p.Get(t, "/metrics")
-		return strings.Contains(metrics, `spark_engine_up{kind="ollama"`) && strings.Contains(metrics, `spark_engine_up{kind="vllm"`)
+		return strings.Contains(metrics, `spark_engine_up{address="`+ollama.Address()+`",kind="ollama"`) && strings.Contains(metrics, `spark_engine_up{address="`+vllm.Address()+`",kind="vllm"`)
 	}, "both engines asked")
 	for _, series := range []string{
 		`spark_workload_info{container="8dfafdbc3a40",kind="vllm",pid="2101",pod_uid="",role="inference"} 1`,
 		`spark_workload_container_info{compose_service="vllm",container="8dfafdbc3a40",image="vllm/vllm-openai:latest",name="vllm-1"} 1`,
 		`spark_workload_field_supported{field="docker"} 1`,
-		`spark_engine_up{kind="vllm",pid="2101"} 1`,
-		`spark_engine_kv_cache_usage_ratio{kind="vllm",pid="2101"} 0.97`,
-		`spark_engine_requests{kind="vllm",pid="2101",state="running"} 6`,
-		`spark_engine_requests{kind="vllm",pid="2101",state="waiting"} 11`,
-		`spark_engine_preemptions_total{kind="vllm",pid="2101"} 23`,
-		`spark_engine_tokens_total{kind="vllm",pid="2101",tokens="prompt"} 123456`,
-		`spark_engine_tokens_total{kind="vllm",pid="2101",tokens="generation"} 65432`,
-		`spark_engine_up{kind="ollama",pid="3001"} 1`,
-		`spark_engine_model_bytes{kind="ollama",model="llama3.1:70b",pid="3001"} 4.2e+10`,
-		`spark_engine_model_unload_seconds{kind="ollama",model="llama3.1:70b",pid="3001"} `,
+		`spark_engine_up{address="` + vllm.Address() + `",kind="vllm",pid="2101"} 1`,
+		`spark_engine_kv_cache_usage_ratio{address="` + vllm.Address() + `",kind="vllm",pid="2101"} 0.97`,
+		`spark_engine_requests{address="` + vllm.Address() + `",kind="vllm",pid="2101",state="running"} 6`,
+		`spark_engine_requests{address="` + vllm.Address() + `",kind="vllm",pid="2101",state="waiting"} 11`,
+		`spark_engine_preemptions_total{address="` + vllm.Address() + `",kind="vllm",pid="2101"} 23`,
+		`spark_engine_tokens_total{address="` + vllm.Address() + `",kind="vllm",pid="2101",tokens="prompt"} 123456`,
+		`spark_engine_tokens_total{address="` + vllm.Address() + `",kind="vllm",pid="2101",tokens="generation"} 65432`,
+		`spark_engine_up{address="` + ollama.Address() + `",kind="ollama",pid="3001"} 1`,
+		`spark_engine_model_bytes{address="` + ollama.Address() + `",kind="ollama",model="llama3.1:70b",pid="3001"} 4.2e+10`,
+		`spark_engine_model_unload_seconds{address="` + ollama.Address() + `",kind="ollama",model="llama3.1:70b",pid="3001"} `,
 	} {
 		if !strings.Contains(metrics, series) {
 			t.Errorf("/metrics lacks %s", series)
@@ -81,7 +85,8 @@ func TestEnginesAsWorkloads(t *testing.T) {
 	// that rules and dashboards are checked against (the time left of
 	// the keep-alive depends on the clock).
 	filtered := p.Get(t, "/metrics?collect[]=workloads&collect[]=engines")
-	golden(t, "engines.metrics", unloadLine.ReplaceAllString(normalise(filtered), "$1 <seconds>"))
+	filtered = strings.NewReplacer(vllm.Address(), "127.0.0.1:<vllm>", ollama.Address(), "127.0.0.1:<ollama>").Replace(filtered)
+	golden(t, "engines.metrics", sortSamples(unloadLine.ReplaceAllString(normalise(filtered), "$1 <seconds>")))
 	if strings.Contains(metrics, "sk-test") || strings.Contains(metrics, "FixtureCmdlineSecret") {
 		t.Error("/metrics carries the command line's key")
 	}
@@ -143,4 +148,27 @@ func TestEnginesAsWorkloads(t *testing.T) {
 	if g := byKind["ollama"]; len(g.Targets) != 1 || g.Targets[0] != ollama.Address() || g.Labels["pid"] != "3001" {
 		t.Errorf("/sd/engines' Ollama: %+v", g)
 	}
+}
+
+// sortSamples sorts each run of sample lines: the exposition orders them
+// by the address label, which holds the fakes' ephemeral ports.
+func sortSamples(metrics string) string {
+	lines := strings.Split(strings.TrimSuffix(metrics, "\n"), "\n")
+	start := 0
+	for i := 0; i <= len(lines); i++ {
+		if i == len(lines) || strings.HasPrefix(lines[i], "#") {
+			slices.Sort(lines[start:i])
+			start = i + 1
+		}
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

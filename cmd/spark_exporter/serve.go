@@ -118,7 +118,7 @@ func serveCommand(cmd *kingpin.CmdClause, procfs, sysfs *string, readTimeout *ti
 		defer signal.Stop(stop)
 		served := make(chan error, 1)
 		go func() {
-			served <- serveBounded(server, f.web, *f.maxConnections, withWebConfigRedacted(slogger, *f.web.WebConfigFile))
+			served <- serveBounded(server, f.web, *f.maxConnections, exporter.ServesAt, withWebConfigRedacted(slogger, *f.web.WebConfigFile))
 		}()
 
 		for {
@@ -197,13 +197,15 @@ const requestHeaderTimeout = 5 * time.Second
 // (connlimit), so that idle or slow connections never take the descriptors
 // the collectors need. exporter-toolkit's ServeMultiple takes our listeners;
 // systemd socket activation and vsock keep the toolkit's, without the bound.
-func serveBounded(server *http.Server, flags *web.FlagConfig, maxConnections int, logger *slog.Logger) error {
+// listening is told the ports listened at.
+func serveBounded(server *http.Server, flags *web.FlagConfig, maxConnections int, listening func([]int), logger *slog.Logger) error {
 	addresses := *flags.WebListenAddresses
 	if (flags.WebSystemdSocket != nil && *flags.WebSystemdSocket) || len(addresses) == 0 ||
 		slices.ContainsFunc(addresses, func(a string) bool { return strings.HasPrefix(a, "vsock://") }) {
 		return web.ListenAndServe(server, flags, logger)
 	}
 	listeners := make([]net.Listener, 0, len(addresses))
+	var ports []int
 	for _, address := range addresses {
 		l, err := net.Listen("tcp", address)
 		if err != nil {
@@ -214,7 +216,11 @@ func serveBounded(server *http.Server, flags *web.FlagConfig, maxConnections int
 		}
 		defer l.Close()
 		listeners = append(listeners, connlimit.New(l, maxConnections))
+		if a, ok := l.Addr().(*net.TCPAddr); ok {
+			ports = append(ports, a.Port)
+		}
 	}
+	listening(ports)
 	return web.ServeMultiple(listeners, server, flags, logger)
 }
 

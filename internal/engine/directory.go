@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"net"
 	"slices"
+	"strconv"
 	"sync"
 )
 
@@ -39,44 +41,74 @@ type Static struct {
 const MaxTargets = 16
 
 // Resolve joins the engines found with the --engines.target ones. A static
-// target is the found engine of its kind at its port; failing that, the one
-// of its kind on the program's default port (it may listen where its
-// command line does not say: OLLAMA_HOST, a config file); failing that, an
-// engine with no process (PID 0). At most MaxTargets are returned, by PID.
-func Resolve(found []Target, static []Static) []Target {
-	out := slices.Clone(found)
+// target comes first, with the process of its kind that holds a listener
+// at its port, if one was found; then the engines found at a listener of
+// their own, each user's first before any user's second, so that a crowd
+// one user starts cannot push another's engine past MaxTargets. An address
+// is asked once, and never at a port of own (the exporter's).
+func Resolve(found []Target, static []Static, own []int) []Target {
+	asked := map[string]bool{}
+	skip := func(address string) bool { return asked[address] || slices.Contains(own, port(address)) }
+	joined := map[int]bool{}
+	var out []Target
 	for _, s := range static {
-		_, port := splitPort(s.Address)
-		i := slices.IndexFunc(out, func(t Target) bool {
-			_, p := splitPort(t.Address)
-			return t.Kind == s.Kind && p == port
-		})
-		if i < 0 {
-			var defaults []int
-			for j, t := range out {
-				if t.Kind == s.Kind && t.DefaultPort {
-					defaults = append(defaults, j)
-				}
-			}
-			if len(defaults) == 1 {
-				i = defaults[0]
-			}
-		}
-		if i >= 0 {
-			out[i].Address, out[i].DefaultPort = s.Address, false
+		if skip(s.Address) {
 			continue
 		}
-		out = append(out, Target{Kind: s.Kind, Address: s.Address})
+		asked[s.Address] = true
+		t := Target{Kind: s.Kind, Address: s.Address, Named: true, UID: -1}
+		if i := holder(found, s); i >= 0 && !joined[i] {
+			joined[i] = true
+			t.PID, t.UID, t.Container, t.Listens = found[i].PID, found[i].UID, found[i].Container, found[i].Listens
+		}
+		out = append(out, t)
 	}
-	slices.SortStableFunc(out, func(a, b Target) int { return a.PID - b.PID })
+	var rest []Target
+	for i, t := range found {
+		if !joined[i] && t.Address != "" && !skip(t.Address) {
+			asked[t.Address] = true
+			rest = append(rest, t)
+		}
+	}
+	out = append(out, fair(rest)...)
 	return out[:min(len(out), MaxTargets)]
 }
 
-func splitPort(address string) (host, port string) {
-	for i := len(address) - 1; i >= 0; i-- {
-		if address[i] == ':' {
-			return address[:i], address[i+1:]
-		}
+// holder is the index of the engine found of s's kind that holds a
+// listener at s's port, or -1.
+func holder(found []Target, s Static) int {
+	p := port(s.Address)
+	return slices.IndexFunc(found, func(t Target) bool {
+		return t.Kind == s.Kind && slices.ContainsFunc(t.Listens, func(a string) bool { return port(a) == p })
+	})
+}
+
+// fair orders engines by their rank among their user's, then by PID.
+func fair(ts []Target) []Target {
+	slices.SortStableFunc(ts, func(a, b Target) int { return a.PID - b.PID })
+	type ranked struct {
+		t    Target
+		rank int
 	}
-	return address, ""
+	rs := make([]ranked, len(ts))
+	seen := map[int]int{}
+	for i, t := range ts {
+		rs[i] = ranked{t, seen[t.UID]}
+		seen[t.UID]++
+	}
+	slices.SortStableFunc(rs, func(a, b ranked) int { return a.rank - b.rank })
+	for i, r := range rs {
+		ts[i] = r.t
+	}
+	return ts
+}
+
+// port is address's port, 0 when it has none.
+func port(address string) int {
+	_, p, err := net.SplitHostPort(address)
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(p)
+	return n
 }

@@ -26,14 +26,24 @@ type Target struct {
 	// --engines.target no process was found for.
 	PID  int
 	Kind string
-	// Address is host:port on loopback.
+	// Address is host:port on loopback; "" for an engine found that holds
+	// no listener at the port its command line names.
 	Address string
-	// DefaultPort: the port is the program's default, not one its command
-	// line set, so an --engines.target of its kind may override it.
-	DefaultPort bool
+	// Listens are where loopback reaches the listeners the engine's
+	// process holds (engines found only).
+	Listens []string
+	// UID is the user of the engine's listener; -1 when not known.
+	UID int
+	// Named: an --engines.target, an address the operator named.
+	Named bool
 	// Container is the short ID of the engine's container, "" on the host.
 	Container string
 }
+
+// TakesKey tells whether the key of --engines.bearer-token-file goes to t:
+// only to an address the operator named, and never to Ollama, whose
+// server has no key.
+func (t Target) TakesKey() bool { return t.Named && t.Kind != KindOllama }
 
 // Path is the endpoint asked: Ollama's list of loaded models, the others'
 // Prometheus metrics.

@@ -3,6 +3,9 @@ package engine
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"maps"
 	"math"
 	"time"
 	"unicode/utf8"
@@ -14,27 +17,73 @@ import (
 // OLLAMA_MAX_LOADED_MODELS loaded (3 per GPU by default, docs/faq.md).
 const MaxModels = 32
 
+// MaxListed bounds the models one answer may list, kept or not: past it
+// the answer is no Ollama's, and is refused as it is read.
+const MaxListed = 1000
+
 // MaxModelName bounds a model's name as a label: Ollama's names
 // (registry/namespace/model:tag) are far shorter.
 const MaxModelName = 200
 
+var (
+	errNotPS     = errors.New("the answer of /api/ps is not Ollama's JSON")
+	errTooManyPS = fmt.Errorf("the answer of /api/ps lists more than %d models", MaxListed)
+)
+
+type psModel struct {
+	Name      string    `json:"name"`
+	Model     string    `json:"model"`
+	Size      float64   `json:"size"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
 // ParseOllamaPS reads Ollama's GET /api/ps answer (docs/api.md, "List
-// Running Models") into r. A model whose name is not a ModelLabel, or past
-// MaxModels, is left out and counted.
-func ParseOllamaPS(body []byte, r *Reading) error {
-	var ps struct {
-		Models []struct {
-			Name      string    `json:"name"`
-			Model     string    `json:"model"`
-			Size      float64   `json:"size"`
-			ExpiresAt time.Time `json:"expires_at"`
-		} `json:"models"`
-	}
-	if err := json.Unmarshal(body, &ps); err != nil {
-		return errors.New("the answer of /api/ps is not Ollama's JSON")
+// Running Models") into r, one model at a time. A model whose name is not
+// a ModelLabel, or past MaxModels, is left out and counted.
+func ParseOllamaPS(body io.Reader, r *Reading) error {
+	dec := json.NewDecoder(body)
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return errNotPS
 	}
 	r.Models = nil
-	for _, m := range ps.Models {
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return errNotPS
+		}
+		if key != "models" {
+			if dec.Decode(new(json.RawMessage)) != nil {
+				return errNotPS
+			}
+			continue
+		}
+		if err := readModels(dec, r); err != nil {
+			return err
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return errNotPS
+	}
+	return nil
+}
+
+// readModels reads the models array, at most MaxListed entries.
+func readModels(dec *json.Decoder, r *Reading) error {
+	tok, err := dec.Token()
+	if err != nil || (tok != json.Delim('[') && tok != nil) {
+		return errNotPS
+	}
+	if tok == nil {
+		return nil // "models": null
+	}
+	for listed := 0; dec.More(); listed++ {
+		if listed == MaxListed {
+			return errTooManyPS
+		}
+		var m psModel
+		if err := dec.Decode(&m); err != nil {
+			return errNotPS
+		}
 		name := m.Name
 		if name == "" {
 			name = m.Model
@@ -45,6 +94,9 @@ func ParseOllamaPS(body []byte, r *Reading) error {
 		}
 		r.Models = append(r.Models, Model{Name: name, Bytes: m.Size, ExpiresAt: m.ExpiresAt})
 	}
+	if _, err := dec.Token(); err != nil {
+		return errNotPS
+	}
 	return nil
 }
 
@@ -53,4 +105,29 @@ func ParseOllamaPS(body []byte, r *Reading) error {
 // character. A name cut or changed would name another model.
 func ModelLabel(name string) bool {
 	return name != "" && len(name) <= MaxModelName && utf8.ValidString(name) && safetext.Index(name) < 0
+}
+
+// ModelNamesWindow is how long a name an engine stopped answering keeps
+// its place among the engine's MaxModels.
+const ModelNamesWindow = time.Hour
+
+// ModelNames are the model names one engine showed, with when each was
+// last answered. An engine answering new names at each question shows at
+// most MaxModels in a ModelNamesWindow, not a new set of series at each.
+type ModelNames map[string]time.Time
+
+// Keep leaves out of r the models past the bound, counted in
+// r.ModelsLeftOut.
+func (n ModelNames) Keep(r *Reading, now time.Time) {
+	maps.DeleteFunc(n, func(_ string, last time.Time) bool { return now.Sub(last) > ModelNamesWindow })
+	kept := r.Models[:0]
+	for _, m := range r.Models {
+		if _, ok := n[m.Name]; !ok && len(n) >= MaxModels {
+			r.ModelsLeftOut++
+			continue
+		}
+		n[m.Name] = now
+		kept = append(kept, m)
+	}
+	r.Models = kept
 }

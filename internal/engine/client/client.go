@@ -25,16 +25,17 @@ const (
 	// included: an engine answers its /metrics in milliseconds, and one
 	// that trickles is given up.
 	DefaultTimeout = 2 * time.Second
-	// MaxBody bounds an answer: vLLM's /metrics, histograms and all, is
+	// MaxBody bounds a /metrics answer: vLLM's, histograms and all, is
 	// tens of kB per model.
 	MaxBody = 4 << 20
+	// MaxPSBody bounds an /api/ps answer: a few hundred bytes a model.
+	MaxPSBody = 1 << 20
 )
 
 // Problems, as engine.Reading.Problem gives them: never the answer's text.
 const (
-	ProblemNeedsKey = "the engine asks for a key: give it with --engines.bearer-token-file"
+	ProblemNeedsKey = "the engine asks for a key: name its address with --engines.target and give the key with --engines.bearer-token-file"
 	ProblemRedirect = "the engine answered with a redirect, which is not followed"
-	ProblemTooLarge = "the answer is larger than 4 MiB"
 )
 
 // Asker asks engines on loopback.
@@ -103,31 +104,62 @@ func CheckAddress(address string) error {
 	return nil
 }
 
-// Ask asks one engine and reads its answer. It never fails: engine.Reading.Up
-// and Problem say how it went.
+// Ask asks one engine and reads its answer as it arrives, within the
+// answer's bound. It never fails: engine.Reading.Up and Problem say how it
+// went.
 func (a *Asker) Ask(ctx context.Context, t engine.Target, now time.Time) engine.Reading {
-	r := engine.Reading{Target: t, At: now}
-	body, problem := a.get(ctx, t)
+	ctx, cancel := context.WithTimeout(ctx, a.Timeout)
+	defer cancel()
+	resp, problem := a.get(ctx, t)
 	if problem != "" {
-		r.Problem = problem
-		return r
+		return engine.Reading{Target: t, At: now, Problem: problem}
 	}
+	defer resp.Body.Close()
+	limit := int64(MaxBody)
+	if t.Kind == engine.KindOllama {
+		limit = MaxPSBody
+	}
+	body := &counted{r: io.LimitReader(resp.Body, limit+1)}
+	r := engine.Reading{Target: t, At: now}
 	var err error
 	if t.Kind == engine.KindOllama {
 		err = engine.ParseOllamaPS(body, &r)
 	} else {
 		err = ParseMetrics(t.Kind, body, &r)
 	}
-	if err != nil {
-		return engine.Reading{Target: t, At: now, Problem: err.Error()}
+	switch {
+	case body.err != nil:
+		problem = describe(body.err)
+	case body.n > limit:
+		problem = fmt.Sprintf("the answer is larger than %d MiB", limit>>20)
+	case err != nil:
+		problem = err.Error()
+	}
+	if problem != "" {
+		return engine.Reading{Target: t, At: now, Problem: problem}
 	}
 	r.Up = true
 	return r
 }
 
-func (a *Asker) get(ctx context.Context, t engine.Target) ([]byte, string) {
-	ctx, cancel := context.WithTimeout(ctx, a.Timeout)
-	defer cancel()
+// counted counts the bytes read and keeps the first error other than io.EOF.
+type counted struct {
+	r   io.Reader
+	n   int64
+	err error
+}
+
+func (c *counted) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	if err != nil && err != io.EOF && c.err == nil {
+		c.err = err
+	}
+	return n, err
+}
+
+// get sends the question; the caller closes the answer's body.
+func (a *Asker) get(ctx context.Context, t engine.Target) (*http.Response, string) {
 	u := url.URL{Scheme: "http", Host: t.Address, Path: t.Path()}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
@@ -136,28 +168,22 @@ func (a *Asker) get(ctx context.Context, t engine.Target) ([]byte, string) {
 	if t.Kind != engine.KindOllama {
 		req.Header.Set("Accept", "text/plain;version=0.0.4")
 	}
-	if a.token != "" {
+	if a.token != "" && t.TakesKey() {
 		req.Header.Set("Authorization", "Bearer "+a.token)
 	}
 	resp, err := a.client.Do(req)
 	if err != nil {
 		return nil, describe(err)
 	}
-	defer resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		resp.Body.Close()
 		return nil, ProblemNeedsKey
 	case resp.StatusCode != http.StatusOK:
+		resp.Body.Close()
 		return nil, "the engine answered " + strconv.Itoa(resp.StatusCode) + " to GET " + t.Path()
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBody+1))
-	if err != nil {
-		return nil, describe(err)
-	}
-	if len(body) > MaxBody {
-		return nil, ProblemTooLarge
-	}
-	return body, ""
+	return resp, ""
 }
 
 // describe says why a question failed, in words that carry no URL.

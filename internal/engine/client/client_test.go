@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -53,8 +54,17 @@ func TestAskEachEngine(t *testing.T) {
 func TestOlderVLLMCacheName(t *testing.T) {
 	body := []byte("# TYPE vllm:gpu_cache_usage_perc gauge\nvllm:gpu_cache_usage_perc{model_name=\"m\"} 0.25\n")
 	var r engine.Reading
-	if err := ParseMetrics(engine.KindVLLM, body, &r); err != nil || val(r.KVCacheUsage) != "0.25" {
+	if err := ParseMetrics(engine.KindVLLM, bytes.NewReader(body), &r); err != nil || val(r.KVCacheUsage) != "0.25" {
 		t.Errorf("V0's gpu_cache_usage_perc: %v, %s", err, val(r.KVCacheUsage))
+	}
+}
+
+// llama-server's text pasted through a web page: each line ends "\r\n".
+func TestCRLFLines(t *testing.T) {
+	body := strings.ReplaceAll(fakeengine.Metrics(engine.KindLlamaCpp, fakeengine.Figures{KVCache: 0.5, Running: 2}), "\n", "\r\n")
+	var r engine.Reading
+	if err := ParseMetrics(engine.KindLlamaCpp, strings.NewReader(body), &r); err != nil || val(r.KVCacheUsage) != "0.5" || val(r.Running) != "2" {
+		t.Errorf("a CRLF answer: %v, kv %s, running %s", err, val(r.KVCacheUsage), val(r.Running))
 	}
 }
 
@@ -65,7 +75,7 @@ vllm:num_requests_running{engine="0"} 2
 vllm:num_requests_running{engine="1"} 3
 `)
 	var r engine.Reading
-	if err := ParseMetrics(engine.KindVLLM, body, &r); err != nil {
+	if err := ParseMetrics(engine.KindVLLM, bytes.NewReader(body), &r); err != nil {
 		t.Fatal(err)
 	}
 	if val(r.KVCacheUsage) != "0.7" || val(r.Running) != "5" {
@@ -94,9 +104,14 @@ func TestBearerToken(t *testing.T) {
 	if r := ask(t, engine.KindVLLM, e.Address()); r.Up || r.Problem != ProblemNeedsKey {
 		t.Errorf("without the key: up %v, problem %q", r.Up, r.Problem)
 	}
-	r := NewAsker("s3cret\n").Ask(context.Background(), engine.Target{Kind: engine.KindVLLM, Address: e.Address()}, now)
-	if !r.Up {
+	named := engine.Target{Kind: engine.KindVLLM, Address: e.Address(), Named: true}
+	if r := NewAsker("s3cret\n").Ask(context.Background(), named, now); !r.Up {
 		t.Errorf("with the key: %s", r.Problem)
+	}
+	// An engine found, not named: the key is not sent.
+	found := engine.Target{PID: 42, Kind: engine.KindVLLM, Address: e.Address()}
+	if r := NewAsker("s3cret").Ask(context.Background(), found, now); r.Up || r.Problem != ProblemNeedsKey {
+		t.Errorf("an engine found was sent the key: up %v, problem %q", r.Up, r.Problem)
 	}
 }
 
@@ -122,7 +137,7 @@ func TestHostileEngines(t *testing.T) {
 					return
 				}
 			}
-		}, ProblemTooLarge},
+		}, "larger than 4 MiB"},
 		{"100,000 series", engine.KindVLLM, func(w http.ResponseWriter, r *http.Request) {
 			for i := range 100_000 {
 				fmt.Fprintf(w, "vllm:num_requests_running{i=\"%d\"} 1\n", i)
@@ -206,9 +221,10 @@ func FuzzParseMetrics(f *testing.F) {
 	f.Add("sglang", []byte(fakeengine.Metrics("sglang", fakeengine.Figures{Model: "m"})))
 	f.Add("llama_cpp", []byte(fakeengine.Metrics("llama_cpp", fakeengine.Figures{})))
 	f.Add("vllm", []byte("vllm:kv_cache_usage_perc{a=\"\\\"\"} NaN\n# TYPE vllm:kv_cache_usage_perc counter\n"))
+	f.Add("llama_cpp", []byte("# TYPE llamacpp:kv_cache_usage_ratio gauge\r\nllamacpp:kv_cache_usage_ratio 0.5\r\n\r"))
 	f.Fuzz(func(t *testing.T, kind string, body []byte) {
 		var r engine.Reading
-		if ParseMetrics(kind, body, &r) != nil {
+		if ParseMetrics(kind, bytes.NewReader(body), &r) != nil {
 			return
 		}
 		if r.KVCacheUsage != nil && (*r.KVCacheUsage < 0 || *r.KVCacheUsage > 1) {

@@ -3,9 +3,11 @@ package client
 import (
 	"github.com/spark-exporter/spark_exporter/internal/engine"
 
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 
 	dto "github.com/prometheus/client_model/go"
@@ -61,17 +63,26 @@ var figures = map[string][]figure{
 
 // MaxSeries bounds the samples of the names read in one answer: an engine
 // has one per model and engine core. More is refused whole, not summed in
-// part.
+// part; so are more than maxKept bytes of the lines read.
 const MaxSeries = 1000
 
-// ErrTooManySeries refuses an answer with more than MaxSeries samples of
-// the names read.
-var ErrTooManySeries = fmt.Errorf("more than %d series of the metrics read", MaxSeries)
+const (
+	maxKept = 256 << 10
+	maxLine = 64 << 10
+)
+
+var (
+	// ErrTooManySeries refuses an answer with more than MaxSeries samples
+	// of the names read.
+	ErrTooManySeries = fmt.Errorf("more than %d series or %d KiB of the metrics read", MaxSeries, maxKept>>10)
+	errLongLine      = fmt.Errorf("a line longer than %d KiB", maxLine>>10)
+)
 
 // ParseMetrics reads the figures of an engine of the given kind from its
-// /metrics answer (Prometheus text format 0.0.4) into r. Only the lines of
-// the names read reach expfmt's parser: the rest costs a scan of its bytes.
-func ParseMetrics(kind string, body []byte, r *engine.Reading) error {
+// /metrics answer (Prometheus text format 0.0.4) into r, a line at a time.
+// Only the lines of the names read reach expfmt's parser: the rest costs a
+// scan of its bytes.
+func ParseMetrics(kind string, body io.Reader, r *engine.Reading) error {
 	figs, ok := figures[kind]
 	if !ok {
 		return fmt.Errorf("no metrics are read from engines of kind %q", kind)
@@ -113,33 +124,31 @@ func ParseMetrics(kind string, body []byte, r *engine.Reading) error {
 }
 
 // keepLines returns the lines of body that are samples, HELP or TYPE
-// lines of the wanted names.
-func keepLines(body []byte, wanted map[string]bool) ([]byte, error) {
+// lines of the wanted names, each ended by "\n" alone: a line's "\r\n"
+// (text pasted through a web page) is its end too.
+func keepLines(body io.Reader, wanted map[string]bool) ([]byte, error) {
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 0, 4<<10), maxLine)
 	var out []byte
 	series := 0
-	for len(body) > 0 {
-		line := body
-		if i := bytes.IndexByte(body, '\n'); i >= 0 {
-			line, body = body[:i+1], body[i+1:]
-		} else {
-			body = nil
-		}
+	for sc.Scan() {
+		line := sc.Bytes()
 		name, sample := lineName(line)
 		if name == "" || !wanted[name] {
 			continue
 		}
 		if sample {
 			series++
-			if series > MaxSeries {
-				return nil, ErrTooManySeries
-			}
 		}
-		out = append(out, line...)
-		if line[len(line)-1] != '\n' {
-			out = append(out, '\n')
+		if series > MaxSeries || len(out)+len(line) >= maxKept {
+			return nil, ErrTooManySeries
 		}
+		out = append(append(out, line...), '\n')
 	}
-	return out, nil
+	if errors.Is(sc.Err(), bufio.ErrTooLong) {
+		return nil, errLongLine
+	}
+	return out, sc.Err()
 }
 
 // lineName is the metric name a line of the text format is about: a

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -42,6 +43,8 @@ type Engine struct {
 	f    Figures
 	// Token, when set, is the bearer token the engine asks for.
 	token string
+	// asked and keyed count the questions, and those with a key.
+	asked, keyed atomic.Int64
 }
 
 // Start serves a fake engine of kind (vllm, sglang, llama_cpp, ollama) on
@@ -55,7 +58,7 @@ func Start(t testing.TB, kind string, f Figures) *Engine {
 }
 
 // RequireToken makes the engine answer 401 without this bearer token, as
-// vLLM does with --api-key (its /metrics included when the key covers it).
+// llama.cpp's server does with --api-key (its /metrics included).
 func (e *Engine) RequireToken(token string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -78,7 +81,17 @@ func (e *Engine) Port() string {
 	return port
 }
 
+// Asked is how many questions the engine had.
+func (e *Engine) Asked() int64 { return e.asked.Load() }
+
+// Keyed is how many questions carried an Authorization header.
+func (e *Engine) Keyed() int64 { return e.keyed.Load() }
+
 func (e *Engine) serve(w http.ResponseWriter, r *http.Request) {
+	e.asked.Add(1)
+	if r.Header.Get("Authorization") != "" {
+		e.keyed.Add(1)
+	}
 	e.mu.Lock()
 	f, token := e.f, e.token
 	e.f.Preemptions += e.f.PreemptionsPerAnswer

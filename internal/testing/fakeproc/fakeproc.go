@@ -4,6 +4,7 @@
 package fakeproc
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -133,4 +134,40 @@ func Busy(n int) []Process {
 		procs = append(procs, p)
 	}
 	return procs
+}
+
+// Listen gives process pid of the tree at root a socket listening at
+// 127.0.0.1:port, as the kernel shows one: a descriptor in PID/fd linking
+// to socket:[INODE], and that inode's LISTEN entry in net/tcp, owned by
+// uid 1000 as the tree's processes are.
+func Listen(t testing.TB, root string, pid, port int) {
+	t.Helper()
+	fds := filepath.Join(root, strconv.Itoa(pid), "fd")
+	if err := os.MkdirAll(fds, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(fds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inode := 400000 + port
+	if err := os.Symlink(fmt.Sprintf("socket:[%d]", inode), filepath.Join(fds, strconv.Itoa(3+len(entries)))); err != nil {
+		t.Fatal(err)
+	}
+	tcp := filepath.Join(root, "net", "tcp")
+	if err := os.MkdirAll(filepath.Dir(tcp), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old, err := os.ReadFile(tcp)
+	if os.IsNotExist(err) {
+		old, err = []byte("  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"), nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := fmt.Sprintf("%4d: 0100007F:%04X 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 %d 1 0000000000000000 100 0 0 10 0\n",
+		bytes.Count(old, []byte("\n"))-1, port, inode)
+	if err := os.WriteFile(tcp, append(old, line...), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -57,7 +57,7 @@ func (o *once) build(t testing.TB, prefix string, build func(dir string) (string
 	return o.path
 }
 
-var binary, standInLib once
+var binary, standInLib, fakeEngine once
 
 // Binary builds cmd/spark_exporter once per test process and returns its
 // path. SPARK_TEST_BINARY names a prebuilt binary instead, such as the
@@ -73,6 +73,23 @@ func Binary(t testing.TB) string {
 		cmd := exec.Command("go", "build", "-o", path, "./cmd/spark_exporter")
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=1", "CGO_CFLAGS=-O2 -g -Wno-deprecated-declarations")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("go build: %v\n%s", err, out)
+		}
+		return path, nil
+	})
+}
+
+// FakeEngine builds tools/fakeengine once per test process and returns its
+// path: an engine's stand-in to run as a process of its own, under an
+// engine's name.
+func FakeEngine(t testing.TB) string {
+	t.Helper()
+	root := Root(t)
+	return fakeEngine.build(t, "fakeengine-", func(dir string) (string, error) {
+		path := filepath.Join(dir, "fakeengine")
+		cmd := exec.Command("go", "build", "-o", path, "./tools/fakeengine")
+		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return "", fmt.Errorf("go build: %v\n%s", err, out)
 		}
