@@ -37,7 +37,7 @@ const (
 // 2424–2483 MHz at 87–89 W). So a soak that starts at 2.42 GHz has lost
 // 1 % already.
 func servingClock(power float64) float64 {
-	return 2500 - (min(power, 90)-37) - 25*max(0, power-90)
+	return 2500 - (min(max(power, 37), 90)-37) - 25*max(0, power-90)
 }
 
 // soakCase is 40 minutes of load, m minutes into it, after 65 minutes of
@@ -123,8 +123,8 @@ func (c soakCase) scenario() string {
 			if at >= 11*time.Minute && at%(11*time.Minute) < time.Minute {
 				power, util = 15+noise.next(), 0
 			}
-			temp += (45 + 0.42*power - temp) / 4
-			point(at, temp, power, servingClock(power)+20*(noise.next()-0.5), util)
+			temp += (50 + 0.37*power - temp) / 4
+			point(at, min(max(temp, 64), 83), power, min(servingClock(power)+20*(noise.next()-0.5), 2500), util)
 		}
 		from = servingFor
 	}
@@ -264,7 +264,7 @@ func checkDocsSection(t *testing.T, path, name, want string) {
 // heatSoakHeader opens the shipped scenario of the guide's soak.
 const heatSoakHeader = `# A DGX Spark serving, then soaking in its own heat: 65 minutes of serving
 # (load steps of 1-4 minutes between 37 and 90 W, an idle minute every 11,
-# 64-83 °C, the SM clock following power: 2.50 GHz at 37 W, 2.45 GHz at
+# 64-79 °C, the SM clock following power: 2.50 GHz at 37 W, 2.45 GHz at
 # 88 W), then 40 minutes busy at a flat 86 -> 89 W in which the temperature
 # climbs 84 -> 91 °C and the clock falls 10 MHz a minute, 2.42 -> 2.05 GHz.
 # The serving is shaped on a real unit's rate sweep
