@@ -37,7 +37,7 @@ const (
 // 2424–2483 MHz at 87–89 W). So a soak that starts at 2.42 GHz has lost
 // 1 % already.
 func servingClock(power float64) float64 {
-	return 2500 - (min(max(power, 37), 90)-37) - 25*max(0, power-90)
+	return 2500 - (min(max(power, 37), 90) - 37) - 25*max(0, power-90)
 }
 
 // soakCase is 40 minutes of load, m minutes into it, after 65 minutes of
