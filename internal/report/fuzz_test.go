@@ -21,6 +21,7 @@ func FuzzFromLog(f *testing.F) {
 	f.Add("2025-11-24T14:00:00Z, 50, 100 W\n2026-11-24T14:00:00Z, 60, 100 W\n2025-11-24T14:00:00Z, 55, 100 W\n")
 	f.Add("#Date Time gpu pwr gtemp sm pclk\n20240212 14:31:06 0 69 41 90 1410\n20240212 14:31:07 1 69 41 90 1410\n20240212 14:31:07 0 70 42 91 1400\n")
 	f.Add("elapsed_s,power_w,temp_c,sm_mhz,gpu_util,mem_used_mb\n10,88.1,84,2450,96,1\n20,88.5,85,2440,96,1\n30,89,85,2000,96,1\n")
+	f.Add("elapsed_s,power_w,temp_c,sm_mhz,gpu_util,mem_used_mb\n10,88,84,2450,96,1\n20,15,80,2500,0,1\n30,1e4,85,2420,96,1\n40,-0.5,85,2300,96,1\n50,88,91,2100,96,1\n")
 	f.Fuzz(func(t *testing.T, in string) {
 		tr, err := thermallog.ParseOptions(strings.NewReader(in), thermallog.Options{Location: time.UTC, Interval: time.Second})
 		var malformed thermallog.MalformedError
