@@ -1,6 +1,8 @@
 package judge
 
 import (
+	"cmp"
+	"math"
 	"slices"
 	"time"
 )
@@ -54,48 +56,63 @@ func counterShare(run []ThermalSample, now time.Time, cfg ThermalConfig) (share 
 	return grew / max(now.Sub(run[i].Time), span).Seconds(), true
 }
 
-// ClockLoss is what the SM clock did over the busy stretch: the latest
-// unbroken run of busy samples, which may begin before the window.
+// ClockLoss is what the SM clock did over the run: the latest unbroken run
+// of samples, through idle dips shorter than a window.
 type ClockLoss struct {
 	// HasClock: the busy stretch's recent samples carry the SM clock.
 	HasClock bool
-	// Recent is the median SM clock (Hz) over the latest RecentSpan.
+	// Recent is the median SM clock (Hz) over the latest RecentSpan of the
+	// busy stretch: the latest unbroken run of busy samples.
 	Recent float64
-	// Level is the highest median of the earlier RecentSpan-long blocks at
-	// comparable power.
+	// Level is the highest median of the run's earlier RecentSpan-long
+	// blocks at comparable power.
 	HasLevel bool
 	Level    float64
 	// Mean power (W) and temperature (°C).
 	LevelPower, RecentPower, RecentTemperature float64
-	// Held: the stretch reaches the oldest sample held, so may have begun
-	// before Since.
-	Since time.Time
-	Held  bool
+
+	// levels holds, per watt, the highest block median the run has had,
+	// so that a level outlives the samples held (twice the window)
+	// whatever power comes next. Verdicts share it: it is replaced, never
+	// written in place.
+	levels []clockLevel
+	since  time.Time // the run's first sample
+	busyAt time.Time // the latest busy sample
 }
+
+type clockLevel struct {
+	watt         int
+	power, clock float64
+}
+
+// maxClockLevels bounds the levels a run keeps: one a watt, from idle to
+// beyond any GPU's draw.
+const maxClockLevels = 1024
 
 // Fell reports whether the recent clock is more than ratio below the level.
 func (c ClockLoss) Fell(ratio float64) bool {
 	return c.HasClock && c.HasLevel && c.Recent < (1-ratio)*c.Level
 }
 
-// clockLoss measures the busy stretch's clock. Blocks at higher power (a
-// warm-up boost above the ~100 W cap: the cap, not heat, took that clock)
-// and at lower power are left out. carried keeps the level of a stretch
-// longer than the samples held, so that a clock lost that long stays lost.
+// clockLoss measures the run's clock. Blocks at higher power (a warm-up
+// boost above the ~100 W cap: the cap, not heat, took that clock) and at
+// lower power are left out. carried is the previous verdict's: its levels
+// go on while the run does.
 func clockLoss(samples []ThermalSample, now time.Time, cfg ThermalConfig, carried ClockLoss) ClockLoss {
-	end := len(samples)
-	for end > 0 && samples[end-1].Time.After(now) {
-		end--
-	}
-	begin := end
-	for begin > 0 && busySample(samples[begin-1], cfg) &&
-		(begin == end || samples[begin].Time.Sub(samples[begin-1].Time) <= cfg.MaxGap()) {
-		begin--
-	}
-	stretch := samples[begin:end]
-	if len(stretch) == 0 || now.Sub(stretch[len(stretch)-1].Time) > cfg.MaxGap() {
+	run := unbroken(samples, now, cfg.MaxGap())
+	if len(run) == 0 {
 		return ClockLoss{}
 	}
+	c := carried.continued(run[0].Time, run[0].Time.Equal(samples[0].Time), now, cfg.Window)
+	begin := len(run)
+	for begin > 0 && busySample(run[begin-1], cfg) {
+		begin--
+	}
+	stretch := run[begin:]
+	if len(stretch) == 0 {
+		return c
+	}
+	c.busyAt = stretch[len(stretch)-1].Time
 	span := cfg.RecentSpan()
 	// Blocks of span counted back from now. clocks is buf, reused by each
 	// block and sorted by medianInPlace.
@@ -119,31 +136,70 @@ func clockLoss(samples []ThermalSample, now time.Time, cfg ThermalConfig, carrie
 		recentFrom--
 	}
 	if recentFrom == len(stretch) {
-		return ClockLoss{}
+		return c
 	}
 	_, clocks, recentPower, recentTemp := block(recentFrom)
 	if len(clocks) == 0 {
-		return ClockLoss{}
+		return c
 	}
-	c := ClockLoss{HasClock: true, Recent: medianInPlace(clocks), RecentPower: recentPower, RecentTemperature: recentTemp,
-		Since: stretch[0].Time, Held: begin == 0}
+	c.HasClock, c.Recent, c.RecentPower, c.RecentTemperature = true, medianInPlace(clocks), recentPower, recentTemp
 	floor, ceiling := recentPower-ComparablePowerWatts, recentPower+cfg.FlatSpread
+	comparable := func(power, clock float64) {
+		if power >= floor && power <= ceiling && (!c.HasLevel || clock > c.Level) {
+			c.HasLevel, c.Level, c.LevelPower = true, clock, power
+		}
+	}
+	for _, l := range c.levels {
+		comparable(l.power, l.clock)
+	}
+	levels := levelUpdate{levels: c.levels}
 	for i := 0; i < recentFrom; {
 		var power float64
 		i, clocks, power, _ = block(i)
-		if len(clocks) == 0 || power > ceiling || power < floor {
-			continue
-		}
-		if m := medianInPlace(clocks); !c.HasLevel || m > c.Level {
-			c.HasLevel, c.Level, c.LevelPower = true, m, power
+		if len(clocks) > 0 {
+			m := medianInPlace(clocks)
+			comparable(power, m)
+			levels.add(power, m)
 		}
 	}
-	sameStretch := carried.HasClock && (carried.Since.Equal(c.Since) || c.Held && !carried.Since.After(c.Since))
-	if sameStretch && carried.HasLevel && carried.LevelPower <= ceiling && carried.LevelPower >= floor && (!c.HasLevel || carried.Level > c.Level) {
-		c.HasLevel, c.Level, c.LevelPower = true, carried.Level, carried.LevelPower
-		c.Since = carried.Since
-	}
+	c.levels = levels.levels
 	return c
+}
+
+// continued keeps the carried levels while the samples are the same run
+// (it began where it did, or before the oldest sample held) and the GPU was
+// busy within a window: after a pause as long, a job starts afresh.
+func (c ClockLoss) continued(start time.Time, fromOldest bool, now time.Time, window time.Duration) ClockLoss {
+	same := !c.since.IsZero() && (c.since.Equal(start) || fromOldest && !c.since.After(start))
+	switch {
+	case !same:
+		return ClockLoss{since: start}
+	case c.busyAt.IsZero() || now.Sub(c.busyAt) > window:
+		return ClockLoss{since: c.since}
+	}
+	return ClockLoss{levels: c.levels, since: c.since, busyAt: c.busyAt}
+}
+
+// levelUpdate copies the levels on their first change.
+type levelUpdate struct {
+	levels []clockLevel
+	copied bool
+}
+
+func (u *levelUpdate) add(power, clock float64) {
+	w := int(math.Floor(min(max(power, 0), 1e9)))
+	k, found := slices.BinarySearchFunc(u.levels, w, func(l clockLevel, w int) int { return cmp.Compare(l.watt, w) })
+	if found && u.levels[k].clock >= clock || !found && len(u.levels) >= maxClockLevels {
+		return
+	}
+	if !u.copied {
+		u.levels, u.copied = slices.Clone(u.levels), true
+	}
+	if found {
+		u.levels[k] = clockLevel{w, power, clock}
+		return
+	}
+	u.levels = slices.Insert(u.levels, k, clockLevel{w, power, clock})
 }
 
 func busySample(s ThermalSample, cfg ThermalConfig) bool {

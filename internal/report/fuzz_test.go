@@ -27,6 +27,7 @@ func FuzzFromLog(f *testing.F) {
 		flapping += fmt.Sprintf("2025/11/24 14:%02d:%02d.000, 80, 95 W, 2400 MHz, 0x%x\n", i/60, i%60, (i/2)%2*0x20)
 	}
 	f.Add(flapping)
+	f.Add("elapsed_s,power_w,temp_c,sm_mhz,gpu_util,mem_used_mb\n10,88,84,2450,96,1\n20,15,80,2500,0,1\n30,1e4,85,2420,96,1\n40,-0.5,85,2300,96,1\n50,88,91,2100,96,1\n")
 	f.Fuzz(func(t *testing.T, in string) {
 		tr, err := thermallog.ParseOptions(strings.NewReader(in), thermallog.Options{Location: time.UTC, Interval: time.Second})
 		var malformed thermallog.MalformedError

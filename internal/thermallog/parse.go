@@ -537,17 +537,31 @@ var (
 		"2006-01-02T15:04:05Z0700", "2006-01-02 15:04:05Z0700",
 		"2006-01-02 15:04:05 Z07:00", "2006-01-02 15:04:05 Z0700",
 		"2006/01/02 15:04:05Z07:00", "2006/01/02 15:04:05 Z07:00",
+		"2006-01-02T15:04:05Z07", "2006-01-02 15:04:05Z07",
+		// ISO 8601's basic format.
+		"20060102T150405Z0700", "20060102T150405Z07:00", "20060102T150405Z07",
 	}
 	localLayouts = []string{
 		"2006/01/02 15:04:05", // nvidia-smi
-		"2006-01-02T15:04:05", "2006-01-02 15:04:05",
+		"2006-01-02T15:04:05", "2006-01-02 15:04:05", "20060102T150405",
 	}
 )
 
-// parseTimestamp takes nvidia-smi's timestamp, ISO 8601 (`date
-// -Iseconds`, `date --rfc-3339=ns`) or Unix seconds (`date +%s`;
-// milliseconds from 1e11 on). local says there was no offset.
+// parseTimestamp takes nvidia-smi's timestamp, RFC 3339 and ISO 8601,
+// extended or basic (`date -Iseconds`, `date --rfc-3339=ns`, `date -u
+// +%Y%m%dT%H%M%SZ`), or Unix seconds (`date +%s`; milliseconds from 1e11
+// on). local says there was no offset.
 func parseTimestamp(field string, loc *time.Location) (t time.Time, local bool, err error) {
+	// RFC 3339 allows a lower-case t and z.
+	field = strings.Map(func(r rune) rune {
+		switch r {
+		case 't':
+			return 'T'
+		case 'z':
+			return 'Z'
+		}
+		return r
+	}, field)
 	if isDecimal(field) {
 		v, err := strconv.ParseFloat(field, 64)
 		if err == nil && v < 1e14 {

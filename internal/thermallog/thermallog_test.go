@@ -335,6 +335,8 @@ func FuzzParseOptions(f *testing.F) {
 	f.Add("2025/10/26 02:59:55.000, 70, 98 W\n2025/10/26 02:00:00.000, 70, 98 W\n2025/10/26 02:00:05.000, 71, 98 W\n")
 	f.Add("uuid, temperature.gpu, power.draw\nGPU-1, 50, 100\nGPU-2, 51, 101\n")
 	f.Add("hello, world\n")
+	f.Add("20260830T155438Z, 96 %, 57, 2405 MHz, [N/A], 35.81 W\n20260830t155448.5+0200, 96 %, 57, 2405 MHz, [N/A], 35.81 W\n")
+	f.Add("timestamp, temperature.gpu, power.draw\n2026-08-30T15:54:38.5+02, 57, 35.81 W\n20260830T155438, 57, 35.81 W\n")
 	berlin, err := time.LoadLocation("Europe/Berlin")
 	if err != nil {
 		berlin = time.UTC
@@ -401,6 +403,53 @@ func TestParseTimestamps(t *testing.T) {
 		if got := tr.Rows[i].Time.Format(time.RFC3339Nano); got != want {
 			t.Errorf("row %d at %s, want %s", i+1, got, want)
 		}
+	}
+}
+
+// RFC 3339 and ISO 8601, basic and extended, with or without a fraction
+// and an offset (Z, ±hh, ±hhmm, ±hh:mm): the forms
+// harnesses write (20260830T155438Z from a GB10 harness log).
+func TestParseISO8601Timestamps(t *testing.T) {
+	tokyo := time.FixedZone("JST", 9*3600)
+	for in, want := range map[string]string{
+		"2026-08-30T15:54:38Z":           "2026-08-30T15:54:38Z",
+		"2026-08-30t15:54:38.25z":        "2026-08-30T15:54:38.25Z",
+		"2026-08-30T15:54:38.5+02:00":    "2026-08-30T15:54:38.5+02:00",
+		"2026-08-30T15:54:38.123-0700":   "2026-08-30T15:54:38.123-07:00",
+		"2026-08-30T15:54:38+02":         "2026-08-30T15:54:38+02:00",
+		"2026-08-30 15:54:38.5+05:30":    "2026-08-30T15:54:38.5+05:30",
+		"2026-08-30T15:54:38.5":          "2026-08-30T15:54:38.5+09:00",
+		"20260830T155438Z":               "2026-08-30T15:54:38Z",
+		"20260830T155438.123Z":           "2026-08-30T15:54:38.123Z",
+		"20260830T155438+0200":           "2026-08-30T15:54:38+02:00",
+		"20260830T155438-02:30":          "2026-08-30T15:54:38-02:30",
+		"20260830T155438+02":             "2026-08-30T15:54:38+02:00",
+		"20260830T155438":                "2026-08-30T15:54:38+09:00",
+		"20260830t155438.75":             "2026-08-30T15:54:38.75+09:00",
+		"2026-08-30T15:54:38.123456789Z": "2026-08-30T15:54:38.123456789Z",
+	} {
+		tr, err := ParseOptions(strings.NewReader(in+", 57, 35.81 W\n"), Options{Location: tokyo})
+		if err != nil || len(tr.Rows) != 1 {
+			t.Errorf("%s: %d rows, %v", in, len(tr.Rows), err)
+			continue
+		}
+		if got := tr.Rows[0].Time.Format(time.RFC3339Nano); got != want {
+			t.Errorf("%s read as %s, want %s", in, got, want)
+		}
+	}
+	for _, in := range []string{"2026-08-30T25:54:38Z", "20260830T155438ZZ", "20260830 155438", "2026083T155438Z"} {
+		if tr, err := ParseOptions(strings.NewReader(in+", 57, 35.81 W\n"), Options{Location: tokyo}); err == nil || len(tr.Rows) != 0 {
+			t.Errorf("%s read as %v", in, tr.Rows)
+		}
+	}
+	cols, err := ParseColumns("timestamp,utilization.gpu,temperature.gpu,clocks.sm,memory.used,power.draw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	harness := "20260830T155438Z, 96 %, 57, 2405 MHz, [N/A], 35.81 W\n20260830T155448Z, 96 %, 58, 2405 MHz, [N/A], 36.02 W\n"
+	tr, err := ParseOptions(strings.NewReader(harness), Options{Location: tokyo, Columns: cols})
+	if err != nil || len(tr.Rows) != 2 || tr.Rows[1].Time.Sub(tr.Rows[0].Time) != 10*time.Second || *tr.Rows[0].SMClock != 2405e6 {
+		t.Errorf("the harness log: %v %+v", err, tr.Rows)
 	}
 }
 

@@ -71,14 +71,31 @@ type Process struct {
 // Evaluate parses a scenario and evaluates device gpu at scenario time t
 // (seconds), without loading the library.
 func Evaluate(text []byte, gpu int, t float64) (State, error) {
-	sc, err := parse(text)
-	defer C.free(unsafe.Pointer(sc))
+	states, err := Timeline(text, gpu, []float64{t})
 	if err != nil {
 		return State{}, err
 	}
-	if gpu < 0 || gpu >= int(sc.devices) {
-		return State{}, fmt.Errorf("gpu %d: the scenario has %d devices", gpu, sc.devices)
+	return states[0], nil
+}
+
+// Timeline is Evaluate at each of times, the scenario parsed once.
+func Timeline(text []byte, gpu int, times []float64) ([]State, error) {
+	sc, err := parse(text)
+	defer C.free(unsafe.Pointer(sc))
+	if err != nil {
+		return nil, err
 	}
+	if gpu < 0 || gpu >= int(sc.devices) {
+		return nil, fmt.Errorf("gpu %d: the scenario has %d devices", gpu, sc.devices)
+	}
+	states := make([]State, len(times))
+	for i, t := range times {
+		states[i] = state(sc, gpu, t)
+	}
+	return states, nil
+}
+
+func state(sc *C.struct_scenario, gpu int, t float64) State {
 	var pt C.struct_sc_point
 	C.sc_state(sc, C.int(gpu), C.double(t), &pt)
 	s := State{
@@ -102,5 +119,5 @@ func Evaluate(text []byte, gpu int, t float64) (State, error) {
 	for _, p := range procs[:n] {
 		s.Processes = append(s.Processes, Process{PID: uint32(p.pid), Used: uint64(p.used)})
 	}
-	return s, nil
+	return s
 }

@@ -42,7 +42,7 @@ func TestShippedScenariosParse(t *testing.T) {
 // (owner/repo) and the section of docs/design.md that collects it.
 func TestCaptureScenariosNameTheirSource(t *testing.T) {
 	for _, name := range []string{"gb10-idle", "gb10-sustained-load", "gb10-throttle", "gb10-usb-pd-stuck", "gb10-memory-bound-decode",
-		"gb10-warmup-flat-90w", "gb10-steady-88c", "gb10-counter-blips", "gb10-clock-falls-flat-power"} {
+		"gb10-warmup-flat-90w", "gb10-steady-88c", "gb10-counter-blips", "gb10-clock-falls-flat-power", "gb10-heat-soak-after-serving"} {
 		text, err := os.ReadFile(filepath.Join(scenarios, name+".scenario"))
 		if err != nil {
 			t.Error(err)
