@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io/fs"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,6 +17,7 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
 	"github.com/spark-exporter/spark_exporter/internal/collected"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/pool"
 	"github.com/spark-exporter/spark_exporter/internal/vmstat"
 )
@@ -80,6 +83,10 @@ type poolCollector struct {
 	// pageSize is the kernel's, once read: it does not change while the
 	// kernel runs.
 	pageSize atomic.Uint64
+	now      func() time.Time
+	mu       sync.Mutex
+	// compactFails is compact_fail over SparkPoolFragmented's window.
+	compactFails pool.RateWindow
 }
 
 func (c *poolCollector) publish(st *collected.State) { st.Pool = c.last.Load() }
@@ -88,28 +95,42 @@ func newPoolCollector(proc hostfs.FS, reserve uint64, logger log.Logger) (*poolC
 	return &poolCollector{
 		proc:    proc,
 		reserve: reserve, logger: logger,
+		now:          time.Now,
+		compactFails: pool.RateWindow{Span: 5 * time.Minute, Step: 10 * time.Second},
 	}, nil
 }
 
 func (c *poolCollector) refresh(ctx context.Context) error {
 	r, err := c.read(ctx)
-	c.remember(r.snap, err)
+	c.remember(r, err)
 	return err
 }
 
-func (c *poolCollector) remember(snap pool.Snapshot, err error) {
+func (c *poolCollector) remember(r poolReading, err error) {
 	if err != nil {
 		c.last.Store(nil)
 		return
 	}
-	c.last.Store(&collected.Pool{Snapshot: snap, Reserve: c.reserve})
+	p := &collected.Pool{Snapshot: r.snap, Reserve: c.reserve}
+	if large, ok := pool.LargeFreeBytes(r.zones, r.pageSize, judge.LargeBlockBytes); ok {
+		p.LargeFreeBytes = &large
+	}
+	if fails := r.vm.CompactFails; fails != nil {
+		c.mu.Lock()
+		rate, ok := c.compactFails.Add(c.now(), *fails)
+		c.mu.Unlock()
+		if ok {
+			p.CompactionFailuresPerSecond = &rate
+		}
+	}
+	c.last.Store(p)
 }
 
 func (c *poolCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
 	// Read every source before sending anything, so that a failed scrape
 	// sends no half set of pool figures.
 	r, err := c.read(ctx)
-	c.remember(r.snap, err)
+	c.remember(r, err)
 	if err != nil {
 		return err
 	}

@@ -7,9 +7,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 
+	"github.com/spark-exporter/spark_exporter/internal/collected"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
@@ -608,5 +610,42 @@ func TestPoolReserveFlag(t *testing.T) {
 	AddFlags(app)
 	if _, err := app.Parse([]string{"--pool.reserve=4G"}); err == nil || !strings.Contains(err.Error(), "--pool.reserve") || !strings.Contains(err.Error(), "ambiguous") {
 		t.Errorf("--pool.reserve=4G: %v, want an ambiguous unit refused naming the flag", err)
+	}
+}
+
+// What the pool collector hands the status page on the fragmented rank: no
+// free byte in blocks of 32 MiB, and compact_fail's rate once a minute has
+// passed (2 a second: 120 more); the fresh rank's 782 blocks of 32 MiB.
+func TestPoolPublishesFragmentation(t *testing.T) {
+	dir := testexporter.CopyTree(t, "../testdata/proc/fragmented")
+	c := mustPool(t, dir)
+	at := time.Date(2026, 8, 1, 0, 0, 0, 0, time.UTC)
+	c.now = func() time.Time { return at }
+	if err := c.refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var st collected.State
+	c.publish(&st)
+	if p := st.Pool; p == nil || p.LargeFreeBytes == nil || *p.LargeFreeBytes != 0 || p.CompactionFailuresPerSecond != nil {
+		t.Fatalf("first run: %+v; want 0 large free bytes and no rate yet", p)
+	}
+	if err := replaceIn(filepath.Join(dir, "vmstat"), "compact_fail 1350000\n", "compact_fail 1350120\n"); err != nil {
+		t.Fatal(err)
+	}
+	at = at.Add(time.Minute)
+	if err := c.refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	c.publish(&st)
+	if r := st.Pool.CompactionFailuresPerSecond; r == nil || *r != 2 {
+		t.Errorf("a minute later: rate %v, want 2 a second", r)
+	}
+	fresh := mustPool(t, "../testdata/proc/fresh")
+	if err := fresh.refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	fresh.publish(&st)
+	if l := st.Pool.LargeFreeBytes; l == nil || *l != 782*32<<20 {
+		t.Errorf("fresh rank: large free bytes %v, want 782 blocks of 32 MiB", l)
 	}
 }

@@ -119,3 +119,22 @@ func ParseKernelPageSize(data []byte) (uint64, error) {
 
 // BlockBytes is the size of a block of the given order.
 func BlockBytes(pageSize uint64, order int) uint64 { return pageSize << order }
+
+// LargeFreeBytes is the free memory in blocks of atLeast bytes or more, all
+// nodes and zones together, as the recording rule
+// instance:spark_pool_free_large_block_bytes:sum sums it. False where the
+// page size is unknown or no order's block is that large: such a kernel
+// cannot be judged by it.
+func LargeFreeBytes(zones []Zone, pageSize, atLeast uint64) (float64, bool) {
+	var sum float64
+	ok := false
+	for _, z := range zones {
+		for order, n := range z.Free {
+			if b := BlockBytes(pageSize, order); pageSize != 0 && b >= atLeast {
+				sum += float64(n) * float64(b)
+				ok = true
+			}
+		}
+	}
+	return sum, ok
+}

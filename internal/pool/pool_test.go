@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/procfs"
 )
@@ -309,10 +310,74 @@ func TestParseBuddyinfoRefuses(t *testing.T) {
 	}
 }
 
+// The free bytes in blocks of 32 MiB or more, by page size: the published
+// fragmented rank has none, the fresh one 782 blocks of 32 MiB; with 64 KiB
+// pages orders 9 and up count; a kernel whose largest block is 4 MiB, or an
+// unknown page size, cannot be judged.
+func TestLargeFreeBytes(t *testing.T) {
+	zones := func(tree string) []Zone {
+		data, err := os.ReadFile("../../testdata/proc/" + tree + "/buddyinfo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		z, err := ParseBuddyinfo(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return z
+	}
+	max10 := []Zone{{Node: "0", Name: "Normal", Free: []uint64{9, 8, 7, 6, 5, 4, 3, 2, 1, 1, 416}}}
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		name     string
+		zones    []Zone
+		pageSize uint64
+		want     float64
+		ok       bool
+	}{
+		{"fragmented", zones("fragmented"), 4096, 0, true},
+		{"fresh", zones("fresh"), 4096, 782 * 32 * mib, true},
+		{"fresh on 64 KiB pages", zones("fresh"), 65536, (1400*32 + 3600*64 + 3400*128 + 1417*256 + 782*512 + 1*32 + 1*64 + 1*128 + 1*256) * mib, true},
+		{"largest block 4 MiB", max10, 4096, 0, false},
+		{"page size unknown", zones("fresh"), 0, 0, false},
+	} {
+		got, ok := LargeFreeBytes(tc.zones, tc.pageSize, 32*mib)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("%s: %g, %v; want %g, %v", tc.name, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// The rate over the window, fed every 5 s as the status page refreshes:
+// none until a sample is a Step old, then the counter's pace, with no more
+// than Span/Step + 1 samples kept; a reset starts afresh.
+func TestRateWindow(t *testing.T) {
+	w := RateWindow{Span: 5 * time.Minute, Step: 10 * time.Second}
+	t0 := time.Date(2026, 8, 1, 0, 0, 0, 0, time.UTC)
+	if _, ok := w.Add(t0, 100); ok {
+		t.Error("a rate from one sample")
+	}
+	if _, ok := w.Add(t0.Add(5*time.Second), 110); ok {
+		t.Error("a rate over 5 s, under the Step")
+	}
+	for i := 2; i <= 240; i++ {
+		rate, ok := w.Add(t0.Add(time.Duration(i)*5*time.Second), uint64(100+10*i))
+		if !ok || rate != 2 {
+			t.Fatalf("sample %d: %g, %v; want 2 a second", i, rate, ok)
+		}
+		if len(w.samples) > 31 {
+			t.Fatalf("sample %d: %d samples kept", i, len(w.samples))
+		}
+	}
+	if _, ok := w.Add(t0.Add(21*time.Minute), 5); ok {
+		t.Error("a rate across a counter reset")
+	}
+}
+
 func TestParseKernelPageSize(t *testing.T) {
 	for in, want := range map[string]uint64{
 		"a-b r-xp 0 0 0 /x\nSize: 8 kB\nKernelPageSize:        4 kB\nMMUPageSize:  4 kB\n": 4096,
-		"KernelPageSize:       64 kB\nKernelPageSize:     2048 kB\n":                          65536,
+		"KernelPageSize:       64 kB\nKernelPageSize:     2048 kB\n":                       65536,
 	} {
 		if got, err := ParseKernelPageSize([]byte(in)); err != nil || got != want {
 			t.Errorf("ParseKernelPageSize(%q) = %d, %v; want %d", in, got, err, want)
