@@ -77,6 +77,8 @@ func NewView(m Model) View {
 		bytes("pool.free_bytes", p.FreeBytes)
 		bytes("pool.headroom_bytes", p.HeadroomBytes)
 		bytes("pool.headroom_after_flush_bytes", p.HeadroomAfterFlushBytes)
+		v.Text["pool.large_free_bytes"] = largeBlocks(p)
+		v.Lists["pool.notes"] = p.Notes
 	}
 	for gi, g := range m.GPUs {
 		k := "gpus." + strconv.Itoa(gi) + "."
@@ -155,4 +157,20 @@ func capCell(c *Cap) string {
 		return Percent(c.Ratio) + " (default)"
 	}
 	return Percent(c.Ratio)
+}
+
+// largeBlocks is the free memory in large blocks, with compaction's
+// failures beside it where known.
+func largeBlocks(p *Pool) string {
+	if p.LargeFreeBytes == nil {
+		return "not known"
+	}
+	return Bytes(*p.LargeFreeBytes) + compactionText(p)
+}
+
+func compactionText(p *Pool) string {
+	if r := p.CompactionFailuresPerSecond; r != nil {
+		return fmt.Sprintf("; compaction failing %.1f times a second", *r)
+	}
+	return ""
 }
