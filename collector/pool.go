@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,6 +17,7 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
 	"github.com/spark-exporter/spark_exporter/internal/collected"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/pool"
 	"github.com/spark-exporter/spark_exporter/internal/vmstat"
 )
@@ -22,7 +26,8 @@ import (
 // CPU and GPU share: the usable memory that falls with danger (MemAvailable
 // less free CMA pages), the headroom a new job may take (MemFree less free
 // CMA and a reserve, which nvidia-smi cannot show), the page cache that eats
-// it unseen, and the signs of eviction (stalls, refaults, reclaim, OOM kills).
+// it unseen, the signs of eviction (stalls, refaults, reclaim, OOM kills),
+// and the large free blocks the driver's contiguous allocations need.
 func init() {
 	registerCollector("pool", defaultEnabled, func(fg cliflag.FlagGroup) Factory {
 		settings := AddPoolFlags(fg)
@@ -60,6 +65,13 @@ var (
 	poolStallsDesc    = newDesc("spark_pool_allocation_stalls_total", "Allocations that stalled for direct reclaim (sum of vmstat allocstall_*).")
 	poolOOMDesc       = newDesc("spark_pool_oom_kills_total", "Processes killed by the kernel OOM killer (vmstat oom_kill).")
 	poolSupportedDesc = newDesc("spark_pool_field_supported", "1 when the running kernel provides the field, 0 when it does not (its series are then absent).", "field")
+
+	poolCMAInvalidDesc   = newDesc("spark_pool_cma_accounting_invalid", "1 when the kernel reports more free CMA than its CMA area (CmaFree above CmaTotal, as kernel 7.0.0-1019 does): its CMA accounting is wrong and memory sits reserved; 0 otherwise.")
+	poolCompactStallDesc = newDesc("spark_pool_compaction_stalls_total", "Allocations that had to compact memory first (vmstat compact_stall).")
+	poolCompactFailDesc  = newDesc("spark_pool_compaction_failures_total", "Compactions that found no free block of the size asked for (vmstat compact_fail).")
+	poolFreeBlocksDesc   = newDesc("spark_pool_free_blocks", "Free blocks of 2^order contiguous pages (/proc/buddyinfo): what the GPU driver's large contiguous allocations draw on, whatever MemAvailable says.", "node", "zone", "order")
+	poolPageSizeDesc     = newDesc("spark_pool_page_size_bytes", "The kernel's page size: an order-0 block.")
+	poolBlockSizeDesc    = newDesc("spark_pool_block_size_bytes", "The size of a block of this order: 2^order pages.", "order")
 )
 
 type poolCollector struct {
@@ -68,6 +80,13 @@ type poolCollector struct {
 	logger  log.Logger
 	// last is what the latest Update rendered; nil when it failed.
 	last atomic.Pointer[collected.Pool]
+	// pageSize is the kernel's, once read: it does not change while the
+	// kernel runs.
+	pageSize atomic.Uint64
+	now      func() time.Time
+	mu       sync.Mutex
+	// compactFails is compact_fail over SparkPoolFragmented's window.
+	compactFails pool.RateWindow
 }
 
 func (c *poolCollector) publish(st *collected.State) { st.Pool = c.last.Load() }
@@ -76,35 +95,97 @@ func newPoolCollector(proc hostfs.FS, reserve uint64, logger log.Logger) (*poolC
 	return &poolCollector{
 		proc:    proc,
 		reserve: reserve, logger: logger,
+		now:          time.Now,
+		compactFails: pool.RateWindow{Span: 5 * time.Minute, Step: 10 * time.Second},
 	}, nil
 }
 
 func (c *poolCollector) refresh(ctx context.Context) error {
-	snap, _, _, _, err := c.read(ctx)
-	c.remember(snap, err)
+	r, err := c.read(ctx)
+	c.remember(r, err)
 	return err
 }
 
-func (c *poolCollector) remember(snap pool.Snapshot, err error) {
+func (c *poolCollector) remember(r poolReading, err error) {
 	if err != nil {
 		c.last.Store(nil)
 		return
 	}
-	c.last.Store(&collected.Pool{Snapshot: snap, Reserve: c.reserve})
+	p := &collected.Pool{Snapshot: r.snap, Reserve: c.reserve}
+	if large, ok := pool.LargeFreeBytes(r.zones, r.pageSize, judge.LargeBlockBytes); ok {
+		p.LargeFreeBytes = &large
+	}
+	if fails := r.vm.CompactFails; fails != nil {
+		c.mu.Lock()
+		rate, ok := c.compactFails.Add(c.now(), *fails)
+		c.mu.Unlock()
+		if ok {
+			p.CompactionFailuresPerSecond = &rate
+		}
+	}
+	c.last.Store(p)
 }
 
 func (c *poolCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
 	// Read every source before sending anything, so that a failed scrape
 	// sends no half set of pool figures.
-	snap, vm, psi, psiOK, err := c.read(ctx)
-	c.remember(snap, err)
+	r, err := c.read(ctx)
+	c.remember(r, err)
 	if err != nil {
 		return err
 	}
-
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
+	sendMeminfo(gauge, r.snap, c.reserve)
+	sendCounters(ch, r)
+	sendBlocks(gauge, r)
+	vm := r.vm
+	for _, f := range []struct {
+		field string
+		ok    bool
+	}{
+		{"psi", r.psiOK},
+		{"major_faults", vm.MajorFaults != nil},
+		// Kernels before 5.9 count file refaults only; anon refaults are
+		// then absent while the field is still supported.
+		{"refaults", vm.RefaultsAnon != nil || vm.RefaultsFile != nil},
+		{"reclaimed_pages", vm.ReclaimedKswapd != nil || vm.ReclaimedDirect != nil},
+		{"allocation_stalls", vm.AllocStalls != nil},
+		{"oom_kills", vm.OOMKills != nil},
+		{"compaction", vm.CompactStalls != nil && vm.CompactFails != nil},
+		{"hugepages", r.snap.HugePages != nil},
+		{"cma", r.snap.CMA != nil},
+		{"buddyinfo", r.zones != nil},
+		{"page_size", r.pageSize != 0},
+	} {
+		gauge(poolSupportedDesc, boolToFloat64(f.ok), f.field)
+	}
+	return nil
+}
+
+func sendMeminfo(gauge func(*prometheus.Desc, float64, ...string), snap pool.Snapshot, reserve uint64) {
+	gauge(poolTotalDesc, float64(snap.Total))
+	gauge(poolFreeDesc, float64(snap.Free))
+	gauge(poolAvailableDesc, float64(snap.Available))
+	gauge(poolUsableDesc, float64(snap.Usable()))
+	if snap.CMA != nil {
+		gauge(poolCMATotalDesc, float64(snap.CMA.Total))
+		gauge(poolCMAFreeDesc, float64(snap.CMA.Free))
+		gauge(poolCMAInvalidDesc, boolToFloat64(snap.CMA.AccountingInvalid()))
+	}
+	gauge(poolCacheDesc, float64(snap.PageCache))
+	gauge(poolFlushDesc, float64(snap.Flushable))
+	gauge(poolMappedDesc, float64(snap.Mapped))
+	if snap.HugePages != nil {
+		gauge(poolHugeDesc, float64(*snap.HugePages))
+	}
+	gauge(poolReserveDesc, float64(reserve))
+	gauge(poolHeadroomDesc, float64(snap.Headroom(reserve)))
+	gauge(poolAfterFlush, float64(snap.HeadroomAfterFlush(reserve)))
+}
+
+func sendCounters(ch chan<- prometheus.Metric, r poolReading) {
 	counter := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 	}
@@ -113,34 +194,16 @@ func (c *poolCollector) Update(ctx context.Context, ch chan<- prometheus.Metric)
 			counter(d, float64(*v), labels...)
 		}
 	}
-
-	gauge(poolTotalDesc, float64(snap.Total))
-	gauge(poolFreeDesc, float64(snap.Free))
-	gauge(poolAvailableDesc, float64(snap.Available))
-	gauge(poolUsableDesc, float64(snap.Usable()))
-	if snap.CMA != nil {
-		gauge(poolCMATotalDesc, float64(snap.CMA.Total))
-		gauge(poolCMAFreeDesc, float64(snap.CMA.Free))
-	}
-	gauge(poolCacheDesc, float64(snap.PageCache))
-	gauge(poolFlushDesc, float64(snap.Flushable))
-	gauge(poolMappedDesc, float64(snap.Mapped))
-	if snap.HugePages != nil {
-		gauge(poolHugeDesc, float64(*snap.HugePages))
-	}
-	gauge(poolReserveDesc, float64(c.reserve))
-	gauge(poolHeadroomDesc, float64(snap.Headroom(c.reserve)))
-	gauge(poolAfterFlush, float64(snap.HeadroomAfterFlush(c.reserve)))
-
-	if psiOK {
+	if r.psiOK {
 		// PSI totals are in microseconds.
-		if psi.Some != nil {
-			counter(poolStallDesc, float64(*psi.Some)/1e6, "some")
+		if r.psi.Some != nil {
+			counter(poolStallDesc, float64(*r.psi.Some)/1e6, "some")
 		}
-		if psi.Full != nil {
-			counter(poolStallDesc, float64(*psi.Full)/1e6, "full")
+		if r.psi.Full != nil {
+			counter(poolStallDesc, float64(*r.psi.Full)/1e6, "full")
 		}
 	}
+	vm := r.vm
 	optional(poolMajFaultDesc, vm.MajorFaults)
 	optional(poolRefaultDesc, vm.RefaultsAnon, "anon")
 	optional(poolRefaultDesc, vm.RefaultsFile, "file")
@@ -148,61 +211,105 @@ func (c *poolCollector) Update(ctx context.Context, ch chan<- prometheus.Metric)
 	optional(poolReclaimDesc, vm.ReclaimedDirect, "direct")
 	optional(poolStallsDesc, vm.AllocStalls)
 	optional(poolOOMDesc, vm.OOMKills)
-
-	for _, f := range []struct {
-		field string
-		ok    bool
-	}{
-		{"psi", psiOK},
-		{"major_faults", vm.MajorFaults != nil},
-		// Kernels before 5.9 count file refaults only; anon refaults are
-		// then absent while the field is still supported.
-		{"refaults", vm.RefaultsAnon != nil || vm.RefaultsFile != nil},
-		{"reclaimed_pages", vm.ReclaimedKswapd != nil || vm.ReclaimedDirect != nil},
-		{"allocation_stalls", vm.AllocStalls != nil},
-		{"oom_kills", vm.OOMKills != nil},
-		{"hugepages", snap.HugePages != nil},
-		{"cma", snap.CMA != nil},
-	} {
-		gauge(poolSupportedDesc, boolToFloat64(f.ok), f.field)
+	if vm.CompactStalls != nil && vm.CompactFails != nil {
+		counter(poolCompactStallDesc, float64(*vm.CompactStalls))
+		counter(poolCompactFailDesc, float64(*vm.CompactFails))
 	}
-	return nil
 }
 
-// read reads and parses meminfo, vmstat and the memory pressure.
-func (c *poolCollector) read(ctx context.Context) (snap pool.Snapshot, vm vmstat.Counters, psi pool.Pressure, psiOK bool, err error) {
+// sendBlocks sends the free blocks by node, zone and order, and the size of
+// a block of each order where the page size is known.
+func sendBlocks(gauge func(*prometheus.Desc, float64, ...string), r poolReading) {
+	for _, z := range r.zones {
+		for order, n := range z.Free {
+			gauge(poolFreeBlocksDesc, float64(n), z.Node, z.Name, strconv.Itoa(order))
+		}
+	}
+	if r.pageSize == 0 {
+		return
+	}
+	gauge(poolPageSizeDesc, float64(r.pageSize))
+	if len(r.zones) > 0 {
+		for order := range r.zones[0].Free {
+			gauge(poolBlockSizeDesc, float64(pool.BlockBytes(r.pageSize, order)), strconv.Itoa(order))
+		}
+	}
+}
+
+// poolReading is every source of one run, parsed.
+type poolReading struct {
+	snap     pool.Snapshot
+	vm       vmstat.Counters
+	psi      pool.Pressure
+	psiOK    bool
+	zones    []pool.Zone // nil without /proc/buddyinfo
+	pageSize uint64      // 0 where unknown
+}
+
+// poolFiles are the files of one run, each with its read error.
+type poolFiles struct {
+	meminfo, vmstat, pressure, buddyinfo, smaps       []byte
+	meminfoErr, vmstatErr, psiErr, buddyErr, smapsErr error
+}
+
+// read reads and parses meminfo, vmstat, the memory pressure, buddyinfo
+// and, until known, the page size.
+func (c *poolCollector) read(ctx context.Context) (poolReading, error) {
+	f, err := c.readFiles(ctx)
+	if err != nil {
+		return poolReading{}, fmt.Errorf("reading the pool's files: %w", err)
+	}
+	var r poolReading
+	if f.meminfoErr != nil {
+		return r, fmt.Errorf("reading meminfo: %w", f.meminfoErr)
+	}
+	if r.snap, err = pool.Parse(f.meminfo); err != nil {
+		return r, err
+	}
+	if f.vmstatErr != nil {
+		return r, fmt.Errorf("reading vmstat: %w", f.vmstatErr)
+	}
+	if r.vm, err = vmstat.Parse(f.vmstat); err != nil {
+		return r, err
+	}
+	if r.psi, r.psiOK, err = memoryPressure(f.pressure, f.psiErr); err != nil {
+		return r, err
+	}
+	if r.zones, err = buddyinfo(f.buddyinfo, f.buddyErr); err != nil {
+		return r, err
+	}
+	if r.pageSize, err = c.kernelPageSize(f.smaps, f.smapsErr); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+func (c *poolCollector) readFiles(ctx context.Context) (f poolFiles, err error) {
+	type file struct {
+		name string
+		data *[]byte
+		err  *error
+	}
+	files := []file{
+		{"meminfo", &f.meminfo, &f.meminfoErr},
+		{"vmstat", &f.vmstat, &f.vmstatErr},
+		{"pressure/memory", &f.pressure, &f.psiErr},
+		{"buddyinfo", &f.buddyinfo, &f.buddyErr},
+	}
+	if c.pageSize.Load() == 0 {
+		files = append(files, file{"self/smaps", &f.smaps, &f.smapsErr})
+	}
 	// One batch, so that a blocked file costs one wait of the run's
 	// deadline and no file after it is read.
-	var (
-		meminfo, vmstatData, pressure []byte
-		meminfoErr, vmstatErr, psiErr error
-	)
-	if err := c.proc.WithContext(ctx).Batch(func(r *hostfs.Reader) error {
-		if meminfo, meminfoErr = r.ReadFile("meminfo", nil); errors.Is(meminfoErr, hostfs.ErrBlocked) {
-			return nil
+	err = c.proc.WithContext(ctx).Batch(func(r *hostfs.Reader) error {
+		for _, file := range files {
+			if *file.data, *file.err = r.ReadFile(file.name, nil); errors.Is(*file.err, hostfs.ErrBlocked) {
+				break
+			}
 		}
-		if vmstatData, vmstatErr = r.ReadFile("vmstat", nil); errors.Is(vmstatErr, hostfs.ErrBlocked) {
-			return nil
-		}
-		pressure, psiErr = r.ReadFile("pressure/memory", nil)
 		return nil
-	}); err != nil {
-		return snap, vm, psi, false, fmt.Errorf("reading the pool's files: %w", err)
-	}
-	if meminfoErr != nil {
-		return snap, vm, psi, false, fmt.Errorf("reading meminfo: %w", meminfoErr)
-	}
-	if snap, err = pool.Parse(meminfo); err != nil {
-		return snap, vm, psi, false, err
-	}
-	if vmstatErr != nil {
-		return snap, vm, psi, false, fmt.Errorf("reading vmstat: %w", vmstatErr)
-	}
-	if vm, err = vmstat.Parse(vmstatData); err != nil {
-		return snap, vm, psi, false, err
-	}
-	psi, psiOK, err = memoryPressure(pressure, psiErr)
-	return snap, vm, psi, psiOK, err
+	})
+	return f, err
 }
 
 // memoryPressure reads /proc/pressure/memory. A kernel without PSI (before
@@ -220,4 +327,37 @@ func memoryPressure(data []byte, err error) (pool.Pressure, bool, error) {
 		return pool.Pressure{}, false, err
 	}
 	return psi, true, nil
+}
+
+// buddyinfo parses /proc/buddyinfo; a tree without it (a fixture, a
+// stripped /proc) has none, which is a missing field.
+func buddyinfo(data []byte, err error) ([]pool.Zone, error) {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading buddyinfo: %w", err)
+	}
+	return pool.ParseBuddyinfo(data)
+}
+
+// kernelPageSize is the page size, from the exporter's own smaps the first
+// time; a kernel without smaps (CONFIG_PROC_PAGE_MONITOR off) leaves it
+// unknown.
+func (c *poolCollector) kernelPageSize(data []byte, err error) (uint64, error) {
+	if size := c.pageSize.Load(); size != 0 {
+		return size, nil
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("reading the page size: %w", err)
+	}
+	size, err := pool.ParseKernelPageSize(data)
+	if err != nil {
+		return 0, err
+	}
+	c.pageSize.Store(size)
+	return size, nil
 }

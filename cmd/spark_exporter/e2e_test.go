@@ -225,6 +225,20 @@ func TestGoldenFabric(t *testing.T) {
 	}
 }
 
+// The pool collector on the published GB10 ranks (testdata/proc/fragmented
+// and fresh: free blocks by order, compaction counters) and on a kernel whose
+// CMA accounting lies (cma-anomaly).
+func TestGoldenPool(t *testing.T) {
+	for _, tree := range []string{"fragmented", "fresh", "cma-anomaly"} {
+		t.Run(tree, func(t *testing.T) {
+			p := testexporter.Start(t, nil,
+				"--path.procfs="+fixtureDir(t, tree),
+				noGPU, noKmsg, "--web.disable-exporter-metrics")
+			golden(t, "pool-"+tree+".metrics", normalise(p.Get(t, "/metrics?collect[]=pool")))
+		})
+	}
+}
+
 // A /proc source that disappears fails its collector alone, and the
 // collector recovers when the source comes back.
 func TestLostSourceFailsOnlyItsCollector(t *testing.T) {

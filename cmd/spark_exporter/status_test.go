@@ -140,6 +140,11 @@ func TestStatusJSONAndReport(t *testing.T) {
 		{"no-gpu", func(t *testing.T) *testexporter.Process {
 			return testexporter.Start(t, nil, "--path.procfs="+fixtureDir(t, "spark"), noGPU)
 		}, []string{"GPU      none reported: NVML is not loaded", "Pool     Usable memory 56.0 GiB (MemAvailable less free CMA): no danger; headroom for a new job 16.5 GiB now"}},
+		// Kernel 7.0.0-1019's CMA accounting: a note, and the large free
+		// blocks of its buddyinfo.
+		{"cma-anomaly", func(t *testing.T) *testexporter.Process {
+			return testexporter.Start(t, nil, "--path.procfs="+fixtureDir(t, "cma-anomaly"), noGPU, noKmsg)
+		}, []string{"note: The kernel's CMA accounting is wrong: CmaFree 0.9 GiB is above CmaTotal 0.0 GiB", "large blocks: 24.4 GiB free in blocks of 32 MiB or more"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := tc.start(t)
@@ -148,7 +153,7 @@ func TestStatusJSONAndReport(t *testing.T) {
 				body = p.Get(t, "/api/v1/status")
 				// Throttled at once on the flags; the signature once the
 				// samples cover the window.
-				return tc.name == "no-gpu" || strings.Contains(body, `"state":"throttled"`) && strings.Contains(body, `"signature":true`)
+				return tc.name != "throttling" || strings.Contains(body, `"state":"throttled"`) && strings.Contains(body, `"signature":true`)
 			}, "a thermal verdict")
 			for _, e := range schema.Validate([]byte(body)) {
 				t.Errorf("schema: %s", e)

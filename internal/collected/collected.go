@@ -48,6 +48,13 @@ type Run struct {
 type Pool struct {
 	Snapshot pool.Snapshot
 	Reserve  uint64
+	// LargeFreeBytes is the free memory in blocks of judge.LargeBlockBytes
+	// or more; nil where buddyinfo or the page size is unknown, or the
+	// kernel has no block that large.
+	LargeFreeBytes *float64
+	// CompactionFailuresPerSecond is compact_fail's rate over the last few
+	// minutes; nil without the counter or before a rate is known.
+	CompactionFailuresPerSecond *float64
 }
 
 // GPU is the gpu collector's latest reading.

@@ -82,6 +82,32 @@ const (
 	// RefaultsPerSecond is the rate of evicted pages read back from which
 	// the pool counts as thrashing (about 4 MB/s with 4 KiB pages).
 	RefaultsPerSecond = 1000.0
+
+	// ExhaustionFloorBytes is the usable memory SparkPoolExhaustionImminent
+	// warns of ten minutes ahead: the measured kill's last samples wandered
+	// through 5.01–6.24 GiB before it died at 1.6.
+	ExhaustionFloorBytes = 5 << 30
+)
+
+// Fragmentation: free memory that is not contiguous. A GB10 rank failed
+// its driver's allocations with ~118 GiB MemAvailable and no free block of
+// 32 MiB; freshly rebooted it had 782 (FujitsuPolycom/sparkring#173).
+const (
+	// LargeBlockBytes is the block size the driver's large allocations
+	// were seen to need.
+	LargeBlockBytes = 32 << 20
+
+	// LargeBlocksWanted is the count of such blocks that project's
+	// preflight asks for before a model load; larger blocks count in
+	// proportion, so the pool is short below FragmentedBelowBytes.
+	LargeBlocksWanted    = 200
+	FragmentedBelowBytes = LargeBlocksWanted * LargeBlockBytes
+
+	// CompactionFailuresPerSecond is the rate of failed compactions from
+	// which allocations count as failing to find contiguous memory: the
+	// fragmented ranks averaged 1.3 and 2.2 a second over their week;
+	// khugepaged, retrying a minute after a failure, stays far below.
+	CompactionFailuresPerSecond = 0.1
 )
 
 // Firmware limits and the exporter's own health.

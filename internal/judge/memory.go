@@ -72,3 +72,9 @@ func TierOf(usable float64) UsableTier {
 	}
 	return UsableOK
 }
+
+// Fragmented is the SparkPoolFragmented judgement: little free memory in
+// blocks of LargeBlockBytes or more while compaction keeps failing.
+func Fragmented(largeFreeBytes, compactionFailuresPerSecond float64) bool {
+	return largeFreeBytes < FragmentedBelowBytes && compactionFailuresPerSecond > CompactionFailuresPerSecond
+}

@@ -94,3 +94,27 @@ func TestTierOf(t *testing.T) {
 		}
 	}
 }
+
+// The published ranks: the fragmented one (no block of 32 MiB, compaction
+// failing 2.2 a second) is; a fresh one (782 blocks) is not, whatever
+// compaction does; a healthy full pool (20 blocks) whose khugepaged fails
+// once a minute is not.
+func TestFragmented(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		name        string
+		large, fail float64
+		want        bool
+	}{
+		{"fragmented rank", 0, 2.2, true},
+		{"five short of 200 blocks", 195 * 32 * mib, 0.2, true},
+		{"200 blocks", 200 * 32 * mib, 2.2, false},
+		{"fresh rank", 782 * 32 * mib, 2, false},
+		{"healthy full pool", 20 * 32 * mib, 1.0 / 60, false},
+		{"at the rate", 0, 0.1, false},
+	} {
+		if got := Fragmented(tc.large, tc.fail); got != tc.want {
+			t.Errorf("%s: Fragmented(%g, %g) = %v, want %v", tc.name, tc.large, tc.fail, got, tc.want)
+		}
+	}
+}

@@ -38,6 +38,12 @@ type CMA struct {
 	Free  uint64 // CmaFree
 }
 
+// AccountingInvalid is CmaFree above CmaTotal: kernel 7.0.0-1019 prints
+// CmaTotal 0 beside the free pages of CMA areas it does not count
+// (docs/design.md). Those pages are still free CMA, which pinned
+// allocations cannot use: Usable subtracts them all the same.
+func (c CMA) AccountingInvalid() bool { return c.Free > c.Total }
+
 func (s Snapshot) cmaFree() uint64 {
 	if s.CMA == nil {
 		return 0
@@ -132,8 +138,9 @@ func FromMeminfo(m procfs.Meminfo) (Snapshot, error) {
 		s.HugePages = &h
 	}
 
-	// A kernel built with CMA prints both lines. Free CMA beyond the area or
-	// the whole pool is a corrupt read, not a figure.
+	// A kernel built with CMA prints both lines. Free CMA beyond the whole
+	// pool is a corrupt read; beyond the area it is the kernel's accounting
+	// (CMA.AccountingInvalid).
 	switch {
 	case m.CmaTotal != nil && m.CmaFree != nil:
 		cmaTotal := kib("CmaTotal", m.CmaTotal)
@@ -141,8 +148,6 @@ func FromMeminfo(m procfs.Meminfo) (Snapshot, error) {
 		switch {
 		case err != nil:
 			return Snapshot{}, err
-		case cmaFree > cmaTotal:
-			return Snapshot{}, fmt.Errorf("meminfo: CmaFree %d kB exceeds CmaTotal %d kB", *m.CmaFree, *m.CmaTotal)
 		case cmaFree > total:
 			return Snapshot{}, fmt.Errorf("meminfo: CmaFree %d kB exceeds MemTotal %d kB", *m.CmaFree, *m.MemTotal)
 		}

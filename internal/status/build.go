@@ -111,6 +111,16 @@ func poolOf(in *collected.Pool) *Pool {
 		cmaFree = min(size(s.CMA.Free), p.FreeBytes)
 		p.CMAFreeBytes = &cmaFree
 	}
+	if in.LargeFreeBytes != nil {
+		large := saturated(*in.LargeFreeBytes)
+		p.LargeFreeBytes = &large
+	}
+	p.CompactionFailuresPerSecond = finite(in.CompactionFailuresPerSecond)
+	p.Notes = []string{}
+	if s.CMA != nil && s.CMA.AccountingInvalid() {
+		p.Notes = append(p.Notes, fmt.Sprintf("The kernel's CMA accounting is wrong: CmaFree %s is above CmaTotal %s, as kernel 7.0.0-1019 prints it. "+
+			"Memory sits reserved that no figure shows; NVIDIA advised holding off that kernel.", Bytes(size(s.CMA.Free)), Bytes(size(s.CMA.Total))))
+	}
 	p.UsedBytes = max(0, p.TotalBytes-p.FreeBytes-p.PageCacheBytes)
 	flushable := min(p.FlushableBytes, p.PageCacheBytes)
 	inReserve := min(p.FreeBytes-cmaFree, p.ReserveBytes)
@@ -140,15 +150,21 @@ func (p *Pool) judge(plans *Plans, training bool) {
 	usable := fmt.Sprintf("Usable memory %s (MemAvailable less free CMA)", Bytes(p.UsableBytes))
 	forNewJob := fmt.Sprintf("headroom for a new job %s now, %s after a flush", Bytes(p.HeadroomBytes), Bytes(p.HeadroomAfterFlushBytes))
 	below := p.HeadroomBytes < 0
+	fragmented := p.fragmentation()
 	switch {
 	case p.UsableTier == string(judge.UsableCritical):
 		p.State = "usable_critical"
-		p.Text = fmt.Sprintf("%s, below %s: a global OOM kill or a wedge is minutes away. Stop or restart what grows now; %s.",
-			usable, Bytes(judge.UsableCriticalBytes), forNewJob)
+		p.Text = fmt.Sprintf("%s, below %s: a global OOM kill or a wedge is minutes away. Stop or restart what grows now; %s.%s",
+			usable, Bytes(judge.UsableCriticalBytes), forNewJob, also(fragmented))
 	case p.UsableTier == string(judge.UsableLow):
 		p.State = "usable_low"
-		p.Text = fmt.Sprintf("%s, below %s: the engine's peak is nearing the pool. Cap or restart what grows; %s.",
-			usable, Bytes(judge.UsableLowBytes), forNewJob)
+		p.Text = fmt.Sprintf("%s, below %s: the engine's peak is nearing the pool. Cap or restart what grows; %s.%s",
+			usable, Bytes(judge.UsableLowBytes), forNewJob, also(fragmented))
+	case fragmented != "":
+		p.State = "fragmented"
+		p.Text = fmt.Sprintf("%s. The GPU driver's next large allocation can fail (NV_ERR_NO_MEMORY) and the host wedge, whatever usable memory (%s) says. "+
+			"Start no model load; stop the engines, flush the page cache and compact, and reboot if the large blocks do not come back (SparkPoolFragmented); %s.",
+			fragmented, Bytes(p.UsableBytes), forNewJob)
 	case judge.CacheHoldsHeadroom(float64(p.FlushableBytes), below, planNeedsFlush, training):
 		p.State = "cache_holds_headroom"
 		p.Text = fmt.Sprintf("%s: no danger. A new job needs a flush first: the page cache holds %s that a flush would give back; %s.",
@@ -163,6 +179,31 @@ func (p *Pool) judge(plans *Plans, training bool) {
 		p.Text = fmt.Sprintf("%s: no danger; %s (free less free CMA and the %s reserve).",
 			usable, forNewJob, Bytes(p.ReserveBytes))
 	}
+}
+
+// fragmentation is the pool's fragmentation in the runbook's words ("The
+// pool is fragmented: no free block of 32 MiB, ..."), or "" when
+// judge.Fragmented does not hold or cannot be judged.
+func (p *Pool) fragmentation() string {
+	if p.LargeFreeBytes == nil || p.CompactionFailuresPerSecond == nil ||
+		!judge.Fragmented(float64(*p.LargeFreeBytes), *p.CompactionFailuresPerSecond) {
+		return ""
+	}
+	block := fmt.Sprintf("%d MiB", judge.LargeBlockBytes>>20)
+	left := "no free block of " + block
+	if *p.LargeFreeBytes > 0 {
+		left = fmt.Sprintf("only %s free in blocks of %s or more (%d blocks' worth; a model load wants %d)",
+			Bytes(*p.LargeFreeBytes), block, *p.LargeFreeBytes/judge.LargeBlockBytes, judge.LargeBlocksWanted)
+	}
+	return fmt.Sprintf("The pool is fragmented: %s, and compaction fails %.1f times a second", left, *p.CompactionFailuresPerSecond)
+}
+
+// also is the fragmentation said after a usable-memory tier's text.
+func also(fragmented string) string {
+	if fragmented == "" {
+		return ""
+	}
+	return " " + fragmented + "."
 }
 
 func workloads(res *workload.Result) *Workloads {

@@ -76,13 +76,23 @@ type Pool struct {
 	HeadroomAfterFlushBytes int64 `json:"headroom_after_flush_bytes"`
 
 	Bar []Segment `json:"bar"`
+	// LargeFreeBytes is the free memory in blocks of judge.LargeBlockBytes
+	// or more; nil where the kernel's blocks are not known or none is that
+	// large.
+	LargeFreeBytes *int64 `json:"large_free_bytes"`
+	// CompactionFailuresPerSecond is compact_fail's rate over the last
+	// minutes; nil until known.
+	CompactionFailuresPerSecond *float64 `json:"compaction_failures_per_second"`
 	// State is usable_critical or usable_low when usable memory is below a
-	// tier (danger); else cache_holds_headroom or below_reserve when a new job
-	// needs a flush first (normal with a full page cache), or ok.
+	// tier, fragmented when judge.Fragmented holds (danger); else
+	// cache_holds_headroom or below_reserve when a new job needs a flush
+	// first (normal with a full page cache), or ok.
 	State string `json:"state"`
 	Text  string `json:"text"`
 	// OOMLadderStep is the ladder's first step when the cache holds the headroom.
 	OOMLadderStep string `json:"oom_ladder_step"`
+	// Notes are facts about the pool that call for no action now.
+	Notes []string `json:"notes"`
 }
 
 // Segment is one part of the pool bar.

@@ -70,8 +70,14 @@ func textPool(line textLine, p *Pool) {
 	}
 	line("         total %s, used %s, page cache %s (%s flushable), free %s (%s), reserve %s",
 		Bytes(p.TotalBytes), Bytes(p.UsedBytes), Bytes(p.PageCacheBytes), Bytes(p.FlushableBytes), Bytes(p.FreeBytes), cma, Bytes(p.ReserveBytes))
+	if p.LargeFreeBytes != nil {
+		line("         large blocks: %s free in blocks of 32 MiB or more%s", Bytes(*p.LargeFreeBytes), compactionText(p))
+	}
 	if p.OOMLadderStep != "" {
 		line("         %s", p.OOMLadderStep)
+	}
+	for _, n := range p.Notes {
+		line("         note: %s", n)
 	}
 }
 

@@ -119,6 +119,8 @@ func (v *View) addPool(p *Pool) {
 	v.bytes("pool.free_bytes", p.FreeBytes)
 	v.bytes("pool.headroom_bytes", p.HeadroomBytes)
 	v.bytes("pool.headroom_after_flush_bytes", p.HeadroomAfterFlushBytes)
+	v.Text["pool.large_free_bytes"] = largeBlocks(p)
+	v.Lists["pool.notes"] = p.Notes
 }
 
 func (v *View) addGPU(k string, g GPU) {
@@ -172,4 +174,20 @@ func capCell(c *Cap) string {
 		return Percent(c.Ratio) + " (default)"
 	}
 	return Percent(c.Ratio)
+}
+
+// largeBlocks is the free memory in large blocks, with compaction's
+// failures beside it where known.
+func largeBlocks(p *Pool) string {
+	if p.LargeFreeBytes == nil {
+		return "not known"
+	}
+	return Bytes(*p.LargeFreeBytes) + compactionText(p)
+}
+
+func compactionText(p *Pool) string {
+	if r := p.CompactionFailuresPerSecond; r != nil {
+		return fmt.Sprintf("; compaction failing %.1f times a second", *r)
+	}
+	return ""
 }

@@ -1,7 +1,7 @@
 // Package vmstat parses the counters of /proc/vmstat that show memory
 // pressure on a unified-memory machine: major faults, refaults of evicted
-// pages, reclaim, allocation stalls and OOM kills. prometheus/procfs has no
-// parser for this file.
+// pages, reclaim, allocation stalls, OOM kills and compaction.
+// prometheus/procfs has no parser for this file.
 package vmstat
 
 import (
@@ -26,6 +26,9 @@ type Counters struct {
 	ReclaimedDirect *uint64 // pgsteal_direct*
 	AllocStalls     *uint64 // allocstall, or the sum of allocstall_<zone>
 	OOMKills        *uint64 // oom_kill (since 4.13)
+	// Direct compaction, absent on kernels built without CONFIG_COMPACTION.
+	CompactStalls *uint64 // compact_stall: allocations that compacted first
+	CompactFails  *uint64 // compact_fail: compactions that found no block
 }
 
 // Parse reads the text of /proc/vmstat. Unknown lines are skipped whatever
@@ -37,7 +40,8 @@ func Parse(data []byte) (Counters, error) {
 		fieldMajorFaults: &c.MajorFaults, fieldRefaultsAnon: &c.RefaultsAnon,
 		fieldRefaultsFile: &c.RefaultsFile, fieldReclaimedKswapd: &c.ReclaimedKswapd,
 		fieldReclaimedDirect: &c.ReclaimedDirect, fieldAllocStalls: &c.AllocStalls,
-		fieldOOMKills: &c.OOMKills,
+		fieldOOMKills: &c.OOMKills, fieldCompactStalls: &c.CompactStalls,
+		fieldCompactFails: &c.CompactFails,
 	}
 	// The kernel writes whole lines: one without its end was cut short.
 	if len(data) > 0 && data[len(data)-1] != '\n' {
@@ -80,6 +84,8 @@ const (
 	fieldReclaimedDirect
 	fieldAllocStalls
 	fieldOOMKills
+	fieldCompactStalls
+	fieldCompactFails
 )
 
 type name struct {
@@ -100,7 +106,9 @@ var names = func() map[string]name {
 			"pgsteal_direct_normal", "pgsteal_direct_high", "pgsteal_direct_movable"},
 		fieldAllocStalls: {"allocstall", "allocstall_dma", "allocstall_dma32",
 			"allocstall_normal", "allocstall_high", "allocstall_movable", "allocstall_device"},
-		fieldOOMKills: {"oom_kill"},
+		fieldOOMKills:      {"oom_kill"},
+		fieldCompactStalls: {"compact_stall"},
+		fieldCompactFails:  {"compact_fail"},
 	}
 	m := map[string]name{}
 	for field, list := range byField {

@@ -14,7 +14,7 @@ func same(a, b Counters) bool {
 	return eq(a.MajorFaults, b.MajorFaults) && eq(a.RefaultsAnon, b.RefaultsAnon) &&
 		eq(a.RefaultsFile, b.RefaultsFile) && eq(a.ReclaimedKswapd, b.ReclaimedKswapd) &&
 		eq(a.ReclaimedDirect, b.ReclaimedDirect) && eq(a.AllocStalls, b.AllocStalls) &&
-		eq(a.OOMKills, b.OOMKills)
+		eq(a.OOMKills, b.OOMKills) && eq(a.CompactStalls, b.CompactStalls) && eq(a.CompactFails, b.CompactFails)
 }
 
 func show(c Counters) string {
@@ -24,9 +24,9 @@ func show(c Counters) string {
 		}
 		return fmt.Sprint(*p)
 	}
-	return fmt.Sprintf("majfault=%s refault_anon=%s refault_file=%s kswapd=%s direct=%s allocstall=%s oom=%s",
+	return fmt.Sprintf("majfault=%s refault_anon=%s refault_file=%s kswapd=%s direct=%s allocstall=%s oom=%s compact_stall=%s compact_fail=%s",
 		f(c.MajorFaults), f(c.RefaultsAnon), f(c.RefaultsFile), f(c.ReclaimedKswapd),
-		f(c.ReclaimedDirect), f(c.AllocStalls), f(c.OOMKills))
+		f(c.ReclaimedDirect), f(c.AllocStalls), f(c.OOMKills), f(c.CompactStalls), f(c.CompactFails))
 }
 
 func TestParse(t *testing.T) {
@@ -39,9 +39,11 @@ func TestParse(t *testing.T) {
 			name: "kernel 6.x",
 			in: "nr_free_pages 123\npgmajfault 4500\nworkingset_refault_anon 10\nworkingset_refault_file 20\n" +
 				"pgsteal_kswapd 300\npgsteal_direct 40\npgsteal_khugepaged 9\nallocstall_dma 1\nallocstall_dma32 0\n" +
-				"allocstall_normal 5\nallocstall_movable 2\nallocstall_device 0\noom_kill 1\n",
+				"allocstall_normal 5\nallocstall_movable 2\nallocstall_device 0\noom_kill 1\n" +
+				"compact_migrate_scanned 9\ncompact_stall 2700000\ncompact_fail 1350000\ncompact_success 1350000\n",
 			want: Counters{MajorFaults: u(4500), RefaultsAnon: u(10), RefaultsFile: u(20),
-				ReclaimedKswapd: u(300), ReclaimedDirect: u(40), AllocStalls: u(8), OOMKills: u(1)},
+				ReclaimedKswapd: u(300), ReclaimedDirect: u(40), AllocStalls: u(8), OOMKills: u(1),
+				CompactStalls: u(2700000), CompactFails: u(1350000)},
 		},
 		{
 			name: "kernel 4.4: per-zone pgsteal, one refault counter, no oom_kill",
@@ -85,6 +87,8 @@ func TestParseErrors(t *testing.T) {
 		// The kernel writes whole lines: "oom_kill 2" may be "oom_kill 25" cut short.
 		{"oom_kill 2", "vmstat: truncated"},
 		{"pgmajfault 1\noom_kill", "vmstat: truncated"},
+		{"compact_fail 1\ncompact_fail 1\n", "compact_fail appears twice"},
+		{"compact_stall 0x10\n", "compact_stall: value is not a counter"},
 	} {
 		_, err := Parse([]byte(tc.in))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -99,6 +103,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("pgmajfault 1\noom_kill 2\n"), uint64(5))
 	f.Add([]byte("workingset_refault 9\npgsteal_kswapd_normal 3\n"), uint64(0))
 	f.Add([]byte("\x00\xff oom_kill\n\n"), uint64(1<<63))
+	f.Add([]byte("compact_stall 2700000\ncompact_fail 1350000\n"), uint64(1))
 	f.Fuzz(func(t *testing.T, data []byte, v uint64) {
 		c, err := Parse(data)
 		if err != nil {
