@@ -151,6 +151,7 @@ func reportFlightOn(t *testing.T, args ...string) (int, string, string, int64) {
 	cmd := exec.CommandContext(ctx, c.Path, c.Args[1:]...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	startSmall(t)
 	if err := cmd.Run(); err != nil && cmd.ProcessState == nil {
 		t.Fatal(err)
 	}
