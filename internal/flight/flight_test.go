@@ -54,8 +54,8 @@ func TestRoundTrip(t *testing.T) {
 		t.Errorf("mode %v (%v), want 0640", fi.Mode().Perm(), err)
 	}
 	r = open(t, path, MinSize)
-	if len(r.Previous) != 5 {
-		t.Fatalf("reopened with %d records, want 5", len(r.Previous))
+	if len(r.boots) != 1 || r.boots[0].Count != 5 {
+		t.Fatalf("reopened with %+v, want one boot of 5 records", r.boots)
 	}
 	r.Append(sample(5))
 	r.Close()
@@ -294,8 +294,8 @@ func TestOpenLaysOutEmptyAndResized(t *testing.T) {
 	}
 	r = open(t, path, 2*MinSize)
 	defer r.Close()
-	if fi, _ := os.Stat(path); len(r.Previous) != 0 || fi.Size() != 2*MinSize {
-		t.Errorf("resized: %d records kept, %d bytes", len(r.Previous), fi.Size())
+	if fi, _ := os.Stat(path); len(r.boots) != 0 || fi.Size() != 2*MinSize {
+		t.Errorf("resized: %+v kept, %d bytes", r.boots, fi.Size())
 	}
 }
 
@@ -352,17 +352,17 @@ func TestVerdict(t *testing.T) {
 	}
 	other := sample(30)
 	other.Boot = [16]byte{9}
-	boots := Boots(append(recs, other))
-	if len(boots) != 2 || boots[0].Clean() {
-		t.Fatalf("boots %d, first clean %v", len(boots), boots[0].Clean())
+	bs := boots(append(recs, other))
+	if len(bs) != 2 || bs[0].Clean() {
+		t.Fatalf("boots %d, first clean %v", len(bs), bs[0].Clean())
 	}
-	got := Verdict(boots[0], 10*time.Minute, time.UTC)
+	got := Verdict(bs[0], 10*time.Minute, time.UTC)
 	want := "the pool ran out: usable 0.2 GiB at 22:15:15, the GPU driver failed an allocation (NV_ERR_NO_MEMORY) ×3 at 22:15:00, nothing recorded after 22:15:15"
 	if got != want {
 		t.Errorf("verdict\n got %q\nwant %q", got, want)
 	}
 	recs[len(recs)-1].Clean = true
-	if v := Verdict(Boots(recs)[0], 10*time.Minute, time.UTC); !strings.HasSuffix(v, "the exporter stopped cleanly at 22:15:15") {
+	if v := Verdict(boots(recs)[0], 10*time.Minute, time.UTC); !strings.HasSuffix(v, "the exporter stopped cleanly at 22:15:15") {
 		t.Errorf("clean verdict %q", v)
 	}
 }
