@@ -81,13 +81,17 @@ func servedPeak(t *testing.T, args ...string) (uint64, time.Duration, string) {
 // full ring whose one boot ended unclean, the exporter's peak resident
 // memory stays within a bound of the same exporter's without the recorder,
 // it listens within 5 s, and it still says the previous boot ended
-// unclean (the 5 s bound not under an emulator). 1 GiB (bound 3×) runs
+// unclean (the 5 s bound not under an emulator); report --flight on the
+// whole boot stays within the same bound of its peak on the smallest ring. 1 GiB (bound 3×) runs
 // with SPARK_TEST_FLIGHT_1GIB=1: the ring takes 1 GiB of disk and seconds
 // to write.
 func TestFlightMemoryBounded(t *testing.T) {
 	procfs := flightProcfs(t, "11111111-2222-3333-4444-555555555555")
 	base := []string{"--path.procfs=" + procfs, "--path.sysfs=" + sysFixture(t, "spark"), noGPU, noKmsg}
 	without, _, _ := servedPeak(t, base...)
+	smallest := filepath.Join(t.TempDir(), "flight")
+	fullRing(t, smallest, flight.MinSize)
+	_, _, _, small := reportFlightOn(t, smallest, "--path.procfs="+procfs, "--boot=-1", "--last=10000h")
 	for _, c := range []struct {
 		size  uint64
 		ratio float64
@@ -110,6 +114,14 @@ func TestFlightMemoryBounded(t *testing.T) {
 			}
 			if v, ok := testexporter.Value(metrics, "spark_flight_last_boot_unclean"); !ok || v != 1 {
 				t.Errorf("spark_flight_last_boot_unclean = %v (%v), want 1", v, ok)
+			}
+			code, text, stderr, rss := reportFlightOn(t, file, "--path.procfs="+procfs, "--boot=-1", "--last=10000h")
+			if code != reportMade || !strings.Contains(text, "the previous boot: ") || !strings.Contains(text, "ended without a clean shutdown") {
+				t.Fatalf("report of the whole boot: exit %d:\n%s%s", code, text, stderr)
+			}
+			t.Logf("report --flight of the whole boot: peak %d MiB, %d MiB on the smallest ring", rss, small)
+			if float64(rss) > c.ratio*float64(small) {
+				t.Errorf("report --flight of the whole boot: peak %d MiB, over ×%g its %d MiB on the smallest ring", rss, c.ratio, small)
 			}
 		})
 	}
