@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func u64(v uint64) *uint64 { return &v }
@@ -544,4 +546,52 @@ func FuzzIndex(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Opening a full 64 MiB ring of one unclean boot, and reading that boot's
+// last ten minutes, as the exporter does at start: from the page cache,
+// and with the file's pages dropped first (as after a reboot).
+func BenchmarkOpenFull(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "flight")
+	const size = 64 << 20
+	r, err := Open(path, size)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range r.slots {
+		r.Append(sample(int(i)))
+	}
+	r.Sync()
+	r.Close()
+	for _, cold := range []bool{false, true} {
+		b.Run(map[bool]string{false: "cached", true: "cold"}[cold], func(b *testing.B) {
+			for b.Loop() {
+				if cold {
+					b.StopTimer()
+					dropCache(b, path)
+					b.StartTimer()
+				}
+				r, err := Open(path, size)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if prev, err := r.Previous([16]byte{}, 10*time.Minute); err != nil || len(prev.Records) != 121 {
+					b.Fatalf("%v, %v", prev, err)
+				}
+				r.Close()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(size>>20), "ns/MiB")
+		})
+	}
+}
+
+func dropCache(b *testing.B, path string) {
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		b.Fatal(err)
+	}
 }
