@@ -99,10 +99,10 @@ func reportFlight(app *kingpin.Application, f reportFlightFlags, file string, fr
 	return reportMade
 }
 
-// pickBoot is the boot --boot names, and its index relative to the
-// running boot (boots not empty): the file's last boot is 0 when it is the running one, -1
-// otherwise (read after a reboot, before the exporter started, or on
-// another machine).
+// pickBoot is the boot --boot names among boots (not empty), and its
+// index relative to the running boot: the file's last boot is 0 when it
+// is the running one, -1 otherwise (read after a reboot, before the
+// exporter started, or on another machine).
 func pickBoot(boots []flight.Boot, current [16]byte, f reportFlightFlags) (flight.Boot, int, error) {
 	lastIndex := -1
 	if boots[len(boots)-1].ID == current {

@@ -28,8 +28,8 @@ type slotFile struct {
 	n   uint64
 }
 
-// head is what peek reads of a record.
-type head struct {
+// slotHead is what peek reads of a record.
+type slotHead struct {
 	n     uint64
 	at    time.Time
 	boot  [16]byte
@@ -39,7 +39,7 @@ type head struct {
 // peek reads the number, time, boot and clean mark of the record in
 // slot i without decoding the rest; damaged is a slot neither intact nor
 // empty.
-func (s slotFile) peek(slot []byte, i uint64) (h head, ok, damaged bool) {
+func (s slotFile) peek(slot []byte, i uint64) (h slotHead, ok, damaged bool) {
 	if !slotOK(slot) {
 		return h, false, !isEmpty(slot)
 	}

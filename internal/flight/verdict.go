@@ -165,16 +165,6 @@ func (d *Digest) Verdict(loc *time.Location) string {
 	return strings.Join(parts, ", ")
 }
 
-// Events lists the kernel events between consecutive records (of one
-// boot), in order: the counters' growth from one record to the next.
-func Events(recs []Record) []Event {
-	var d Digest
-	for _, r := range recs {
-		d.Add(r)
-	}
-	return d.Events()
-}
-
 // Usable is a record's usable pool memory: spark_pool_usable_bytes where
 // recorded, MemAvailable otherwise; ok false without a pool reading.
 func (r Record) Usable() (uint64, bool) {
