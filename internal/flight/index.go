@@ -11,24 +11,20 @@ import (
 	"time"
 )
 
-// Reading a ring costs a fixed buffer and a bounded summary per boot,
-// whatever its size: the records themselves are read again, slot by slot,
-// for the one boot and span asked.
+// Reading a ring costs a fixed buffer and a bounded index (the newest
+// maxBoots boots), whatever its size; records are read again, slot by
+// slot, for the one boot and span asked (Previous keeps maxWindow).
 const (
-	// maxBoots bounds the boots a file's index keeps: the newest.
-	maxBoots = 1024
-	// maxWindow bounds the records Ring.Previous keeps: the newest.
+	maxBoots   = 1024
 	maxWindow  = 1 << 14
 	readBuffer = 64 << 10
 )
 
-// slotFile reads a ring's slots from src, after its header.
 type slotFile struct {
 	src io.ReaderAt
 	n   uint64
 }
 
-// slotHead is what peek reads of a record.
 type slotHead struct {
 	n     uint64
 	at    time.Time
@@ -90,7 +86,6 @@ func (s slotFile) index() (boots []Boot, next uint64, damaged int, err error) {
 	return merge(boots), next, damaged, err
 }
 
-// newest keeps the n runs with the highest numbers.
 func newest(boots []Boot, n int) []Boot {
 	slices.SortFunc(boots, func(a, b Boot) int { return cmp.Compare(b.last, a.last) })
 	return boots[:min(n, len(boots))]
@@ -202,7 +197,7 @@ func OpenFile(path string) (*File, error) {
 	return file, nil
 }
 
-// Boots is the file's boots, oldest first, without their records.
+// Boots is the file's boots, oldest first, without records.
 func (f *File) Boots() []Boot { return f.boots }
 
 // Damaged is how many slots hold a damaged record.
