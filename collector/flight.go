@@ -97,12 +97,8 @@ func newFlightCollector(path string, size uint64, interval time.Duration, proc h
 		return c, nil
 	}
 	c.ring = ring
-	boots := flight.Boots(ring.Previous)
-	for i := len(boots) - 1; i >= 0; i-- {
-		if boots[i].ID != c.boot {
-			c.previous = &boots[i]
-			break
-		}
+	if c.previous, err = ring.Previous(c.boot, VerdictWindow); err != nil {
+		level.Error(logger).Log("msg", "the flight recorder cannot read the previous boot's last minutes", "err", redact.WithoutPath(err))
 	}
 	return c, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/flight"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/redact"
+	"github.com/spark-exporter/spark_exporter/internal/report"
 )
 
 // defaultFlightFile is where the .deb's unit keeps the flight ring.
@@ -54,52 +55,33 @@ func reportFlight(app *kingpin.Application, f reportFlightFlags, file string, fr
 	if zone == nil {
 		zone = time.Local
 	}
-	recs, damaged, err := flight.Read(file)
+	fl, err := flight.OpenFile(file)
 	if err != nil {
 		return fail(reportFailed, fmt.Errorf("the flight file: %w", redact.WithoutPath(err)))
 	}
-	boots := flight.Boots(recs)
-	if len(boots) == 0 {
+	defer fl.Close()
+	if len(fl.Boots()) == 0 {
 		return fail(reportFailed, errors.New("the flight file holds no record"))
 	}
-	current := currentBoot(app)
-	// index relative to the running boot: the file's last boot is 0 when
-	// it is the running one, -1 otherwise (read after a reboot, before
-	// the exporter started, or on another machine).
-	lastIndex := -1
-	if boots[len(boots)-1].ID == current {
-		lastIndex = 0
+	boot, want, err := pickBoot(fl.Boots(), currentBoot(app), f)
+	if err != nil {
+		return fail(reportUsage, err)
 	}
-	at := func(index int) int { return len(boots) - 1 + index - lastIndex }
-	want := *f.boot
-	if !*f.bootSet {
-		want = lastIndex
-		if p := at(-1); p >= 0 && p < len(boots) && !boots[p].Clean() {
-			want = -1
-		}
-	}
-	i := at(want)
-	if want > 0 || i < 0 || i >= len(boots) {
-		return fail(reportUsage, fmt.Errorf("--boot=%d: the file holds boots %d to %d", want, lastIndex-len(boots)+1, lastIndex))
-	}
-	boot := boots[i]
 	window := flightWindow
 	if last > 0 {
 		window = last
 	}
-	sel := boot.Window(window)
+	keep := boot.Since(window)
 	if !from.IsZero() || !to.IsZero() {
-		sel = nil
-		for _, r := range boot.Records {
-			if (from.IsZero() || !r.Time.Before(from)) && (to.IsZero() || !r.Time.After(to)) {
-				sel = append(sel, r)
-			}
-		}
-		if len(sel) == 0 {
-			return fail(reportUsage, errors.New("--from/--to: no record of that boot in that range"))
-		}
+		keep = func(t time.Time) bool { return (from.IsZero() || !t.Before(from)) && (to.IsZero() || !t.After(to)) }
 	}
-	s := flight.Summarise(boot, sel, want, damaged, zone)
+	s := report.NewFlight(boot, want, fl.Damaged(), zone)
+	if err := fl.Each(boot, keep, s.Add); err != nil {
+		return fail(reportFailed, fmt.Errorf("the flight file: %w", redact.WithoutPath(err)))
+	}
+	if s.Records() == 0 {
+		return fail(reportUsage, errors.New("--from/--to: no record of that boot in that range"))
+	}
 	if asJSON {
 		err = s.WriteJSON(stdout)
 	} else {
@@ -115,6 +97,30 @@ func reportFlight(app *kingpin.Application, f reportFlightFlags, file string, fr
 		return fail(reportFailed, redact.WithoutPath(err))
 	}
 	return reportMade
+}
+
+// pickBoot is the boot --boot names among boots (not empty), and its
+// index relative to the running boot: the file's last boot is 0 when it
+// is the running one, -1 otherwise (read after a reboot, before the
+// exporter started, or on another machine).
+func pickBoot(boots []flight.Boot, current [16]byte, f reportFlightFlags) (flight.Boot, int, error) {
+	lastIndex := -1
+	if boots[len(boots)-1].ID == current {
+		lastIndex = 0
+	}
+	at := func(index int) int { return len(boots) - 1 + index - lastIndex }
+	want := *f.boot
+	if !*f.bootSet {
+		want = lastIndex
+		if p := at(-1); p >= 0 && p < len(boots) && !boots[p].Clean() {
+			want = -1
+		}
+	}
+	i := at(want)
+	if want > 0 || i < 0 || i >= len(boots) {
+		return flight.Boot{}, 0, fmt.Errorf("--boot=%d: the file holds boots %d to %d", want, lastIndex-len(boots)+1, lastIndex)
+	}
+	return boots[i], want, nil
 }
 
 // currentBoot is the running kernel's boot id, under --path.procfs.

@@ -1,6 +1,7 @@
 package flight
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func u64(v uint64) *uint64 { return &v }
@@ -54,8 +57,8 @@ func TestRoundTrip(t *testing.T) {
 		t.Errorf("mode %v (%v), want 0640", fi.Mode().Perm(), err)
 	}
 	r = open(t, path, MinSize)
-	if len(r.Previous) != 5 {
-		t.Fatalf("reopened with %d records, want 5", len(r.Previous))
+	if len(r.boots) != 1 || r.boots[0].Count != 5 {
+		t.Fatalf("reopened with %+v, want one boot of 5 records", r.boots)
 	}
 	r.Append(sample(5))
 	r.Close()
@@ -294,8 +297,8 @@ func TestOpenLaysOutEmptyAndResized(t *testing.T) {
 	}
 	r = open(t, path, 2*MinSize)
 	defer r.Close()
-	if fi, _ := os.Stat(path); len(r.Previous) != 0 || fi.Size() != 2*MinSize {
-		t.Errorf("resized: %d records kept, %d bytes", len(r.Previous), fi.Size())
+	if fi, _ := os.Stat(path); len(r.boots) != 0 || fi.Size() != 2*MinSize {
+		t.Errorf("resized: %+v kept, %d bytes", r.boots, fi.Size())
 	}
 }
 
@@ -352,17 +355,17 @@ func TestVerdict(t *testing.T) {
 	}
 	other := sample(30)
 	other.Boot = [16]byte{9}
-	boots := Boots(append(recs, other))
-	if len(boots) != 2 || boots[0].Clean() {
-		t.Fatalf("boots %d, first clean %v", len(boots), boots[0].Clean())
+	bs := boots(append(recs, other))
+	if len(bs) != 2 || bs[0].Clean() {
+		t.Fatalf("boots %d, first clean %v", len(bs), bs[0].Clean())
 	}
-	got := Verdict(boots[0], 10*time.Minute, time.UTC)
+	got := Verdict(bs[0], 10*time.Minute, time.UTC)
 	want := "the pool ran out: usable 0.2 GiB at 22:15:15, the GPU driver failed an allocation (NV_ERR_NO_MEMORY) ×3 at 22:15:00, nothing recorded after 22:15:15"
 	if got != want {
 		t.Errorf("verdict\n got %q\nwant %q", got, want)
 	}
 	recs[len(recs)-1].Clean = true
-	if v := Verdict(Boots(recs)[0], 10*time.Minute, time.UTC); !strings.HasSuffix(v, "the exporter stopped cleanly at 22:15:15") {
+	if v := Verdict(boots(recs)[0], 10*time.Minute, time.UTC); !strings.HasSuffix(v, "the exporter stopped cleanly at 22:15:15") {
 		t.Errorf("clean verdict %q", v)
 	}
 }
@@ -427,4 +430,168 @@ func BenchmarkAppendSync(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(len(encode(nil, rec))), "bytes/record")
+}
+
+// Previous reads, of a ring that wrapped in the middle of the previous
+// boot, only that boot's window, as Window reads it from every record; the
+// index knows both boots, their counts and ends, and the next number.
+func TestPreviousReadsTheWindowAcrossTheWrap(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "flight")
+	r := open(t, path, MinSize+24*SlotSize)
+	running := [16]byte{9}
+	for i := range 70 {
+		rec := sample(i)
+		if i >= 60 {
+			rec.Boot = running
+		}
+		r.Append(rec)
+	}
+	r.Close()
+	all, _, err := Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = open(t, path, MinSize+24*SlotSize)
+	defer r.Close()
+	if len(r.boots) != 2 || r.boots[0].Count != 30 || r.boots[1].Count != 10 || r.next != 70 {
+		t.Fatalf("index %+v, next %d; want 30 and 10 records, next 70", r.boots, r.next)
+	}
+	prev, err := r.Previous(running, time.Minute)
+	if err != nil || prev == nil {
+		t.Fatalf("Previous: %v, %v", prev, err)
+	}
+	want := boots(all)[0].Window(time.Minute)
+	if prev.ID != boot1 || prev.Clean() || !prev.End().Equal(sample(59).Time) || !reflect.DeepEqual(prev.Records, want) || len(want) != 13 {
+		t.Errorf("previous boot %x, clean %v, end %v, %d records; want %d", prev.ID, prev.Clean(), prev.End(), len(prev.Records), len(want))
+	}
+	if got, _ := r.Previous(boot1, time.Minute); got == nil || got.ID != running {
+		t.Errorf("Previous of the other boot: %+v", got)
+	}
+}
+
+// An index keeps at most maxBoots boots, the newest, however many the
+// file holds.
+func TestIndexBounded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "flight")
+	r := open(t, path, headerSize+3*maxBoots*SlotSize)
+	for i := range 3 * maxBoots {
+		rec := sample(i)
+		rec.Boot = [16]byte{byte(i), byte(i >> 8)}
+		r.Append(rec)
+	}
+	r.Close()
+	f, err := OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	bs := f.Boots()
+	last := 3*maxBoots - 1
+	if len(bs) != maxBoots || bs[len(bs)-1].ID != [16]byte{byte(last), byte(last >> 8)} {
+		t.Errorf("%d boots, the last %x", len(bs), bs[len(bs)-1].ID)
+	}
+}
+
+// A digest lists maxEvents kernel events and counts the rest.
+func TestDigestEventsBounded(t *testing.T) {
+	var d Digest
+	for i := range maxEvents + 11 {
+		rec := sample(i)
+		rec.Kernel = &Kernel{OOMGlobal: uint64(i)}
+		d.Add(rec)
+	}
+	if len(d.Events()) != maxEvents || d.EventsLeftOut != 10 || !strings.Contains(d.Verdict(time.UTC), "10 more kernel events") {
+		t.Errorf("%d events, %d left out", len(d.Events()), d.EventsLeftOut)
+	}
+}
+
+// Whatever the file holds, indexing it and reading each boot returns
+// without a panic, bounded: no more boots than maxBoots, no boot read
+// beyond the ring's slots, every record read numbered below next.
+func FuzzIndex(f *testing.F) {
+	path := filepath.Join(f.TempDir(), "flight")
+	r, err := Open(path, MinSize)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for i := range 40 {
+		rec := sample(i)
+		rec.Boot[0] = byte(i / 15)
+		r.Append(rec)
+	}
+	r.Close()
+	data, _ := os.ReadFile(path)
+	f.Add(data)
+	f.Add(data[:headerSize+5*SlotSize+9])
+	f.Add(header(minSlots))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		n, ok := parseHeader(data)
+		if !ok || len(data) < headerSize {
+			return
+		}
+		s := slotFile{bytes.NewReader(data), n}
+		bs, next, _, err := s.index()
+		if err != nil || len(bs) > maxBoots {
+			t.Fatalf("%d boots, %v", len(bs), err)
+		}
+		for _, b := range bs {
+			read := 0
+			s.each(b, func(time.Time) bool { return true }, func(r Record) {
+				if read++; r.N >= next || r.Boot != b.ID {
+					t.Errorf("record %d of boot %x, next %d", r.N, r.Boot, next)
+				}
+			})
+			if uint64(read) > n {
+				t.Errorf("boot %x: %d records from %d slots", b.ID, read, n)
+			}
+		}
+	})
+}
+
+// Opening a full 64 MiB ring of one unclean boot, and reading that boot's
+// last ten minutes, as the exporter does at start: from the page cache,
+// and with the file's pages dropped first (as after a reboot).
+func BenchmarkOpenFull(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "flight")
+	const size = 64 << 20
+	r, err := Open(path, size)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range r.slots {
+		r.Append(sample(int(i)))
+	}
+	r.Sync()
+	r.Close()
+	for _, cold := range []bool{false, true} {
+		b.Run(map[bool]string{false: "cached", true: "cold"}[cold], func(b *testing.B) {
+			for b.Loop() {
+				if cold {
+					b.StopTimer()
+					dropCache(b, path)
+					b.StartTimer()
+				}
+				r, err := Open(path, size)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if prev, err := r.Previous([16]byte{}, 10*time.Minute); err != nil || len(prev.Records) != 121 {
+					b.Fatalf("%v, %v", prev, err)
+				}
+				r.Close()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(size>>20), "ns/MiB")
+		})
+	}
+}
+
+func dropCache(b *testing.B, path string) {
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		b.Fatal(err)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"sort"
 	"syscall"
+	"time"
 )
 
 // The file is a header block, then fixed-size slots, record n in slot
@@ -63,8 +64,9 @@ type Ring struct {
 	slots uint64
 	next  uint64
 	buf   []byte
-	// Previous is what the file held when it was opened.
-	Previous []Record
+	// read and boots are what the file held when it was opened.
+	read  slotFile
+	boots []Boot
 }
 
 // Open opens the ring at path, of size bytes (rounded down to whole
@@ -72,7 +74,7 @@ type Ring struct {
 // creates (mode 0640) has its mode set; an existing file must be the
 // exporter's own regular file, and is laid out afresh only if empty or a
 // ring of another size: anything else is refused, left as it is (see
-// openRing). What the file held is in Previous.
+// openRing). What the file held is indexed (Previous reads it).
 func Open(path string, size uint64) (*Ring, error) {
 	if size < MinSize || size > MaxSize {
 		return nil, fmt.Errorf("flight: size %d outside %d..%d", size, MinSize, MaxSize)
@@ -118,11 +120,8 @@ func load(f *os.File, created bool, slots, size uint64) (*Ring, error) {
 			return nil, err
 		}
 		if hs == slots && uint64(fi.Size()) == size {
-			var last uint64
-			r.Previous, last, _, err = scan(io.NewSectionReader(f, headerSize, int64(size-headerSize)), slots)
-			if len(r.Previous) > 0 {
-				r.next = last + 1
-			}
+			r.read = slotFile{f, hs}
+			r.boots, r.next, _, err = r.read.index()
 			return r, err
 		}
 	}
@@ -222,6 +221,19 @@ func (r *Ring) Sync() error {
 		return syscall.Fdatasync(int(f.Fd()))
 	}
 	return r.f.Sync()
+}
+
+// Previous is the newest boot the file held when opened other than
+// current, with its records of window before its end; nil if none.
+func (r *Ring) Previous(current [16]byte, window time.Duration) (*Boot, error) {
+	for i := len(r.boots) - 1; i >= 0; i-- {
+		if b := r.boots[i]; b.ID != current {
+			var err error
+			b.Records, err = r.read.window(b, window)
+			return &b, err
+		}
+	}
+	return nil, nil
 }
 
 // Close closes the file, releasing the lock.

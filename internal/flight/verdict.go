@@ -5,43 +5,61 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/spark-exporter/spark_exporter/internal/units"
 )
 
-// Boot is the records of one boot, oldest first.
+// Boot is one boot in a flight file: how many records it holds, how it
+// ended, and those of its records that were read.
 type Boot struct {
-	ID      [16]byte
+	ID [16]byte
+	// Count is how many records of the boot the file holds.
+	Count int
+	// Records are the records read, oldest first: Ring.Previous's window.
 	Records []Record
+	// first and last are the numbers of its first and last record.
+	first, last uint64
+	end         time.Time
+	clean       bool
 }
 
 // Clean reports whether the boot's last record is an exporter's clean
 // stop: a boot that ended otherwise wedged, lost power or was reset (or
 // its exporter was killed).
-func (b Boot) Clean() bool { return len(b.Records) > 0 && b.Records[len(b.Records)-1].Clean }
+func (b Boot) Clean() bool { return b.clean }
 
 // End is the time of the boot's last record.
-func (b Boot) End() time.Time { return b.Records[len(b.Records)-1].Time }
+func (b Boot) End() time.Time { return b.end }
 
-// Boots groups records (oldest first) by boot, oldest boot first.
-func Boots(recs []Record) []Boot {
-	var boots []Boot
+// boots groups records (oldest first) by boot, oldest boot first.
+func boots(recs []Record) []Boot {
+	var out []Boot
 	for _, r := range recs {
-		if len(boots) == 0 || boots[len(boots)-1].ID != r.Boot {
-			boots = append(boots, Boot{ID: r.Boot})
+		if len(out) == 0 || out[len(out)-1].ID != r.Boot {
+			out = append(out, Boot{ID: r.Boot, first: r.N})
 		}
-		b := &boots[len(boots)-1]
+		b := &out[len(out)-1]
 		b.Records = append(b.Records, r)
+		b.Count, b.last, b.end, b.clean = len(b.Records), r.N, r.Time, r.Clean
 	}
-	return boots
+	return out
 }
 
-// Window is the records of b from d before its end.
-func (b Boot) Window(d time.Duration) []Record {
-	if len(b.Records) == 0 {
-		return nil
+// Since is a filter of b's records, fed their times oldest first: it
+// keeps those from the first at most d before b's end on.
+func (b Boot) Since(d time.Duration) func(time.Time) bool {
+	from, on := b.end.Add(-d), false
+	return func(t time.Time) bool {
+		on = on || !t.Before(from)
+		return on
 	}
-	from := b.End().Add(-d)
+}
+
+// Window is the records of b.Records from d before its end.
+func (b Boot) Window(d time.Duration) []Record {
+	keep := b.Since(d)
 	for i, r := range b.Records {
-		if !r.Time.Before(from) {
+		if keep(r.Time) {
 			return b.Records[i:]
 		}
 	}
@@ -55,44 +73,96 @@ type Event struct {
 	What string
 }
 
-// Events lists the kernel events between consecutive records (of one
-// boot), in order: the counters' growth from one record to the next.
-func Events(recs []Record) []Event {
-	var out []Event
-	var prev *Kernel
-	for _, r := range recs {
-		k := r.Kernel
-		if k == nil {
-			continue
+// maxEvents bounds the events a Digest lists; it counts the rest.
+const maxEvents = 256
+
+// Digest is what a verdict reads of a run of records of one boot, fed
+// oldest first: the lowest usable memory, the kernel events, the end.
+type Digest struct {
+	low, last     Record
+	have, any     bool
+	events        []Event
+	EventsLeftOut int
+	prev          *Kernel
+}
+
+// Add feeds the next record.
+func (d *Digest) Add(r Record) {
+	if u, ok := r.Usable(); ok {
+		if l, _ := d.low.Usable(); !d.have || u < l {
+			d.low, d.have = r, true
 		}
-		if prev != nil {
-			add := func(now, before uint64, what string) {
-				if now > before {
-					n := now - before
-					if n > 1 {
-						what = fmt.Sprintf("%s ×%d", what, n)
-					}
-					out = append(out, Event{r.Time, what})
-				}
-			}
-			add(k.DriverOutOfMemory, prev.DriverOutOfMemory, "the GPU driver failed an allocation (NV_ERR_NO_MEMORY)")
-			add(k.OOMGlobal, prev.OOMGlobal, "global OOM kill")
-			add(k.OOMCgroup, prev.OOMCgroup, "cgroup OOM kill")
-			add(k.AERFatal, prev.AERFatal, "fatal PCIe error")
-			add(k.AERNonFatal, prev.AERNonFatal, "non-fatal PCIe error")
-			for _, x := range k.Xid {
-				var before uint64
-				for _, p := range prev.Xid {
-					if p.Code == x.Code {
-						before = p.Count
-					}
-				}
-				add(x.Count, before, fmt.Sprintf("Xid %d", x.Code))
-			}
-		}
-		prev = k
 	}
-	return out
+	d.last, d.any = r, true
+	k := r.Kernel
+	if k == nil {
+		return
+	}
+	if p := d.prev; p != nil {
+		d.event(r.Time, k.DriverOutOfMemory, p.DriverOutOfMemory, "the GPU driver failed an allocation (NV_ERR_NO_MEMORY)")
+		d.event(r.Time, k.OOMGlobal, p.OOMGlobal, "global OOM kill")
+		d.event(r.Time, k.OOMCgroup, p.OOMCgroup, "cgroup OOM kill")
+		d.event(r.Time, k.AERFatal, p.AERFatal, "fatal PCIe error")
+		d.event(r.Time, k.AERNonFatal, p.AERNonFatal, "non-fatal PCIe error")
+		for _, x := range k.Xid {
+			var before uint64
+			for _, q := range p.Xid {
+				if q.Code == x.Code {
+					before = q.Count
+				}
+			}
+			d.event(r.Time, x.Count, before, fmt.Sprintf("Xid %d", x.Code))
+		}
+	}
+	d.prev = k
+}
+
+// event notes a counter's growth from one record to the next.
+func (d *Digest) event(at time.Time, now, before uint64, what string) {
+	if now <= before {
+		return
+	}
+	if len(d.events) == maxEvents {
+		d.EventsLeftOut++
+		return
+	}
+	if n := now - before; n > 1 {
+		what = fmt.Sprintf("%s ×%d", what, n)
+	}
+	d.events = append(d.events, Event{at, what})
+}
+
+// Events lists the kernel events between consecutive records, in order.
+func (d *Digest) Events() []Event { return d.events }
+
+// Verdict is one line on the records fed: the lowest usable memory if
+// the pool ran out, the kernel events, and how the last record ended.
+func (d *Digest) Verdict(loc *time.Location) string {
+	if !d.any {
+		return "nothing recorded"
+	}
+	clock := func(t time.Time) string { return t.In(loc).Format("15:04:05") }
+	var parts []string
+	low, _ := d.low.Usable()
+	ranOut := d.have && low < RanOutBytes
+	if ranOut {
+		parts = append(parts, fmt.Sprintf("the pool ran out: usable %s at %s", gib(low), clock(d.low.Time)))
+	}
+	for _, ev := range d.events {
+		parts = append(parts, fmt.Sprintf("%s at %s", ev.What, clock(ev.At)))
+	}
+	if d.EventsLeftOut > 0 {
+		parts = append(parts, fmt.Sprintf("%d more kernel events", d.EventsLeftOut))
+	}
+	if !ranOut && d.have {
+		parts = append(parts, fmt.Sprintf("usable memory lowest %s at %s", gib(low), clock(d.low.Time)))
+	}
+	if d.last.Clean {
+		parts = append(parts, "the exporter stopped cleanly at "+clock(d.last.Time))
+	} else {
+		parts = append(parts, "nothing recorded after "+clock(d.last.Time))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Usable is a record's usable pool memory: spark_pool_usable_bytes where
@@ -115,39 +185,14 @@ const RanOutBytes = 4 << 30
 // the lowest usable memory if the pool ran out, the kernel events, and
 // how the boot ended.
 func Verdict(b Boot, window time.Duration, loc *time.Location) string {
-	recs := b.Window(window)
-	if len(recs) == 0 {
-		return "nothing recorded"
+	var d Digest
+	for _, r := range b.Window(window) {
+		d.Add(r)
 	}
-	clock := func(t time.Time) string { return t.In(loc).Format("15:04:05") }
-	var parts []string
-	low, lowAt, have := uint64(0), time.Time{}, false
-	for _, r := range recs {
-		if u, ok := r.Usable(); ok && (!have || u < low) {
-			low, lowAt, have = u, r.Time, true
-		}
-	}
-	ranOut := have && low < RanOutBytes
-	if ranOut {
-		parts = append(parts, fmt.Sprintf("the pool ran out: usable %s at %s", GiB(low), clock(lowAt)))
-	}
-	for _, ev := range Events(recs) {
-		parts = append(parts, fmt.Sprintf("%s at %s", ev.What, clock(ev.At)))
-	}
-	if !ranOut && have {
-		parts = append(parts, fmt.Sprintf("usable memory lowest %s at %s", GiB(low), clock(lowAt)))
-	}
-	end := b.End()
-	if b.Clean() {
-		parts = append(parts, "the exporter stopped cleanly at "+clock(end))
-	} else {
-		parts = append(parts, "nothing recorded after "+clock(end))
-	}
-	return strings.Join(parts, ", ")
+	return d.Verdict(loc)
 }
 
-// GiB renders bytes as GiB with one decimal.
-func GiB(b uint64) string { return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30)) }
+func gib(b uint64) string { return units.FormatGiB(float64(b)) }
 
 // ParseBootID parses /proc/sys/kernel/random/boot_id (a UUID); zero when
 // it is not one.

@@ -1,5 +1,6 @@
 // Package report summarises one run after the fact, from a thermal log or
-// from Prometheus, with a one-line verdict to paste into a run log.
+// from Prometheus, with a one-line verdict to paste into a run log; and one
+// boot's end from the flight recorder's file (Flight).
 //
 // Throttle episodes are the live collector's own verdicts: replayed from a
 // log through its Monitor, or as recorded in spark_thermal_state. The
