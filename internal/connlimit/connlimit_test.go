@@ -12,6 +12,14 @@ import (
 // serve serves handler on 127.0.0.1 behind a Listener of max connections
 // with the given grace, and returns its address.
 func serve(t *testing.T, max int, grace time.Duration, handler http.Handler) string {
+	addr, _ := serveIdle(t, max, grace, handler)
+	return addr
+}
+
+// serveIdle is serve, and a channel told each time a connection turns
+// idle after its answer: the server marks it so after the client has read
+// the answer, so a test that orders idle connections waits for it.
+func serveIdle(t *testing.T, max int, grace time.Duration, handler http.Handler) (string, <-chan struct{}) {
 	t.Helper()
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -19,10 +27,20 @@ func serve(t *testing.T, max int, grace time.Duration, handler http.Handler) str
 	}
 	l := New(inner, max)
 	l.grace = grace
-	server := &http.Server{Handler: handler, ConnState: Track, ReadHeaderTimeout: time.Minute}
+	idle := make(chan struct{}, 64)
+	state := func(c net.Conn, s http.ConnState) {
+		Track(c, s)
+		if s == http.StateIdle {
+			select {
+			case idle <- struct{}{}:
+			default:
+			}
+		}
+	}
+	server := &http.Server{Handler: handler, ConnState: state, ReadHeaderTimeout: time.Minute}
 	go server.Serve(l)
 	t.Cleanup(func() { server.Close() })
-	return inner.Addr().String()
+	return inner.Addr().String(), idle
 }
 
 func dial(t *testing.T, addr string) net.Conn {
@@ -154,13 +172,14 @@ func closed(c net.Conn) bool {
 // never idle for long, and would otherwise keep a new client out for as
 // long as they kept asking.
 func TestIdleKeepAliveConnectionsMakeRoom(t *testing.T) {
-	addr := serve(t, 4, time.Hour, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	addr, idle := serveIdle(t, 4, time.Hour, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	squatters := make([]net.Conn, 4)
 	for i := range squatters {
 		squatters[i] = dial(t, addr)
 		if resp := get(t, squatters[i]); resp.StatusCode != http.StatusOK {
 			t.Fatalf("squatter %d: %s", i, resp.Status)
 		}
+		<-idle
 	}
 	if resp := get(t, dial(t, addr)); resp.StatusCode != http.StatusOK {
 		t.Errorf("a new request beside 4 idle keep-alive connections: %s", resp.Status)
