@@ -19,6 +19,7 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/collected"
 	"github.com/spark-exporter/spark_exporter/internal/flight"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/kmsg"
 	"github.com/spark-exporter/spark_exporter/internal/pool"
 	"github.com/spark-exporter/spark_exporter/internal/redact"
@@ -206,6 +207,7 @@ func (c *flightCollector) record(st collected.State) flight.Record {
 	if k := st.Kernel; k != nil && k.Readable {
 		rec.Kernel = kernelRecord(k.Counts)
 	}
+	rec.Signs = signs(st)
 	if w := st.Workloads; w != nil {
 		ws := slices.Clone(w.Workloads)
 		slices.SortFunc(ws, func(a, b workload.Workload) int { return cmp.Compare(b.ResidentBytes, a.ResidentBytes) })
@@ -214,6 +216,25 @@ func (c *flightCollector) record(st collected.State) flight.Record {
 		}
 	}
 	return rec
+}
+
+// signs are the judgements a record keeps; nil when no part gave one.
+func signs(st collected.State) *flight.Signs {
+	var sg flight.Signs
+	have := false
+	if p := st.Pool; p != nil && p.LargeFreeBytes != nil && p.CompactionFailuresPerSecond != nil {
+		sg.Fragmented, have = judge.Fragmented(*p.LargeFreeBytes, *p.CompactionFailuresPerSecond), true
+	}
+	if g := st.GPU; g != nil {
+		sg.NVMLStalledSeconds, have = uint64(g.Stalled/time.Second), true
+	}
+	if k := st.Kernel; k != nil && k.Readable {
+		sg.SMMUTimeouts, have = k.Counts.SMMUTimeouts, true
+	}
+	if !have {
+		return nil
+	}
+	return &sg
 }
 
 // kernelRecord keeps the kernel counts, the most frequent Xid codes first.

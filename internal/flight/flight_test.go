@@ -595,3 +595,58 @@ func dropCache(b *testing.B, path string) {
 		b.Fatal(err)
 	}
 }
+
+// The signs read back as written, a record without them decodes as before
+// (rings written before they were kept), and a longer record would not fit
+// its slot.
+func TestSignsRoundTrip(t *testing.T) {
+	with := sample(3)
+	with.Signs = &Signs{Fragmented: true, NVMLStalledSeconds: 540, SMMUTimeouts: 1 << 40}
+	without := sample(3)
+	for _, rec := range []Record{with, without} {
+		b := encode(nil, rec)
+		got, err := decode(b)
+		if err != nil || !reflect.DeepEqual(got, rec) {
+			t.Errorf("decode: %v\n got %+v\nwant %+v", err, got, rec)
+		}
+		if len(b) > SlotSize-slotHeader {
+			t.Errorf("a record of %d bytes does not fit a slot", len(b))
+		}
+	}
+	if b := encode(nil, with); len(b) <= len(encode(nil, without)) {
+		t.Error("the signs were not written")
+	}
+}
+
+// The verdict names each sign in the runbooks' words, once when it begins:
+// the pool fragmenting, the driver hanging (and for how long at the end),
+// the IOMMU's timeouts counted.
+func TestVerdictNamesTheSigns(t *testing.T) {
+	var recs []Record
+	for i := range 12 {
+		r := sample(i)
+		r.Kernel.DriverOutOfMemory = 0
+		r.Signs = &Signs{Fragmented: i >= 3, SMMUTimeouts: uint64(max(i-8, 0) * 5)}
+		if i >= 6 {
+			r.Signs.NVMLStalledSeconds = uint64(i-6)*5 + 25
+		}
+		recs = append(recs, r)
+	}
+	recs[11].Signs.NVMLStalledSeconds = 540
+	got := Verdict(boots(recs)[0], 10*time.Minute, time.UTC)
+	for _, want := range []string{
+		"the pool is fragmented: no free block of 32 MiB at 22:13:35",
+		"the GPU driver stopped answering at 22:14:00",
+		"the IOMMU began timing out (CMD_SYNC) at 22:14:05",
+		"the GPU driver had not answered for 9 minutes",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("verdict %q\nlacks %q", got, want)
+		}
+	}
+	for _, once := range []string{"fragmented", "IOMMU"} {
+		if n := strings.Count(got, once); n != 1 {
+			t.Errorf("%s named %d times, want once", once, n)
+		}
+	}
+}

@@ -31,6 +31,19 @@ type Record struct {
 	GPU       *GPU
 	Kernel    *Kernel
 	Workloads []Workload
+	// Signs is nil in records written before they were kept.
+	Signs *Signs
+}
+
+// Signs are the ways a Spark is seen to die that no count above shows:
+// the exporter's own judgements at the record.
+type Signs struct {
+	// Fragmented: the pool was judged fragmented (judge.Fragmented).
+	Fragmented bool
+	// NVMLStalledSeconds is how long the NVML call outstanding had waited.
+	NVMLStalledSeconds uint64
+	// SMMUTimeouts counts the IOMMU's CMD_SYNC timeouts this boot.
+	SMMUTimeouts uint64
 }
 
 // Pool is the unified memory pool, in bytes. CMAFree and Usable are nil
@@ -165,7 +178,22 @@ func encode(b []byte, rec Record) []byte {
 		b = appendName(b, w.Kind)
 		b = binary.AppendUvarint(b, w.ResidentBytes)
 	}
+	if sg := rec.Signs; sg != nil {
+		// A trailer, so that records written before it still decode.
+		b = append(b, signsTag, boolByte(sg.Fragmented))
+		b = binary.AppendUvarint(b, sg.NVMLStalledSeconds)
+		b = binary.AppendUvarint(b, sg.SMMUTimeouts)
+	}
 	return b
+}
+
+const signsTag = 1
+
+func boolByte(v bool) byte {
+	if v {
+		return 1
+	}
+	return 0
 }
 
 func appendName(b []byte, s string) []byte {
@@ -284,6 +312,10 @@ func decode(b []byte) (Record, error) {
 	}
 	for range n {
 		rec.Workloads = append(rec.Workloads, Workload{Role: d.name(), Kind: d.name(), ResidentBytes: d.uvarint()})
+	}
+	if d.err == nil && len(d.b) > 0 && d.b[0] == signsTag {
+		d.byte()
+		rec.Signs = &Signs{Fragmented: d.byte() == 1, NVMLStalledSeconds: d.uvarint(), SMMUTimeouts: d.uvarint()}
 	}
 	if d.err != nil {
 		return Record{}, d.err

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/units"
 )
 
@@ -84,6 +85,8 @@ type Digest struct {
 	events        []Event
 	EventsLeftOut int
 	prev          *Kernel
+	prevSigns     *Signs
+	smmu          bool
 }
 
 // Add feeds the next record.
@@ -94,6 +97,7 @@ func (d *Digest) Add(r Record) {
 		}
 	}
 	d.last, d.any = r, true
+	d.addSigns(r)
 	k := r.Kernel
 	if k == nil {
 		return
@@ -116,6 +120,42 @@ func (d *Digest) Add(r Record) {
 	}
 	d.prev = k
 }
+
+// addSigns notes when the pool fragmented, the GPU driver stopped
+// answering and the IOMMU timed out, in the words of the runbooks.
+func (d *Digest) addSigns(r Record) {
+	sg := r.Signs
+	if sg == nil {
+		return
+	}
+	var was Signs
+	if d.prevSigns != nil {
+		was = *d.prevSigns
+	}
+	if sg.Fragmented && !was.Fragmented {
+		d.event(r.Time, 1, 0, "the pool is fragmented: no free block of 32 MiB")
+	}
+	if hung(sg) && !hung(&was) {
+		d.event(r.Time, 1, 0, "the GPU driver stopped answering")
+	}
+	// A lost GPU's IOMMU times out about once a second: named once.
+	if d.prevSigns != nil && sg.SMMUTimeouts > was.SMMUTimeouts && !d.smmu {
+		d.event(r.Time, 1, 0, "the IOMMU began timing out (CMD_SYNC)")
+		d.smmu = true
+	}
+	d.prevSigns = sg
+}
+
+// waited says a wait as the status page does: seconds, or whole minutes
+// past two.
+func waited(secs uint64) string {
+	if secs < 120 {
+		return fmt.Sprintf("%d seconds", secs)
+	}
+	return fmt.Sprintf("%d minutes", secs/60)
+}
+
+func hung(sg *Signs) bool { return float64(sg.NVMLStalledSeconds) > judge.NVMLStalledSeconds }
 
 // event notes a counter's growth from one record to the next.
 func (d *Digest) event(at time.Time, now, before uint64, what string) {
@@ -156,6 +196,9 @@ func (d *Digest) Verdict(loc *time.Location) string {
 	}
 	if !ranOut && d.have {
 		parts = append(parts, fmt.Sprintf("usable memory lowest %s at %s", gib(low), clock(d.low.Time)))
+	}
+	if sg := d.last.Signs; sg != nil && hung(sg) {
+		parts = append(parts, "the GPU driver had not answered for "+waited(sg.NVMLStalledSeconds))
 	}
 	if d.last.Clean {
 		parts = append(parts, "the exporter stopped cleanly at "+clock(d.last.Time))
