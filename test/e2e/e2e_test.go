@@ -553,6 +553,7 @@ func preemptingTrees(t *testing.T, root string) (contended string, contendedArgs
 		t.Fatal(err)
 	}
 	writeAtomic(t, cmdline, append(data, []byte("--port\x00"+beside.Port()+"\x00")...))
+	fakeproc.Listen(t, contended, 2101, port(t, beside.Port()))
 	writeAtomic(t, filepath.Join(contended, "2101", "cgroup"), []byte("0::/system.slice/docker-"+id+".scope\n"))
 	docker := fakeengine.StartDocker(t, id, "vllm-1", "vllm/vllm-openai:latest", "vllm")
 	contendedArgs = []string{"--workloads.docker-socket=" + docker}
@@ -563,9 +564,11 @@ func preemptingTrees(t *testing.T, root string) (contended string, contendedArgs
 	server.PPID = 1
 	server.Argv = append(server.Argv, "--port", alone.Port())
 	server.Write(t, calm)
+	fakeproc.Listen(t, calm, server.PID, port(t, alone.Port()))
 	ollama := fakeengine.Start(t, "ollama", fakeengine.Figures{Model: "llama3.1:8b", ModelBytes: 5e9, ExpiresAt: time.Now().Add(time.Hour)})
 	fakeproc.Process{PID: 3001, PPID: 1, Comm: "ollama", Start: 5000000, RSSKB: 1 << 20,
 		Argv: []string{"/usr/local/bin/ollama", "serve"}}.Write(t, calm)
+	fakeproc.Listen(t, calm, 3001, port(t, ollama.Port()))
 	calmArgs = []string{"--engines.target=ollama=" + ollama.Address()}
 	return contended, contendedArgs, calm, calmArgs
 }
@@ -949,4 +952,13 @@ func startPoolSchedule(t *testing.T, dir, engine string) *poolSchedule {
 	}()
 	t.Cleanup(func() { close(stop); <-done })
 	return p
+}
+
+func port(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
