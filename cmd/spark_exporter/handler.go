@@ -25,12 +25,9 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/processcollector"
 )
 
-// metricsHandler serves the exporter's metrics; collect[] and exclude[] limit
-// a scrape to some of the running collectors, as in node_exporter.
 type metricsHandler struct {
 	exporter *collector.Exporter
-	// self holds the exporter's own metrics (process_*, go_*, promhttp_*)
-	// for collect[] scrapes; nil when exporter metrics are disabled.
+	// self is nil when exporter metrics are disabled.
 	self     *prometheus.Registry
 	inFlight chan struct{} // one token per scrape in progress; nil: no limit
 	logger   log.Logger
@@ -64,13 +61,11 @@ func newMetricsHandler(exporter *collector.Exporter, exporterMetrics bool, maxRe
 	return h
 }
 
-// maxFilters bounds the collect[] and exclude[] parameters of a scrape:
-// there are a handful of collectors, and each name costs a lookup.
+// maxFilters: there are a handful of collectors, and each name costs a lookup.
 const maxFilters = 32
 
-// parseFilters reads a scrape's query: nothing but collect[] and exclude[].
-// Anything else is refused rather than ignored, which would serve another
-// scrape than the one asked: url.Values drops what it cannot parse silently.
+// parseFilters refuses anything but collect[] and exclude[] rather than serve
+// another scrape than the one asked: url.Values drops what it cannot parse.
 func parseFilters(rawQuery string) (include, exclude []string, err error) {
 	if rawQuery == "" {
 		return nil, nil, nil
@@ -127,17 +122,13 @@ func (h *metricsHandler) options(registerer prometheus.Registerer) promhttp.Hand
 	return promhttp.HandlerOpts{
 		ErrorLog: errorLogger{h.logger},
 		// A collector's error is spark_scrape_collector_success 0, not a failed scrape.
-		ErrorHandling: promhttp.ContinueOnError,
-		// For promhttp_metric_handler_errors_total.
-		Registry: registerer,
-		// limit bounds the scrapes in flight, gzipped compresses.
+		ErrorHandling:      promhttp.ContinueOnError,
+		Registry:           registerer,
 		DisableCompression: true,
 	}
 }
 
-// limit answers 503 to a scrape beyond --web.max-requests in flight. It is
-// shared: promhttp's MaxRequestsInFlight is per handler, and a collect[]
-// scrape builds its own.
+// limit is shared: promhttp's MaxRequestsInFlight is per handler, and a collect[] scrape builds its own.
 func (h *metricsHandler) limit(next http.Handler) http.Handler {
 	if h.inFlight == nil {
 		return next
@@ -154,9 +145,7 @@ func (h *metricsHandler) limit(next http.Handler) http.Handler {
 	})
 }
 
-// gzipped compresses at gzip's fastest level with klauspost/compress:
-// promhttp's own compression, the standard library's at its default level,
-// costs more CPU than the rest of a scrape (docs/performance.md).
+// gzipped: promhttp's own compression costs more CPU than the rest of a scrape.
 var gzipped = func() func(http.Handler) http.HandlerFunc {
 	wrap, err := gzhttp.NewWrapper(gzhttp.CompressionLevel(gzip.BestSpeed))
 	if err != nil {
@@ -165,8 +154,6 @@ var gzipped = func() func(http.Handler) http.HandlerFunc {
 	return wrap
 }()
 
-// registerers registers a collector in several registries: the exporter's
-// own metrics serve unfiltered and collect[] scrapes alike.
 type registerers []prometheus.Registerer
 
 func (rs registerers) Register(c prometheus.Collector) error {
@@ -197,20 +184,16 @@ func (rs registerers) Unregister(c prometheus.Collector) bool {
 	return all
 }
 
-// errorLogger passes promhttp's errors to the exporter's log.
 type errorLogger struct{ logger log.Logger }
 
 func (l errorLogger) Println(v ...any) {
 	level.Error(l.logger).Log("msg", "serving metrics", "err", fmt.Sprint(v...))
 }
 
-// connKey is the request context's key for its connection (withConn).
 type connKey struct{}
 
-// oneAnswerAtATime answers 503, and closes the connection, to an HTTP/1
-// request asked before the client took the previous answer: a client that
-// pipelines scrapes and never reads them would take every --web.max-requests
-// slot. Prometheus does not pipeline; HTTP/2 multiplexes and is left alone.
+// oneAnswerAtATime: a client that pipelines scrapes and never reads them would
+// take every --web.max-requests slot. HTTP/2 multiplexes and is left alone.
 func oneAnswerAtATime(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if nc, ok := r.Context().Value(connKey{}).(net.Conn); ok && r.ProtoMajor == 1 {
@@ -225,14 +208,11 @@ func oneAnswerAtATime(next http.Handler) http.Handler {
 	})
 }
 
-// withConn is the server's ConnContext, for oneAnswerAtATime.
 func withConn(ctx context.Context, c net.Conn) context.Context {
 	return context.WithValue(ctx, connKey{}, c)
 }
 
-// responseWriteTimeout bounds the sending of a response, once it is ready:
-// a scrape's response is tens of KB, which any client that reads takes in
-// well under this; one that does not read is given up.
+// responseWriteTimeout: a response is tens of KB; a client that does not read is given up.
 const responseWriteTimeout = 10 * time.Second
 
 // maxPooledResponse is the largest response buffer kept for the next one.
@@ -240,11 +220,8 @@ const maxPooledResponse = 4 << 20
 
 var responseBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// whole makes every response in memory, then sends it within
-// responseWriteTimeout, so that the --web.max-requests slot is given back
-// before the network write: a client that does not read would hold it. A
-// connection is answered one request at a time, so the buffers are bounded
-// by --web.max-connections.
+// whole gives the --web.max-requests slot back before the network write, which
+// a client that does not read would hold; buffers are bounded by --web.max-connections.
 func whole(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		buf := responseBuffers.Get().(*bytes.Buffer)
@@ -269,8 +246,7 @@ func whole(next http.Handler) http.Handler {
 	})
 }
 
-// recorder keeps a response's status and body; its headers are those of
-// the response it stands for, which are sent only with the status.
+// recorder's headers are those of the response it stands for, sent only with the status.
 type recorder struct {
 	http.ResponseWriter
 	status int

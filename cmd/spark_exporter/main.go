@@ -1,8 +1,4 @@
-// Command spark_exporter is a Prometheus exporter for the NVIDIA DGX Spark
-// (GB10): the unified CPU/GPU memory pool, the GPU through NVML, thermal
-// throttling and the workloads sharing the pool. `spark_exporter plan`
-// sizes a training run against the live pool; `spark_exporter report`
-// summarises a run after the fact, from a thermal log or Prometheus.
+// Command spark_exporter is a Prometheus exporter for the NVIDIA DGX Spark (GB10).
 package main
 
 import (
@@ -28,10 +24,9 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// command is one of the program's subcommands, run once flags are parsed.
 type command func(stdout, stderr io.Writer) int
 
-// run returns the exit status: 2 for bad flags, as for any usage error.
+// run returns 2 for bad flags, as for any usage error.
 func run(args []string, stdout, stderr io.Writer) (status int) {
 	app, commands := newApp()
 	app.UsageWriter(stdout)
@@ -83,8 +78,6 @@ func newApp() (*kingpin.Application, map[string]command) {
 	return app, commands
 }
 
-// parse returns the selected command; every bad value is refused with an
-// error that names its flag.
 func parse(app *kingpin.Application, args []string) (string, error) {
 	if err := cliflag.RefuseSwitchValues(app.Model(), args); err != nil {
 		return "", err
@@ -92,10 +85,8 @@ func parse(app *kingpin.Application, args []string) (string, error) {
 	return app.Parse(withCommand(app.Model(), args))
 }
 
-// withCommand puts the default command first in args that name no command,
-// so that its flags parse: kingpin knows a command's flags only once the
-// command is named, and `spark_exporter --web.listen-address=:9100` (or
-// `spark_exporter --help`) means serve.
+// withCommand puts the default command first where args name none: kingpin
+// knows a command's flags only once the command is named.
 func withCommand(app *kingpin.ApplicationModel, args []string) []string {
 	var def string
 	names := map[string]bool{"help": true}

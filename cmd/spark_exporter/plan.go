@@ -15,16 +15,14 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/pool"
 )
 
-// Exit statuses of the plan command, for launch scripts:
-// `spark_exporter plan … && train`.
+// For launch scripts: `spark_exporter plan … && train`.
 const (
 	planFits    = 0 // ready or ready-with-warnings
 	planBlocked = 1 // blocked, or the pool could not be read
 	planUsage   = 2 // bad input, as for any usage error
 )
 
-// planCommand registers `spark_exporter plan`; it takes --pool.reserve from
-// collector.AddPoolFlags, to check against the headroom the exporter exports.
+// planCommand takes --pool.reserve to check against the headroom the exporter exports.
 func planCommand(app *kingpin.Application, procfs *string) command {
 	cmd := app.Command("plan", "Size a training run against the live unified memory pool before launch: "+
 		"weights + optimizer + gradients + activations (+ adapters), and the load transient. "+
@@ -61,8 +59,6 @@ func planCommand(app *kingpin.Application, procfs *string) command {
 	}
 }
 
-// planFlags makes a flag of each of plan.Fields on cmd; each value given
-// goes into the returned plan as it is parsed.
 func planFlags(cmd *kingpin.CmdClause) *plan.Plan {
 	p := new(plan.Plan)
 	for _, f := range plan.Fields {
@@ -87,8 +83,6 @@ func planFlags(cmd *kingpin.CmdClause) *plan.Plan {
 	return p
 }
 
-// switchFlag is a kingpin switch (--name, --no-name) whose value goes to set
-// as "true" or "false".
 type switchFlag struct {
 	set  func(string) error
 	text string
@@ -105,7 +99,6 @@ func (v *switchFlag) Set(s string) error {
 func (v *switchFlag) String() string   { return v.text }
 func (v *switchFlag) IsBoolFlag() bool { return true }
 
-// readPlatform reads the architecture and kernel release from procfs.
 func readPlatform(procPath string) plan.Platform {
 	read := func(name string) string {
 		b, err := hostfs.New(procPath).ReadFile("sys/kernel/"+name, nil)

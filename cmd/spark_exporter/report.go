@@ -26,22 +26,17 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/thermallog"
 )
 
-// Exit statuses of the report command.
 const (
 	reportMade   = 0 // whatever the report says
 	reportFailed = 1 // the source could not be read (Prometheus unreachable, …)
 	reportUsage  = 2 // bad input: a flag, or a log with no usable line
 )
 
-// reportTimeout bounds the whole Prometheus conversation.
 const reportTimeout = 2 * time.Minute
 
-// usageError is bad input, named by its flag or line.
 type usageError struct{ error }
 
-// reportCommand registers `spark_exporter report`. It takes the --thermal.*
-// flags from collector.AddThermalFlags, so that a replay judges as the live
-// collector does.
+// reportCommand takes the --thermal.* flags, so that a replay judges as the live collector does.
 func reportCommand(app *kingpin.Application) command {
 	cmd := app.Command("report", "Summarise one run after the fact, from a thermal log (CSV) or from Prometheus: "+
 		"duration, energy, time busy and at the ~100 W plateau, throttle episodes, and from Prometheus the pool's headroom, "+
@@ -124,7 +119,6 @@ func writeReport(r report.Report, asJSON bool, svgFile string, stdout io.Writer)
 	return err
 }
 
-// reportExit says what went wrong, if anything, and gives the exit status.
 func reportExit(err error, stderr io.Writer) int {
 	var ue usageError
 	var se sourceError
@@ -142,20 +136,15 @@ func reportExit(err error, stderr io.Writer) int {
 	return reportMade
 }
 
-// logOptions are the report flags that bear on a log.
 type logOptions struct {
 	gpu   report.LogOptions
 	parse thermallog.Options
 	from  time.Time // the first row's time, for a log without timestamps
 }
 
-// sourceError is a source that could not be read (exit 1).
 type sourceError struct{ error }
 
-// reportLog reports on a thermal log, read as a stream: once here for its
-// format and malformed lines, then once per pass of report.FromRows, so that
-// memory is bounded by the window, not the file. A log with no usable line,
-// or one the report cannot read, is bad input.
+// reportLog reads the log as a stream, so that memory is bounded by the window, not the file.
 func reportLog(path string, opt logOptions, cfg judge.ThermalConfig, stderr io.Writer) (report.Report, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -179,8 +168,7 @@ func reportLog(path string, opt logOptions, cfg judge.ThermalConfig, stderr io.W
 	case err != nil && !errors.As(err, &malformed):
 		return report.Report{}, sourceError{fmt.Errorf("cannot read the log %q: %w", path, redact.OpWithoutPath(err))}
 	}
-	// The first few malformed lines are named, the rest counted: a log
-	// of bad lines costs no output per line.
+	// A log of bad lines costs no output per line.
 	for _, e := range malformed.Lines {
 		fmt.Fprintf(stderr, "%s: warning: %v; line skipped\n", name, e)
 	}
@@ -227,8 +215,7 @@ func reportLog(path string, opt logOptions, cfg judge.ThermalConfig, stderr io.W
 	return r, nil
 }
 
-// machineGPU is the name this machine's NVML gives the GPU of that index,
-// "" where NVML is not there or does not answer within a few seconds.
+// machineGPU is "" where NVML is not there or does not answer within a few seconds.
 func machineGPU(index int) string {
 	c := gpu.New(gpu.Options{InitTimeout: 2 * time.Second})
 	defer c.Close()
@@ -249,8 +236,6 @@ func machineGPU(index int) string {
 	return ""
 }
 
-// reportQuery makes the query from the flags (zero when not given); now
-// is the default end.
 func reportQuery(instance string, gpu *int, from, to time.Time, last, step time.Duration, now time.Time) (report.Query, error) {
 	q := report.Query{Instance: instance, GPU: "0", From: from, To: to, Step: step}
 	if gpu != nil {
@@ -276,8 +261,7 @@ func reportQuery(instance string, gpu *int, from, to time.Time, last, step time.
 	return q, nil
 }
 
-// parseZone is time.LoadLocation with an error that does not repeat the
-// name (the flag's error quotes it, escaped).
+// parseZone's error does not repeat the name (the flag's error quotes it, escaped).
 func parseZone(s string) (*time.Location, error) {
 	loc, err := time.LoadLocation(s)
 	if err != nil {
@@ -286,9 +270,7 @@ func parseZone(s string) (*time.Location, error) {
 	return loc, nil
 }
 
-// maxLogInterval bounds --log.interval: no GPU log is written an hour
-// apart, and rows timed by a larger one would soon run past the years a
-// time holds.
+// maxLogInterval: rows timed by a larger one would soon run past the years a time holds.
 const maxLogInterval = time.Hour
 
 func parseLogInterval(s string) (time.Duration, error) {
@@ -299,8 +281,7 @@ func parseLogInterval(s string) (time.Duration, error) {
 	return d, err
 }
 
-// parseTime takes RFC 3339 or Unix seconds, as promtool does, within the
-// years a log may hold (thermallog.PlausibleTime).
+// parseTime takes RFC 3339 or Unix seconds, as promtool does.
 func parseTime(s string) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return t, thermallog.PlausibleTime(t)
@@ -331,8 +312,7 @@ func parseGPU(s string) (*int, error) {
 	return &n, nil
 }
 
-// parseURL accepts an http(s) URL; its error does not quote it (the flag's
-// error does, without credentials: cliflag.redactURL).
+// parseURL's error does not quote the URL (the flag's does, without credentials).
 func parseURL(s string) (string, error) {
 	if u, err := url.Parse(s); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", errors.New("not an http(s) URL")
@@ -344,7 +324,6 @@ func parseURL(s string) (string, error) {
 // no file does: an environment variable is not shown by ps, as a flag is.
 const prometheusPasswordEnv = "SPARK_PROMETHEUS_PASSWORD"
 
-// httpOptions are the ways to reach a Prometheus behind auth or TLS.
 type httpOptions struct {
 	configFile, user, passwordFile, caFile, certFile, keyFile string
 }
@@ -402,7 +381,6 @@ func reportPrometheus(address string, o httpOptions, q report.Query, cfg judge.T
 	return r, err
 }
 
-// writeSVG draws the report's picture into path.
 func writeSVG(path string, r report.Report) error {
 	f, err := os.Create(path)
 	if err != nil {
@@ -415,15 +393,11 @@ func writeSVG(path string, r report.Report) error {
 	return redact.OpWithoutPath(f.Close())
 }
 
-// maxAnswerBytes caps one Prometheus answer, as `status` caps its: the
-// report's largest, a series of 11,000 points, is well under 1 MiB.
+// maxAnswerBytes: the largest answer, a series of 11,000 points, is well under 1 MiB.
 const maxAnswerBytes = 16 << 20
 
-// errAnswerTooLarge is an answer over maxAnswerBytes.
 var errAnswerTooLarge = fmt.Errorf("the answer is over %d MiB", maxAnswerBytes>>20)
 
-// cappedTransport fails the reading of an answer at maxAnswerBytes, so
-// that a huge answer costs at most that much memory.
 type cappedTransport struct{ http.RoundTripper }
 
 func (c cappedTransport) RoundTrip(req *http.Request) (*http.Response, error) {

@@ -37,12 +37,9 @@ func addReportFlightFlags(cmd *kingpin.CmdClause) reportFlightFlags {
 	}
 }
 
-// flightWindow is the span before a boot's end the report shows by
-// default (--last changes it).
 const flightWindow = 10 * time.Minute
 
-// reportFlight reports on the flight file: exit 0 made, 1 the file could
-// not be read, 2 bad input.
+// reportFlight exits 1 where the file could not be read, 2 on bad input.
 func reportFlight(app *kingpin.Application, f reportFlightFlags, file string, from, to time.Time, last time.Duration,
 	zone *time.Location, asJSON bool, svgFile string, stdout, stderr io.Writer) int {
 	fail := func(code int, err error) int {
@@ -99,10 +96,8 @@ func reportFlight(app *kingpin.Application, f reportFlightFlags, file string, fr
 	return reportMade
 }
 
-// pickBoot is the boot --boot names among boots (not empty), and its
-// index relative to the running boot: the file's last boot is 0 when it
-// is the running one, -1 otherwise (read after a reboot, before the
-// exporter started, or on another machine).
+// pickBoot: the file's last boot is 0 when it is the running one, -1 otherwise
+// (read after a reboot, before the exporter started, or on another machine).
 func pickBoot(boots []flight.Boot, current [16]byte, f reportFlightFlags) (flight.Boot, int, error) {
 	lastIndex := -1
 	if boots[len(boots)-1].ID == current {

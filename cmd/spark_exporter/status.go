@@ -62,7 +62,6 @@ func statusCommand(app *kingpin.Application) command {
 	}
 }
 
-// parseBaseURL accepts an http or https URL with a host.
 func parseBaseURL(s string) (*url.URL, error) {
 	u, err := url.Parse(strings.TrimSuffix(s, "/") + status.APIPath)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -75,9 +74,7 @@ func parseBaseURL(s string) (*url.URL, error) {
 // environment variable is not shown by ps, as a flag or a URL is.
 const statusPasswordEnv = "SPARK_EXPORTER_PASSWORD"
 
-// statusClient is the HTTP client the flags describe, made by
-// prometheus/common as promtool's: --http.config.file, or basic auth from
-// the flags, the environment or the URL (one of them).
+// statusClient is made by prometheus/common as promtool's.
 func statusClient(u *url.URL, configFile, user, passwordFile string, timeout time.Duration) (*http.Client, error) {
 	cfg := config.DefaultHTTPClientConfig
 	given := 0
@@ -114,8 +111,7 @@ func statusClient(u *url.URL, configFile, user, passwordFile string, timeout tim
 // maxStatusAnswer bounds the model read: a Spark's is a few KiB.
 const maxStatusAnswer = 16 << 20
 
-// fetchStatus gets the model's JSON from the exporter at u. Errors leave
-// the URL's credentials out; an answer beyond maxStatusAnswer is never cut.
+// fetchStatus's errors leave the URL's credentials out; an answer beyond maxStatusAnswer is never cut.
 func fetchStatus(client *http.Client, u *url.URL) ([]byte, error) {
 	shown := *u
 	shown.User = nil

@@ -8,11 +8,8 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/status"
 )
 
-// statusRoutes are the status page at /, its figures at status.ViewPath and
-// its model at /api/v1/status, by ServeMux pattern, running the collectors
-// when their state is older than maxAge. The metrics keep their path when
-// --web.telemetry-path takes one of these; the page then links to what is
-// served.
+// statusRoutes run the collectors when their state is older than maxAge. The
+// metrics keep their path when --web.telemetry-path takes one of these.
 func statusRoutes(exporter *collector.Exporter, metricsPath string, maxAge time.Duration) map[string]http.Handler {
 	source := status.NewSource(exporter)
 	source.MaxAge = maxAge

@@ -16,10 +16,8 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/redact"
 )
 
-// checkWebConfig validates --web.config.file at start, as exporter-toolkit
-// would on the first request, so that a bad file stops the exporter while its
-// operator is watching. The error never names the file's path nor those of
-// the files it points at.
+// checkWebConfig validates at start, so that a bad file stops the exporter while
+// its operator is watching. The error never names the paths.
 func checkWebConfig(path string) error {
 	if path == "" {
 		return nil
@@ -33,21 +31,15 @@ func checkWebConfig(path string) error {
 	return nil
 }
 
-// maxTLSFileSize bounds the certificate, key and client CA files: a
-// certificate chain and its key are a few KB, a system CA bundle (Debian's
-// ca-certificates.crt) about 220 KB. exporter-toolkit reads each whole, at
-// every connection, so /dev/zero or a multi-GB file would take all memory.
+// maxTLSFileSize: a CA bundle is about 220 KB; exporter-toolkit reads each file
+// whole at every connection, so /dev/zero would take all memory.
 const maxTLSFileSize = 1 << 20
 
-// maxBcryptCost bounds the cost of a basic_auth_users hash: each step doubles
-// the work, cost 14 takes about a second on one core (10, the usual, 70 ms),
-// and exporter-toolkit checks one password at a time, stalling every
-// authenticated request behind a costlier one.
+// maxBcryptCost: cost 14 takes about a second on one core, and exporter-toolkit
+// checks one password at a time, stalling every request behind it.
 const maxBcryptCost = 14
 
-// checkWebConfigLimits refuses what exporter-toolkit's Validate accepts but
-// cannot serve: a TLS file that is not a regular file or is larger than
-// maxTLSFileSize, a bcrypt hash costlier than maxBcryptCost.
+// checkWebConfigLimits refuses what exporter-toolkit's Validate accepts but cannot serve.
 func checkWebConfigLimits(path string) error {
 	var c struct {
 		TLS struct {
@@ -95,8 +87,7 @@ func checkWebConfigLimits(path string) error {
 	return nil
 }
 
-// checkRegularFile refuses, without reading it, a file that is not regular
-// (a device, a FIFO) or is larger than limit; a missing one is the caller's.
+// checkRegularFile reads nothing; a missing file is the caller's.
 func checkRegularFile(path string, limit int64) error {
 	info, err := os.Stat(path)
 	if err != nil {
@@ -111,8 +102,7 @@ func checkRegularFile(path string, limit int64) error {
 	return nil
 }
 
-// redactWebConfigPaths replaces the web config's path and the TLS paths it
-// names, which exporter-toolkit's errors quote, by the setting's name.
+// redactWebConfigPaths: exporter-toolkit's errors quote the paths.
 func redactWebConfigPaths(msg, path string) string {
 	var c struct {
 		TLS struct {
@@ -139,15 +129,12 @@ func redactWebConfigPaths(msg, path string) string {
 	return redact.ReplacePaths(msg, redactions)
 }
 
-// redactingHandler passes exporter-toolkit's log records on with the web
-// config's paths redacted. The toolkit reads --web.config.file again on
-// every request, and logs the error, path included, when it cannot.
+// redactingHandler: the toolkit reads --web.config.file on every request and logs its path when it cannot.
 type redactingHandler struct {
 	slog.Handler
 	configPath string
 }
 
-// withWebConfigRedacted wraps logger's handler, when there is a web config.
 func withWebConfigRedacted(logger *slog.Logger, configPath string) *slog.Logger {
 	if configPath == "" {
 		return logger

@@ -14,17 +14,14 @@ type Directory struct {
 	targets []Target
 }
 
-// NewDirectory is an empty directory.
 func NewDirectory() *Directory { return &Directory{} }
 
-// Set replaces the engines found.
 func (d *Directory) Set(targets []Target) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.targets = slices.Clone(targets)
 }
 
-// Targets is a copy of the engines found.
 func (d *Directory) Targets() []Target {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -37,15 +34,13 @@ type Static struct {
 	Address string
 }
 
-// MaxTargets bounds the engines asked in one round: a Spark runs one or two.
+// MaxTargets: a Spark runs one or two engines.
 const MaxTargets = 16
 
-// Resolve joins the engines found with the --engines.target ones. A static
-// target comes first, with the process of its kind that holds a listener
-// at its port, if one was found; then the engines found at a listener of
-// their own, each user's first before any user's second, so that a crowd
-// one user starts cannot push another's engine past MaxTargets. An address
-// is asked once, and never at a port of own (the exporter's).
+// Resolve joins the engines found with the --engines.target ones, static first;
+// then each user's first engine before any user's second, so that a crowd one
+// user starts cannot push another's past MaxTargets. An address is asked once,
+// never at a port of own (the exporter's).
 func Resolve(found []Target, static []Static, own []int) []Target {
 	asked := map[string]bool{}
 	skip := func(address string) bool { return asked[address] || slices.Contains(own, port(address)) }
@@ -74,8 +69,7 @@ func Resolve(found []Target, static []Static, own []int) []Target {
 	return out[:min(len(out), MaxTargets)]
 }
 
-// holder is the index of the engine found of s's kind that holds a
-// listener at s's port, or -1.
+// holder is the engine of s's kind listening at s's port, or -1.
 func holder(found []Target, s Static) int {
 	p := port(s.Address)
 	return slices.IndexFunc(found, func(t Target) bool {
@@ -103,7 +97,6 @@ func fair(ts []Target) []Target {
 	return ts
 }
 
-// port is address's port, 0 when it has none.
 func port(address string) int {
 	_, p, err := net.SplitHostPort(address)
 	if err != nil {

@@ -13,16 +13,13 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/safetext"
 )
 
-// MaxModels bounds the models kept of one Ollama answer: Ollama keeps
-// OLLAMA_MAX_LOADED_MODELS loaded (3 per GPU by default, docs/faq.md).
+// MaxModels: Ollama keeps OLLAMA_MAX_LOADED_MODELS loaded (3 per GPU by default).
 const MaxModels = 32
 
-// MaxListed bounds the models one answer may list, kept or not: past it
-// the answer is no Ollama's, and is refused as it is read.
+// MaxListed: past it the answer is no Ollama's, and is refused as it is read.
 const MaxListed = 1000
 
-// MaxModelName bounds a model's name as a label: Ollama's names
-// (registry/namespace/model:tag) are far shorter.
+// MaxModelName: Ollama's names (registry/namespace/model:tag) are far shorter.
 const MaxModelName = 200
 
 var (
@@ -37,9 +34,8 @@ type psModel struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
-// ParseOllamaPS reads Ollama's GET /api/ps answer (docs/api.md, "List
-// Running Models") into r, one model at a time. A model whose name is not
-// a ModelLabel, or past MaxModels, is left out and counted.
+// ParseOllamaPS reads Ollama's GET /api/ps answer into r; a model whose name is
+// not a ModelLabel, or past MaxModels, is left out and counted.
 func ParseOllamaPS(body io.Reader, r *Reading) error {
 	dec := json.NewDecoder(body)
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
@@ -67,7 +63,6 @@ func ParseOllamaPS(body io.Reader, r *Reading) error {
 	return nil
 }
 
-// readModels reads the models array, at most MaxListed entries.
 func readModels(dec *json.Decoder, r *Reading) error {
 	tok, err := dec.Token()
 	if err != nil || (tok != json.Delim('[') && tok != nil) {
@@ -100,24 +95,19 @@ func readModels(dec *json.Decoder, r *Reading) error {
 	return nil
 }
 
-// ModelLabel tells whether name may be the model label's value as it is:
-// non-empty, at most MaxModelName bytes of UTF-8, no control or format
-// character. A name cut or changed would name another model.
+// ModelLabel tells whether name may be a label value as it is: a name cut or changed would name another model.
 func ModelLabel(name string) bool {
 	return name != "" && len(name) <= MaxModelName && utf8.ValidString(name) && safetext.Index(name) < 0
 }
 
-// ModelNamesWindow is how long a name an engine stopped answering keeps
-// its place among the engine's MaxModels.
 const ModelNamesWindow = time.Hour
 
-// ModelNames are the model names one engine showed, with when each was
-// last answered. An engine answering new names at each question shows at
-// most MaxModels in a ModelNamesWindow, not a new set of series at each.
+// ModelNames are the names one engine showed, with when each was last
+// answered, so that new names at each question make at most MaxModels a
+// ModelNamesWindow, not a new set of series each time.
 type ModelNames map[string]time.Time
 
-// Keep leaves out of r the models past the bound, counted in
-// r.ModelsLeftOut.
+// Keep leaves out of r the models past the bound, counted in r.ModelsLeftOut.
 func (n ModelNames) Keep(r *Reading, now time.Time) {
 	maps.DeleteFunc(n, func(_ string, last time.Time) bool { return now.Sub(last) > ModelNamesWindow })
 	kept := r.Models[:0]

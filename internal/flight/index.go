@@ -11,9 +11,8 @@ import (
 	"time"
 )
 
-// Reading a ring costs a fixed buffer and a bounded index (the newest
-// maxBoots boots), whatever its size; records are read again, slot by
-// slot, for the one boot and span asked (Previous keeps maxWindow).
+// Reading a ring of any size costs a fixed buffer and a bounded index; records
+// are read again, slot by slot, for the one boot and span asked.
 const (
 	maxBoots   = 1024
 	maxWindow  = 1 << 14
@@ -32,9 +31,7 @@ type slotHead struct {
 	clean bool
 }
 
-// peek reads the number, time, boot and clean mark of the record in
-// slot i without decoding the rest; damaged is a slot neither intact nor
-// empty.
+// peek decodes no more than the number, time, boot and clean mark.
 func (s slotFile) peek(slot []byte, i uint64) (h slotHead, ok, damaged bool) {
 	if !slotOK(slot) {
 		return h, false, !isEmpty(slot)
@@ -50,9 +47,7 @@ func (s slotFile) peek(slot []byte, i uint64) (h slotHead, ok, damaged bool) {
 	return h, true, false
 }
 
-// index reads every slot once: the boots, oldest first (consecutive
-// records of one boot id, by number), the number the next record takes
-// and the count of damaged slots. A short src reads up to its end.
+// index reads every slot once; a short src reads up to its end.
 func (s slotFile) index() (boots []Boot, next uint64, damaged int, err error) {
 	in := bufio.NewReaderSize(io.NewSectionReader(s.src, headerSize, int64(s.n*SlotSize)), readBuffer)
 	slot := make([]byte, SlotSize)
@@ -91,8 +86,7 @@ func newest(boots []Boot, n int) []Boot {
 	return boots[:min(n, len(boots))]
 }
 
-// merge orders the runs by number and joins neighbours of one boot: the
-// parts of a boot the wrap cut.
+// merge joins the parts of a boot the wrap cut.
 func merge(runs []Boot) []Boot {
 	runs = newest(runs, maxBoots)
 	slices.SortFunc(runs, func(a, b Boot) int { return cmp.Compare(a.first, b.first) })
@@ -112,9 +106,7 @@ func merge(runs []Boot) []Boot {
 	return out
 }
 
-// each calls fn, oldest first, with every intact record of b whose time
-// keep accepts (keep sees every record's time in order), reading only b's
-// slots.
+// each reads only b's slots; keep sees every record's time in order.
 func (s slotFile) each(b Boot, keep func(time.Time) bool, fn func(Record)) error {
 	lo := b.first
 	if b.last-b.first >= s.n {
@@ -153,8 +145,7 @@ func (s slotFile) each(b Boot, keep func(time.Time) bool, fn func(Record)) error
 	return nil
 }
 
-// window is the records of b from d before its end, at most maxWindow of
-// them, the newest.
+// window keeps at most maxWindow records, the newest.
 func (s slotFile) window(b Boot, d time.Duration) ([]Record, error) {
 	var recs []Record
 	err := s.each(b, b.Since(d), func(r Record) {
@@ -166,8 +157,7 @@ func (s slotFile) window(b Boot, d time.Duration) ([]Record, error) {
 	return recs[max(0, len(recs)-maxWindow):], err
 }
 
-// File is a flight file open for reading: its boots indexed, its records
-// read on demand.
+// File is a flight file open for reading, its records read on demand.
 type File struct {
 	f       *os.File
 	slots   slotFile
@@ -175,10 +165,8 @@ type File struct {
 	damaged int
 }
 
-// OpenFile opens the flight file at path for reading and indexes it,
-// reading every slot once. It takes no lock: a running exporter's file
-// reads as of now. Only a regular file is read, its header first, then no
-// more than the header says.
+// OpenFile takes no lock: a running exporter's file reads as of now. Only a
+// regular file is read, its header first, then no more than the header says.
 func OpenFile(path string) (*File, error) {
 	f, size, err := openRead(path)
 	if err != nil {
@@ -197,16 +185,12 @@ func OpenFile(path string) (*File, error) {
 	return file, nil
 }
 
-// Boots is the file's boots, oldest first, without records.
 func (f *File) Boots() []Boot { return f.boots }
 
-// Damaged is how many slots hold a damaged record.
 func (f *File) Damaged() int { return f.damaged }
 
-// Each calls fn with b's records whose time keep accepts, oldest first.
 func (f *File) Each(b Boot, keep func(time.Time) bool, fn func(Record)) error {
 	return f.slots.each(b, keep, fn)
 }
 
-// Close closes the file.
 func (f *File) Close() error { return f.f.Close() }

@@ -25,8 +25,6 @@ var (
 	errSwapped    = errors.New("flight: the file was replaced while it was opened")
 )
 
-// openRing opens the ring file for writing, creating it if absent;
-// created tells whether this call made it.
 func openRing(file string) (f *os.File, created bool, err error) {
 	abs, err := filepath.Abs(file)
 	if err != nil {
@@ -126,8 +124,7 @@ func openRoot() (int, error) {
 	return fd, nil
 }
 
-// trustedLink reads the link name in dir if root or the exporter's user
-// owns it; ENOTDIR if it is no link.
+// trustedLink is ENOTDIR if name is no link.
 func trustedLink(dir int, name string) (string, error) {
 	var st unix.Stat_t
 	if err := unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
@@ -176,7 +173,6 @@ func own(st *unix.Stat_t) error {
 var fileTypes = map[uint32]string{unix.S_IFDIR: "a directory", unix.S_IFCHR: "a character device",
 	unix.S_IFBLK: "a block device", unix.S_IFIFO: "a named pipe", unix.S_IFSOCK: "a socket"}
 
-// regular refuses what is not a regular file, saying what it is.
 func regular(st *unix.Stat_t) error {
 	switch t := st.Mode & unix.S_IFMT; t {
 	case unix.S_IFREG:
@@ -188,8 +184,7 @@ func regular(st *unix.Stat_t) error {
 	}
 }
 
-// sameFile checks that fd is the regular file stat'ed before it was
-// opened, and returns its size now.
+// sameFile checks that fd is the file stat'ed before it was opened.
 func sameFile(fd int, before *unix.Stat_t) (int64, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
@@ -201,8 +196,7 @@ func sameFile(fd int, before *unix.Stat_t) (int64, error) {
 	return st.Size, regular(&st)
 }
 
-// openRead opens file for reading (links followed: reading changes
-// nothing) only if it is a regular file, and returns its size.
+// openRead follows links: reading changes nothing.
 func openRead(file string) (*os.File, int64, error) {
 	var before unix.Stat_t
 	if err := unix.Stat(file, &before); err != nil {

@@ -1,8 +1,6 @@
-// Package flight is the flight recorder: a fixed-size ring of compact,
-// checksummed samples on disk (time, boot id, the pool, memory pressure,
-// the largest workloads, the GPU, the kernel log's counts) that survives a
-// power cut, so that after a wedge and a power cycle the minutes before
-// can be read back (Read, Verdict).
+// Package flight is the flight recorder: a fixed-size ring of checksummed
+// samples on disk that survives a power cut, so that after a wedge and a power
+// cycle the minutes before can be read back.
 package flight
 
 import (
@@ -14,46 +12,35 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/safetext"
 )
 
-// Record is one sample.
 type Record struct {
-	// N is the record's number in its file (set by Read; Append numbers
-	// the records it writes).
 	N    uint64
 	Time time.Time
-	// Boot is the kernel's boot id (/proc/sys/kernel/random/boot_id).
 	Boot [16]byte
-	// Clean marks the last record an exporter wrote as it stopped on
-	// SIGTERM or SIGINT: a boot whose last record is not clean ended
-	// without a clean shutdown.
+	// Clean marks the record an exporter wrote as it stopped on SIGTERM or SIGINT.
 	Clean     bool
 	Pool      *Pool
 	Pressure  *Pressure
 	GPU       *GPU
 	Kernel    *Kernel
 	Workloads []Workload
-	// Signs is nil in records written before they were kept.
+	// Signs is nil in records of older rings.
 	Signs *Signs
 }
 
-// Signs are the ways a Spark is seen to die that no count above shows:
-// the exporter's own judgements at the record.
+// Signs are the exporter's own judgements at the record.
 type Signs struct {
-	// Fragmented: the pool was judged fragmented (judge.Fragmented).
-	Fragmented bool
-	// NVMLStalledSeconds is how long the NVML call outstanding had waited.
+	Fragmented         bool
 	NVMLStalledSeconds uint64
-	// SMMUTimeouts counts the IOMMU's CMD_SYNC timeouts this boot.
-	SMMUTimeouts uint64
+	SMMUTimeouts       uint64
 }
 
-// Pool is the unified memory pool, in bytes. CMAFree and Usable are nil
-// where the exporter's pool reading does not give them.
+// Pool is in bytes.
 type Pool struct {
 	Free, Available, Cache uint64
 	CMAFree, Usable        *uint64
 }
 
-// Pressure is /proc/pressure/memory's totals, in microseconds.
+// Pressure is in microseconds.
 type Pressure struct {
 	Some uint64
 	Full *uint64
@@ -62,32 +49,27 @@ type Pressure struct {
 // GPU is the first GPU's reading; a NaN field was not reported.
 type GPU struct {
 	TemperatureCelsius, PowerWatts, SMClockHertz float64
-	// State is the thermal verdict's state (cool, warming, throttled, …),
-	// "" without one.
-	State string
+	State                                        string
 }
 
-// Kernel is the kernel log's counts (spark_kernel_*), the Xid codes the
-// MaxXid most frequent.
+// Kernel keeps the MaxXid most frequent Xid codes.
 type Kernel struct {
 	OOMGlobal, OOMCgroup, DriverOutOfMemory uint64
 	AERCorrected, AERNonFatal, AERFatal     uint64
 	Xid                                     []XidCount
 }
 
-// XidCount is one Xid code's count.
 type XidCount struct {
 	Code  int
 	Count uint64
 }
 
-// Workload is one workload's memory.
 type Workload struct {
 	Role, Kind    string
 	ResidentBytes uint64
 }
 
-// Bounds of what one record holds, so that a record fits its slot.
+// So that a record fits its slot.
 const (
 	MaxWorkloads = 6
 	MaxXid       = 4
@@ -107,7 +89,6 @@ const (
 
 var errShort = errors.New("flight: record truncated")
 
-// encode appends rec's compact form to b.
 func encode(b []byte, rec Record) []byte {
 	var flags byte
 	if rec.Pool != nil {
@@ -201,7 +182,7 @@ func appendName(b []byte, s string) []byte {
 	return append(append(b, byte(len(s))), s...)
 }
 
-// decoder reads a record's fields, remembering the first error.
+// decoder remembers the first error.
 type decoder struct {
 	b   []byte
 	err error
@@ -244,8 +225,7 @@ func (d *decoder) float() float64 {
 	return 0
 }
 
-// name reads a name as text from elsewhere (a workload's kind comes from
-// a process's command line): stripped of what would act on a terminal.
+// name strips what would act on a terminal: a workload's kind comes from a command line.
 func (d *decoder) name() string {
 	n := int(d.byte())
 	if n > maxName {
@@ -263,7 +243,6 @@ func (d *decoder) optional(set bool) *uint64 {
 	return &v
 }
 
-// decode reads a record from its compact form.
 func decode(b []byte) (Record, error) {
 	d := &decoder{b: b}
 	var rec Record

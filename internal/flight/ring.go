@@ -14,26 +14,17 @@ import (
 	"time"
 )
 
-// The file is a header block, then fixed-size slots, record n in slot
-// n mod slots. Each slot is
-//
-//	magic (2 bytes) | payload length (2) | record number (8) | CRC-32C (4) | payload
-//
-// the CRC over the length, the number and the payload. A slot cut by a
-// power cut or a kill mid-write, zeroed, or flipped fails its CRC and is
-// skipped on read; every other slot still reads. Writing one slot never
-// touches another.
+// A header block, then slots, record n in slot n mod slots:
+// magic (2 bytes) | length (2) | number (8) | CRC-32C (4) | payload.
+// A slot cut mid-write fails its CRC and is skipped; writing one slot never touches another.
 const (
 	headerSize = 4096
-	// SlotSize holds the largest record encode writes (about 330 bytes:
-	// MaxWorkloads and MaxXid bound it) with room to spare.
+	// SlotSize: the largest record is about 330 bytes.
 	SlotSize   = 512
 	slotHeader = 16
-	// MinSize is the smallest ring: the header and 16 slots.
-	MinSize = headerSize + 16*SlotSize
-	// MaxSize bounds the ring.
-	MaxSize = 1 << 30
-	// headerLen is the header's length in its block.
+	// MinSize: the header and 16 slots.
+	MinSize   = headerSize + 16*SlotSize
+	MaxSize   = 1 << 30
 	headerLen = 28
 	minSlots  = (MinSize - headerSize) / SlotSize
 	maxSlots  = (MaxSize - headerSize) / SlotSize
@@ -44,37 +35,30 @@ var (
 	slotMagic  = [2]byte{'F', 'R'}
 	castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-	// ErrLocked is Open's error when another process writes the file.
-	ErrLocked = errors.New("another process (a second exporter?) holds the flight file")
-	// ErrNotFlight is the error for a file that is not a flight ring.
+	ErrLocked    = errors.New("another process (a second exporter?) holds the flight file")
 	ErrNotFlight = errors.New("not a flight recorder file")
 )
 
-// writeFile is what a Ring writes through: an *os.File, or a fault
-// injector in tests.
+// writeFile is an *os.File, or a fault injector in tests.
 type writeFile interface {
 	io.WriterAt
 	Sync() error
 	Close() error
 }
 
-// Ring appends records to a flight file. It is not safe for concurrent use.
+// Ring is not safe for concurrent use.
 type Ring struct {
 	f     writeFile
 	slots uint64
 	next  uint64
 	buf   []byte
-	// read and boots are what the file held when it was opened.
 	read  slotFile
 	boots []Boot
 }
 
-// Open opens the ring at path, of size bytes (rounded down to whole
-// slots), and locks it: a second writer gets ErrLocked. Only a file Open
-// creates (mode 0640) has its mode set; an existing file must be the
-// exporter's own regular file, and is laid out afresh only if empty or a
-// ring of another size: anything else is refused, left as it is (see
-// openRing). What the file held is indexed (Previous reads it).
+// Open locks the ring: a second writer gets ErrLocked. An existing file must be
+// the exporter's own regular file, laid out afresh only if empty or a ring of
+// another size; anything else is refused and left as it is.
 func Open(path string, size uint64) (*Ring, error) {
 	if size < MinSize || size > MaxSize {
 		return nil, fmt.Errorf("flight: size %d outside %d..%d", size, MinSize, MaxSize)
@@ -128,10 +112,8 @@ func load(f *os.File, created bool, slots, size uint64) (*Ring, error) {
 	return r, layOut(f, slots, size)
 }
 
-// layOut lays a new ring over f (empty, or a ring of another size): the
-// header first, so that a start cut short leaves a ring to lay out again,
-// not a file Open refuses; then the whole ring is allocated, so that a
-// full disk shows here and not at a write in the middle of the night.
+// layOut writes the header first, so that a start cut short leaves a ring to lay
+// out again; then allocates all, so that a full disk shows here and not at night.
 func layOut(f *os.File, slots, size uint64) error {
 	if err := f.Truncate(0); err != nil {
 		return err
@@ -159,8 +141,7 @@ func header(slots uint64) []byte {
 	return binary.LittleEndian.AppendUint32(h, crc32.Checksum(h, castagnoli))
 }
 
-// parseHeader returns the slot count of a valid header: one Open could
-// have written, so that a ring never reads past MaxSize.
+// parseHeader: a ring never reads past MaxSize.
 func parseHeader(data []byte) (uint64, bool) {
 	if len(data) < headerLen || [8]byte(data[:8]) != fileMagic ||
 		crc32.Checksum(data[:24], castagnoli) != binary.LittleEndian.Uint32(data[24:]) ||
@@ -171,8 +152,6 @@ func parseHeader(data []byte) (uint64, bool) {
 	return slots, slots >= minSlots && slots <= maxSlots
 }
 
-// readHeader reads and checks the header of a file of size bytes, before
-// anything else is read.
 func readHeader(f io.ReaderAt, size int64) (uint64, error) {
 	if size < headerLen {
 		return 0, ErrNotFlight
@@ -188,8 +167,7 @@ func readHeader(f io.ReaderAt, size int64) (uint64, error) {
 	return slots, nil
 }
 
-// Append writes rec into the next slot. It does not sync: the caller
-// decides when (Sync).
+// Append does not sync: the caller decides when.
 func (r *Ring) Append(rec Record) error {
 	payload := encode(r.buf[slotHeader:slotHeader], rec)
 	if len(payload) > SlotSize-slotHeader {
@@ -215,7 +193,6 @@ func slotCRC(slot []byte) uint32 {
 	return crc32.Update(crc, castagnoli, slot[slotHeader:slotHeader+int(n)])
 }
 
-// Sync makes the records appended so far durable (fdatasync).
 func (r *Ring) Sync() error {
 	if f, ok := r.f.(*os.File); ok {
 		return syscall.Fdatasync(int(f.Fd()))
@@ -223,8 +200,7 @@ func (r *Ring) Sync() error {
 	return r.f.Sync()
 }
 
-// Previous is the newest boot the file held when opened other than
-// current, with its records of window before its end; nil if none.
+// Previous is the newest boot other than current when opened; nil if none.
 func (r *Ring) Previous(current [16]byte, window time.Duration) (*Boot, error) {
 	for i := len(r.boots) - 1; i >= 0; i-- {
 		if b := r.boots[i]; b.ID != current {
@@ -236,13 +212,9 @@ func (r *Ring) Previous(current [16]byte, window time.Duration) (*Boot, error) {
 	return nil, nil
 }
 
-// Close closes the file, releasing the lock.
 func (r *Ring) Close() error { return r.f.Close() }
 
-// Read reads every intact record of the flight file at path, oldest first,
-// and how many slots held a damaged record. It takes no lock: a running
-// exporter's file reads as of now. Only a regular file is read, its header
-// first, then no more than the header says.
+// Read takes no lock, as OpenFile.
 func Read(path string) ([]Record, int, error) {
 	f, size, err := openRead(path)
 	if err != nil {
@@ -257,9 +229,7 @@ func Read(path string) ([]Record, int, error) {
 	return recs, damaged, err
 }
 
-// Decode reads a flight file's bytes: its intact records, oldest first,
-// and the count of damaged slots. Only a file that is not a flight file
-// (its header wrong) is an error; a truncated file reads up to its end.
+// Decode: only a wrong header is an error; a truncated file reads up to its end.
 func Decode(data []byte) ([]Record, int, error) {
 	slots, ok := parseHeader(data)
 	if !ok || len(data) > MaxSize {
@@ -284,10 +254,7 @@ func slotOK(slot []byte) bool {
 		slotCRC(slot) == binary.LittleEndian.Uint32(slot[12:])
 }
 
-// scan reads up to slots slots from body, one at a time, up to its end:
-// the intact records ordered by number, the highest number read, and how
-// many slots held a damaged record. A slot holding a number that does not
-// belong to it (n mod slots) is left out too.
+// scan leaves out a slot holding a number that does not belong to it (n mod slots).
 func scan(body io.Reader, slots uint64) ([]Record, uint64, int, error) {
 	type numbered struct {
 		n   uint64

@@ -10,29 +10,21 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/units"
 )
 
-// Boot is one boot in a flight file: how many records it holds, how it
-// ended, and those of its records that were read.
+// Boot is one boot in a flight file.
 type Boot struct {
-	ID [16]byte
-	// Count is how many records of the boot the file holds.
-	Count int
-	// Records are the records read, oldest first: Ring.Previous's window.
-	Records []Record
-	// first and last are the numbers of its first and last record.
+	ID          [16]byte
+	Count       int
+	Records     []Record
 	first, last uint64
 	end         time.Time
 	clean       bool
 }
 
-// Clean reports whether the boot's last record is an exporter's clean
-// stop: a boot that ended otherwise wedged, lost power or was reset (or
-// its exporter was killed).
+// Clean: a boot that ended otherwise wedged, lost power or was reset (or its exporter was killed).
 func (b Boot) Clean() bool { return b.clean }
 
-// End is the time of the boot's last record.
 func (b Boot) End() time.Time { return b.end }
 
-// boots groups records (oldest first) by boot, oldest boot first.
 func boots(recs []Record) []Boot {
 	var out []Boot
 	for _, r := range recs {
@@ -46,8 +38,7 @@ func boots(recs []Record) []Boot {
 	return out
 }
 
-// Since is a filter of b's records, fed their times oldest first: it
-// keeps those from the first at most d before b's end on.
+// Since is fed the times oldest first.
 func (b Boot) Since(d time.Duration) func(time.Time) bool {
 	from, on := b.end.Add(-d), false
 	return func(t time.Time) bool {
@@ -56,7 +47,6 @@ func (b Boot) Since(d time.Duration) func(time.Time) bool {
 	}
 }
 
-// Window is the records of b.Records from d before its end.
 func (b Boot) Window(d time.Duration) []Record {
 	keep := b.Since(d)
 	for i, r := range b.Records {
@@ -67,18 +57,15 @@ func (b Boot) Window(d time.Duration) []Record {
 	return nil
 }
 
-// Event is a kernel event the records show, at the record that first
-// counted it.
+// Event is at the record that first counted it.
 type Event struct {
 	At   time.Time
 	What string
 }
 
-// maxEvents bounds the events a Digest lists; it counts the rest.
 const maxEvents = 256
 
-// Digest is what a verdict reads of a run of records of one boot, fed
-// oldest first: the lowest usable memory, the kernel events, the end.
+// Digest is fed oldest first.
 type Digest struct {
 	low, last     Record
 	have, any     bool
@@ -89,7 +76,6 @@ type Digest struct {
 	smmu          bool
 }
 
-// Add feeds the next record.
 func (d *Digest) Add(r Record) {
 	if u, ok := r.Usable(); ok {
 		if l, _ := d.low.Usable(); !d.have || u < l {
@@ -121,8 +107,7 @@ func (d *Digest) Add(r Record) {
 	d.prev = k
 }
 
-// addSigns notes when the pool fragmented, the GPU driver stopped
-// answering and the IOMMU timed out, in the words of the runbooks.
+// addSigns speaks in the words of the runbooks.
 func (d *Digest) addSigns(r Record) {
 	sg := r.Signs
 	if sg == nil {
@@ -146,8 +131,7 @@ func (d *Digest) addSigns(r Record) {
 	d.prevSigns = sg
 }
 
-// waited says a wait as the status page does: seconds, or whole minutes
-// past two.
+// waited says a wait as the status page does.
 func waited(secs uint64) string {
 	if secs < 120 {
 		return fmt.Sprintf("%d seconds", secs)
@@ -157,7 +141,6 @@ func waited(secs uint64) string {
 
 func hung(sg *Signs) bool { return float64(sg.NVMLStalledSeconds) > judge.NVMLStalledSeconds }
 
-// event notes a counter's growth from one record to the next.
 func (d *Digest) event(at time.Time, now, before uint64, what string) {
 	if now <= before {
 		return
@@ -172,11 +155,8 @@ func (d *Digest) event(at time.Time, now, before uint64, what string) {
 	d.events = append(d.events, Event{at, what})
 }
 
-// Events lists the kernel events between consecutive records, in order.
 func (d *Digest) Events() []Event { return d.events }
 
-// Verdict is one line on the records fed: the lowest usable memory if
-// the pool ran out, the kernel events, and how the last record ended.
 func (d *Digest) Verdict(loc *time.Location) string {
 	if !d.any {
 		return "nothing recorded"
@@ -208,8 +188,7 @@ func (d *Digest) Verdict(loc *time.Location) string {
 	return strings.Join(parts, ", ")
 }
 
-// Usable is a record's usable pool memory: spark_pool_usable_bytes where
-// recorded, MemAvailable otherwise; ok false without a pool reading.
+// Usable is MemAvailable where usable memory was not recorded.
 func (r Record) Usable() (uint64, bool) {
 	if r.Pool == nil {
 		return 0, false
@@ -220,13 +199,10 @@ func (r Record) Usable() (uint64, bool) {
 	return r.Pool.Available, true
 }
 
-// RanOutBytes is the usable memory under which the verdict says the pool
-// ran out: the default --pool.reserve, what the OS and the driver need.
+// RanOutBytes is the default --pool.reserve, what the OS and the driver need.
 const RanOutBytes = 4 << 30
 
-// Verdict is one line on the records of a boot's last minutes (window):
-// the lowest usable memory if the pool ran out, the kernel events, and
-// how the boot ended.
+// Verdict is one line on a boot's last minutes (window).
 func Verdict(b Boot, window time.Duration, loc *time.Location) string {
 	var d Digest
 	for _, r := range b.Window(window) {
@@ -237,8 +213,7 @@ func Verdict(b Boot, window time.Duration, loc *time.Location) string {
 
 func gib(b uint64) string { return units.FormatGiB(float64(b)) }
 
-// ParseBootID parses /proc/sys/kernel/random/boot_id (a UUID); zero when
-// it is not one.
+// ParseBootID is zero when the text is no UUID.
 func ParseBootID(data []byte) [16]byte {
 	var id [16]byte
 	hex := strings.ReplaceAll(strings.TrimSpace(string(data)), "-", "")

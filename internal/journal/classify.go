@@ -1,6 +1,5 @@
-// Package journal counts the kills of the userspace OOM killers
-// (systemd-oomd, earlyoom, nohang) that the systemd journal recorded this
-// boot, reading it in the background through libsystemd.
+// Package journal counts this boot's kills by the userspace OOM killers
+// (systemd-oomd, earlyoom, nohang) in the systemd journal.
 package journal
 
 import (
@@ -14,7 +13,6 @@ const (
 	nohang      = "nohang"
 )
 
-// Killers are the killer label's values, in the order exported.
 var Killers = []string{systemdOomd, earlyOOM, nohang}
 
 const maxField = 4096 // bytes of a field read; a kill line is ~200
@@ -29,8 +27,7 @@ type entry struct {
 	Realtime uint64 // µs since the epoch
 }
 
-// killer is how journald records a killer's own lines: its system units
-// (Debian's and upstream's names) and its process name.
+// killer's units carry Debian's and upstream's names.
 type killer struct {
 	name  string
 	units []string
@@ -78,7 +75,6 @@ func systemUID(s string) bool {
 	return uid < 1000 || uid >= 61184 && uid <= 65519
 }
 
-// line: a kill, of pid where it names one; or nohang's victim to be.
 type line struct {
 	kill, victim bool
 	pid          int
@@ -148,7 +144,6 @@ func nohangVictim(msg string) (int, bool) {
 	return pid, true
 }
 
-// nohangKill: "Sending SIGTERM to the victim", or SIGKILL.
 func nohangKill(msg string) bool {
 	for _, sig := range []string{"SIGTERM", "SIGKILL"} {
 		if rest, ok := strings.CutPrefix(msg, "Sending "+sig+" to the victim"); ok {

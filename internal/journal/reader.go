@@ -17,17 +17,14 @@ const (
 	batch     = 1024 // entries read between two looks at Close
 )
 
-// Source is the journal to read: Dir, a directory of journal files, or the
-// system journal when empty; only entries of Boot (zero: unknown, nothing
-// read); Library, defaultLibrary when empty.
+// Source: Dir empty is the system journal; a zero Boot reads nothing.
 type Source struct {
 	Dir     string
 	Boot    [16]byte
 	Library string
 }
 
-// State: Readable when at least one journal file is open, else Err says
-// why; Kills has every killer.
+// State is Readable when at least one journal file is open.
 type State struct {
 	Readable bool
 	Kills    map[string]uint64
@@ -39,7 +36,6 @@ var (
 	errNoFiles = errors.New("no journal file could be opened (the systemd-journal group reads the system journal)")
 )
 
-// Reader follows the journal in the background and counts the kills.
 type Reader struct {
 	mu    sync.Mutex
 	state State
@@ -50,8 +46,7 @@ type Reader struct {
 	done     chan struct{}
 }
 
-// Open starts reading src and waits, at most startWait, until what it
-// holds now is counted.
+// Open waits, at most startWait, until what src holds now is counted.
 func Open(src Source) *Reader {
 	r := &Reader{tally: newTally(), stop: make(chan struct{}), done: make(chan struct{})}
 	r.state.Err = errNoFiles
@@ -64,7 +59,6 @@ func Open(src Source) *Reader {
 	return r
 }
 
-// State is a copy of the reader's state.
 func (r *Reader) State() State {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -73,7 +67,6 @@ func (r *Reader) State() State {
 	return s
 }
 
-// Close stops the reader.
 func (r *Reader) Close() error {
 	r.stopOnce.Do(func() { close(r.stop) })
 	select {
@@ -113,8 +106,7 @@ func (r *Reader) run(src Source, ready chan struct{}) {
 	}
 }
 
-// open opens src's journal at its head, matching this boot's entries of any
-// killer's unit (matches of one field are alternatives, of two both hold).
+// open: matches of one field are alternatives, of two both hold.
 func open(src Source) (*handle, error) {
 	if src.Boot == [16]byte{} {
 		return nil, errNoBoot
@@ -151,8 +143,7 @@ func open(src Source) (*handle, error) {
 	return h, nil
 }
 
-// drain counts up to batch entries; more: there may be others to read now.
-// An error (a file that cannot be read on) is retried after the next wait.
+// drain: an error (a file that cannot be read on) is retried after the next wait.
 func (r *Reader) drain(h *handle) (more bool) {
 	for range batch {
 		ok, err := h.next()

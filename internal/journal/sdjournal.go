@@ -1,9 +1,7 @@
 package journal
 
-// The eleven sd-journal(3) functions the reader calls, declared here and
-// found with dlsym: no systemd header or library is needed to build, and a
-// host without libsystemd.so.0 gets an error at open, not a binary that
-// fails to start (docs/design.md, "Reading the journal").
+// sd-journal(3) found with dlsym: no systemd header is needed to build, and a
+// host without libsystemd.so.0 gets an error at open, not a binary that fails to start.
 
 /*
 #cgo LDFLAGS: -ldl
@@ -90,8 +88,7 @@ func loadLibrary(soname string) (*library, error) {
 	return lib, nil
 }
 
-// handle is one open sd_journal: not safe for concurrent use, so only the
-// reader's goroutine holds it.
+// handle is not safe for concurrent use: only the reader's goroutine holds it.
 type handle struct {
 	lib    *library
 	j      *C.sd_journal
@@ -149,7 +146,6 @@ func (h *handle) next() (bool, error) {
 	return r > 0, nil
 }
 
-// field is the current entry's value of name, cut at maxField bytes.
 func (h *handle) field(name string) string {
 	cname, ok := h.fields[name]
 	if !ok {
@@ -182,7 +178,6 @@ func (h *handle) wait(d time.Duration) bool {
 	return C.sdj_wait(&h.lib.api, h.j, C.uint64_t(d.Microseconds())) != 0
 }
 
-// usage is the bytes of the journal files open: 0 when none could be.
 func (h *handle) usage() uint64 {
 	var n C.uint64_t
 	if C.sdj_get_usage(&h.lib.api, h.j, &n) < 0 {

@@ -15,7 +15,6 @@ type signalled struct {
 	at  uint64
 }
 
-// tally counts kills from entries in journal order.
 type tally struct {
 	kills  map[string]uint64
 	recent map[string][]signalled

@@ -12,25 +12,18 @@ import (
 type ThermalState string
 
 const (
-	// Collecting means the samples do not yet cover a whole window.
 	Collecting ThermalState = "collecting"
-	// Normal means nothing to watch.
-	Normal ThermalState = "normal"
-	// Watching means temperature climbs but power is not flat below the
-	// rating: a warm-up, not yet throttling.
-	Watching ThermalState = "watching"
-	// Throttled means clocks lost to heat, or NVML's flags or counters say so.
+	Normal     ThermalState = "normal"
+	// Watching: temperature climbs but power is not flat below the rating (a warm-up).
+	Watching  ThermalState = "watching"
 	Throttled ThermalState = "throttled"
 )
 
-// ThermalStates lists every state, for one-hot export.
 var ThermalStates = []ThermalState{Collecting, Normal, Watching, Throttled}
 
-// GapIntervals is how many sampling intervals may pass between samples
-// before the window breaks: a longer silence is not a flat stretch.
+// GapIntervals may pass between samples before the window breaks: a longer silence is not a flat stretch.
 const GapIntervals = 3
 
-// ThermalConfig holds the sampling cadence and every threshold of the verdict.
 type ThermalConfig struct {
 	Interval time.Duration // time between samples
 	Window   time.Duration // span analysed
@@ -44,8 +37,7 @@ type ThermalConfig struct {
 	HotTemperature    float64 // °C: temperature holds hot when its window mean is at least this
 }
 
-// DefaultThermalConfig is the flags' default; docs/thermal.md gives the
-// reasons for each figure.
+// DefaultThermalConfig is the flags' default; docs/thermal.md gives each figure's reason.
 func DefaultThermalConfig() ThermalConfig {
 	return ThermalConfig{
 		Interval:          5 * time.Second,
@@ -60,14 +52,11 @@ func DefaultThermalConfig() ThermalConfig {
 	}
 }
 
-// maxSamples bounds the memory a window may take.
 const maxSamples = 1 << 17
 
-// MaxWindow is the longest window, far from the 292 years a
-// time.Duration holds, which a replay's steps must stay within.
+// MaxWindow is far from the 292 years a time.Duration holds, which a replay's steps must stay within.
 const MaxWindow = 7 * 24 * time.Hour
 
-// Validate refuses a configuration the analysis cannot work with.
 func (c ThermalConfig) Validate() error {
 	switch {
 	case c.Interval <= 0:
@@ -96,44 +85,34 @@ func (c ThermalConfig) Validate() error {
 	return nil
 }
 
-// MaxGap is the longest silence within one unbroken run of samples.
 func (c ThermalConfig) MaxGap() time.Duration { return GapIntervals * c.Interval }
 
-// Capacity is the number of samples a Window needs, with room for jitter
-// in the sampling times.
+// Capacity is the samples a Window needs, with room for jitter.
 func (c ThermalConfig) Capacity() int { return 2*int(c.Window/c.Interval) + 4 }
 
-// ThermalStats are the figures of the analysed samples.
 type ThermalStats struct {
 	PowerMean       float64 // W
 	PowerSpread     float64 // W: max − min
 	PowerMax        float64 // W
 	TemperatureMean float64 // °C
-	// Slope is the least-squares temperature slope (°C/s) over the window.
-	Slope    float64
-	HasSlope bool
-	// EarlySlope and RecentSlope cover the window's halves: a climb must
-	// still be on, not a warm-up levelling off.
+	Slope           float64
+	HasSlope        bool
+	// EarlySlope and RecentSlope cover the window's halves: a climb must still be on.
 	EarlySlope, RecentSlope       float64
 	HasEarlySlope, HasRecentSlope bool
 }
 
-// ThermalVerdict is the analysis of one GPU's window at one moment.
 type ThermalVerdict struct {
 	State ThermalState
 	// Signature: busy, power flat below the rating, temperature climbing or hot.
 	Signature bool
-	// ThermalSlowdown: the latest sample carries NVML's thermal slowdown
-	// reasons, set for SlowdownFor without a break.
+	// ThermalSlowdown: NVML's thermal reasons set for SlowdownFor without a break.
 	ThermalSlowdown bool
 	SlowdownFor     time.Duration
-	// CounterSlowdown: the thermal slowdown counters grew for at least
-	// ThermalSlowdownShare of the recent span; on GB10 the flags stay clear.
+	// CounterSlowdown: on GB10 the flags stay clear, the counters grow.
 	CounterSlowdown bool
-	// SlowdownSeconds is the counters' growth over the window.
 	HasCounters     bool
 	SlowdownSeconds float64
-	// PowerCapSeconds is the same for the SW power cap counter.
 	HasPowerCap     bool
 	PowerCapSeconds float64
 
@@ -143,13 +122,12 @@ type ThermalVerdict struct {
 	Latest  *ThermalSample // the newest sample, nil when none is recent
 	Stats   *ThermalStats  // nil when no sample is recent
 
-	// The verdict's parts. Climbing is Rising and not levelling off.
+	// Climbing is Rising and not levelling off.
 	Busy, Flat, BelowNominal, Rising, Climbing, Hot bool
 
-	// Clock-loss evidence (thermal_clockloss.go). The signature throttles
-	// only with ClockFell; with a steady clock it is ClockHolding
-	// (Watching), with none logged SignatureOnly. ClockLost: the clock fell
-	// at comparable power while warm, however slowly the temperature rose.
+	// The signature throttles only with ClockFell; with a steady clock it is
+	// ClockHolding (Watching), with none logged SignatureOnly. ClockLost: the
+	// clock fell at comparable power while warm, however slowly it warmed.
 	SlowdownShare                                     float64
 	Clock                                             ClockLoss
 	ClockFell, ClockLost, ClockHolding, SignatureOnly bool
@@ -170,8 +148,8 @@ const (
 // approach slows by e^(−W/2τ) per half window), not climbing at flat power.
 const settlingRatio = 0.5
 
-// AnalyzeThermal judges the samples (oldest first) at now; prev is the
-// previous state (hysteresis). Only the unbroken run ending near now counts.
+// AnalyzeThermal judges the samples (oldest first) at now; prev is the previous
+// state (hysteresis). Only the unbroken run ending near now counts.
 func AnalyzeThermal(samples []ThermalSample, now time.Time, prev ThermalState, cfg ThermalConfig) ThermalVerdict {
 	return AnalyzeThermalAfter(samples, now, ThermalVerdict{State: prev}, cfg)
 }
@@ -234,8 +212,6 @@ func AnalyzeThermalAfter(samples []ThermalSample, now time.Time, previous Therma
 	return v
 }
 
-// unbroken returns the latest run of samples with no gap longer than
-// maxGap, ignoring samples after now.
 func unbroken(samples []ThermalSample, now time.Time, maxGap time.Duration) []ThermalSample {
 	end := len(samples)
 	for end > 0 && samples[end-1].Time.After(now) {
@@ -279,7 +255,7 @@ func stats(run []ThermalSample, recentFrom time.Time) ThermalStats {
 	return st
 }
 
-// rises requires the latest half to climb too: it is still going up now.
+// rises requires the latest half to climb too.
 func rises(st ThermalStats, rate float64) bool {
 	return st.HasSlope && st.HasRecentSlope && st.Slope >= rate && st.RecentSlope >= rate
 }
@@ -314,7 +290,6 @@ func slope(run []ThermalSample) (float64, bool) {
 	return sxy / sxx, true
 }
 
-// busy: by utilisation where NVML reports it, by power where it does not.
 func busy(run []ThermalSample, st ThermalStats, cfg ThermalConfig) bool {
 	var sum float64
 	var n int
@@ -363,7 +338,6 @@ func growth(run []ThermalSample, counter func(ThermalSample) *float64) (total fl
 
 // Evidence names what made the verdict Throttled, joined by "+": signature,
 // clock_fall, signature_only, nvml_thermal_slowdown, thermal_slowdown_counters.
-// The sampler's log and report's JSON use these words.
 func (v ThermalVerdict) Evidence() string {
 	var parts []string
 	switch signature := v.Signature && !v.ClockHolding; {

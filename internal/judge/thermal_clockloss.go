@@ -7,41 +7,30 @@ import (
 	"time"
 )
 
-// What "throttled" rests on: the clocks were lost. docs/thermal.md gives
-// the figures' public sources.
+// docs/thermal.md gives these figures' public sources.
 const (
-	// ClockFallRatio is how far below its earlier level the recent SM clock
-	// must be to have fallen: a healthy GB10 floats ±3 % under steady load,
-	// a thermal fall (2.45 → 2.0 GHz) is 18 %.
+	// ClockFallRatio: a healthy GB10 floats ±3 %, a thermal fall is 18 %.
 	ClockFallRatio = 0.10
-	// ComparablePowerWatts is how far below now's power an earlier level may
-	// be taken: a GB10's clock falls ~0.3 % per watt (current-limited DVFS,
-	// djangodevreng/dgx-spark-benchmarks), which must not read as a loss.
+	// ComparablePowerWatts: the clock falls ~0.3 % per watt, which must not read as a loss.
 	ComparablePowerWatts = 5.0
-	// WarmTemperature (°C) is where a lost clock counts as thermal: GB10's
-	// SW thermal slowdown engages from ~80 °C (mudler/vllm.cpp: median
-	// 82 °C; inference-atlas PR #225: a trip point near 86–87 °C).
+	// WarmTemperature (°C): SW thermal slowdown engages from ~80 °C.
 	WarmTemperature = 80.0
-	// HotMargin is the thermal margin (nvidia-smi's T.Limit) at which the GPU
-	// holds hot: 94 °C less HotTemperature's default 88 °C.
+	// HotMargin (T.Limit, °C) is 94 °C less HotTemperature's default 88 °C.
 	HotMargin = 6.0
 )
 
-// Hysteresis for the clock-loss evidence.
 const (
 	stayCounterFactor = 0.5 // of ThermalSlowdownShare
 	stayFallFactor    = 0.5 // of ClockFallRatio
 )
 
-// RecentSpan is the span of the counter share and the recent clock: no
-// less than MaxGap, so that a clock level is a median of several samples.
+// RecentSpan is no less than MaxGap, so that a clock level is a median of several samples.
 func (c ThermalConfig) RecentSpan() time.Duration {
 	return max(c.Window/10, c.MaxGap())
 }
 
-// counterShare is the counters' growth as a share of the recent span, at
-// least RecentSpan long, so that one sample's growth right after a start
-// is not read as a whole span of slowdown.
+// counterShare spans at least RecentSpan, so that one sample's growth right
+// after a start is not read as a whole span of slowdown.
 func counterShare(run []ThermalSample, now time.Time, cfg ThermalConfig) (share float64, ok bool) {
 	span := cfg.RecentSpan()
 	from := now.Add(-span)
@@ -56,25 +45,19 @@ func counterShare(run []ThermalSample, now time.Time, cfg ThermalConfig) (share 
 	return grew / max(now.Sub(run[i].Time), span).Seconds(), true
 }
 
-// ClockLoss is what the SM clock did over the run: the latest unbroken run
-// of samples, through idle dips shorter than a window.
+// ClockLoss is what the SM clock did over the latest unbroken run of samples,
+// through idle dips shorter than a window.
 type ClockLoss struct {
-	// HasClock: the busy stretch's recent samples carry the SM clock.
 	HasClock bool
-	// Recent is the median SM clock (Hz) over the latest RecentSpan of the
-	// busy stretch: the latest unbroken run of busy samples.
+	// Recent is the median SM clock (Hz) over the busy stretch's latest RecentSpan.
 	Recent float64
-	// Level is the highest median of the run's earlier RecentSpan-long
-	// blocks at comparable power.
-	HasLevel bool
-	Level    float64
-	// Mean power (W) and temperature (°C).
+	// Level is the highest median of earlier RecentSpan blocks at comparable power.
+	HasLevel                                   bool
+	Level                                      float64
 	LevelPower, RecentPower, RecentTemperature float64
 
-	// levels holds, per watt, the highest block median the run has had,
-	// so that a level outlives the samples held (twice the window)
-	// whatever power comes next. Verdicts share it: it is replaced, never
-	// written in place.
+	// levels holds, per watt, the run's highest block median, so that a level
+	// outlives the samples held. Verdicts share it: replaced, never written in place.
 	levels []clockLevel
 	since  time.Time // the run's first sample
 	busyAt time.Time // the latest busy sample
@@ -85,19 +68,15 @@ type clockLevel struct {
 	power, clock float64
 }
 
-// maxClockLevels bounds the levels a run keeps: one a watt, from idle to
-// beyond any GPU's draw.
+// maxClockLevels: one a watt, beyond any GPU's draw.
 const maxClockLevels = 1024
 
-// Fell reports whether the recent clock is more than ratio below the level.
 func (c ClockLoss) Fell(ratio float64) bool {
 	return c.HasClock && c.HasLevel && c.Recent < (1-ratio)*c.Level
 }
 
-// clockLoss measures the run's clock. Blocks at higher power (a warm-up
-// boost above the ~100 W cap: the cap, not heat, took that clock) and at
-// lower power are left out. carried is the previous verdict's: its levels
-// go on while the run does.
+// clockLoss leaves out blocks at higher power (a warm-up boost above the cap:
+// the cap, not heat, took that clock) and at lower power. carried's levels go on while the run does.
 func clockLoss(samples []ThermalSample, now time.Time, cfg ThermalConfig, carried ClockLoss) ClockLoss {
 	run := unbroken(samples, now, cfg.MaxGap())
 	if len(run) == 0 {
@@ -114,8 +93,7 @@ func clockLoss(samples []ThermalSample, now time.Time, cfg ThermalConfig, carrie
 	}
 	c.busyAt = stretch[len(stretch)-1].Time
 	span := cfg.RecentSpan()
-	// Blocks of span counted back from now. clocks is buf, reused by each
-	// block and sorted by medianInPlace.
+	// clocks is buf, reused by each block and sorted by medianInPlace.
 	buf := make([]float64, 0, len(stretch))
 	block := func(from int) (next int, clocks []float64, power, temp float64) {
 		k := now.Sub(stretch[from].Time) / span
@@ -166,9 +144,7 @@ func clockLoss(samples []ThermalSample, now time.Time, cfg ThermalConfig, carrie
 	return c
 }
 
-// continued keeps the carried levels while the samples are the same run
-// (it began where it did, or before the oldest sample held) and the GPU was
-// busy within a window: after a pause as long, a job starts afresh.
+// continued: after a pause as long as a window, a job starts afresh.
 func (c ClockLoss) continued(start time.Time, fromOldest bool, now time.Time, window time.Duration) ClockLoss {
 	same := !c.since.IsZero() && (c.since.Equal(start) || fromOldest && !c.since.After(start))
 	switch {
@@ -180,7 +156,6 @@ func (c ClockLoss) continued(start time.Time, fromOldest bool, now time.Time, wi
 	return ClockLoss{levels: c.levels, since: c.since, busyAt: c.busyAt}
 }
 
-// levelUpdate copies the levels on their first change.
 type levelUpdate struct {
 	levels []clockLevel
 	copied bool
@@ -233,8 +208,7 @@ func marginMean(run []ThermalSample) (mean float64, ok bool) {
 	return mean / float64(n), true
 }
 
-// judgeClocks applies the clock-loss evidence to a verdict whose parts are
-// set. samples are all those held: the busy stretch may begin before run.
+// judgeClocks: samples are all those held, as the busy stretch may begin before run.
 func judgeClocks(v *ThermalVerdict, run, samples []ThermalSample, now time.Time, previous ThermalVerdict, cfg ThermalConfig) {
 	share, fall := ThermalSlowdownShare, ClockFallRatio
 	if previous.State == Throttled {
@@ -257,8 +231,7 @@ func judgeClocks(v *ThermalVerdict, run, samples []ThermalSample, now time.Time,
 	}
 }
 
-// hotByMargin is the margin's word on "hot" where the samples carry it:
-// the driver knows its own limit better than a fixed temperature does.
+// hotByMargin: the driver knows its own limit better than a fixed temperature does.
 func hotByMargin(v *ThermalVerdict, run []ThermalSample, prev ThermalState) {
 	m, ok := marginMean(run)
 	if !ok {

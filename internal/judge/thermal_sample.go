@@ -1,6 +1,3 @@
-// The thermal throttle verdict's input. internal/thermal steps the verdict
-// over time; internal/gpu/thermalsampler reads NVML.
-
 package judge
 
 import "time"
@@ -12,21 +9,15 @@ type ThermalSample struct {
 	Power       float64  // W
 	SMClock     *float64 // Hz
 	Utilization *float64 // busy ratio, 0–1
-	// Reasons is NVML's clock event reasons bit mask.
-	Reasons *uint64
-	// ThermalSlowdownSeconds is NVML's SW and HW thermal slowdown counters
-	// added up: seconds of clocks held down for heat since the driver loaded.
+	Reasons     *uint64  // NVML's clock event reasons bit mask
+	// ThermalSlowdownSeconds adds NVML's SW and HW thermal slowdown counters (since the driver loaded).
 	ThermalSlowdownSeconds *float64
-	// TemperatureMargin is NVML's thermal margin: °C left to the
-	// driver's slowdown limit (nvidia-smi's T.Limit).
-	TemperatureMargin *float64
-	// PowerCapSeconds is NVML's SW power cap counter. GB10's ~100 W cap
-	// makes it grow under any sustained load: never evidence of throttling.
+	TemperatureMargin      *float64 // °C to the driver's slowdown limit (T.Limit)
+	// PowerCapSeconds grows under any sustained load at GB10's ~100 W cap: never evidence of throttling.
 	PowerCapSeconds *float64
 }
 
-// NVML's clock event reasons for heat, from nvml.h: copied so that the
-// analysis reads in a sample's terms, not NVML's API; a test checks them.
+// NVML's clock event reasons for heat, copied from nvml.h so that judge links no NVML; a test checks them.
 const (
 	ReasonSWThermalSlowdown uint64 = 0x20
 	ReasonHWThermalSlowdown uint64 = 0x40

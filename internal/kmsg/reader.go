@@ -12,13 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Reader follows the kernel log in the background and keeps its counts.
-//
-// Opening /dev/kmsg starts at the oldest record the ring still holds, so the
-// counts are "since boot, as far as the ring holds them": a restarted
-// exporter recounts the same records, its counters restarting, which
-// Prometheus reads as a reset. Within one reader, a record whose sequence
-// number is not above the last one counted is skipped.
+// Reader counts "since boot, as far as the ring holds them": a restarted
+// exporter recounts the same records, which Prometheus reads as a reset.
 type Reader struct {
 	mu       sync.Mutex
 	counts   Counts
@@ -36,19 +31,13 @@ type Reader struct {
 }
 
 const (
-	// kernelFacility is LOG_KERN. A write to /dev/kmsg never has it:
-	// devkmsg_write (kernel/printk/printk.c) sets LOG_USER for a prefix
-	// whose facility is 0.
+	// kernelFacility: devkmsg_write sets LOG_USER for a prefix whose facility is 0.
 	kernelFacility = 0
-	// maxFileBytes bounds a regular file read as the log: more than a
-	// kernel ring holds (log_buf_len is at most a few tens of MiB).
+	// maxFileBytes: log_buf_len is at most a few tens of MiB.
 	maxFileBytes = 64 << 20
-	// catchUpBytes and catchUpTime bound what Open reads before it
-	// returns; the rest is read in the background.
 	catchUpBytes = 1 << 20
 	catchUpTime  = 200 * time.Millisecond
-	// fifoRetry is how often a FIFO without a writer is read again.
-	fifoRetry = time.Second
+	fifoRetry    = time.Second
 )
 
 var (
@@ -58,11 +47,8 @@ var (
 	kmsgDevice  = unix.Mkdev(1, 11)
 )
 
-// Open opens the log at path (/dev/kmsg, or a file or FIFO for tests),
-// reads what it holds now within catchUpBytes and catchUpTime, and reads the
-// rest and what follows in the background. An error means the log cannot
-// be read (no CAP_SYSLOG where kernel.dmesg_restrict is set, no such file,
-// not a kernel log).
+// Open reads what the log holds now within catchUpBytes and catchUpTime, and
+// the rest in the background. path is /dev/kmsg, or a file or FIFO for tests.
 func Open(path string) (*Reader, error) {
 	// Checked before the open, which has effects on some devices (a
 	// watchdog), and again on what was opened.
@@ -93,15 +79,12 @@ func Open(path string) (*Reader, error) {
 		}
 		return r, nil
 	}
-	// A non-blocking descriptor goes to the runtime's poller: a read waits
-	// there, not in a thread, and Close ends it.
+	// Non-blocking: a read waits in the runtime's poller, and Close ends it.
 	r.file = os.NewFile(uintptr(fd), path)
 	go r.follow(buf)
 	return r, nil
 }
 
-// sourceKind accepts /dev/kmsg, a regular file no larger than any kernel
-// log, or a FIFO (fifo true).
 func sourceKind(st *unix.Stat_t) (fifo bool, err error) {
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFREG:
@@ -128,9 +111,7 @@ func openedKind(fd int) (fifo bool, err error) {
 	return sourceKind(&st)
 }
 
-// catchUp reads what the log holds now, so that the first scrape counts
-// it, up to catchUpBytes or catchUpTime; more is false at the end of a
-// regular file.
+// catchUp: the first scrape counts what the log holds now; more is false at a regular file's end.
 func (r *Reader) catchUp(fd int, buf []byte) (more bool, err error) {
 	deadline := time.Now().Add(catchUpTime)
 	for total := 0; total < catchUpBytes && time.Now().Before(deadline); {
@@ -182,22 +163,19 @@ func (r *Reader) follow(buf []byte) {
 	}
 }
 
-// Readable reports whether the log answered: a FIFO once it was read, the
-// others once opened.
+// Readable: a FIFO once it was read, the others once opened.
 func (r *Reader) Readable() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.readable
 }
 
-// Counts is a copy of the counts so far.
 func (r *Reader) Counts() Counts {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.counts.Clone()
 }
 
-// Close stops following and waits for the reader to end.
 func (r *Reader) Close() error {
 	var err error
 	if r.file != nil {
@@ -222,8 +200,7 @@ func (r *Reader) lost() {
 	r.mu.Unlock()
 }
 
-// feed counts the whole records in data; a record cut between two reads
-// (a file, a FIFO) is completed by the next.
+// feed: a record cut between two reads is completed by the next.
 func (r *Reader) feed(data []byte) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -257,8 +234,7 @@ func (r *Reader) line(line []byte) {
 	}
 }
 
-// gap is how many records an overrun lost before the record seq: the
-// sequence numbers skipped, or at least one where none was read before.
+// gap is at least one where no record was read before.
 func (r *Reader) gap(seq uint64) uint64 {
 	if r.seen && seq > r.lastSeq {
 		return seq - r.lastSeq - 1
@@ -266,8 +242,7 @@ func (r *Reader) gap(seq uint64) uint64 {
 	return 1
 }
 
-// lineSplitter cuts a stream into lines of at most MaxRecord bytes; a
-// longer line is dropped whole, so that memory stays bounded.
+// lineSplitter drops a line longer than MaxRecord whole, so that memory stays bounded.
 type lineSplitter struct {
 	partial []byte
 	tooLong bool

@@ -1,7 +1,4 @@
-// Package kmsg reads the kernel's log as /dev/kmsg serves it and counts the
-// events that tell why a DGX Spark died: OOM kills by their constraint, the
-// GPU driver's failed allocations (NV_ERR_NO_MEMORY), NVRM Xid codes and
-// PCIe AER errors by severity.
+// Package kmsg counts the kernel log's events that tell why a DGX Spark died.
 package kmsg
 
 import (
@@ -11,27 +8,16 @@ import (
 	"time"
 )
 
-// Record is one record of /dev/kmsg (Documentation/ABI/testing/dev-kmsg):
-//
-//	6,339,5140900,-;NET: Registered protocol family 10
-//	 SUBSYSTEM=net
-//
-// a header (priority and facility, sequence number, microseconds since boot,
-// flags, perhaps more in later kernels), a semicolon, the message with
-// non-printable bytes escaped as \xNN, and continuation lines, each starting
-// with a space, of the logging device's properties.
+// Record is one record of /dev/kmsg (Documentation/ABI/testing/dev-kmsg), e.g.
+// "6,339,5140900,-;NET: Registered protocol family 10"; later kernels may add header fields.
 type Record struct {
-	// Priority is the syslog level, 0 (emerg) to 7 (debug); Facility the
-	// syslog facility (0: the kernel's own).
 	Priority, Facility int
 	Seq                uint64
-	// Since is the time since boot the record was logged at.
-	Since   time.Duration
-	Message string
+	Since              time.Duration
+	Message            string
 }
 
-// MaxRecord bounds a record: the kernel never writes one longer
-// (CONSOLE_EXT_LOG_MAX is 8 KiB, a read of /dev/kmsg needs that much room).
+// MaxRecord is CONSOLE_EXT_LOG_MAX: the kernel never writes a longer one.
 const MaxRecord = 8192
 
 var (
@@ -39,8 +25,7 @@ var (
 	errHeader   = errors.New("kmsg: malformed header")
 )
 
-// Parse parses one record's first line; the caller skips continuation
-// lines. A malformed line is an error, never a panic.
+// Parse parses one record's first line; the caller skips continuation lines.
 func Parse(line []byte) (Record, error) {
 	line = bytes.TrimRight(line, "\n")
 	if len(line) > MaxRecord {

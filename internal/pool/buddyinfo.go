@@ -8,26 +8,18 @@ import (
 	"strconv"
 )
 
-// Zone is one line of /proc/buddyinfo: the free blocks of one zone of one
-// NUMA node, by order. A block of order n is 2^n contiguous pages; the GPU
-// driver's large pinned allocations need the high orders.
+// Zone is one line of /proc/buddyinfo; a block of order n is 2^n contiguous pages.
 type Zone struct {
 	Node string   // the node's number
 	Name string   // the kernel's zone name: DMA, DMA32, Normal, Movable, …
 	Free []uint64 // Free[n]: free blocks of order n
 }
 
-// maxOrders bounds the orders of a line: kernels build 11 (MAX_PAGE_ORDER 10)
-// to 14 (13, arm64 with 64 KiB pages and NVIDIA's GB10 kernels with 4 KiB).
+// maxOrders: kernels build 11 (MAX_PAGE_ORDER 10) to 14 (arm64 with 64 KiB pages, GB10's with 4 KiB).
 const maxOrders = 32
 
-// ParseBuddyinfo reads /proc/buddyinfo, as mm/vmstat.c writes it:
-//
-//	Node 0, zone   Normal    151     82  …      0
-//
-// procfs's parser takes NaN, negative and hexadecimal counts, a line cut
-// short and a zone given twice (two series of one name); here each is an
-// error.
+// ParseBuddyinfo refuses what procfs's parser takes: NaN, negative and hex
+// counts, a line cut short, a zone given twice.
 func ParseBuddyinfo(data []byte) ([]Zone, error) {
 	if len(data) == 0 {
 		return nil, errors.New("buddyinfo: empty")
@@ -79,8 +71,7 @@ func parseZone(f [][]byte) (Zone, error) {
 	return z, nil
 }
 
-// zoneName is the shape of the kernel's zone names (DMA32, Normal): a
-// label value, so nothing else is taken.
+// zoneName: a label value, so nothing else is taken.
 func zoneName(b []byte) bool {
 	if len(b) == 0 || len(b) > 16 {
 		return false
@@ -93,11 +84,8 @@ func zoneName(b []byte) bool {
 	return true
 }
 
-// ParseKernelPageSize reads the first KernelPageSize line of a process's
-// smaps ("KernelPageSize:        4 kB"): the page size the kernel backs
-// memory with. No file of /proc states it for the whole kernel; the
-// exporter's own smaps does, and under --path.procfs a fixture can state a
-// 64 KiB kernel's.
+// ParseKernelPageSize reads a process's smaps: no file of /proc states the page
+// size for the whole kernel, and under --path.procfs a fixture can state a 64 KiB kernel's.
 func ParseKernelPageSize(data []byte) (uint64, error) {
 	for line := range bytes.Lines(data) {
 		rest, ok := bytes.CutPrefix(line, []byte("KernelPageSize:"))
@@ -117,14 +105,10 @@ func ParseKernelPageSize(data []byte) (uint64, error) {
 	return 0, errors.New("smaps: no KernelPageSize line")
 }
 
-// BlockBytes is the size of a block of the given order.
 func BlockBytes(pageSize uint64, order int) uint64 { return pageSize << order }
 
-// LargeFreeBytes is the free memory in blocks of atLeast bytes or more, all
-// nodes and zones together, as the recording rule
-// instance:spark_pool_free_large_block_bytes:sum sums it. False where the
-// page size is unknown or no order's block is that large: such a kernel
-// cannot be judged by it.
+// LargeFreeBytes sums as instance:spark_pool_free_large_block_bytes:sum does;
+// false where the page size is unknown or no order's block is that large.
 func LargeFreeBytes(zones []Zone, pageSize, atLeast uint64) (float64, bool) {
 	var sum float64
 	ok := false

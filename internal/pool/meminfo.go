@@ -9,10 +9,8 @@ import (
 	"github.com/prometheus/procfs"
 )
 
-// ParseMeminfo reads the fields of /proc/meminfo the pool needs. procfs's
-// parser takes the last of a key given twice, reads a size cut before its
-// unit as bytes and accepts a file cut mid-number; here each is an error,
-// since a wrong figure is worse than none.
+// ParseMeminfo refuses what procfs's parser takes (a key twice, a size cut
+// before its unit, a file cut mid-number): a wrong figure is worse than none.
 func ParseMeminfo(data []byte) (procfs.Meminfo, error) {
 	var m procfs.Meminfo
 	if len(data) == 0 {

@@ -1,6 +1,4 @@
-// Package pool reads the unified CPU/GPU memory pool of a DGX Spark as
-// /proc/meminfo shows it, and works out the figures a user budgets with. The
-// pool collector and the plan command both read it through here, so that the
+// Package pool works out the unified memory pool's figures, so that the
 // headroom a dashboard shows is the headroom a plan is checked against.
 package pool
 
@@ -14,7 +12,7 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 )
 
-// Snapshot is the pool at one moment, in bytes.
+// Snapshot is in bytes.
 type Snapshot struct {
 	Total     uint64 // MemTotal
 	Free      uint64 // MemFree: `free`'s "free" column, the figure to budget against
@@ -22,26 +20,17 @@ type Snapshot struct {
 	PageCache uint64 // Buffers + Cached + SReclaimable: `free`'s "buff/cache"
 	Flushable uint64 // what `sync; echo 3 > /proc/sys/vm/drop_caches` would give back
 	Mapped    uint64 // Mapped: mmap'd file pages, such as safetensors during a load
-	// HugePages is HugePages_Total × Hugepagesize; nil on kernels built
-	// without hugetlbfs, which print neither line.
 	HugePages *uint64
-	// CMA is the contiguous memory area (CmaTotal, CmaFree); nil on
-	// kernels built without CONFIG_CMA, which print neither line.
-	CMA *CMA
+	CMA       *CMA
 }
 
-// CMA is the kernel's contiguous memory area in bytes. Its free pages
-// count in MemFree and MemAvailable, yet an allocation that cannot move
-// (the GPU driver's pinned memory) cannot use them (docs/design.md).
+// CMA's free pages count in MemFree and MemAvailable, yet pinned allocations cannot use them.
 type CMA struct {
 	Total uint64 // CmaTotal
 	Free  uint64 // CmaFree
 }
 
-// AccountingInvalid is CmaFree above CmaTotal: kernel 7.0.0-1019 prints
-// CmaTotal 0 beside the free pages of CMA areas it does not count
-// (docs/design.md). Those pages are still free CMA, which pinned
-// allocations cannot use: Usable subtracts them all the same.
+// AccountingInvalid is CmaFree above CmaTotal (kernel 7.0.0-1019): Usable subtracts them all the same.
 func (c CMA) AccountingInvalid() bool { return c.Free > c.Total }
 
 func (s Snapshot) cmaFree() uint64 {
@@ -51,9 +40,7 @@ func (s Snapshot) cmaFree() uint64 {
 	return s.CMA.Free
 }
 
-// Usable is MemAvailable less free CMA pages, never below 0: what an
-// allocation that cannot use CMA can still get. It falls with danger on a
-// GB10 serving a model, while MemFree rises into a kill (docs/design.md).
+// Usable falls with danger on a GB10 serving a model, while MemFree rises into a kill.
 func (s Snapshot) Usable() uint64 {
 	if c := s.cmaFree(); c < s.Available {
 		return s.Available - c
@@ -61,7 +48,6 @@ func (s Snapshot) Usable() uint64 {
 	return 0
 }
 
-// Read reads /proc/meminfo under procPath (--path.procfs).
 func Read(procPath string) (Snapshot, error) {
 	data, err := hostfs.New(procPath).ReadFile("meminfo", nil)
 	if err != nil {
@@ -70,7 +56,6 @@ func Read(procPath string) (Snapshot, error) {
 	return Parse(data)
 }
 
-// Parse works out the pool from the text of /proc/meminfo.
 func Parse(data []byte) (Snapshot, error) {
 	m, err := ParseMeminfo(data)
 	if err != nil {
@@ -79,12 +64,10 @@ func Parse(data []byte) (Snapshot, error) {
 	return FromMeminfo(m)
 }
 
-// maxKiB is the largest meminfo value (in kB) whose byte count fits an int64,
-// so that headroom arithmetic cannot wrap. Anything larger is corrupt input.
+// maxKiB: headroom arithmetic cannot wrap.
 const maxKiB = math.MaxInt64 / 1024 / 4
 
-// FromMeminfo derives the pool's figures from parsed meminfo. A missing
-// field is an error: the figures would be wrong rather than missing.
+// FromMeminfo: a missing field is an error, as the figures would be wrong rather than missing.
 func FromMeminfo(m procfs.Meminfo) (Snapshot, error) {
 	var err error
 	kib := func(name string, v *uint64) uint64 {
@@ -125,7 +108,6 @@ func FromMeminfo(m procfs.Meminfo) (Snapshot, error) {
 		Mapped:    mapped,
 	}
 
-	// Hugepagesize is in kB; HugePages_Total is a count of pages.
 	if m.HugePagesTotal != nil && m.Hugepagesize != nil {
 		size := kib("Hugepagesize", m.Hugepagesize)
 		if err != nil {
@@ -160,16 +142,11 @@ func FromMeminfo(m procfs.Meminfo) (Snapshot, error) {
 	return s, nil
 }
 
-// Headroom is free memory less free CMA pages and the reserve kept for the
-// OS and driver: what a new job may take without a flush. It is negative on
-// a healthy Spark whose page cache fills the pool: a planning figure, not a
-// danger one (Usable is that).
+// Headroom is negative on a healthy Spark whose page cache fills the pool: a planning figure, not a danger one.
 func (s Snapshot) Headroom(reserve uint64) int64 {
 	return int64(s.Free) - int64(s.cmaFree()) - int64(reserve)
 }
 
-// HeadroomAfterFlush is the headroom once the page cache is dropped: step 1
-// of the OOM ladder.
 func (s Snapshot) HeadroomAfterFlush(reserve uint64) int64 {
 	return int64(s.Free) - int64(s.cmaFree()) + int64(s.Flushable) - int64(reserve)
 }

@@ -7,21 +7,13 @@ import (
 	"strconv"
 )
 
-// Pressure is /proc/pressure/memory: the total time, in microseconds, that
-// at least one task (Some) and all non-idle tasks (Full) stalled waiting
-// for memory. Full is nil on kernels that print only the "some" line.
+// Pressure is in microseconds; Full is nil on kernels that print only the "some" line.
 type Pressure struct {
 	Some, Full *uint64
 }
 
-// ParsePressure reads /proc/pressure/memory:
-//
-//	some avg10=1.25 avg60=0.80 avg300=0.30 total=48213000
-//	full avg10=0.50 avg60=0.31 avg300=0.10 total=19004000
-//
-// procfs's fmt.Sscanf takes a total cut mid-number and the last of two
-// "some" lines; here each is an error. Lines of other kinds are skipped, for
-// kernels to come.
+// ParsePressure refuses a total cut mid-number and two "some" lines, which
+// procfs takes; lines of other kinds are skipped, for kernels to come.
 func ParsePressure(data []byte) (Pressure, error) {
 	var p Pressure
 	if len(data) == 0 {

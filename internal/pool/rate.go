@@ -2,9 +2,7 @@ package pool
 
 import "time"
 
-// RateWindow is a counter's rate per second over about the last Span, as
-// a rule's rate(x[Span]) sees it, from samples kept at least Step apart: it
-// holds at most Span/Step + 1 of them however often it is fed.
+// RateWindow is rate(x[Span]) from samples at least Step apart: at most Span/Step + 1 however often it is fed.
 type RateWindow struct {
 	Span, Step time.Duration
 	samples    []rateSample
@@ -15,9 +13,7 @@ type rateSample struct {
 	v  uint64
 }
 
-// Add records v at t and returns the rate from the oldest sample within
-// Span to it; false until that sample is at least Step old. A counter
-// that fell (a reset) or a clock that went back starts the window afresh.
+// Add is false until the oldest sample is Step old; a reset or a clock that went back starts afresh.
 func (w *RateWindow) Add(t time.Time, v uint64) (float64, bool) {
 	if n := len(w.samples); n > 0 && (v < w.samples[n-1].v || t.Before(w.samples[n-1].at)) {
 		w.samples = w.samples[:0]

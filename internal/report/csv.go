@@ -12,20 +12,14 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/thermallog"
 )
 
-// LogOptions say what a log does not: which GPU, and what it is.
 type LogOptions struct {
-	// GPU selects the GPU (nil: the lowest index in the log).
-	GPU *int
-	// GPUName is --gpu.name: GB10's rating and plateau apply to a GB10 only.
-	GPUName string
-	// PowerLimit is the GPU's power rating in W (--gpu.power-limit).
+	GPU        *int
+	GPUName    string
 	PowerLimit float64
-	// MachineGPU names this machine's GPU from NVML, to confirm a GB10
-	// the report would otherwise assume (the exporter's own CSV).
+	// MachineGPU confirms a GB10 the report would otherwise assume.
 	MachineGPU func() string
 }
 
-// ColumnError is a log that lacks a column the report needs.
 type ColumnError struct {
 	Column string
 	Format string
@@ -40,10 +34,8 @@ func (e *ColumnError) Error() string {
 	return fmt.Sprintf("the log (%s) has no %s column (it has %s): the report needs temperature.gpu and power.draw", e.Format, e.Column, has)
 }
 
-// ErrNoSample is a log whose rows never give temperature and power together.
 var ErrNoSample = errors.New("no row of the log has both temperature.gpu and power.draw")
 
-// FromLog reports on a parsed thermal log held in memory.
 func FromLog(tr thermallog.Trace, cfg judge.ThermalConfig, opt LogOptions) (Report, error) {
 	return FromRows(tr, func(yield func(thermallog.Row)) error {
 		for _, r := range tr.Rows {
@@ -53,10 +45,8 @@ func FromLog(tr thermallog.Trace, cfg judge.ThermalConfig, opt LogOptions) (Repo
 	}, cfg, opt)
 }
 
-// RowSource hands a log's rows to yield, in order, once per pass of FromRows.
 type RowSource func(yield func(thermallog.Row)) error
 
-// maxCadenceGaps is how many of the log's first gaps set its interval.
 const maxCadenceGaps = 1 << 12
 
 type gpuRows struct {
@@ -69,10 +59,8 @@ type gpuRows struct {
 	gaps     []time.Duration
 }
 
-// FromRows reports on a thermal log read as a stream, in three passes of
-// rows, so that memory is one window whatever the log's length. meta's
-// Rows are not read. cfg's Interval and NominalPower are replaced by the
-// log's cadence and the GPU's rating.
+// FromRows reads the rows in three passes, so that memory is one window whatever
+// the log's length; the log's cadence and the GPU's rating replace cfg's.
 func FromRows(meta thermallog.Trace, rows RowSource, cfg judge.ThermalConfig, opt LogOptions) (Report, error) {
 	for _, col := range []string{"temperature.gpu", "power.draw"} {
 		if !meta.Has(col) {
@@ -114,8 +102,7 @@ func FromRows(meta thermallog.Trace, rows RowSource, cfg judge.ThermalConfig, op
 	return r, nil
 }
 
-// surveyGPUs is the first pass: each GPU's name, limit, readings and
-// cadence, keyed by index (-1: rows that name no GPU).
+// surveyGPUs is keyed by index (-1: rows that name no GPU).
 func surveyGPUs(rows RowSource) (map[int]*gpuRows, error) {
 	byGPU := map[int]*gpuRows{}
 	err := rows(func(r thermallog.Row) {
@@ -158,8 +145,7 @@ func (g *gpuRows) add(r thermallog.Row) {
 	g.last = s.Time
 }
 
-// chosenGPU is the GPU the report is on, merged with the rows that name
-// no GPU.
+// chosenGPU is merged with the rows that name no GPU.
 type chosenGPU struct {
 	gpuRows
 	index int   // -1: the log names no GPU
@@ -222,8 +208,6 @@ func (c chosenGPU) model(opt LogOptions, cfg judge.ThermalConfig) gpuModel {
 	return gpu
 }
 
-// logPass replays the chosen GPU's samples: the second pass for the
-// figures and episodes, the third for the episodes' figures.
 type logPass struct {
 	rows     RowSource
 	index    int
@@ -278,8 +262,7 @@ func (p *logPass) replay(gb10 bool) (Report, error) {
 	return r, nil
 }
 
-// samples passes the chosen GPU's samples in time order to each, or, with
-// each nil, to the figures and the replay, counting those that go back.
+// samples counts those that go back in time.
 func (p *logPass) samples(each func(judge.ThermalSample)) error {
 	n := 0
 	return p.rows(func(row thermallog.Row) {
@@ -315,8 +298,7 @@ func (p *logPass) samples(each func(judge.ThermalSample)) error {
 	})
 }
 
-// medianGap is the log's sampling interval, which missed samples do not
-// move, to the millisecond nvidia-smi prints.
+// medianGap: missed samples do not move it.
 func medianGap(gaps []time.Duration) (time.Duration, bool) {
 	if len(gaps) == 0 {
 		return 0, false
@@ -326,7 +308,6 @@ func medianGap(gaps []time.Duration) (time.Duration, bool) {
 	return max(sorted[len(sorted)/2].Round(time.Millisecond), time.Millisecond), true
 }
 
-// gpuModel is what the report knows of the log's GPU.
 type gpuModel struct {
 	name    string
 	gb10    bool
@@ -341,7 +322,6 @@ type gpuModel struct {
 // clocks, Blackwellboy/model-serving-minefield).
 const GB10MaxSMClockHz = 3003e6
 
-// observed is what could contradict a GB10.
 type observed struct{ maxPower, maxClock float64 }
 
 func (o *observed) add(power float64, clock *float64) {
@@ -351,14 +331,11 @@ func (o *observed) add(power float64, clock *float64) {
 	}
 }
 
-// unknownRating makes "power flat below the rating" false whatever the
-// power: with no rating to compare against, the signature is not judged.
+// unknownRating: with no rating to compare against, the signature is not judged.
 const unknownRating = 1e-9
 
-// identifyGPU takes a GPU nothing names for a GB10, the machine the tool
-// is for, unless a power limit is reported (a GB10 reports none) or the
-// samples draw more than its rating or clock faster than it can. limit
-// and given (the user's rating) are 0 when unknown.
+// identifyGPU takes a GPU nothing names for a GB10 unless a power limit is
+// reported (a GB10 reports none) or the samples exceed its rating or clock.
 func identifyGPU(name string, limit, given float64, seen observed, cfg judge.ThermalConfig) gpuModel {
 	g := gpuModel{name: name}
 	g.gb10 = strings.Contains(strings.ToUpper(g.name), "GB10")

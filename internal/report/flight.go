@@ -11,7 +11,6 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/flight"
 )
 
-// Bounds of what a Flight keeps, whatever the span it digests.
 const (
 	maxFlightSamples   = 4096
 	maxFlightWorkloads = 4096
@@ -33,18 +32,14 @@ type Flight struct {
 	samples                thinned
 }
 
-// NewFlight digests records of boot, index its place relative to the
-// running boot (0 the running one, -1 the one before), damaged the file's
-// damaged slots.
+// NewFlight: index is 0 for the running boot, -1 the one before.
 func NewFlight(boot flight.Boot, index, damaged int, loc *time.Location) *Flight {
 	return &Flight{boot: index, damaged: damaged, bootClean: boot.Clean(), loc: loc,
 		firstSeen: map[[2]string]uint64{}, samples: thinned{every: 1}}
 }
 
-// Records is how many records were fed.
 func (f *Flight) Records() int { return f.records }
 
-// Add feeds the next record.
 func (f *Flight) Add(r flight.Record) {
 	if f.records == 0 {
 		f.first = r
@@ -75,30 +70,23 @@ func (f *Flight) Add(r flight.Record) {
 	}
 }
 
-// flightSummary is what the text, the JSON and the SVG say.
 type flightSummary struct {
-	// Boot is the boot's index relative to the running boot (0 the
-	// running boot, -1 the one before); Clean its end.
-	Boot    int       `json:"boot"`
-	Clean   bool      `json:"clean_shutdown"`
-	From    time.Time `json:"from"`
-	To      time.Time `json:"to"`
-	Records int       `json:"records"`
-	Damaged int       `json:"damaged_slots"`
-	Verdict string    `json:"verdict"`
-	// Usable memory (as Usable reads it): first, last, lowest and its slope.
+	Boot         int       `json:"boot"`
+	Clean        bool      `json:"clean_shutdown"`
+	From         time.Time `json:"from"`
+	To           time.Time `json:"to"`
+	Records      int       `json:"records"`
+	Damaged      int       `json:"damaged_slots"`
+	Verdict      string    `json:"verdict"`
 	UsableFirst  *uint64   `json:"usable_first_bytes,omitempty"`
 	UsableLast   *uint64   `json:"usable_last_bytes,omitempty"`
 	UsableLowest *uint64   `json:"usable_lowest_bytes,omitempty"`
 	UsableLowAt  time.Time `json:"usable_lowest_at"`
 	// UsableSlope is bytes per minute over the window (negative: falling).
-	UsableSlope *float64 `json:"usable_slope_bytes_per_minute,omitempty"`
-	// PressureSome/Full: the share of the window tasks stalled on memory.
-	PressureSome *float64 `json:"pressure_some_ratio,omitempty"`
-	PressureFull *float64 `json:"pressure_full_ratio,omitempty"`
-	// Grew is the workload whose resident memory grew most, if any grew.
-	Grew *growth `json:"grew,omitempty"`
-	// GPU is the last record's GPU reading.
+	UsableSlope   *float64      `json:"usable_slope_bytes_per_minute,omitempty"`
+	PressureSome  *float64      `json:"pressure_some_ratio,omitempty"`
+	PressureFull  *float64      `json:"pressure_full_ratio,omitempty"`
+	Grew          *growth       `json:"grew,omitempty"`
 	GPU           *flight.GPU   `json:"-"`
 	Events        []flightEvent `json:"events"`
 	EventsLeftOut int           `json:"events_left_out,omitempty"`
@@ -106,7 +94,6 @@ type flightSummary struct {
 	loc           *time.Location
 }
 
-// growth is a workload's resident memory at the window's ends.
 type growth struct {
 	Role       string `json:"role"`
 	Kind       string `json:"kind"`
@@ -119,7 +106,6 @@ type flightEvent struct {
 	What string    `json:"what"`
 }
 
-// flightSample is one record's usable memory.
 type flightSample struct {
 	At     time.Time
 	Usable uint64
@@ -178,8 +164,7 @@ func (f *Flight) grew() *growth {
 	return best
 }
 
-// thinned keeps at most maxFlightSamples samples: past that, each kept
-// sample is the lowest of a run of them, the runs doubling.
+// thinned keeps the lowest of each run, the runs doubling.
 type thinned struct {
 	kept     []flightSample
 	every, n int
@@ -215,7 +200,6 @@ func (t *thinned) list() []flightSample {
 
 func (s flightSummary) clock(t time.Time) string { return t.In(s.loc).Format("15:04:05") }
 
-// WriteText prints the digest for a terminal.
 func (f *Flight) WriteText(w io.Writer) error {
 	s := f.summary()
 	var b strings.Builder
@@ -297,7 +281,6 @@ func gpuText(g flight.GPU) string {
 	return strings.Join(parts, ", ")
 }
 
-// WriteJSON prints the digest as one JSON object (docs/report.md).
 func (f *Flight) WriteJSON(w io.Writer) error {
 	type gpu struct {
 		TemperatureCelsius *float64 `json:"temperature_celsius,omitempty"`
@@ -323,8 +306,6 @@ func (f *Flight) WriteJSON(w io.Writer) error {
 	return enc.Encode(out)
 }
 
-// WriteSVG draws usable memory over the window, the kernel events as
-// marked lines, the verdict as the title.
 func (f *Flight) WriteSVG(w io.Writer) error {
 	const width, height, left, top, plotW, plotH = 800, 320, 70, 40, 700, 220
 	s := f.summary()

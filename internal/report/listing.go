@@ -5,13 +5,9 @@ import (
 	"time"
 )
 
-// MaxListed bounds the throttle episodes a report lists, and the stretches
-// of each alert and of contention: the first, the last and the longest
-// between; the rest are counted, as a log's malformed lines are.
+// MaxListed: the first, the last and the longest between; the rest are counted.
 const MaxListed = 10
 
-// listing keeps, of stretches added in time order, the first, the last
-// and the MaxListed-2 longest between, holding no more than that.
 type listing[T any] struct {
 	length      func(T) time.Duration
 	first, last T
@@ -35,8 +31,7 @@ func (l *listing[T]) add(v T) {
 	l.last = v
 }
 
-// shortest is the index of the shortest stretch between, the latest of
-// equals: of stretches alike, the earlier are listed.
+// shortest is the latest of equals: of stretches alike, the earlier are listed.
 func (l *listing[T]) shortest() int {
 	k := 0
 	for i, v := range l.between {
@@ -47,7 +42,6 @@ func (l *listing[T]) shortest() int {
 	return k
 }
 
-// list is what was kept, in time order, and how many were left out.
 func (l *listing[T]) list() (kept []T, leftOut int) {
 	kept = make([]T, 0, min(l.n, MaxListed))
 	if l.n > 0 {
@@ -60,8 +54,6 @@ func (l *listing[T]) list() (kept []T, leftOut int) {
 	return kept, l.n - len(kept)
 }
 
-// episodeLog is a run's episodes as the report lists them, and what the
-// verdict reads of all of them.
 type episodeLog struct {
 	listing[Episode]
 	evidence map[string]bool
@@ -80,7 +72,6 @@ func (l *episodeLog) add(e Episode) {
 
 func (e Episode) length() time.Duration { return e.End.Sub(e.Start) }
 
-// spanListing keeps stretches of a Prometheus series.
 func spanListing() *listing[Span] {
 	return &listing[Span]{length: func(s Span) time.Duration { return s.End.Sub(s.Start) }}
 }

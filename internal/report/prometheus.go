@@ -20,7 +20,6 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/thermallog"
 )
 
-// Query is what to report on from Prometheus.
 type Query struct {
 	Instance string // the instance label; empty: the only Spark there is
 	GPU      string // the gpu label
@@ -28,19 +27,14 @@ type Query struct {
 	Step     time.Duration // resolution; 0 picks one (Resolution)
 }
 
-// Resolution is the step of range queries over a span: coarse enough for
-// Prometheus's limit of 11,000 points a series.
+// Resolution is coarse enough for Prometheus's limit of 11,000 points a series.
 func Resolution(span time.Duration) time.Duration {
 	return max(time.Second, (span / 10000).Round(time.Second))
 }
 
-// ErrInstance is returned when no instance, or several, has the
-// exporter's metrics in the range.
 var ErrInstance = errors.New("instance")
 
-// FromPrometheus reports on one Spark's GPU over a time range. cfg is the
-// exporter's, to replay the scraped samples where the thermal collector
-// was off (no spark_thermal_state).
+// FromPrometheus: cfg replays the scraped samples where the thermal collector was off.
 func FromPrometheus(ctx context.Context, api v1.API, q Query, cfg judge.ThermalConfig) (Report, error) {
 	if q.Step <= 0 {
 		q.Step = Resolution(q.To.Sub(q.From))
@@ -87,7 +81,6 @@ func FromPrometheus(ctx context.Context, api v1.API, q Query, cfg judge.ThermalC
 	return r, nil
 }
 
-// gpu reads spark_gpu_info and spark_gpu_power_limit_watts (absent on a GB10).
 func (p *prom) gpu(sel string, samples []judge.ThermalSample, cfg judge.ThermalConfig) gpuModel {
 	var name string
 	vec, _ := p.query(`max by (name) (last_over_time(spark_gpu_info{`+sel+`}`+p.span+`))`, p.q.To).(model.Vector)
@@ -131,9 +124,7 @@ func (p *prom) samples(sel string) []judge.ThermalSample {
 	return samples
 }
 
-// throttle is the verdicts the live collector recorded, or, where the
-// thermal collector was off, the scraped samples replayed. covered is
-// false when no verdict judged a whole window.
+// throttle: covered is false when no verdict judged a whole window.
 func (p *prom) throttle(sel string, samples []judge.ThermalSample, cfg judge.ThermalConfig) (episodes *episodeLog, throttled time.Duration, from string, covered bool) {
 	from, covered = "recorded", true
 	episodes = newEpisodeLog()
@@ -161,9 +152,7 @@ func (p *prom) throttle(sel string, samples []judge.ThermalSample, cfg judge.The
 	return episodes, throttled, from, covered
 }
 
-// slowdownCounted adds to an episode the growth of the driver's thermal
-// slowdown counters over it, then hands it to each. One query for the
-// whole range, however many episodes there are.
+// slowdownCounted makes one query for the whole range, however many episodes there are.
 func (p *prom) slowdownCounted(sel string, each func(Episode)) func(Episode) {
 	var counters model.Matrix
 	asked := false
@@ -205,15 +194,13 @@ func (p *prom) memory(inst string) *Memory {
 	return m
 }
 
-// prom runs the queries of one report; the first error is kept and the
-// rest return nothing.
+// prom keeps the first error; the rest return nothing.
 type prom struct {
-	ctx  context.Context
-	api  v1.API
-	q    Query
-	span string // the whole range as a range selector: [21600s]
-	err  error
-	// leftOut counts the points outside the range asked for, or not a number.
+	ctx     context.Context
+	api     v1.API
+	q       Query
+	span    string // the whole range as a range selector: [21600s]
+	err     error
 	leftOut int
 }
 
@@ -243,9 +230,7 @@ func (p *prom) matrix(expr string) model.Matrix {
 	return p.points(m, p.q.From, p.q.To)
 }
 
-// points keeps of an answer the points within [from, to] and finite, in
-// time order, and counts the rest: whatever the server, no figure or time
-// of the report comes from outside what was asked for.
+// points: whatever the server, no figure or time comes from outside what was asked for.
 func (p *prom) points(m model.Matrix, from, to time.Time) model.Matrix {
 	lo, hi := model.TimeFromUnixNano(from.UnixNano()), model.TimeFromUnixNano(to.UnixNano())
 	for _, s := range m {
@@ -286,7 +271,6 @@ func (p *prom) labelled(expr, label string) map[string][]time.Time {
 	return out
 }
 
-// scalar is the first value of an instant query at the end of the range.
 func (p *prom) scalar(expr string) *float64 {
 	vec, _ := p.query(expr, p.q.To).(model.Vector)
 	// An exabyte and more is no figure of a Spark's pool either.
@@ -317,8 +301,7 @@ func (p *prom) raw(sel string, from, to time.Time) model.Matrix {
 	return p.points(m, to.Add(-time.Duration(secs)*time.Second), to)
 }
 
-// growthIn sums m's series over [from, to], a reset counting from zero; a
-// value below zero is none of a counter's.
+// growthIn: a reset counts from zero; a value below zero is none of a counter's.
 func growthIn(m model.Matrix, from, to time.Time) (float64, bool) {
 	if len(m) == 0 {
 		return 0, false
@@ -368,7 +351,6 @@ func (p *prom) onlyInstance() (string, error) {
 	return "", fmt.Errorf("%w: several Sparks in that time range, choose one of %s", ErrInstance, strings.Join(names, ", "))
 }
 
-// alerts lists each alert's stretches as episodes are listed.
 func (p *prom) alerts(inst string) (out []Alert, leftOut int) {
 	out = []Alert{}
 	for _, s := range p.matrix(`ALERTS{` + inst + `,alertstate="firing"}`) {
@@ -398,8 +380,6 @@ func pointTimes(values []model.SamplePair) []time.Time {
 	return times
 }
 
-// recordedEpisodes hands each stay in spark_thermal_state's throttled to
-// each, in time order.
 func recordedEpisodes(state, signature, slowdown map[time.Time]float64, each func(Episode)) {
 	var open *Episode
 	done := func() {
@@ -431,8 +411,7 @@ func evidenceName(signature, nvml bool) string {
 	return thermal.Episode{Signature: signature, NVMLSlowdown: nvml}.Evidence()
 }
 
-// spans groups sorted times into stretches no more than 1.5 steps apart,
-// handed to each in time order.
+// spans: stretches no more than 1.5 steps apart.
 func spans(times []time.Time, step time.Duration, each func(Span)) {
 	var cur Span
 	for i, t := range times {

@@ -7,13 +7,10 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/thermal"
 )
 
-// MaxWindowSamples bounds the samples one judgement reads: a log faster
-// than Window/MaxWindowSamples (1 s at the default window) is averaged
-// into steps, so that a report takes time linear in its rows.
+// MaxWindowSamples: a faster log is averaged into steps, so that a report takes time linear in its rows.
 const MaxWindowSamples = 600
 
-// replay is thermal.Replay's, its episodes handed to each as they close;
-// judged is false when no step covered a whole window.
+// replay: judged is false when no step covered a whole window.
 func replay(samples []judge.ThermalSample, cfg judge.ThermalConfig, each func(Episode)) (throttled time.Duration, judged bool) {
 	rp := newReplayer(cfg, each)
 	for i := range samples {
@@ -23,14 +20,12 @@ func replay(samples []judge.ThermalSample, cfg judge.ThermalConfig, each func(Ep
 	return res.Throttled, res.Judged > 0
 }
 
-// newReplayer is a thermal.Replayer that hands its episodes to each.
 func newReplayer(cfg judge.ThermalConfig, each func(Episode)) *thermal.Replayer {
 	rp := thermal.NewReplayer(cfg, nil)
 	rp.HandOff(func(e thermal.Episode) { each(episodeOf(e)) })
 	return rp
 }
 
-// result is rp's result, the episode still open handed to each.
 func result(rp *thermal.Replayer, each func(Episode)) thermal.Replayed {
 	res := rp.Result()
 	for _, e := range res.Episodes {
@@ -43,14 +38,12 @@ func episodeOf(e thermal.Episode) Episode {
 	return Episode{Start: e.Start, End: e.End, Open: e.Open, Evidence: e.Evidence()}
 }
 
-// averager merges samples into one per step, as they come.
 type averager struct {
 	step  time.Duration
 	end   time.Time // the current step's end
 	group merger
 }
 
-// add returns the previous step's sample when s starts a new step.
 func (a *averager) add(s judge.ThermalSample) (judge.ThermalSample, bool) {
 	var out judge.ThermalSample
 	done := false
@@ -74,8 +67,7 @@ func (a *averager) flush() (judge.ThermalSample, bool) {
 	return out, true
 }
 
-// merger averages a group's readings, ORs its reasons and keeps its
-// latest counters, at its last sample's time.
+// merger ORs the reasons and keeps the latest counters.
 type merger struct {
 	n                  int
 	last               judge.ThermalSample
@@ -130,8 +122,7 @@ func (m *merger) sample() judge.ThermalSample {
 	return out
 }
 
-// MaxPictureSamples bounds the samples a report keeps for its picture
-// (--svg, 1,000-odd pixels wide).
+// MaxPictureSamples: --svg is 1,000-odd pixels wide.
 const MaxPictureSamples = 8192
 
 type picture struct {

@@ -1,10 +1,7 @@
-// Package report summarises one run after the fact, from a thermal log or
-// from Prometheus, with a one-line verdict to paste into a run log; and one
-// boot's end from the flight recorder's file (Flight).
-//
-// Throttle episodes are the live collector's own verdicts: replayed from a
-// log through its Monitor, or as recorded in spark_thermal_state. The
-// package holds no second thermal analysis. docs/report.md documents the JSON.
+// Package report summarises one run after the fact, from a thermal log or from
+// Prometheus, and one boot's end from the flight recorder's file. Throttle
+// episodes are the live collector's own verdicts, replayed or as recorded: the
+// package holds no second thermal analysis.
 package report
 
 import (
@@ -15,159 +12,119 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/judge"
 )
 
-// Report is one run's summary. Its JSON is stable: docs/report.md
-// documents each field. Absent figures are null, never 0.
+// Report's JSON is stable (docs/report.md); absent figures are null, never 0.
 type Report struct {
-	Source   string `json:"source"` // "csv" or "prometheus"
-	Format   string `json:"format,omitempty"`
-	Instance string `json:"instance,omitempty"`
-	GPU      int    `json:"gpu"`
-	// GPUs are the GPUs a log holds, by index (--gpu chooses).
-	GPUs []int `json:"gpus_in_log,omitempty"`
-	// GPUName is the GPU's model as the log (or --gpu.name) names it.
-	GPUName *string `json:"gpu_name"`
-	// GPUAssumed: nothing named the GPU or contradicted a GB10.
-	GPUAssumed bool `json:"gpu_assumed_gb10"`
-	// GPUFromMachine: gpu_name is this machine's, from NVML.
-	GPUFromMachine bool `json:"gpu_name_from_nvml"`
-	// PowerRatingWatts is the rating the throttle signature judges "flat
-	// below the rating" against.
+	Source           string   `json:"source"` // "csv" or "prometheus"
+	Format           string   `json:"format,omitempty"`
+	Instance         string   `json:"instance,omitempty"`
+	GPU              int      `json:"gpu"`
+	GPUs             []int    `json:"gpus_in_log,omitempty"`
+	GPUName          *string  `json:"gpu_name"`
+	GPUAssumed       bool     `json:"gpu_assumed_gb10"`
+	GPUFromMachine   bool     `json:"gpu_name_from_nvml"`
 	PowerRatingWatts *float64 `json:"power_rating_watts"`
-	// Assumptions are what the report could not assume about the GPU.
-	Assumptions []string `json:"assumptions"`
+	Assumptions      []string `json:"assumptions"`
 
-	Start           time.Time `json:"start"`
-	End             time.Time `json:"end"`
-	DurationSeconds float64   `json:"duration_seconds"`
-	Samples         int       `json:"samples"`
-	IntervalSeconds float64   `json:"interval_seconds"`
-	// StepSeconds is coarser than the interval where a fast log's rows are
-	// averaged (MaxWindowSamples).
-	StepSeconds float64 `json:"step_seconds"`
-	// SkippedLines are the first thermallog.MaxSkippedKept malformed lines.
-	SkippedLines []SkippedLine `json:"skipped_lines"`
-	SkippedTotal int           `json:"skipped_lines_total"`
-	// Backward is time that did not move forward (CSV only).
-	Backward Backward `json:"time_stepped_back"`
+	Start           time.Time     `json:"start"`
+	End             time.Time     `json:"end"`
+	DurationSeconds float64       `json:"duration_seconds"`
+	Samples         int           `json:"samples"`
+	IntervalSeconds float64       `json:"interval_seconds"`
+	StepSeconds     float64       `json:"step_seconds"`
+	SkippedLines    []SkippedLine `json:"skipped_lines"`
+	SkippedTotal    int           `json:"skipped_lines_total"`
+	Backward        Backward      `json:"time_stepped_back"`
 
 	EnergyWattHours *float64 `json:"energy_wh"`
 	EnergySource    string   `json:"energy_source,omitempty"` // energy_counter or integrated_power
 	BusySeconds     float64  `json:"busy_seconds"`
 	BusyBy          string   `json:"busy_by"` // utilization or power
-	// PlateauSeconds is the time busy at GB10's ~100 W plateau.
-	PlateauSeconds *float64 `json:"plateau_seconds"`
+	PlateauSeconds  *float64 `json:"plateau_seconds"`
 
 	Temperature *Range `json:"temperature_celsius"`
 	Power       *Range `json:"power_watts"`
 	SMClock     *Range `json:"sm_clock_hertz"`
 
-	Throttle Throttle `json:"throttle"`
-	Memory   *Memory  `json:"memory,omitempty"` // Prometheus only
-	// Alerts are listed per alert as episodes are (MaxListed).
-	Alerts        []Alert `json:"alerts,omitempty"` // Prometheus only
-	AlertsLeftOut int     `json:"alerts_left_out,omitempty"`
-	// PointsLeftOut counts the points of Prometheus's answers outside the
-	// range asked for, or not a number.
-	PointsLeftOut *int `json:"points_left_out,omitempty"`
+	Throttle      Throttle `json:"throttle"`
+	Memory        *Memory  `json:"memory,omitempty"` // Prometheus only
+	Alerts        []Alert  `json:"alerts,omitempty"` // Prometheus only
+	AlertsLeftOut int      `json:"alerts_left_out,omitempty"`
+	PointsLeftOut *int     `json:"points_left_out,omitempty"`
 
-	Verdict string `json:"verdict"`
-	// VerdictState is the verdict in one word (NotThrottled, …).
+	Verdict      string `json:"verdict"`
 	VerdictState string `json:"verdict_state"`
 
-	// For the picture.
-	samples []judge.ThermalSample
-	cfg     judge.ThermalConfig
-	// windowCovered: some step judged a whole window.
+	samples       []judge.ThermalSample
+	cfg           judge.ThermalConfig
 	windowCovered bool
-	// pictureGap is the silence that breaks the picture's lines.
-	pictureGap time.Duration
+	pictureGap    time.Duration
 }
 
-// Backward is what a log's clock did when it did not move forward.
 type Backward struct {
-	// RepeatedHour counts the samples read at a fall-back's later offset.
 	RepeatedHour int `json:"repeated_hour_samples"`
-	// Samples counts the samples left out, their time not after the last
-	// (a clock set back, logs concatenated out of order).
-	Samples   int `json:"left_out_samples"`
-	FirstLine int `json:"first_line,omitempty"`
+	Samples      int `json:"left_out_samples"`
+	FirstLine    int `json:"first_line,omitempty"`
 }
 
-// SkippedLine is a malformed line of a log, skipped.
 type SkippedLine struct {
 	Line  int    `json:"line"`
 	Error string `json:"error"`
 }
 
-// Range is a quantity's lowest, mean and highest over the run.
 type Range struct {
 	Min  float64 `json:"min"`
 	Mean float64 `json:"mean"`
 	Max  float64 `json:"max"`
 }
 
-// Throttle is the throttling of the run.
 type Throttle struct {
-	// From is "replay" or "recorded" (spark_thermal_state).
-	From string `json:"from"`
-	// Episodes are the first, the last and the longest (MaxListed).
+	From             string    `json:"from"`
 	Episodes         []Episode `json:"episodes"`
 	EpisodesLeftOut  int       `json:"episodes_left_out"`
 	ThrottledSeconds float64   `json:"throttled_seconds"`
 	ThrottledRatio   float64   `json:"throttled_ratio"`
-	// evidence is every episode's, listed or not.
-	evidence map[string]bool
+	evidence         map[string]bool
 }
 
-// count is the episodes of the run, listed or not.
 func (t Throttle) count() int { return len(t.Episodes) + t.EpisodesLeftOut }
 
-// Episode is one throttle episode.
 type Episode struct {
-	Start           time.Time `json:"start"`
-	End             time.Time `json:"end"`
-	Open            bool      `json:"open"` // still throttled when the run ends
-	DurationSeconds float64   `json:"duration_seconds"`
-	// Evidence is in judge.ThermalVerdict.Evidence's words.
-	Evidence               string   `json:"evidence"`
-	PeakTemperatureCelsius *float64 `json:"peak_temperature_celsius"`
-	PowerMeanWatts         *float64 `json:"power_mean_watts"`
-	SMClockBeforeHertz     *float64 `json:"sm_clock_before_hertz"`
-	SMClockDuringHertz     *float64 `json:"sm_clock_during_hertz"`
-	// ThermalSlowdownSeconds is the SW+HW thermal slowdown counters' growth.
-	ThermalSlowdownSeconds *float64 `json:"thermal_slowdown_seconds"`
+	Start                  time.Time `json:"start"`
+	End                    time.Time `json:"end"`
+	Open                   bool      `json:"open"` // still throttled when the run ends
+	DurationSeconds        float64   `json:"duration_seconds"`
+	Evidence               string    `json:"evidence"`
+	PeakTemperatureCelsius *float64  `json:"peak_temperature_celsius"`
+	PowerMeanWatts         *float64  `json:"power_mean_watts"`
+	SMClockBeforeHertz     *float64  `json:"sm_clock_before_hertz"`
+	SMClockDuringHertz     *float64  `json:"sm_clock_during_hertz"`
+	ThermalSlowdownSeconds *float64  `json:"thermal_slowdown_seconds"`
 
-	// What was seen at some step of a recorded episode.
 	Signature, NVML bool `json:"-"`
 }
 
-// Memory is the pool over the run, from Prometheus.
 type Memory struct {
-	LowestHeadroomBytes           *float64 `json:"lowest_headroom_bytes"`
-	LowestHeadroomAfterFlushBytes *float64 `json:"lowest_headroom_after_flush_bytes"`
-	PageCachePeakBytes            *float64 `json:"page_cache_peak_bytes"`
-	OOMKills                      *int     `json:"oom_kills"`
-	StallMinutes                  *float64 `json:"memory_stall_minutes"`
-	// Contention is listed as episodes are (MaxListed).
-	Contention          []Span       `json:"contention"`
-	ContentionLeftOut   int          `json:"contention_left_out"`
-	PlansStoppedFitting []PlanMissed `json:"plans_stopped_fitting"`
+	LowestHeadroomBytes           *float64     `json:"lowest_headroom_bytes"`
+	LowestHeadroomAfterFlushBytes *float64     `json:"lowest_headroom_after_flush_bytes"`
+	PageCachePeakBytes            *float64     `json:"page_cache_peak_bytes"`
+	OOMKills                      *int         `json:"oom_kills"`
+	StallMinutes                  *float64     `json:"memory_stall_minutes"`
+	Contention                    []Span       `json:"contention"`
+	ContentionLeftOut             int          `json:"contention_left_out"`
+	PlansStoppedFitting           []PlanMissed `json:"plans_stopped_fitting"`
 }
 
-// Span is a stretch of the run.
 type Span struct {
 	Start time.Time `json:"start"`
 	End   time.Time `json:"end"`
 }
 
-// PlanMissed is a planned run that needed more than the headroom after a
-// flush from Start on.
+// PlanMissed needed more than the headroom after a flush from Start on.
 type PlanMissed struct {
 	Plan  string    `json:"plan"`
 	Start time.Time `json:"start"`
 }
 
-// Alert is a stretch during which an alert fired.
 type Alert struct {
 	Name     string    `json:"alertname"`
 	Severity string    `json:"severity"`
@@ -176,8 +133,7 @@ type Alert struct {
 	End      time.Time `json:"end"`
 }
 
-// build fills the figures that come from the samples alone (time order).
-// energy is in joules, nil to integrate power. plateau says the GPU is a GB10.
+// build: energy is in joules, nil to integrate power; plateau says the GPU is a GB10.
 func build(samples []judge.ThermalSample, episodes *episodeLog, throttled time.Duration, energy *float64, cfg judge.ThermalConfig, plateau bool) Report {
 	sum := newSummary(cfg)
 	for _, s := range samples {
@@ -193,7 +149,7 @@ func build(samples []judge.ThermalSample, episodes *episodeLog, throttled time.D
 	return r
 }
 
-// summary adds up the figures of the samples as they come, holding none.
+// summary holds no sample.
 type summary struct {
 	cfg                                 judge.ThermalConfig
 	n                                   int
@@ -273,7 +229,6 @@ func (m *summary) report(episodes *episodeLog, throttled time.Duration, energy *
 	return r
 }
 
-// busy is the analysis's test of a busy GPU, for one sample.
 func busy(s judge.ThermalSample, cfg judge.ThermalConfig) bool {
 	if s.Utilization != nil {
 		return *s.Utilization >= cfg.BusyUtilization
@@ -281,9 +236,7 @@ func busy(s judge.ThermalSample, cfg judge.ThermalConfig) bool {
 	return s.Power >= cfg.BusyPower
 }
 
-// describeAll fills the episodes' figures in one pass over the samples.
-// It holds one window's busy clocks and an episode's clocks per MHz:
-// memory bounded by the window, not the run.
+// describeAll's memory is bounded by the window, not the run.
 func describeAll(episodes []Episode, samples func(yield func(judge.ThermalSample)), cfg judge.ThermalConfig) {
 	if len(episodes) == 0 {
 		return
@@ -359,11 +312,9 @@ func describeAll(episodes []Episode, samples func(yield func(judge.ThermalSample
 	}
 }
 
-// clockBin is an SM clock to the MHz (nvidia-smi's resolution), within
-// [0, 10 GHz], so that an episode's median costs at most 10,001 counts.
+// clockBin: within [0, 10 GHz], so that an episode's median costs at most 10,001 counts.
 func clockBin(hz float64) float64 { return math.Round(min(max(hz, 0), 10e9) / 1e6) }
 
-// medianCounts is the median of clocks counted per MHz bin, in Hz.
 func medianCounts(counts map[float64]int) *float64 {
 	total := 0
 	bins := make([]float64, 0, len(counts))
@@ -426,11 +377,9 @@ func (a *acc) rng() *Range {
 
 func ptr[T any](v T) *T { return &v }
 
-// round keeps three decimals: figures to read, and the same on every
-// architecture (a fused multiply-add may change the last bits).
+// round: the same on every architecture (a fused multiply-add may change the last bits).
 func round(x float64) float64 { return math.Round(x*1000) / 1000 }
 
-// Firing reports whether the named alert fired during the run.
 func (r Report) Firing(name string) bool {
 	for _, a := range r.Alerts {
 		if a.Name == name {

@@ -12,7 +12,7 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/safetext"
 )
 
-// The picture's geometry, in SVG user units.
+// In SVG user units.
 const (
 	svgWidth    = 960
 	svgLeft     = 64 // room for the y labels
@@ -32,7 +32,6 @@ type panel struct {
 	marks  func(b *strings.Builder, y func(float64) float64)
 }
 
-// WriteSVG draws the run as one self-contained SVG.
 func (r Report) WriteSVG(w io.Writer) error {
 	var b strings.Builder
 	panels := r.panels()
@@ -148,8 +147,7 @@ func (r Report) panels() []panel {
 	return ps
 }
 
-// polyline breaks where the analysis does not bridge a gap, and averages
-// per pixel column.
+// polyline breaks where the analysis does not bridge a gap.
 func (r Report) polyline(p panel, x func(time.Time) float64, y func(float64) float64) string {
 	var b strings.Builder
 	var pts []string

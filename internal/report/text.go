@@ -13,7 +13,6 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/units"
 )
 
-// The verdict's states (Report.VerdictState).
 const (
 	NotThrottled  = "not_throttled"
 	Throttled     = "throttled"
@@ -94,8 +93,6 @@ func verdict(r Report) (string, string) {
 	return b.String(), state
 }
 
-// cannotTell says why a run without an episode could not be judged, ""
-// when it could.
 func cannotTell(r Report) string {
 	switch {
 	case !r.windowCovered:
@@ -161,7 +158,6 @@ func sameDay(a, b time.Time) bool {
 	return ya == yb && ma == mb && da == db
 }
 
-// duration writes 45s, 40m50s, 2h10m.
 func duration(seconds float64) string {
 	d := time.Duration(math.Round(seconds)) * time.Second
 	switch {
@@ -173,14 +169,12 @@ func duration(seconds float64) string {
 	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 }
 
-// WriteJSON writes the report as one indented JSON object.
 func (r Report) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)
 }
 
-// WriteText writes the report for a person.
 func (r Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	line := func(label, format string, args ...any) {

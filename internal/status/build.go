@@ -14,12 +14,10 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/workload"
 )
 
-// MaxPoints bounds the samples of a chart: a window of 10 minutes at 5 s
-// holds 120; a long window at a short interval is thinned to this many.
+// MaxPoints: a window of 10 minutes at 5 s holds 120.
 const MaxPoints = 240
 
-// Build makes the model from the collectors' latest results (the state
-// /metrics rendered) and the running build, as of st.At.
+// Build makes the model as of st.At.
 func Build(build BuildInfo, st collected.State) Model {
 	now := st.At
 	model := Model{
@@ -75,7 +73,6 @@ func saturated(v float64) int64 {
 
 func size(b uint64) int64 { return int64(min(b, math.MaxInt64)) }
 
-// finite is v when it is a number JSON can hold, else nil.
 func finite(v *float64) *float64 {
 	if v == nil || math.IsNaN(*v) || math.IsInf(*v, 0) {
 		return nil
@@ -135,11 +132,8 @@ func poolOf(in *collected.Pool) *Pool {
 	return p
 }
 
-// judge gives the pool its state. Usable memory below a tier comes first:
-// it is the danger (alerts SparkPoolUsableLow, SparkPoolUsableCritical).
-// Then the planning notes: the page cache holding the headroom (the
-// SparkPageCacheHoldingHeadroom alert's test), the headroom below 0
-// (SparkPoolHeadroomLow), or fine.
+// judge: usable memory below a tier comes first, as it is the danger; then
+// the planning notes.
 func (p *Pool) judge(plans *Plans, training bool) {
 	planNeedsFlush := false
 	if plans != nil {
@@ -181,9 +175,7 @@ func (p *Pool) judge(plans *Plans, training bool) {
 	}
 }
 
-// fragmentation is the pool's fragmentation in the runbook's words ("The
-// pool is fragmented: no free block of 32 MiB, ..."), or "" when
-// judge.Fragmented does not hold or cannot be judged.
+// fragmentation is in the runbook's words, or "" when judge.Fragmented does not hold or cannot be judged.
 func (p *Pool) fragmentation() string {
 	if p.LargeFreeBytes == nil || p.CompactionFailuresPerSecond == nil ||
 		!judge.Fragmented(float64(*p.LargeFreeBytes), *p.CompactionFailuresPerSecond) {
@@ -198,7 +190,6 @@ func (p *Pool) fragmentation() string {
 	return fmt.Sprintf("The pool is fragmented: %s, and compaction fails %.1f times a second", left, *p.CompactionFailuresPerSecond)
 }
 
-// also is the fragmentation said after a usable-memory tier's text.
 func also(fragmented string) string {
 	if fragmented == "" {
 		return ""
@@ -237,8 +228,6 @@ func capRatio(c *Cap) float64 {
 	return c.Ratio
 }
 
-// judge is the one-heavy-job rule: a training job and an inference server
-// with no cap, or a cap above judge.HeavyCapRatio, do not share the pool.
 func (w *Workloads) judge() {
 	var heavy []string
 	for _, wl := range w.List {
@@ -385,8 +374,6 @@ func thermalOf(st thermal.GPUState, cfg judge.ThermalConfig, now time.Time) *The
 	return t
 }
 
-// evidence is the verdict's parts in words, with their figures against the
-// thresholds.
 func evidence(v judge.ThermalVerdict, cfg judge.ThermalConfig) []string {
 	out := []string{}
 	if v.ThermalSlowdown {
@@ -445,7 +432,6 @@ func evidence(v judge.ThermalVerdict, cfg judge.ThermalConfig) []string {
 	return out
 }
 
-// window is the samples of the latest window, thinned to MaxPoints.
 func window(samples []judge.ThermalSample, cfg judge.ThermalConfig, now time.Time) Window {
 	w := Window{Seconds: cfg.Window.Seconds(), IntervalSeconds: cfg.Interval.Seconds(),
 		NominalWatts: cfg.NominalPower, PlateauWatts: judge.PlateauWatts, Samples: []Point{}}

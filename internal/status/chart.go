@@ -7,9 +7,7 @@ import (
 	"strings"
 )
 
-// The drawing of the page: the pool bar and the thermal charts as inline
-// SVG, drawn here only: the page's first render and the View its script
-// refreshes it from both take them from these functions.
+// The pool bar and the thermal charts are drawn here only, for the page's first render and the View.
 
 // Chart sizes, in SVG user units.
 const (
@@ -18,7 +16,6 @@ const (
 	barTotal    = 1000
 )
 
-// chart is one series of a GPU's window drawn as a line.
 type chart struct {
 	ID, Title, Desc string
 	Points          string
@@ -26,13 +23,11 @@ type chart struct {
 	Lines           []refLine
 }
 
-// refLine is a marked value across a chart: the plateau, the rating.
 type refLine struct {
 	Y     string
 	Label string
 }
 
-// chartScale is the value range a chart shows.
 func chartScale(kind string, g GPU) (lo, hi float64) {
 	w := g.Thermal.Window
 	switch kind {
@@ -98,7 +93,6 @@ func newChart(kind string, g GPU) chart {
 	return c
 }
 
-// chartDesc is a chart's text alternative: the figures it draws.
 func chartDesc(kind string, g GPU) string {
 	w := g.Thermal.Window
 	span := Duration(secondsDuration(w.Seconds))
@@ -123,8 +117,7 @@ func chartDesc(kind string, g GPU) string {
 // num is a coordinate to a tenth of a unit: finer than a pixel.
 func num(x float64) string { return string(appendNum(nil, x)) }
 
-// appendNum writes x in tenths as integers (12.3, 12, -0.5): a chart holds
-// hundreds of coordinates, and integer formatting is far cheaper.
+// appendNum writes tenths as integers: integer formatting is far cheaper.
 func appendNum(b []byte, x float64) []byte {
 	tenths := int64(math.Round(x * 10))
 	if tenths < 0 {
@@ -138,7 +131,6 @@ func appendNum(b []byte, x float64) []byte {
 	return b
 }
 
-// barWidth and barX place segment i of the pool bar.
 func barWidth(p *Pool, i int) string {
 	if p.TotalBytes <= 0 {
 		return "0"

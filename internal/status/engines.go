@@ -9,35 +9,24 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/engine"
 )
 
-// Place is where a workload runs and what its engine says of itself.
 type Place struct {
-	// Container is the short ID of its container, "" on the host.
-	Container string `json:"container"`
-	// ContainerName is the Docker Engine's name for it, "" where not
-	// known (--workloads.docker-socket not given or not answering).
-	ContainerName string `json:"container_name"`
-	// Engine is the engine's own account; nil when it is not an engine
-	// the engines collector asks, or that collector is off.
-	Engine *Engine `json:"engine"`
+	Container     string  `json:"container"`
+	ContainerName string  `json:"container_name"`
+	Engine        *Engine `json:"engine"`
 }
 
-// Engine is one inference engine's latest answer.
 type Engine struct {
-	Up bool `json:"up"`
-	// KVCacheUsageRatio is nil when the engine does not serve it.
+	Up                bool          `json:"up"`
 	KVCacheUsageRatio *float64      `json:"kv_cache_usage_ratio"`
 	Models            []EngineModel `json:"models"`
 }
 
-// EngineModel is a model Ollama holds and when it unloads it.
 type EngineModel struct {
-	Name  string `json:"name"`
-	Bytes int64  `json:"bytes"`
-	// UnloadsAt is when its keep-alive ends, RFC 3339.
+	Name      string `json:"name"`
+	Bytes     int64  `json:"bytes"`
 	UnloadsAt string `json:"unloads_at"`
 }
 
-// placeWorkloads adds each workload's container and engine.
 func placeWorkloads(w *Workloads, cs *collected.Containers, engines []engine.Reading) {
 	byPID := map[int]engine.Reading{}
 	for _, r := range engines {
@@ -64,7 +53,6 @@ func placeWorkloads(w *Workloads, cs *collected.Containers, engines []engine.Rea
 	}
 }
 
-// containerCell is a workload's container as the table shows it.
 func containerCell(x Workload) string {
 	switch {
 	case x.ContainerName != "":
@@ -75,8 +63,6 @@ func containerCell(x Workload) string {
 	return "host"
 }
 
-// engineCell is an engine's account as the table shows it: its KV cache,
-// or the models Ollama holds and when each unloads.
 func engineCell(x Workload, now time.Time) string {
 	e := x.Engine
 	switch {
@@ -106,7 +92,6 @@ func engineCell(x Workload, now time.Time) string {
 	return strings.Join(parts, "; ")
 }
 
-// generatedAt is when the model was made, for times shown relative to it.
 func generatedAt(m Model) time.Time {
 	at, err := time.Parse(time.RFC3339, m.GeneratedAt)
 	if err != nil {

@@ -8,9 +8,7 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/fabric"
 )
 
-// fabricOf sums the fabric collector's latest reading as the status line
-// says it; nil on a host without RDMA devices
-// (spark_fabric_field_supported{field="rdma"} 0).
+// fabricOf is nil on a host without RDMA devices.
 func fabricOf(in *collected.Fabric) *Fabric {
 	s := in.Latest.Snapshot
 	if !s.RDMA {
@@ -45,8 +43,6 @@ func fabricOf(in *collected.Fabric) *Fabric {
 	return f
 }
 
-// lowerLink keeps the narrower and the slower of the links read so far and
-// a function's current link, each with its function's maximum.
 func lowerLink(low *PCIe, current, maxLink *fabric.Link) *PCIe {
 	if current == nil {
 		return low
@@ -74,9 +70,7 @@ func (p *PCIe) degraded() bool {
 	return p != nil && (p.Width < p.MaxWidth || p.TransfersPerSecond < p.MaxTransfersPerSecond)
 }
 
-// traffic is the bytes received and transmitted per second between two
-// readings, over the ports whose counters both read; nil when none did, or
-// a counter went back (a driver reloaded: no rate can be told).
+// traffic is nil when a counter went back (a driver reloaded: no rate can be told).
 func traffic(prev, latest *collected.FabricReading) *float64 {
 	seconds := latest.At.Sub(prev.At).Seconds()
 	if seconds <= 0 {
@@ -115,8 +109,6 @@ func traffic(prev, latest *collected.FabricReading) *float64 {
 	return &rate
 }
 
-// text is the status line: "2 of 4 functions up, 190 Gb/s negotiated,
-// carrying 11 GB/s; PCIe x4 at 32 GT/s".
 func (f *Fabric) text() string {
 	t := fmt.Sprintf("%d of %d functions up, %s negotiated, ", f.PortsUp, f.Ports, GbitsPerSecond(f.NegotiatedBitsPerSecond))
 	if f.TrafficBytesPerSecond != nil {

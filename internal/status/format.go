@@ -8,29 +8,22 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/units"
 )
 
-// The figures in words, as the page, its View and the text report show
-// them: page.js formats nothing.
+// page.js formats nothing: the page, its View and the text report format here.
 
-// Bytes is a size in GiB with one decimal, as free -g counts (negative
-// headroom keeps its sign).
+// Bytes is GiB with one decimal, as free -g counts; negative headroom keeps its sign.
 func Bytes(b int64) string {
 	return units.FormatGiB(float64(b))
 }
 
-// Percent is a 0–1 ratio as a whole percentage.
 func Percent(r float64) string { return fmt.Sprintf("%.0f %%", r*100) }
 
-// Watts is a power with one decimal.
 func Watts(w float64) string { return fmt.Sprintf("%.1f W", w) }
 
-// Celsius is a temperature with one decimal.
 func Celsius(c float64) string { return fmt.Sprintf("%.1f °C", c) }
 
-// MHz is a clock in hertz as whole megahertz.
 func MHz(hz float64) string { return fmt.Sprintf("%.0f MHz", hz/1e6) }
 
-// Milliseconds is a short span in seconds as milliseconds, one decimal: a
-// collector's run.
+// Milliseconds is seconds as milliseconds, one decimal.
 func Milliseconds(s float64) string { return fmt.Sprintf("%.1f ms", s*1e3) }
 
 // Duration is a span in whole seconds, minutes and hours: 45s, 3m 20s, 1h 5m.
@@ -51,8 +44,7 @@ func Duration(d time.Duration) string {
 	return fmt.Sprintf("%dh %dm", s/3600, s%3600/60)
 }
 
-// waited is a wait in the words a runbook uses: 45 seconds, 9 minutes, 3
-// hours, counted down to the unit.
+// waited is in the words a runbook uses: 45 seconds, 9 minutes, 3 hours.
 func waited(d time.Duration) string {
 	n, unit := int64(d/time.Second), "second"
 	switch {
@@ -69,11 +61,9 @@ func waited(d time.Duration) string {
 
 func secondsDuration(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
-// GbitsPerSecond is a link rate in bits per second as whole Gb/s.
 func GbitsPerSecond(b float64) string { return fmt.Sprintf("%.0f Gb/s", b/1e9) }
 
-// GBytesPerSecond is a throughput in bytes per second as GB/s (10^9), one
-// decimal under 10.
+// GBytesPerSecond is bytes per second as GB/s (10^9), one decimal under 10.
 func GBytesPerSecond(b float64) string {
 	if b < 10e9 {
 		return fmt.Sprintf("%.1f GB/s", b/1e9)

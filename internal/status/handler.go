@@ -14,14 +14,11 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/readonly"
 )
 
-// APIPath is where the model is served as JSON.
 const APIPath = "/api/v1/status"
 
-// ViewPath is where the page's script fetches its refreshed figures (a
-// View as JSON): the page's own, not an API.
+// ViewPath serves the page's own View, not an API.
 const ViewPath = "/status/view"
 
-// RefreshSeconds is how often the page asks for a new model.
 const RefreshSeconds = 5
 
 var (
@@ -32,16 +29,14 @@ var (
 	//go:embed page.js
 	pageJS string
 
-	// What the template formats itself (a chart's title, the window's span)
-	// is not refreshed: it stays until the page's shape changes.
+	// What the template formats itself stays until the page's shape changes.
 	page = template.Must(template.New("page").Funcs(template.FuncMap{
 		"seconds":    func(s float64) string { return Duration(secondsDuration(s)) },
 		"chart":      newChart,
 		"chartKinds": func() []string { return chartKinds },
 	}).Parse(pageHTML))
 
-	// The page's only script and style are these; its Content Security
-	// Policy allows them by hash and nothing else.
+	// The Content Security Policy allows these by hash and nothing else.
 	csp = "default-src 'none'; script-src '" + hash(pageJS) + "'; style-src '" + hash(pageCSS) +
 		"'; connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
@@ -51,18 +46,14 @@ func hash(s string) string {
 	return "sha256-" + base64.StdEncoding.EncodeToString(sum[:])
 }
 
-// Handler serves the page and the JSON of a Source.
 type Handler struct {
 	source *Source
-	// metricsHref, apiHref and viewHref are relative to the page, so that it
-	// works behind a proxy under a prefix; apiHref is "" when the JSON is not
-	// served, viewHref when the View is not (the page is then not refreshed).
+	// Relative to the page, so that it works behind a proxy under a prefix;
+	// "" when not served.
 	metricsHref, apiHref, viewHref string
 }
 
-// NewHandler serves source's model; metricsPath is --web.telemetry-path,
-// apiServed whether APIPath is served beside the page, viewServed whether
-// ViewPath is.
+// NewHandler serves source's model; metricsPath is --web.telemetry-path.
 func NewHandler(source *Source, metricsPath string, apiServed, viewServed bool) *Handler {
 	h := &Handler{source: source, metricsHref: "./" + strings.TrimPrefix(metricsPath, "/")}
 	if apiServed {
@@ -74,9 +65,7 @@ func NewHandler(source *Source, metricsPath string, apiServed, viewServed bool) 
 	return h
 }
 
-// timeout bounds how long a viewer waits for the collectors' run: each
-// collector's reads are bounded (--gpu.timeout and the /proc reads), so
-// this is only a backstop.
+// timeout is a backstop: each collector's reads are bounded already.
 const timeout = 30 * time.Second
 
 func (h *Handler) model(w http.ResponseWriter, r *http.Request) *Result {
@@ -92,7 +81,6 @@ func (h *Handler) model(w http.ResponseWriter, r *http.Request) *Result {
 	return res
 }
 
-// API serves the model as JSON, to GET and HEAD only.
 func (h *Handler) API() http.Handler {
 	return h.serveJSON(func(res *Result) []byte {
 		if body := res.JSON(); len(body) > 0 {
@@ -102,11 +90,9 @@ func (h *Handler) API() http.Handler {
 	})
 }
 
-// View serves the page's refreshed figures as JSON, to GET and HEAD only.
 func (h *Handler) View() http.Handler { return h.serveJSON((*Result).viewJSON) }
 
-// serveJSON answers GET and HEAD with what render makes of the model; an
-// empty rendering is a 500.
+// serveJSON answers GET and HEAD only; an empty rendering is a 500.
 func (h *Handler) serveJSON(render func(*Result) []byte) http.Handler {
 	return readonly.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		res := h.model(w, r)
@@ -123,8 +109,7 @@ func (h *Handler) serveJSON(render func(*Result) []byte) http.Handler {
 	}))
 }
 
-// Page serves the status page, complete without JavaScript, to GET and
-// HEAD only.
+// Page is complete without JavaScript.
 func (h *Handler) Page() http.Handler {
 	return readonly.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		res := h.model(w, r)

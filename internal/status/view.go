@@ -7,25 +7,20 @@ import (
 	"time"
 )
 
-// View is the page's refreshed figures as the page shows them: each text,
-// state, value and drawing rendered here, once, by the Go code that renders
-// the page; page.js only puts them in place. Keys are the data-k of the
-// page's elements (the model's paths), charts are keyed by their id.
+// View is the page's refreshed figures, rendered by the Go code that renders
+// the page: page.js only puts them in place by data-k (the model's paths).
 type View struct {
-	// Shape names what the page's structure depends on; when it differs
-	// from the page's, page.js loads the page again instead.
-	Shape  string               `json:"shape"`
-	Text   map[string]string    `json:"text"`
-	State  map[string]string    `json:"state"`
-	Value  map[string]string    `json:"value"` // a <data> element's value attribute
-	Lists  map[string][]string  `json:"lists"`
-	Charts map[string]ChartView `json:"charts"`
-	Bar    []BarSegment         `json:"bar"`
-	// BarTitle is the pool bar's text alternative.
-	BarTitle string `json:"bar_title"`
+	// When Shape differs from the page's, page.js loads the page again.
+	Shape    string               `json:"shape"`
+	Text     map[string]string    `json:"text"`
+	State    map[string]string    `json:"state"`
+	Value    map[string]string    `json:"value"` // a <data> element's value attribute
+	Lists    map[string][]string  `json:"lists"`
+	Charts   map[string]ChartView `json:"charts"`
+	Bar      []BarSegment         `json:"bar"`
+	BarTitle string               `json:"bar_title"`
 }
 
-// ChartView is one chart's drawing.
 type ChartView struct {
 	Points string   `json:"points"`
 	Lines  []string `json:"lines"` // the y of each marked value
@@ -34,22 +29,17 @@ type ChartView struct {
 	Desc   string   `json:"desc"`
 }
 
-// BarSegment places one segment of the pool bar.
 type BarSegment struct {
 	X     string `json:"x"`
 	Width string `json:"width"`
 }
 
-// T is the text of key, for the template.
 func (v View) T(key string) string { return v.Text[key] }
 
-// S is the state of key, for the template.
 func (v View) S(key string) string { return v.State[key] }
 
-// V is the value attribute of key, for the template.
 func (v View) V(key string) string { return v.Value[key] }
 
-// NewView renders the model's refreshed figures.
 func NewView(m Model) View {
 	v := View{Shape: shape(m), Text: map[string]string{}, State: map[string]string{}, Value: map[string]string{},
 		Lists: map[string][]string{}, Charts: map[string]ChartView{}}
@@ -162,10 +152,8 @@ func (v *View) addWorkloads(w *Workloads, now time.Time) {
 	}
 }
 
-// chartKinds are the charts of a GPU's thermal window, in the page's order.
 var chartKinds = []string{"temperature", "power", "clock"}
 
-// capCell is a workload's cap as the table shows it.
 func capCell(c *Cap) string {
 	switch {
 	case c == nil:
@@ -176,8 +164,6 @@ func capCell(c *Cap) string {
 	return Percent(c.Ratio)
 }
 
-// largeBlocks is the free memory in large blocks, with compaction's
-// failures beside it where known.
 func largeBlocks(p *Pool) string {
 	if p.LargeFreeBytes == nil {
 		return "not known"

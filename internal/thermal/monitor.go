@@ -1,5 +1,4 @@
-// Package thermal steps judge's thermal verdict over time: live, one
-// sample per interval, or over a log (Replay).
+// Package thermal steps judge's thermal verdict over time, live or over a log.
 package thermal
 
 import (
@@ -8,9 +7,7 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/judge"
 )
 
-// Monitor follows one GPU's window, verdict and throttle episodes. Time
-// moves only when Step says so, so that Replay steps a log as the sampler
-// steps live readings.
+// Monitor's time moves only when Step says so, so that Replay steps a log as the sampler steps live readings.
 type Monitor struct {
 	cfg     judge.ThermalConfig
 	window  *Window
@@ -28,17 +25,14 @@ func NewMonitor(cfg judge.ThermalConfig) *Monitor {
 	return &Monitor{cfg: cfg, window: NewWindow(cfg.Capacity()), verdict: judge.ThermalVerdict{State: judge.Collecting}}
 }
 
-// Transition says what a Step changed.
 type Transition struct {
 	Entered bool // the GPU entered Throttled
 	Left    bool // the GPU left Throttled
-	// Episode is, on leaving, how long the episode lasted.
 	Episode time.Duration
-	// Refused: the sample was not later than the previous one.
 	Refused bool
 }
 
-// Step adds s (nil when no reading came) and judges the window at now.
+// Step: s is nil when no reading came.
 func (m *Monitor) Step(now time.Time, s *judge.ThermalSample) Transition {
 	var tr Transition
 	if s != nil {
@@ -66,15 +60,10 @@ func (m *Monitor) Step(now time.Time, s *judge.ThermalSample) Transition {
 	return tr
 }
 
-// Verdict is the verdict of the latest Step.
 func (m *Monitor) Verdict() judge.ThermalVerdict { return m.verdict }
 
-// Samples is a copy of the window's samples, oldest first: the caller may
-// keep it (a snapshot does).
 func (m *Monitor) Samples() []judge.ThermalSample { return m.window.Samples() }
 
-// Episodes is the number of entries into Throttled.
 func (m *Monitor) Episodes() int { return m.episodes }
 
-// ThrottledTime is the time spent Throttled, up to the latest Step.
 func (m *Monitor) ThrottledTime() time.Duration { return m.throttled }

@@ -8,8 +8,7 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/thermallog"
 )
 
-// SampleOf is the sample a logged row gives, by the rule the Sampler
-// applies to a reading.
+// SampleOf applies the Sampler's rule to a logged row.
 func SampleOf(r thermallog.Row) *judge.ThermalSample {
 	if r.Temperature == nil || r.Power == nil {
 		return nil
@@ -19,7 +18,6 @@ func SampleOf(r thermallog.Row) *judge.ThermalSample {
 		ThermalSlowdownSeconds: ThermalSlowdownSeconds(r.EventSeconds), PowerCapSeconds: PowerCapSeconds(r.EventSeconds)}
 }
 
-// Step is one Step of a Monitor in a replay.
 type Step struct {
 	Time       time.Time
 	Sample     *judge.ThermalSample // nil for a sampling time that brought no sample
@@ -27,25 +25,20 @@ type Step struct {
 	Transition Transition
 }
 
-// Episode is one stay in Throttled: from the Step that entered it to the
-// Step that left it, or to the last Step while Open.
+// Episode is one stay in Throttled, to the last Step while Open.
 type Episode struct {
-	Start, End time.Time
-	Open       bool
-	// What put or held the GPU in Throttled at some Step of the episode.
+	Start, End                               time.Time
+	Open                                     bool
 	Signature, NVMLSlowdown, CounterSlowdown bool
-	// As judge.ThermalVerdict's ClockFell, SignatureOnly and ClockLost.
-	ClockFall, SignatureOnly, ClockLost bool
+	ClockFall, SignatureOnly, ClockLost      bool
 }
 
-// Evidence names what the episode rests on, as the sampler's log does.
 func (e Episode) Evidence() string {
 	return judge.ThermalVerdict{Signature: e.Signature, ClockFell: e.ClockFall, SignatureOnly: e.SignatureOnly && !e.ClockFall,
 		ClockLost: e.ClockLost && !e.Signature, ThermalSlowdown: e.NVMLSlowdown, CounterSlowdown: e.CounterSlowdown}.Evidence()
 }
 
-// note adds what a Throttled verdict rests on; a signature with the
-// clock holding is no evidence of throttling.
+// note: a signature with the clock holding is no evidence of throttling.
 func (e *Episode) note(v judge.ThermalVerdict) {
 	signature := v.Signature && !v.ClockHolding
 	e.Signature = e.Signature || signature
@@ -56,23 +49,18 @@ func (e *Episode) note(v judge.ThermalVerdict) {
 	e.CounterSlowdown = e.CounterSlowdown || v.CounterSlowdown
 }
 
-// Replayed is what a Monitor made of a run of samples.
 type Replayed struct {
 	Episodes  []Episode
 	Throttled time.Duration // the Monitor's ThrottledTime at the last Step
 	Steps     int           // Steps taken
-	// Skipped counts the empty sampling times not stepped across a
-	// silence: the live Monitor's verdict at each is Collecting.
+	// Skipped: the live Monitor's verdict at each is Collecting.
 	Skipped int
 	Refused int // samples left out: not later than the one before
-	// Judged counts the Steps whose verdict was not Collecting.
-	Judged int
+	Judged  int
 }
 
-// Replay steps one Monitor over the samples (oldest first) as the Sampler
-// steps it live, with an empty Step at each sampling time that brought no
-// sample, so that a Sampler's log replays into its verdicts Step for Step.
-// each, when not nil, is called after every Step.
+// Replay steps with an empty Step at each sampling time that brought no sample,
+// so that a Sampler's log replays into its verdicts Step for Step.
 func Replay(samples []judge.ThermalSample, cfg judge.ThermalConfig, each func(Step)) Replayed {
 	rp := NewReplayer(cfg, each)
 	for i := range samples {
@@ -81,7 +69,6 @@ func Replay(samples []judge.ThermalSample, cfg judge.ThermalConfig, each func(St
 	return rp.Result()
 }
 
-// Replayer is Replay one sample at a time, for samples read as a stream.
 type Replayer struct {
 	cfg  judge.ThermalConfig
 	each func(Step)
@@ -91,7 +78,6 @@ type Replayer struct {
 	done func(Episode)
 }
 
-// NewReplayer starts a replay; each is as Replay's.
 func NewReplayer(cfg judge.ThermalConfig, each func(Step)) *Replayer {
 	return &Replayer{cfg: cfg, each: each, m: NewMonitor(cfg)}
 }
@@ -125,25 +111,21 @@ func (rp *Replayer) step(now time.Time, s *judge.ThermalSample) {
 	}
 }
 
-// HandOff gives each episode to done as it closes, in place of keeping it
-// in Result, so that a flapping run costs no memory per episode here.
+// HandOff, so that a flapping run costs no memory per episode here.
 func (rp *Replayer) HandOff(done func(Episode)) { rp.done = done }
 
-// Add steps the Monitor across the empty sampling times before s, then to s.
 func (rp *Replayer) Add(s *judge.ThermalSample) {
 	m, cfg := rp.m, rp.cfg
 	if m.stepped {
 		if !s.Time.After(m.last) {
-			// Live, time only moves forward.
 			rp.res.Refused++
 			return
 		}
 		limit := s.Time.Add(-cfg.Interval / 2)
 		for tick := m.last.Add(cfg.Interval); tick.Before(limit); tick = tick.Add(cfg.Interval) {
 			if m.verdict.Latest == nil {
-				// Nothing is recent, so the verdict is Collecting
-				// whatever the time: jump to the last sampling time
-				// before s, so a gap of any length costs a few Steps.
+				// Nothing is recent, so the verdict is Collecting whatever
+				// the time: a gap of any length costs a few Steps.
 				n := (limit.Sub(tick) - 1) / cfg.Interval
 				tick = tick.Add(n * cfg.Interval)
 				rp.res.Skipped += int(n)
@@ -154,7 +136,6 @@ func (rp *Replayer) Add(s *judge.ThermalSample) {
 	rp.step(s.Time, s)
 }
 
-// Result is what the replay made of the samples added so far.
 func (rp *Replayer) Result() Replayed {
 	res := rp.res
 	res.Episodes = append([]Episode(nil), rp.res.Episodes...)
@@ -165,8 +146,6 @@ func (rp *Replayer) Result() Replayed {
 	return res
 }
 
-// ThermalSlowdownSeconds adds up NVML's SW and HW thermal slowdown
-// counters (seconds by reason).
 func ThermalSlowdownSeconds(secs map[string]float64) *float64 {
 	sw, hw := counter(secs, "sw_thermal_slowdown"), counter(secs, "hw_thermal_slowdown")
 	switch {
@@ -187,10 +166,8 @@ func counter(secs map[string]float64, reason string) *float64 {
 	return NonNegative(&v)
 }
 
-// PowerCapSeconds is NVML's SW power cap counter.
 func PowerCapSeconds(secs map[string]float64) *float64 { return counter(secs, "sw_power_cap") }
 
-// NonNegative is v where it can be a reading of a size, time or power.
 func NonNegative(v *float64) *float64 {
 	if v == nil || !(*v >= 0) || math.IsInf(*v, 1) {
 		return nil

@@ -8,24 +8,20 @@ import (
 
 var errOutOfOrder = errors.New("sample is not later than the previous one")
 
-// Window holds the latest samples, oldest first. It slides over a buffer
-// of twice its capacity and moves back to the start at the end, so that
-// the analysis reads one slice without a copy per sample.
+// Window slides over a buffer of twice its capacity, so that the analysis reads one slice without a copy per sample.
 type Window struct {
 	capacity int
 	buf      []judge.ThermalSample // the buffer the window slides over
 	held     []judge.ThermalSample // the window: a slice of buf
 }
 
-// NewWindow holds up to capacity samples; older ones are dropped.
 func NewWindow(capacity int) *Window {
 	capacity = max(capacity, 2)
 	buf := make([]judge.ThermalSample, 0, 2*capacity)
 	return &Window{capacity: capacity, buf: buf, held: buf}
 }
 
-// Add appends s, dropping the oldest sample when full. A sample not later
-// than the newest is refused: the analysis needs time to move forward.
+// Add refuses a sample not later than the newest: the analysis needs time to move forward.
 func (w *Window) Add(s judge.ThermalSample) error {
 	if n := len(w.held); n > 0 && !s.Time.After(w.held[n-1].Time) {
 		return errOutOfOrder
@@ -40,15 +36,13 @@ func (w *Window) Add(s judge.ThermalSample) error {
 	return nil
 }
 
-// Samples returns a copy of the held samples that the caller may keep.
 func (w *Window) Samples() []judge.ThermalSample {
 	out := make([]judge.ThermalSample, len(w.held))
 	copy(out, w.held)
 	return out
 }
 
-// view is the held samples without a copy, valid until the next Add.
+// view is valid until the next Add.
 func (w *Window) view() []judge.ThermalSample { return w.held }
 
-// Len is the number of samples held.
 func (w *Window) Len() int { return len(w.held) }

@@ -7,14 +7,9 @@ import (
 	"time"
 )
 
-// nvidia-smi dmon repeats its # header every so many lines:
-//
-//	#Date       Time        gpu    pwr  gtemp  mtemp     sm    mem    enc    dec   mclk   pclk
-//	#YYYYMMDD   HH:MM:SS    Idx      W      C      C      %      %      %      %    MHz    MHz
-//	 20240212   14:31:06      0     69     41      -     98     60      0      0   6001   1410
-//
-// Date and Time come with -o DT only, in local time; without them rows are
-// timed by Options.Interval (dmon's -d, 1 s by default). pclk is the SM clock.
+// nvidia-smi dmon repeats its # header every so many lines. Date and Time come
+// with -o DT only, in local time; without them rows are timed by Options.Interval
+// (dmon's -d, 1 s by default). pclk is the SM clock.
 var dmonColumns = map[string]column{
 	"gpu":   parseIndex,
 	"pwr":   number("pwr", "W", func(r *Row, v float64) { r.Power = &v }, "", 0, MaxPower),
@@ -24,7 +19,6 @@ var dmonColumns = map[string]column{
 	"pclk":  number("pclk", "MHz", func(r *Row, v float64) { v *= 1e6; r.SMClock = &v }, "", 0, 1e6),
 }
 
-// dmonNames are the --query-gpu names of dmon's columns.
 var dmonNames = map[string]string{
 	"gpu": "index", "pwr": "power.draw", "gtemp": "temperature.gpu", "temp": "temperature.gpu",
 	"sm": "utilization.gpu", "pclk": "clocks.sm",

@@ -21,30 +21,24 @@ const (
 	MinTemperature = -40.0
 	MaxTemperature = 150.0
 	MaxPower       = 5000.0
-	// MaxSMClockHz bounds an SM clock, as clocks.sm's 1e6 MHz.
-	MaxSMClockHz = 1e12
-	// maxHeaderlessPower is tighter, so that a misread column does not
-	// pass for watts.
+	MaxSMClockHz   = 1e12
+	// maxHeaderlessPower is tighter, so that a misread column does not pass for watts.
 	maxHeaderlessPower = 1500.0
 )
 
-// MaxLineBytes is the longest line read; a longer one is malformed.
 const MaxLineBytes = 1 << 20
 
 const maxComments = 64
 
-// MaxSkippedKept is how many malformed lines a Trace names; the rest are
-// only counted, so that a log of bad lines costs no memory per line.
+// MaxSkippedKept: the rest are only counted, so that bad lines cost no memory per line.
 const MaxSkippedKept = 10
 
-// The years a log's time may fall in: a span between them fits in a
-// time.Duration (292 years), and an unset clock's 1970 still reads.
+// A span between them fits in a time.Duration (292 years), and an unset clock's 1970 still reads.
 const (
 	FirstYear = 1950
 	LastYear  = 2199
 )
 
-// PlausibleTime refuses a time outside [FirstYear, LastYear].
 func PlausibleTime(t time.Time) error {
 	if y := t.UTC().Year(); y < FirstYear || y > LastYear {
 		return fmt.Errorf("year %d is outside %d–%d", y, FirstYear, LastYear)
@@ -52,23 +46,17 @@ func PlausibleTime(t time.Time) error {
 	return nil
 }
 
-// maxRelativeSpan bounds a log without timestamps, so that rows timed
-// from 1970 stay within LastYear once placed at today's date.
+// maxRelativeSpan: rows timed from 1970 stay within LastYear once placed at today's date.
 const maxRelativeSpan = 100 * 365 * 24 * time.Hour
 
-// Options say how to read what a log does not say itself.
 type Options struct {
-	// Location is the zone of timestamps written without an offset
-	// (nvidia-smi prints local time); nil is time.Local.
+	// Location: nvidia-smi prints local time; nil is time.Local.
 	Location *time.Location
-	// Interval times the rows of a log without timestamps, from the Unix
-	// epoch (Trace.Relative); zero refuses such a log.
+	// Interval times rows without timestamps from the epoch; zero refuses such a log.
 	Interval time.Duration
-	// Columns names the log's columns (--columns), in place of any header.
-	Columns []string
+	Columns  []string
 }
 
-// FormatError is a log that cannot be read at all.
 type FormatError struct {
 	Line int // 0 for the log as a whole
 	Msg  string
@@ -81,13 +69,10 @@ func (e *FormatError) Error() string {
 	return e.Msg
 }
 
-// Parse reads a log with the default Options.
 func Parse(r io.Reader) (Trace, error) { return ParseOptions(r, Options{}) }
 
-// ParseOptions reads a log. A header may come again (logs concatenated)
-// and holds from there on. A malformed line is skipped, never guessed at:
-// the rows come with a MalformedError. A log it cannot read at all is a
-// *FormatError.
+// ParseOptions: a header may come again (logs concatenated). A malformed line
+// is skipped, never guessed at: the rows come with a MalformedError.
 func ParseOptions(r io.Reader, opt Options) (Trace, error) {
 	var rows []Row
 	tr, err := ParseEach(r, opt, func(row Row) { rows = append(rows, row) })
@@ -95,8 +80,7 @@ func ParseOptions(r io.Reader, opt Options) (Trace, error) {
 	return tr, err
 }
 
-// ParseEach is ParseOptions handing each row to each instead of keeping
-// it, so that a log of any length costs the memory of one line.
+// ParseEach keeps no row, so that a log of any length costs the memory of one line.
 func ParseEach(r io.Reader, opt Options, each func(Row)) (Trace, error) {
 	if opt.Location == nil {
 		opt.Location = time.Local
@@ -108,8 +92,7 @@ func ParseEach(r io.Reader, opt Options, each func(Row)) (Trace, error) {
 		}
 		p.given = true
 	}
-	// A UTF-16 log with its byte order mark (PowerShell's `>` writes
-	// one) is read as the UTF-8 it holds; any other is read as it is.
+	// PowerShell's `>` writes UTF-16 with a byte order mark.
 	br := bufio.NewReaderSize(transform.NewReader(r, unicode.BOMOverride(transform.Nop)), 64<<10)
 	for line := 1; ; line++ {
 		text, tooLong, err := readLine(br)
@@ -144,7 +127,6 @@ func (p *parser) skip(e LineError) {
 	p.tr.SkippedTotal++
 }
 
-// readLine drops a line over MaxLineBytes, reading on to its end.
 func readLine(br *bufio.Reader) (line string, tooLong bool, err error) {
 	var buf []byte
 	for {
@@ -170,17 +152,14 @@ type parser struct {
 	each func(Row)
 	tr   Trace
 
-	names    []string // the CSV's columns, nil before a header
-	dmon     []string // dmon's columns while reading dmon output
-	data     bool     // a data line was read
-	given    bool     // the columns are opt.Columns: header lines are skipped
-	relative bool     // rows timed by opt.Interval, or by an elapsed_s column
-	elapsed  int      // the elapsed_s column's index, -1 without one
-	// The latest time per GPU, for the hour a fall-back repeats.
-	last map[int]time.Time
-	// GPU numbers by uuid or bus id, for a log without an index.
-	keys map[string]int
-	// Relative timing: the sample's number, and the previous row's GPU.
+	names           []string // the CSV's columns, nil before a header
+	dmon            []string // dmon's columns while reading dmon output
+	data            bool     // a data line was read
+	given           bool     // the columns are opt.Columns: header lines are skipped
+	relative        bool     // rows timed by opt.Interval, or by an elapsed_s column
+	elapsed         int      // the elapsed_s column's index, -1 without one
+	last            map[int]time.Time
+	keys            map[string]int
 	tick, lastIndex int
 	columns         map[string]bool
 }
@@ -204,8 +183,7 @@ func (p *parser) trace() Trace {
 	return tr
 }
 
-// headerless are the columns of the guide's thermal-sample.sh and the
-// exporter's --thermal.csv-file, which have no header.
+// headerless: the guide's thermal-sample.sh and --thermal.csv-file have no header.
 var headerless = strings.Split(Header, ",")
 
 func (p *parser) line(n int, text string) error {
@@ -248,8 +226,7 @@ func (p *parser) line(n int, text string) error {
 	return p.keep(n, row, err, p.names == nil)
 }
 
-// keep refuses a whole log without a header on an implausible value: that
-// is a misread column, not a bad line.
+// keep refuses a whole headerless log on an implausible value: a misread column, not a bad line.
 func (p *parser) keep(n int, row Row, err error, headerless bool) error {
 	var bad *implausible
 	var unit *wrongUnit
@@ -381,7 +358,6 @@ func (p *parser) csvRow(n int, fields []string) (Row, error) {
 	return row, p.timeRow(&row, local)
 }
 
-// implausible is a value no GPU reports in the column it was read from.
 type implausible struct {
 	column string
 	value  float64
@@ -393,16 +369,14 @@ func (e *implausible) Error() string {
 	return fmt.Sprintf("%g %s is out of range [%g, %g]", e.value, e.unit, e.lo, e.hi)
 }
 
-// wrongUnit is a value whose unit is not its column's: a clock in MHz
-// where the guide's log has its temperature.
+// wrongUnit: a clock in MHz where the guide's log has its temperature.
 type wrongUnit struct{ column, field string }
 
 func (e *wrongUnit) Error() string {
 	return fmt.Sprintf("%s reads %q, not a value in its unit", e.column, e.field)
 }
 
-// headerlessUnits checks the units nvidia-smi printed without nounits:
-// temperature.gpu has none, power.draw W.
+// headerlessUnits: without nounits, temperature.gpu has none, power.draw W.
 func headerlessUnits(fields []string) error {
 	// Units that may still be the column's (a malformed line at worst).
 	own := []map[string]bool{nil, {"C": true, "°C": true}, {"W": true, "mW": true}}
@@ -427,8 +401,6 @@ func plausibleHeaderless(r Row) error {
 	return nil
 }
 
-// timeRow checks the row's time, or gives it one in a log without
-// timestamps.
 func (p *parser) timeRow(r *Row, local bool) error {
 	if p.relative && p.elapsed >= 0 && p.names != nil && p.dmon == nil {
 		return nil // timed by its elapsed_s column
@@ -458,14 +430,11 @@ func (p *parser) timeRow(r *Row, local bool) error {
 	return nil
 }
 
-// spanError refuses a whole log whose relative times would overflow
-// a time.Duration.
 type spanError struct{ msg string }
 
 func (e *spanError) Error() string { return e.msg }
 
-// place numbers GPUs by uuid or bus id, and moves a local time into a
-// fall-back's repeated hour where it would otherwise step back.
+// place moves a local time into a fall-back's repeated hour where it would otherwise step back.
 func (p *parser) place(r *Row) error {
 	if r.GPU == nil && r.key != "" {
 		i, ok := p.keys[r.key]
@@ -497,11 +466,9 @@ func (p *parser) place(r *Row) error {
 	return nil
 }
 
-// MaxGPUs bounds what the parser keeps per GPU: a DGX holds 8, a Spark 1.
+// MaxGPUs: a DGX holds 8, a Spark 1.
 const MaxGPUs = 64
 
-// laterOccurrence is the second instant that shows the same wall clock as
-// t in loc, where a fall-back repeats it.
 func laterOccurrence(t time.Time, loc *time.Location) (time.Time, bool) {
 	const wall = "2006-01-02 15:04:05.999999999"
 	clock := t.In(loc).Format(wall)
@@ -513,8 +480,6 @@ func laterOccurrence(t time.Time, loc *time.Location) (time.Time, bool) {
 	return t, false
 }
 
-// earliestOccurrence is the first instant that shows the same wall clock
-// as t in loc (t itself but in the hour a fall-back repeats).
 func earliestOccurrence(t time.Time, loc *time.Location) time.Time {
 	_, off := t.Zone()
 	if _, before := t.Add(-2 * time.Hour).Zone(); before == off {
@@ -547,10 +512,8 @@ var (
 	}
 )
 
-// parseTimestamp takes nvidia-smi's timestamp, RFC 3339 and ISO 8601,
-// extended or basic (`date -Iseconds`, `date --rfc-3339=ns`, `date -u
-// +%Y%m%dT%H%M%SZ`), or Unix seconds (`date +%s`; milliseconds from 1e11
-// on). local says there was no offset.
+// parseTimestamp takes nvidia-smi's, RFC 3339, ISO 8601 extended or basic, or
+// Unix seconds (milliseconds from 1e11 on). local says there was no offset.
 func parseTimestamp(field string, loc *time.Location) (t time.Time, local bool, err error) {
 	// RFC 3339 allows a lower-case t and z.
 	field = strings.Map(func(r rune) rune {
@@ -610,8 +573,6 @@ func isDecimal(s string) bool {
 	return true
 }
 
-// canonical is the --query-gpu name of the quantity a known column gives,
-// "" for a column the reader skips.
 func canonical(name string) string {
 	switch {
 	case lookup(name) == nil:

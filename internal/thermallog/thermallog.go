@@ -1,10 +1,6 @@
-// Package thermallog reads and writes the thermal log of the GB10 guides:
-// what `nvidia-smi --query-gpu=timestamp,temperature.gpu,power.draw
-// --format=csv,noheader -l N` prints, so that the exporter's log lines up
-// with training logs as the guides' thermal-sample.sh log did.
-//
-// The reader also takes any --query-gpu CSV (Columns), with or without
-// header and units, and nvidia-smi dmon's output.
+// Package thermallog reads and writes the GB10 guides' nvidia-smi thermal log,
+// so that the exporter's log lines up with training logs as the guides' did.
+// The reader also takes any --query-gpu CSV and nvidia-smi dmon's output.
 package thermallog
 
 import (
@@ -17,7 +13,6 @@ import (
 	"time"
 )
 
-// Header is nvidia-smi's header line, written once at the top of a new log.
 const Header = "timestamp,temperature.gpu,power.draw"
 
 // timeLayout is nvidia-smi's timestamp (2025/11/24 14:08:55.751), local time.
@@ -32,22 +27,17 @@ type Row struct {
 	Utilization *float64 // ratio 0–1
 	SMClock     *float64 // Hz
 	Reasons     *uint64  // NVML clock event reasons mask
-	// EventSeconds holds the clocks_event_reasons_counters.* columns:
-	// seconds per reason since the driver loaded.
+	// EventSeconds: seconds per reason since the driver loaded.
 	EventSeconds map[string]float64
-	// Name is nvidia-smi's name column.
-	Name string
-	// PowerLimit (W) is power.limit or enforced.power.limit.
-	PowerLimit *float64
-	// Line is the row's line in the log, from 1.
-	Line int
+	Name         string
+	PowerLimit   *float64
+	Line         int
 
 	key   string // uuid or pci.bus_id: tells GPUs apart without an index
 	local bool   // the timestamp had no offset (while parsing)
 }
 
-// Format renders the row's timestamp, temperature and power as nvidia-smi
-// does with --format=csv,noheader: `2025/11/24 14:08:55.751, 38, 12.34 W`.
+// Format renders as nvidia-smi's --format=csv,noheader: `2025/11/24 14:08:55.751, 38, 12.34 W`.
 func Format(r Row) string {
 	temp, power := "[N/A]", "[N/A]"
 	if r.Temperature != nil {
@@ -59,39 +49,29 @@ func Format(r Row) string {
 	return r.Time.Local().Format(timeLayout) + ", " + temp + ", " + power
 }
 
-// Trace is a parsed log. Comments are its lines starting with #, which
-// nvidia-smi never writes and the test corpus uses for its expectations.
+// Trace's Comments are lines starting with #, which nvidia-smi never writes.
 type Trace struct {
-	Rows     []Row
-	Comments []string
-	// Skipped are the first MaxSkippedKept malformed lines; SkippedTotal
-	// counts them all.
+	Rows         []Row
+	Comments     []string
 	Skipped      []LineError
 	SkippedTotal int
-	// Format is FormatCSV, FormatHeaderless or FormatDmon.
-	Format string
-	// Columns are the quantities the log gives, by their --query-gpu
-	// names, whatever the log called them.
+	Format       string
+	// Columns are --query-gpu names, whatever the log called them.
 	Columns []string
-	// Repeated counts the rows of a local-time log read at the later of
-	// two offsets: the hour a fall-back to standard time repeats.
+	// Repeated counts rows in the hour a fall-back to standard time repeats.
 	Repeated int
-	// Relative: the log has no timestamps and its rows were timed from
-	// the Unix epoch, for the caller to place (Shift).
+	// Relative: rows timed from the Unix epoch, for the caller to place (Shift).
 	Relative bool
-	// Elapsed: the relative times are an elapsed_s column's, seconds
-	// since the run's start (the epoch), not the rows' count.
+	// Elapsed: the relative times are an elapsed_s column's, not the rows' count.
 	Elapsed bool
 }
 
-// The formats of a log.
 const (
 	FormatCSV        = "nvidia-smi --query-gpu CSV"
 	FormatHeaderless = "headerless CSV (timestamp, temperature.gpu, power.draw)"
 	FormatDmon       = "nvidia-smi dmon"
 )
 
-// Has reports whether the log has a column giving the named quantity.
 func (t Trace) Has(column string) bool {
 	for _, c := range t.Columns {
 		if c == column {
@@ -101,14 +81,12 @@ func (t Trace) Has(column string) bool {
 	return false
 }
 
-// Shift moves every row's time by d.
 func (t Trace) Shift(d time.Duration) {
 	for i := range t.Rows {
 		t.Rows[i].Time = t.Rows[i].Time.Add(d)
 	}
 }
 
-// LineError is a malformed line, by its number (from 1).
 type LineError struct {
 	Line int
 	Err  error
@@ -116,8 +94,6 @@ type LineError struct {
 
 func (e LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
 
-// MalformedError is what Parse returns when it skipped lines: the first
-// MaxSkippedKept of them, and how many there were.
 type MalformedError struct {
 	Lines []LineError
 	Total int
@@ -130,11 +106,9 @@ func (e MalformedError) Error() string {
 	return fmt.Sprintf("%v (and %d more malformed lines)", e.Lines[0], e.Total-1)
 }
 
-// column is what a known column fills in a Row.
 type column func(r *Row, field string) error
 
-// Reasons names NVML's clock event reasons as nvidia-smi's query fields
-// do (clocks_event_reasons.NAME), with their bits from nvml.h.
+// Reasons' bits are nvml.h's.
 var Reasons = map[string]uint64{
 	"gpu_idle":                    0x1,
 	"applications_clocks_setting": 0x2,
@@ -148,13 +122,11 @@ var Reasons = map[string]uint64{
 }
 
 var columns = map[string]column{
-	// The timestamp is read by the parser itself, in the log's zone.
 	"timestamp":       func(*Row, string) error { return nil },
 	"index":           parseIndex,
 	"temperature.gpu": number("temperature.gpu", "°C", func(r *Row, v float64) { r.Temperature = &v }, "", MinTemperature, MaxTemperature),
 	"power.draw":      number("power.draw", "W", func(r *Row, v float64) { r.Power = &v }, "W", 0, MaxPower),
-	// Newer drivers name the instantaneous reading apart from the
-	// one-second average that power.draw became.
+	// Newer drivers name the instantaneous reading apart from power.draw's one-second average.
 	"power.draw.instant":             number("power.draw.instant", "W", func(r *Row, v float64) { r.Power = &v }, "W", 0, MaxPower),
 	"power.draw.average":             number("power.draw.average", "W", func(r *Row, v float64) { r.Power = &v }, "W", 0, MaxPower),
 	"power.limit":                    number("power.limit", "W", func(r *Row, v float64) { r.PowerLimit = &v }, "W", 0, MaxPower),
@@ -167,13 +139,10 @@ var columns = map[string]column{
 	"clocks.current.sm":              number("clocks.current.sm", "MHz", func(r *Row, v float64) { v *= 1e6; r.SMClock = &v }, "MHz", 0, 1e6),
 	"clocks_event_reasons.active":    parseReasons,
 	"clocks_throttle_reasons.active": parseReasons,
-	// Timed by the parser itself, from the epoch.
-	ElapsedColumn: func(*Row, string) error { return nil },
+	ElapsedColumn:                    func(*Row, string) error { return nil },
 }
 
-// aliases are the names benchmark harnesses give nvidia-smi's quantities
-// (djangodevreng/dgx-spark-benchmarks writes
-// elapsed_s,power_w,temp_c,sm_mhz,gpu_util,mem_used_mb).
+// aliases are benchmark harnesses' names (djangodevreng/dgx-spark-benchmarks).
 var aliases = map[string]string{
 	"temp_c": "temperature.gpu", "temperature_c": "temperature.gpu", "gpu_temp_c": "temperature.gpu",
 	"power_w": "power.draw", "gpu_power_w": "power.draw",
@@ -181,13 +150,9 @@ var aliases = map[string]string{
 	"gpu_util": "utilization.gpu", "util_pct": "utilization.gpu", "gpu_util_pct": "utilization.gpu",
 }
 
-// ElapsedColumn is a column of seconds since the run's start, in place of
-// timestamps (Trace.Relative).
 const ElapsedColumn = "elapsed_s"
 
-// Columns lists the column names the reader understands, beside
-// clocks_event_reasons.REASON and clocks_event_reasons_counters.REASON
-// (and the older clocks_throttle_reasons.*), REASON a key of Reasons.
+// Columns leaves out clocks_event_reasons{,_counters}.REASON (and clocks_throttle_reasons.*).
 func Columns() []string {
 	names := make([]string, 0, len(columns))
 	for n := range columns {
@@ -196,7 +161,6 @@ func Columns() []string {
 	return names
 }
 
-// lookup is nil for a column the reader skips.
 func lookup(name string) column {
 	if c, ok := columns[name]; ok {
 		return c
@@ -216,12 +180,9 @@ func lookup(name string) column {
 	return nil
 }
 
-// headerName is a column name as nvidia-smi's header prints it, with its
-// unit when --format has no nounits: `power.draw [W]`.
 var headerName = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_.]*)(?: \[[^\]]*\])?$`)
 
-// headerNames takes a header line (`timestamp, power.draw [W]`) to plain
-// names; ok is false when a field is not a name.
+// headerNames: ok is false when a field is not a name.
 func headerNames(fields []string) ([]string, bool) {
 	names := make([]string, len(fields))
 	for i, f := range fields {
@@ -237,7 +198,6 @@ func headerNames(fields []string) ([]string, bool) {
 	return names, true
 }
 
-// ParseColumns reads --columns: column names as a header gives them.
 func ParseColumns(list string) ([]string, error) {
 	fields := strings.Split(list, ",")
 	names, ok := headerNames(fields)
@@ -259,8 +219,7 @@ func ParseColumns(list string) ([]string, error) {
 	return names, nil
 }
 
-// notReported is how nvidia-smi prints a value it cannot give: [N/A],
-// [Not Supported], [Unknown Error], …
+// notReported: [N/A], [Not Supported], [Unknown Error], …
 func notReported(field string) bool {
 	return strings.HasPrefix(field, "[") && strings.HasSuffix(field, "]") || field == "-" ||
 		strings.EqualFold(field, "N/A") || strings.EqualFold(field, "Not Supported") || strings.EqualFold(field, "Unknown Error")
@@ -278,8 +237,7 @@ func parseIndex(r *Row, field string) error {
 	return nil
 }
 
-// number parses a value with an optional unit suffix (`12.34 W`) within
-// [lo, hi]; shown is the unit as a person reads it, for the error.
+// number: shown is the unit as a person reads it, for the error.
 func number(name, shown string, set func(*Row, float64), unit string, lo, hi float64) column {
 	return func(r *Row, field string) error {
 		if notReported(field) {
@@ -327,8 +285,6 @@ func parseReasons(r *Row, field string) error {
 	return nil
 }
 
-// activeFlag reads clocks_event_reasons.REASON: `Active` or `Not Active`,
-// one bit of the mask.
 func activeFlag(bit uint64) column {
 	return func(r *Row, field string) error {
 		if notReported(field) {
@@ -350,7 +306,7 @@ func activeFlag(bit uint64) column {
 	}
 }
 
-// counter reads clocks_event_reasons_counters.REASON, in µs, into seconds.
+// counter: the column is in µs.
 func counter(reason string) column {
 	return func(r *Row, field string) error {
 		if notReported(field) {

@@ -11,23 +11,18 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/redact"
 )
 
-// Writer appends rows to a log file, one write per call so that a sample
-// reaches the file as it is taken. A failed write closes the file and the
-// next call reopens it, so a log on a disk that came back resumes by itself.
-// Errors never name the path.
-//
-// Only a regular file is written: O_NOFOLLOW, or a link to /etc/passwd
-// would get lines appended; O_NONBLOCK, or opening a pipe would wait for a
-// reader, and the sampler with it.
+// Writer: a failed write closes the file and the next call reopens it, so a log
+// on a disk that came back resumes by itself. Errors never name the path.
+// O_NOFOLLOW, or a link to /etc/passwd would get lines appended; O_NONBLOCK,
+// or opening a pipe would wait for a reader, and the sampler with it.
 type Writer struct {
 	path string
 	f    *os.File
 }
 
-// NewWriter returns a writer for path, opened on the first Append.
 func NewWriter(path string) *Writer { return &Writer{path: path} }
 
-// Append writes the rows, each on its own line.
+// Append writes once a call, so that a sample reaches the file as it is taken.
 func (w *Writer) Append(rows ...Row) error {
 	var b strings.Builder
 	if w.f == nil {
@@ -49,8 +44,7 @@ func (w *Writer) Append(rows ...Row) error {
 	return nil
 }
 
-// open returns what must precede the first row: the header for an empty
-// file, a line end for a last line cut short (a crash or a full disk).
+// open returns a line end for a last line cut short (a crash or a full disk).
 func (w *Writer) open() (string, error) {
 	fd, err := syscall.Open(w.path, syscall.O_WRONLY|syscall.O_APPEND|syscall.O_CREAT|
 		syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o644)
@@ -101,7 +95,6 @@ func endsWithNewline(path string, size int64) bool {
 
 var errNotRegular = errors.New("open: not a regular file")
 
-// Close closes the file, if open.
 func (w *Writer) Close() error {
 	if w.f == nil {
 		return nil

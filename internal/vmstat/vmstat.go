@@ -1,7 +1,4 @@
-// Package vmstat parses the counters of /proc/vmstat that show memory
-// pressure on a unified-memory machine: major faults, refaults of evicted
-// pages, reclaim, allocation stalls, OOM kills and compaction.
-// prometheus/procfs has no parser for this file.
+// Package vmstat parses /proc/vmstat's memory pressure counters: procfs has no parser for it.
 package vmstat
 
 import (
@@ -12,16 +9,13 @@ import (
 	"strconv"
 )
 
-// Counters holds the counters this exporter uses. A nil field means the
-// running kernel does not print that counter, which is not the same as 0.
+// Counters: nil means the kernel does not print that counter, which is not 0.
 type Counters struct {
 	MajorFaults *uint64 // pgmajfault
-	// Evicted pages faulted back in. Kernels before 5.9 tracked file pages
-	// only and printed one workingset_refault: that is RefaultsFile.
+	// Kernels before 5.9 printed one workingset_refault: that is RefaultsFile.
 	RefaultsAnon *uint64 // workingset_refault_anon
 	RefaultsFile *uint64 // workingset_refault_file, or workingset_refault
-	// Pages reclaimed, summed over zones on kernels before 4.8 that
-	// printed pgsteal_kswapd_normal, pgsteal_kswapd_dma32 and so on.
+	// Summed over zones on kernels before 4.8 (pgsteal_kswapd_normal, ...).
 	ReclaimedKswapd *uint64 // pgsteal_kswapd*
 	ReclaimedDirect *uint64 // pgsteal_direct*
 	AllocStalls     *uint64 // allocstall, or the sum of allocstall_<zone>
@@ -31,9 +25,8 @@ type Counters struct {
 	CompactFails  *uint64 // compact_fail: compactions that found no block
 }
 
-// Parse reads the text of /proc/vmstat. Unknown lines are skipped whatever
-// their shape, so new kernel counters never break it; a malformed or
-// repeated known line is an error, since a guess is worse than nothing.
+// Parse skips unknown lines whatever their shape; a malformed or repeated known
+// line is an error, since a guess is worse than nothing.
 func Parse(data []byte) (Counters, error) {
 	var c Counters
 	fields := [...]**uint64{
@@ -93,8 +86,7 @@ type name struct {
 	bit   uint // its own bit, to catch a name printed twice
 }
 
-// names lists every /proc/vmstat line the parser reads. Several lines add to
-// one field where kernels split a counter by zone.
+// names: several lines add to one field where kernels split a counter by zone.
 var names = func() map[string]name {
 	byField := [][]string{
 		fieldMajorFaults:  {"pgmajfault"},

@@ -1,6 +1,4 @@
-// Package client asks inference engines on loopback for their own
-// account (internal/engine's Reading): vLLM's, SGLang's and llama.cpp's
-// Prometheus text through prometheus/common/expfmt, Ollama's /api/ps.
+// Package client asks inference engines on loopback for their own account (an engine.Reading).
 package client
 
 import (
@@ -19,34 +17,28 @@ import (
 	"time"
 )
 
-// Bounds of one question to an engine.
 const (
-	// DefaultTimeout is the deadline of one question, the answer read
-	// included: an engine answers its /metrics in milliseconds, and one
-	// that trickles is given up.
+	// DefaultTimeout includes reading the answer: one that trickles is given up.
 	DefaultTimeout = 2 * time.Second
-	// MaxBody bounds a /metrics answer: vLLM's, histograms and all, is
-	// tens of kB per model.
+	// MaxBody: vLLM's /metrics, histograms and all, is tens of kB per model.
 	MaxBody = 4 << 20
-	// MaxPSBody bounds an /api/ps answer: a few hundred bytes a model.
+	// MaxPSBody: /api/ps is a few hundred bytes a model.
 	MaxPSBody = 1 << 20
 )
 
-// Problems, as engine.Reading.Problem gives them: never the answer's text.
+// Problems never quote the answer's text.
 const (
 	ProblemNeedsKey = "the engine asks for a key: name its address with --engines.target and give the key with --engines.bearer-token-file"
 	ProblemRedirect = "the engine answered with a redirect, which is not followed"
 )
 
-// Asker asks engines on loopback.
 type Asker struct {
 	client  *http.Client
 	token   string
 	Timeout time.Duration
 }
 
-// NewAsker asks with the bearer token token ("" for none), read by the
-// caller from --engines.bearer-token-file.
+// NewAsker asks with the bearer token token ("" for none).
 func NewAsker(token string) *Asker {
 	dialer := &net.Dialer{
 		Timeout: DefaultTimeout,
@@ -85,8 +77,7 @@ var (
 	errRedirect    = errors.New("redirect")
 )
 
-// CheckAddress tells whether address (host:port) may be asked: a loopback
-// IP or localhost, and a port in 1–65535.
+// CheckAddress allows a loopback IP or localhost, and a port in 1–65535.
 func CheckAddress(address string) error {
 	host, port, err := net.SplitHostPort(address)
 	if err != nil {
@@ -104,9 +95,7 @@ func CheckAddress(address string) error {
 	return nil
 }
 
-// Ask asks one engine and reads its answer as it arrives, within the
-// answer's bound. It never fails: engine.Reading.Up and Problem say how it
-// went.
+// Ask never fails: engine.Reading.Up and Problem say how it went.
 func (a *Asker) Ask(ctx context.Context, t engine.Target, now time.Time) engine.Reading {
 	ctx, cancel := context.WithTimeout(ctx, a.Timeout)
 	defer cancel()
@@ -158,7 +147,7 @@ func (c *counted) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// get sends the question; the caller closes the answer's body.
+// get: the caller closes the answer's body.
 func (a *Asker) get(ctx context.Context, t engine.Target) (*http.Response, string) {
 	u := url.URL{Scheme: "http", Host: t.Address, Path: t.Path()}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
@@ -186,7 +175,7 @@ func (a *Asker) get(ctx context.Context, t engine.Target) (*http.Response, strin
 	return resp, ""
 }
 
-// describe says why a question failed, in words that carry no URL.
+// describe's words carry no URL.
 func describe(err error) string {
 	switch {
 	case errors.Is(err, errRedirect):
@@ -205,5 +194,4 @@ func describe(err error) string {
 	return "the question failed"
 }
 
-// Close drops the connections kept to the engines.
 func (a *Asker) Close() { a.client.CloseIdleConnections() }

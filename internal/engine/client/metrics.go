@@ -15,26 +15,17 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// figure is one of an engine.Reading's figures and the metric names it is
-// read from, first found first.
+// figure's names are read first found first.
 type figure struct {
 	names []string
-	// ratio: the largest over the label sets (a KV cache per engine
-	// core); otherwise their sum.
+	// ratio: the largest over the label sets (a KV cache per engine core); otherwise their sum.
 	ratio bool
 	set   func(r *engine.Reading, v float64)
 }
 
-// figures by kind. Sources of the names:
-//
-//   - vLLM V1: docs/design/metrics.md, vllm/v1/metrics/loggers.py.
-//     kv_cache_usage_perc is 0–1 despite its name; V0's gpu_cache_usage_perc
-//     is read where still served.
-//   - SGLang (--enable-metrics): docs/references/production_metrics.md.
-//     token_usage is the KV pool's share in use; retractions are its
-//     preemptions (the gauge num_retracted_reqs is no count since start).
-//   - llama.cpp's server (--metrics): tools/server/README.md. Recent builds
-//     drop kv_cache_usage_ratio; it preempts nothing.
+// figures by kind: vLLM's kv_cache_usage_perc is 0–1 despite its name;
+// SGLang's retractions are its preemptions (num_retracted_reqs is a gauge);
+// recent llama.cpp drops kv_cache_usage_ratio and preempts nothing.
 var figures = map[string][]figure{
 	engine.KindVLLM: {
 		{names: []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"}, ratio: true, set: func(r *engine.Reading, v float64) { r.KVCacheUsage = &v }},
@@ -61,9 +52,8 @@ var figures = map[string][]figure{
 	},
 }
 
-// MaxSeries bounds the samples of the names read in one answer: an engine
-// has one per model and engine core. More is refused whole, not summed in
-// part; so are more than maxKept bytes of the lines read.
+// MaxSeries: an engine has one sample per model and engine core. More is
+// refused whole, not summed in part; so are more than maxKept bytes.
 const MaxSeries = 1000
 
 const (
@@ -72,16 +62,12 @@ const (
 )
 
 var (
-	// ErrTooManySeries refuses an answer with more than MaxSeries samples
-	// of the names read.
 	ErrTooManySeries = fmt.Errorf("more than %d series or %d KiB of the metrics read", MaxSeries, maxKept>>10)
 	errLongLine      = fmt.Errorf("a line longer than %d KiB", maxLine>>10)
 )
 
-// ParseMetrics reads the figures of an engine of the given kind from its
-// /metrics answer (Prometheus text format 0.0.4) into r, a line at a time.
-// Only the lines of the names read reach expfmt's parser: the rest costs a
-// scan of its bytes.
+// ParseMetrics reads an engine's /metrics text into r; only the lines of the
+// names read reach expfmt's parser.
 func ParseMetrics(kind string, body io.Reader, r *engine.Reading) error {
 	figs, ok := figures[kind]
 	if !ok {
@@ -123,9 +109,7 @@ func ParseMetrics(kind string, body io.Reader, r *engine.Reading) error {
 	return nil
 }
 
-// keepLines returns the lines of body that are samples, HELP or TYPE
-// lines of the wanted names, each ended by "\n" alone: a line's "\r\n"
-// (text pasted through a web page) is its end too.
+// keepLines ends each line kept by "\n" alone: "\r\n" (text pasted through a web page) ends one too.
 func keepLines(body io.Reader, wanted map[string]bool) ([]byte, error) {
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 0, 4<<10), maxLine)
@@ -151,8 +135,7 @@ func keepLines(body io.Reader, wanted map[string]bool) ([]byte, error) {
 	return out, sc.Err()
 }
 
-// lineName is the metric name a line of the text format is about: a
-// sample's name, or the name of a HELP or TYPE comment; sample tells which.
+// lineName is a sample's name, or that of a HELP or TYPE comment; sample tells which.
 func lineName(line []byte) (name string, sample bool) {
 	line = bytes.TrimLeft(line, " \t")
 	if len(line) == 0 {
@@ -172,8 +155,7 @@ func lineName(line []byte) (name string, sample bool) {
 	return string(line[:end]), true
 }
 
-// combine is the largest (ratio) or the sum of the metrics' values; a
-// value that is not finite, or a ratio outside 0–1, is no reading.
+// combine: a value that is not finite, or a ratio outside 0–1, is no reading.
 func combine(ms []*dto.Metric, ratio bool) (float64, bool) {
 	var out float64
 	for i, m := range ms {
