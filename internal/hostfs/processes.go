@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"slices"
 	"strconv"
+	"sync"
 	"syscall"
 )
 
@@ -139,28 +140,49 @@ func (d *Processes) batch(ctx context.Context, n int, read func(i int, r *Reader
 type Kept struct{ fd1 int } // the descriptor plus one: the zero Kept holds none
 
 // Keep opens the file name of process pid and reads it into buf[:0].
-func (d *Processes) Keep(ctx context.Context, pid int, name string, buf []byte) (k Kept, data []byte, err error) {
+func (d *Processes) Keep(ctx context.Context, pid int, name string, buf []byte) (Kept, []byte, error) {
 	dir := d.fd
+	// The batch's worker may finish after a blocked call returned: what it
+	// opened then is closed, not lost.
+	var mu sync.Mutex
+	var gone bool
+	var k Kept
+	var data []byte
+	var err error
 	if blocked := d.fs.WithContext(ctx).Batch(func(r *Reader) error {
 		rel := strconv.Itoa(pid) + "/" + name
-		if err = r.begin(rel, rel); err != nil {
+		if e := r.begin(rel, rel); e != nil {
 			return nil
 		}
 		defer r.end()
 		fd, openErr := retry(func() (int, error) { return syscall.Openat(dir, rel, openFlags, 0) })
-		if openErr != nil {
-			err = &fs.PathError{Op: "open", Path: rel, Err: openErr}
-			return nil
+		var got []byte
+		var readErr error
+		if openErr == nil {
+			if got, readErr = pread(fd, buf); readErr != nil {
+				readErr = &fs.PathError{Op: "read", Path: rel, Err: readErr}
+			}
 		}
-		k = Kept{fd + 1}
-		if data, err = pread(fd, buf); err != nil {
-			err = &fs.PathError{Op: "read", Path: rel, Err: err}
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case openErr != nil:
+			err = &fs.PathError{Op: "open", Path: rel, Err: openErr}
+		case gone:
+			syscall.Close(fd)
+		default:
+			k, data, err = Kept{fd + 1}, got, readErr
 		}
 		return nil
 	}); blocked != nil {
-		// The batch may yet open the file: it is lost, not reused.
+		mu.Lock()
+		defer mu.Unlock()
+		gone = true
+		k.Close()
 		return Kept{}, nil, blocked
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	return k, data, err
 }
 
