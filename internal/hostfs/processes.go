@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"io/fs"
 	"slices"
 	"strconv"
+	"sync"
 	"syscall"
 )
 
@@ -92,16 +94,23 @@ func (d *Processes) Read(ctx context.Context, pid int, name string, buf []byte) 
 // ReadAll. A read that blocks fails it, and no file after it is read.
 func (d *Processes) ReadAll(ctx context.Context, ps []Process, name string) ([]File, error) {
 	dir, ps := d.fd, slices.Clone(ps) // the batch's own, should it outlive the call
-	files := make([]File, len(ps))
+	return d.batch(ctx, len(ps), func(i int, r *Reader, buf []byte) ([]byte, error) {
+		rel := strconv.Itoa(ps[i].PID) + "/" + name
+		return r.read(rel, dir, rel, buf, taskFile)
+	})
+}
+
+// batch reads n files with read in one batch within ctx.
+func (d *Processes) batch(ctx context.Context, n int, read func(i int, r *Reader, buf []byte) ([]byte, error)) ([]File, error) {
+	files := make([]File, n)
 	// One buffer for the lot, kept for the next call (the whole scrape is
 	// 3.7 % cheaper); a batch given up keeps its own.
 	arena := d.arena[:0]
 	d.arena = nil
 	if blocked := d.fs.WithContext(ctx).Batch(func(r *Reader) error {
 		var buf []byte
-		for i, p := range ps {
-			rel := strconv.Itoa(p.PID) + "/" + name
-			data, err := r.read(rel, dir, rel, buf, taskFile)
+		for i := range files {
+			data, err := read(i, r, buf)
 			if errors.Is(err, ErrBlocked) {
 				return err
 			}
@@ -123,6 +132,94 @@ func (d *Processes) ReadAll(ctx context.Context, ps []Process, name string) ([]F
 		files[i].Data = arena[end-len(files[i].Data) : end : end]
 	}
 	return files, nil
+}
+
+// Kept is a process's file held open from one scan to the next. procfs ties
+// the open file to the process, not to its pid: reading it again reads that
+// process's, and fails with ESRCH once it has exited, whoever has the pid now.
+type Kept struct{ fd1 int } // the descriptor plus one: the zero Kept holds none
+
+// Keep opens the file name of process pid and reads it into buf[:0].
+func (d *Processes) Keep(ctx context.Context, pid int, name string, buf []byte) (Kept, []byte, error) {
+	dir := d.fd
+	// The batch's worker may finish after a blocked call returned: what it
+	// opened then is closed, not lost.
+	var mu sync.Mutex
+	var gone bool
+	var k Kept
+	var data []byte
+	var err error
+	if blocked := d.fs.WithContext(ctx).Batch(func(r *Reader) error {
+		rel := strconv.Itoa(pid) + "/" + name
+		if e := r.begin(rel, rel); e != nil {
+			return nil
+		}
+		defer r.end()
+		fd, openErr := retry(func() (int, error) { return syscall.Openat(dir, rel, openFlags, 0) })
+		var got []byte
+		var readErr error
+		if openErr == nil {
+			if got, readErr = pread(fd, buf); readErr != nil {
+				readErr = &fs.PathError{Op: "read", Path: rel, Err: readErr}
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case openErr != nil:
+			err = &fs.PathError{Op: "open", Path: rel, Err: openErr}
+		case gone:
+			syscall.Close(fd)
+		default:
+			k, data, err = Kept{fd + 1}, got, readErr
+		}
+		return nil
+	}); blocked != nil {
+		mu.Lock()
+		defer mu.Unlock()
+		gone = true
+		k.Close()
+		return Kept{}, nil, blocked
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return k, data, err
+}
+
+// ReadKept reads each of ks again in one batch within ctx, as ReadAll does.
+func (d *Processes) ReadKept(ctx context.Context, ks []Kept) ([]File, error) {
+	ks = slices.Clone(ks)
+	return d.batch(ctx, len(ks), func(i int, r *Reader, buf []byte) ([]byte, error) {
+		name := "kept/" + strconv.Itoa(ks[i].fd1)
+		if err := r.begin(name, name); err != nil {
+			return nil, err
+		}
+		defer r.end()
+		return pread(ks[i].fd1-1, buf)
+	})
+}
+
+// Close closes the file; closing the zero Kept does nothing.
+func (k Kept) Close() {
+	if k.fd1 > 0 {
+		syscall.Close(k.fd1 - 1)
+	}
+}
+
+// Held tells whether k holds a file.
+func (k Kept) Held() bool { return k.fd1 > 0 }
+
+// pread reads a short procfs file from its start into buf[:0].
+func pread(fd int, buf []byte) ([]byte, error) {
+	buf = slices.Grow(buf[:0], 256)
+	n, err := retry(func() (int, error) { return syscall.Pread(fd, buf[:cap(buf)], 0) })
+	if err != nil {
+		return buf[:0], err
+	}
+	if n == cap(buf) {
+		return buf[:0], &TooLargeError{Limit: n - 1}
+	}
+	return buf[:n], nil
 }
 
 // Close closes the tree's directory.

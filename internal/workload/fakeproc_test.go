@@ -2,6 +2,7 @@ package workload
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"os"
 	"strconv"
@@ -92,5 +93,12 @@ func (f fsFiles) ReadAll(ctx context.Context, ps []hostfs.Process, name string) 
 	}
 	return files, nil
 }
+
+// Keep is not offered: the scanner rereads stat instead.
+func (fsFiles) Keep(context.Context, int, string, []byte) (hostfs.Kept, []byte, error) {
+	return hostfs.Kept{}, nil, errors.ErrUnsupported
+}
+
+func (fsFiles) ReadKept(context.Context, []hostfs.Kept) ([]hostfs.File, error) { return nil, nil }
 
 func (fsFiles) Close() error { return nil }

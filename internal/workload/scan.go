@@ -50,6 +50,9 @@ type procFiles interface {
 	// ReadAll reads one batch under one deadline: files[i] is what was read
 	// of ps[i], or why not. A read that blocks fails it.
 	ReadAll(ctx context.Context, ps []hostfs.Process, name string) ([]hostfs.File, error)
+	// Keep opens a process's file to be read again with ReadKept.
+	Keep(ctx context.Context, pid int, name string, buf []byte) (hostfs.Kept, []byte, error)
+	ReadKept(ctx context.Context, ks []hostfs.Kept) ([]hostfs.File, error)
 	Close() error
 }
 
@@ -81,6 +84,11 @@ type Scanner struct {
 	checkNodes []int
 	// rechecks counts the processes this scan marked recheck.
 	rechecks int
+	// Processes whose schedstat is read again, and the files.
+	steady []hostfs.Process
+	kept   []hostfs.Kept
+	// held counts the files kept open, at most maxHeld.
+	held, maxHeld int
 }
 
 // known is what is remembered of a process: never its command line.
@@ -105,6 +113,15 @@ type known struct {
 	kernel bool
 	ino    uint64
 	ppid   int
+
+	// sched is the process's schedstat held open, and the hash of what it
+	// last read. Its run time grows with anything the process does, an
+	// exec included: while it reads the same, so do stat and the command
+	// line, but for the parent (parentIno), which is checked apart.
+	sched     hostfs.Kept
+	schedHash uint64
+	parentIno uint64
+	matched   bool
 }
 
 // NewScanner scans the /proc tree proc (--path.procfs).
@@ -113,7 +130,17 @@ func NewScanner(proc hostfs.FS, patterns []Pattern) *Scanner {
 }
 
 func newScanner(proc procFiles, patterns []Pattern) *Scanner {
-	return &Scanner{proc: proc, patterns: patterns, known: map[int]known{}}
+	return &Scanner{proc: proc, patterns: patterns, known: map[int]known{}, maxHeld: maxHeld()}
+}
+
+// maxHeld is how many schedstat files a scanner keeps open: an eighth of
+// the descriptors the exporter may open, and no more than 4,096.
+func maxHeld() int {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return 0
+	}
+	return int(min(lim.Cur/8, 4096))
 }
 
 // Scan lists the processes and groups them into workloads. Only a failure to
@@ -122,9 +149,51 @@ func newScanner(proc procFiles, patterns []Pattern) *Scanner {
 func (s *Scanner) Scan(ctx context.Context) (Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	res, err := s.scan(ctx)
+	// A command line of megabytes would pin as much in a kept buffer.
+	s.buf = nil
+	if err != nil {
+		return Result{}, err
+	}
+	return res, nil
+}
+
+// tally is one scan's processes as they are read.
+type tally struct {
+	res   Result
+	nodes []Node
+	// blind: processes counted unreadable, whose memory is not read either.
+	blind map[int]bool
+}
+
+// add counts a process read: present in the tree, or unreadable.
+func (t *tally) add(pid int, n Node, present bool, err error) error {
+	if errors.Is(err, hostfs.ErrBlocked) {
+		// A process stuck in the kernel holds its files: fail at once
+		// rather than wait on each of its files in turn.
+		return err
+	}
+	if outOfDescriptors(err) {
+		// The exporter, not the process, is short: fail rather than
+		// count the process unreadable (and its workloads gone).
+		return fmt.Errorf("reading processes: %w", redact.WithoutPath(err))
+	}
+	if err != nil {
+		t.res.Unreadable++
+		if t.blind == nil {
+			t.blind = map[int]bool{}
+		}
+		t.blind[pid] = true
+	}
+	if present {
+		t.nodes = append(t.nodes, n)
+	}
+	return nil
+}
+
+func (s *Scanner) scan(ctx context.Context) (Result, error) {
 	s.scans++
 	s.rechecks = 0
-
 	var err error
 	s.entries, err = s.proc.List(ctx, s.entries[:0])
 	if err != nil {
@@ -132,77 +201,133 @@ func (s *Scanner) Scan(ctx context.Context) (Result, error) {
 		s.entries = nil
 		return Result{}, fmt.Errorf("listing processes: %w", redact.WithoutPath(err))
 	}
-	var res Result
-	nodes := s.nodes[:0]
-	// blind: processes counted unreadable, whose memory is not read either.
-	var blind map[int]bool
+	if !slices.IsSortedFunc(s.entries, byPID) {
+		slices.SortFunc(s.entries, byPID)
+	}
+	t := &tally{nodes: s.nodes[:0]}
 	// The stat of each process seen before is reread with the others' in
 	// one batch; one new now may be gone by the next scan.
-	rereads := s.rereads[:0]
-	counted := func(pid int, n Node, present bool, err error) error {
-		if errors.Is(err, hostfs.ErrBlocked) {
-			// A process stuck in the kernel holds its files: fail at once
-			// rather than wait on each of its files in turn.
-			return err
-		}
-		if outOfDescriptors(err) {
-			// The exporter, not the process, is short: fail rather than
-			// count the process unreadable (and its workloads gone).
-			return fmt.Errorf("reading processes: %w", redact.WithoutPath(err))
-		}
-		if err != nil {
-			res.Unreadable++
-			if blind == nil {
-				blind = map[int]bool{}
-			}
-			blind[pid] = true
-		}
-		if present {
-			nodes = append(nodes, n)
-		}
-		return nil
+	rereads, err := s.triage(ctx, t)
+	if err == nil {
+		rereads, err = s.unchanged(ctx, t, rereads)
 	}
+	if err == nil {
+		err = s.reread(ctx, t, rereads)
+	}
+	if err == nil {
+		err = s.recheck(ctx, t.nodes)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	s.nodes = t.nodes
+	s.forget()
+	if err := s.group(ctx, t.nodes, t.blind, &t.res); err != nil {
+		return Result{}, err
+	}
+	return t.res, nil
+}
+
+func byPID(a, b hostfs.Process) int { return a.PID - b.PID }
+
+// triage reads each new process, and sorts those seen before into the
+// ones whose schedstat is held (s.steady) and the others (rereads).
+func (s *Scanner) triage(ctx context.Context, t *tally) (rereads []hostfs.Process, _ error) {
+	rereads, s.steady, s.kept = s.rereads[:0], s.steady[:0], s.kept[:0]
 	for _, e := range s.entries {
-		if k, seen := s.known[e.PID]; seen && !(k.kernel && e.Ino != 0 && e.Ino == k.ino) {
+		k, seen := s.known[e.PID]
+		switch {
+		case seen && k.kernel && e.Ino != 0 && e.Ino == k.ino:
+		case seen && k.sched.Held() && e.Ino != 0 && e.Ino == k.ino:
+			s.steady, s.kept = append(s.steady, e), append(s.kept, k.sched)
+			continue
+		case seen && !k.sched.Held():
 			rereads = append(rereads, e)
 			continue
 		}
 		n, present, err := s.process(ctx, e)
-		if err := counted(e.PID, n, present, err); err != nil {
-			s.buf = nil
-			return Result{}, err
+		if err := t.add(e.PID, n, present, err); err != nil {
+			return nil, err
 		}
 	}
 	s.rereads = rereads
+	return rereads, nil
+}
+
+// unchanged rereads the held schedstat files: a process whose file reads
+// the same, and whose parent is the one it had, is as it was. The others
+// join rereads.
+func (s *Scanner) unchanged(ctx context.Context, t *tally, rereads []hostfs.Process) ([]hostfs.Process, error) {
+	if len(s.kept) == 0 {
+		return rereads, nil
+	}
+	scheds, err := s.proc.ReadKept(ctx, s.kept)
+	clear(s.kept)
+	if err != nil {
+		return nil, err
+	}
+	for i, sched := range scheds {
+		e := s.steady[i]
+		k := s.known[e.PID]
+		if sched.Err != nil {
+			// Exited, whoever has its pid now.
+			s.release(&k)
+		}
+		h := hashCmdline(sched.Data)
+		if sched.Err != nil || h != k.schedHash || s.parentIno(k.ppid) != k.parentIno {
+			k.schedHash = h
+			s.known[e.PID] = k
+			rereads = append(rereads, e)
+			continue
+		}
+		k.scan, k.recheck = s.scans, false
+		s.known[e.PID] = k
+		t.nodes = append(t.nodes, Node{PID: e.PID, PPID: k.ppid, Matched: k.matched})
+	}
+	s.rereads = rereads
+	return rereads, nil
+}
+
+// reread reads the stat of the processes in rereads in one batch.
+func (s *Scanner) reread(ctx context.Context, t *tally, rereads []hostfs.Process) error {
 	stats, err := s.proc.ReadAll(ctx, rereads, "stat")
 	if err != nil {
-		s.buf = nil
-		return Result{}, err
+		return err
 	}
 	for i, stat := range stats {
 		n, present, err := s.classify(ctx, rereads[i], stat.Data, stat.Err)
-		if err := counted(rereads[i].PID, n, present, err); err != nil {
-			s.buf = nil
-			return Result{}, err
+		if err := t.add(rereads[i].PID, n, present, err); err != nil {
+			return err
 		}
 	}
-	if err := s.recheck(ctx, nodes); err != nil {
-		s.buf = nil
-		return Result{}, err
+	return nil
+}
+
+// parentIno is the inode of the listed process pid, 0 if it is not listed.
+func (s *Scanner) parentIno(pid int) uint64 {
+	if i, ok := slices.BinarySearchFunc(s.entries, pid, func(e hostfs.Process, pid int) int { return e.PID - pid }); ok {
+		return s.entries[i].Ino
 	}
-	s.nodes = nodes
+	return 0
+}
+
+// forget drops the processes this scan did not see.
+func (s *Scanner) forget() {
 	for pid, k := range s.known {
 		if k.scan != s.scans {
+			s.release(&k)
 			delete(s.known, pid)
 		}
 	}
-	if err := s.group(ctx, nodes, blind, &res); err != nil {
-		s.buf = nil
-		return Result{}, err
+}
+
+// release closes the process's schedstat, if held.
+func (s *Scanner) release(k *known) {
+	if k.sched.Held() {
+		k.sched.Close()
+		k.sched = hostfs.Kept{}
+		s.held--
 	}
-	// A command line of megabytes would pin as much in a kept buffer.
-	s.buf = nil
-	return res, nil
 }
 
 // recheck rereads the command lines of the processes whose stat hides
@@ -338,9 +463,38 @@ func (s *Scanner) process(ctx context.Context, e hostfs.Process) (Node, bool, er
 		return Node{PID: pid, PPID: k.ppid}, true, nil
 	}
 
+	if seen && k.sched.Held() {
+		// Its directory changed: another process has the pid.
+		s.release(&k)
+		s.known[pid] = k
+	}
+	sched, hash := s.keep(ctx, pid)
 	var err error
 	s.buf, err = s.proc.Read(ctx, pid, "stat", s.buf)
-	return s.classify(ctx, e, s.buf, err)
+	n, present, err := s.classify(ctx, e, s.buf, err)
+	if k, ok := s.known[pid]; ok && k.scan == s.scans && !k.kernel && sched.Held() {
+		k.sched, k.schedHash = sched, hash
+		s.known[pid] = k
+	} else if sched.Held() {
+		s.release(&known{sched: sched})
+	}
+	return n, present, err
+}
+
+// keep opens the schedstat of a process about to be read, while fewer than
+// maxHeld are open: read before its stat, so that a change after the stat
+// read shows in the next scan's.
+func (s *Scanner) keep(ctx context.Context, pid int) (hostfs.Kept, uint64) {
+	if s.held >= s.maxHeld {
+		return hostfs.Kept{}, 0
+	}
+	sched, data, err := s.proc.Keep(ctx, pid, "schedstat", s.buf)
+	if err != nil {
+		sched.Close()
+		return hostfs.Kept{}, 0
+	}
+	s.held++
+	return sched, hashCmdline(data)
 }
 
 // classify goes on from a process's stat, as read (or why not), reading the
@@ -367,7 +521,8 @@ func (s *Scanner) classify(ctx context.Context, e hostfs.Process, stat []byte, e
 	changed := !seen || k.startTime != st.StartTime || k.comm != string(st.Comm) ||
 		k.argStart != st.ArgStart || k.argEnd != st.ArgEnd
 	if changed {
-		k = known{startTime: st.StartTime, comm: string(st.Comm), argStart: st.ArgStart, argEnd: st.ArgEnd}
+		k = known{startTime: st.StartTime, comm: string(st.Comm), argStart: st.ArgStart, argEnd: st.ArgEnd,
+			sched: k.sched, schedHash: k.schedHash}
 		if !kernel {
 			s.buf, err = s.proc.Read(ctx, pid, "cmdline", s.buf)
 			if gone(err) {
@@ -385,11 +540,12 @@ func (s *Scanner) classify(ctx context.Context, e hostfs.Process, stat []byte, e
 		s.rechecks++
 	}
 	k.scan = s.scans
-	k.kernel, k.ino, k.ppid = kernel, e.Ino, st.PPID
-	s.known[pid] = k
+	k.kernel, k.ino, k.ppid, k.parentIno = kernel, e.Ino, st.PPID, s.parentIno(st.PPID)
 	// A zombie has exited: it still links its children to the tree, but
 	// holds no memory and is no workload of its own.
-	n.Matched = k.identity != nil && st.State != 'Z' && st.State != 'X'
+	n.Matched = k.identity != nil && !zombie
+	k.matched = n.Matched
+	s.known[pid] = k
 	return n, true, nil
 }
 
@@ -397,6 +553,10 @@ func (s *Scanner) classify(ctx context.Context, e hostfs.Process, stat []byte, e
 func (s *Scanner) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for _, k := range s.known {
+		s.release(&k)
+	}
+	clear(s.known)
 	return s.proc.Close()
 }
 

@@ -364,3 +364,56 @@ func TestScanResidentSumBeyond64Bits(t *testing.T) {
 		t.Errorf("unreadable = %d, want 1 (the engine core whose size overflows the sum)", res.Unreadable)
 	}
 }
+
+// A process whose schedstat reads as it did is not read again; one that
+// ran is, and an exec into an engine is seen in that scan.
+func TestScanHeldSchedstatRereadsOnlyWhatRan(t *testing.T) {
+	for _, hidden := range []bool{false, true} {
+		launcher := fakeproc.Process{PID: 2600, PPID: 1987, Comm: "python3", Start: 4900000, RSSKB: 1 << 20,
+			Argv: []string{"/usr/bin/python3", "launcher.py"}, HideMM: hidden, Sched: "1000 20 3\n"}
+		root := fakeproc.WriteTree(t, host(launcher)...)
+		s := NewScanner(hostfs.New(root), nil)
+		t.Cleanup(func() { s.Close() })
+		scanOnce(t, s)
+		// Not seen: the stat and command line change with the same run time.
+		server := launcher
+		server.Argv = []string{"/usr/bin/python3", "-m", "vllm.entrypoints.openai.api_server", "--model", "m"}
+		server.Write(t, root)
+		if res := scanOnce(t, s); len(res.Workloads) != 0 {
+			t.Fatalf("hidden %v: a process that did not run was read again: %+v", hidden, res.Workloads)
+		}
+		server.Sched = "2000 20 4\n"
+		server.Write(t, root)
+		if res := scanOnce(t, s); len(res.Workloads) != 1 || res.Workloads[0].Kind != KindVLLM {
+			t.Errorf("hidden %v: after an exec that ran: %+v, want the vLLM server", hidden, res.Workloads)
+		}
+	}
+}
+
+// A pid another process has now (its directory another) carries nothing
+// of the first, though its schedstat reads the same.
+func TestScanPidReuseDropsTheHeldSchedstat(t *testing.T) {
+	server := fakeproc.Process{PID: 2600, PPID: 1987, Comm: "python3", Start: 4900000, RSSKB: 1 << 20,
+		Argv: []string{"/usr/bin/python3", "-m", "vllm.entrypoints.openai.api_server"}, Sched: "1000 20 3\n"}
+	root := fakeproc.WriteTree(t, host(server)...)
+	s := NewScanner(hostfs.New(root), nil)
+	t.Cleanup(func() { s.Close() })
+	if res := scanOnce(t, s); len(res.Workloads) != 1 {
+		t.Fatalf("the server: %+v", res.Workloads)
+	}
+	if err := os.RemoveAll(filepath.Join(root, "2600")); err != nil {
+		t.Fatal(err)
+	}
+	other := server
+	other.Argv = []string{"/usr/bin/python3", "notebook.py"}
+	other.Write(t, root)
+	if res := scanOnce(t, s); len(res.Workloads) != 0 {
+		t.Errorf("the pid's next process: %+v, want no workload", res.Workloads)
+	}
+	if err := os.RemoveAll(filepath.Join(root, "2600")); err != nil {
+		t.Fatal(err)
+	}
+	if res := scanOnce(t, s); len(res.Workloads) != 0 || s.held != 0 {
+		t.Errorf("exited: %+v, %d files held, want none", res.Workloads, s.held)
+	}
+}

@@ -29,6 +29,8 @@ type Process struct {
 	HideMM bool
 	// Cgroup is /proc/PID/cgroup's content; none written when empty.
 	Cgroup string
+	// Sched is /proc/PID/schedstat's content; none written when empty.
+	Sched string
 }
 
 // Write puts the process's stat, status and cmdline under root, as a
@@ -67,6 +69,9 @@ func (p Process) Write(t testing.TB, root string) {
 	files := map[string]string{"stat": stat, "status": status, "cmdline": cmdline, "comm": p.Comm + "\n"}
 	if p.Cgroup != "" {
 		files["cgroup"] = p.Cgroup
+	}
+	if p.Sched != "" {
+		files["schedstat"] = p.Sched
 	}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o444); err != nil {

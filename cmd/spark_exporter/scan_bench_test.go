@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
+	"github.com/spark-exporter/spark_exporter/internal/testing/cputime"
+	"github.com/spark-exporter/spark_exporter/internal/testing/otheruser"
+	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
+)
+
+// BenchmarkScanPerProcess is what each extra idle process on the host
+// costs a whole default scrape of the built binary (gzip, OpenMetrics), as
+// root and as nobody, against what listing /proc costs per process in the
+// same rounds: extra=80 and extra=500 `sleep` processes against none,
+// interleaved. The exporter's CPU is the sum of its threads' schedstat.
+// ratio is the scrape's cost per extra process over the listing's.
+func BenchmarkScanPerProcess(b *testing.B) {
+	otheruser.Require(b)
+	for _, user := range []string{"root", "nobody"} {
+		b.Run("user="+user, func(b *testing.B) {
+			p := startBenchExporter(b, user == "nobody")
+			for _, extra := range []int{80, 500} {
+				b.Run("extra="+strconv.Itoa(extra), func(b *testing.B) {
+					perProcessCost(b, p, extra)
+				})
+			}
+		})
+	}
+}
+
+func startBenchExporter(b *testing.B, asNobody bool) *testexporter.Process {
+	dir := otheruser.Dir(b)
+	bin, nvml := filepath.Join(dir, "spark_exporter"), filepath.Join(dir, "nvml.so")
+	copyProgram(b, testexporter.Binary(b), bin)
+	copyProgram(b, testexporter.StandInNVML(b), nvml)
+	args := []string{"--web.listen-address=127.0.0.1:0", "--gpu.nvml-library=" + nvml,
+		"--path.sysfs=" + sysFixture(b, "spark")}
+	cmd := exec.Command(bin, args...)
+	if asNobody {
+		cmd = otheruser.Command(b, bin, args...)
+	}
+	return testexporter.StartCommand(b, cmd, nil)
+}
+
+func copyProgram(b *testing.B, from, to string) {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(to, data, 0o755); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func perProcessCost(b *testing.B, p *testexporter.Process, extra int) {
+	const scrapes, rounds = 40, 3
+	pid := p.PID() // setpriv execs the exporter
+	var scrape, list [2]time.Duration
+	for b.Loop() {
+		for range rounds {
+			for i, n := range []int{0, extra} {
+				stop := idleProcesses(b, n)
+				scrapeOnce(b, p) // the first sight of each
+				start := threadsCPU(b, pid)
+				for range scrapes {
+					scrapeOnce(b, p)
+				}
+				scrape[i] += threadsCPU(b, pid) - start
+				list[i] += listCPU(b, scrapes)
+				stop()
+			}
+		}
+	}
+	per := func(d [2]time.Duration) float64 {
+		return float64(d[1]-d[0]) / float64(b.N*rounds*scrapes*extra)
+	}
+	b.ReportMetric(per(scrape), "scrape-ns/process")
+	b.ReportMetric(per(list), "list-ns/process")
+	b.ReportMetric(per(scrape)/per(list), "ratio")
+}
+
+func scrapeOnce(b *testing.B, p *testexporter.Process) {
+	req, err := http.NewRequest(http.MethodGet, p.URL+"/metrics", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	req.Header = prometheusScrape().Header
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b.Fatalf("scrape: %s", resp.Status)
+	}
+}
+
+// idleProcesses starts n sleeps; stop kills and reaps them.
+func idleProcesses(b *testing.B, n int) (stop func()) {
+	cmds := make([]*exec.Cmd, 0, n)
+	stop = func() {
+		for _, c := range cmds {
+			c.Process.Kill()
+			c.Wait()
+		}
+	}
+	for range n {
+		c := exec.Command("sleep", "600")
+		if err := c.Start(); err != nil {
+			stop()
+			b.Fatal(err)
+		}
+		cmds = append(cmds, c)
+	}
+	return stop
+}
+
+// threadsCPU is the CPU time of every thread of pid, in nanoseconds.
+func threadsCPU(b *testing.B, pid int) time.Duration {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var sum time.Duration
+	for _, t := range tasks {
+		data, err := os.ReadFile(filepath.Join(dir, t.Name(), "schedstat"))
+		if err != nil {
+			continue // a thread gone meanwhile
+		}
+		ns, err := strconv.ParseInt(strings.Fields(string(data))[0], 10, 64)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sum += time.Duration(ns)
+	}
+	return sum
+}
+
+// listCPU is the CPU time of listing /proc n times as the scan does (the
+// benchmark's process is otherwise idle meanwhile).
+func listCPU(b *testing.B, n int) time.Duration {
+	procs := hostfs.New("/proc").Processes()
+	defer procs.Close()
+	var ps []hostfs.Process
+	start := cputime.Self()
+	for range n {
+		var err error
+		if ps, err = procs.List(context.Background(), ps[:0]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return cputime.Self() - start
+}
