@@ -89,9 +89,9 @@ const (
 	// FabricTransferBytesPerSecond (1 Gb/s) separates a transfer from background traffic.
 	FabricTransferBytesPerSecond = 125e6
 
-	// FabricRailImbalanceRatio is the share of its twin's throughput under which
+	// fabricRailImbalanceRatio is the share of its twin's throughput under which
 	// a rail is stuck or unused; healthy twins differ by a few percent.
-	FabricRailImbalanceRatio = 0.25
+	fabricRailImbalanceRatio = 0.25
 )
 
 // A driver that does not answer, an engine that does not progress.
