@@ -144,3 +144,5 @@ func smallConfig() judge.ThermalConfig {
 	cfg.Interval = 10 * time.Second
 	return cfg
 }
+
+func (w *window) size() int { return len(w.held) }

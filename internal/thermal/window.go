@@ -44,5 +44,3 @@ func (w *window) samples() []judge.ThermalSample {
 
 // view is valid until the next Add.
 func (w *window) view() []judge.ThermalSample { return w.held }
-
-func (w *window) size() int { return len(w.held) }
