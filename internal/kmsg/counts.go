@@ -36,7 +36,7 @@ func NewCounts() Counts {
 	}
 }
 
-func (c *Counts) add(ev Event) {
+func (c *Counts) add(ev event) {
 	switch ev.Kind {
 	case oomKill:
 		c.OOMKills[ev.Constraint]++

@@ -6,10 +6,10 @@ import (
 	"strings"
 )
 
-type Kind int
+type kind int
 
 const (
-	oomKill Kind = iota + 1
+	oomKill kind = iota + 1
 	driverOutOfMemory
 	xid
 	pcieAER
@@ -27,8 +27,8 @@ const (
 	Fatal     = "fatal"
 )
 
-type Event struct {
-	Kind       Kind
+type event struct {
+	Kind       kind
 	Constraint string
 	Code       int
 	Severity   string
@@ -62,58 +62,58 @@ type classifier struct {
 	oomPending bool
 }
 
-func (c *classifier) classify(msg string) (Event, bool) {
+func (c *classifier) classify(msg string) (event, bool) {
 	switch {
 	case strings.HasPrefix(msg, "NVRM: "):
 		return nvrmEvent(msg)
 	case strings.HasPrefix(msg, "oom-kill:"):
 		m := oomConstraintLine.FindStringSubmatch(msg)
 		if m == nil {
-			return Event{}, false
+			return event{}, false
 		}
 		c.oomPending = true
-		return Event{Kind: oomKill, Constraint: oomConstraint(m[1])}, true
+		return event{Kind: oomKill, Constraint: oomConstraint(m[1])}, true
 	case strings.Contains(msg, ": Killed process "):
 		return c.killed(msg)
 	case smmuTimeoutLine.MatchString(msg):
-		return Event{Kind: smmuTimeout}, true
+		return event{Kind: smmuTimeout}, true
 	case strings.Contains(msg, ": PCIe Bus Error: "):
 		if m := aerLine.FindStringSubmatch(msg); m != nil {
 			if sev, ok := aerSeverity(m[1]); ok {
-				return Event{Kind: pcieAER, Severity: sev}, true
+				return event{Kind: pcieAER, Severity: sev}, true
 			}
 		}
 	}
-	return Event{}, false
+	return event{}, false
 }
 
-func nvrmEvent(msg string) (Event, bool) {
+func nvrmEvent(msg string) (event, bool) {
 	if m := xidLine.FindStringSubmatch(msg); m != nil {
 		code, _ := strconv.Atoi(m[1])
 		if code <= 0 || code > maxXid {
-			return Event{}, false
+			return event{}, false
 		}
-		return Event{Kind: xid, Code: code}, true
+		return event{Kind: xid, Code: code}, true
 	}
 	if driverNoMemoryLine.MatchString(msg) {
-		return Event{Kind: driverOutOfMemory}, true
+		return event{Kind: driverOutOfMemory}, true
 	}
-	return Event{}, false
+	return event{}, false
 }
 
-func (c *classifier) killed(msg string) (Event, bool) {
+func (c *classifier) killed(msg string) (event, bool) {
 	m := oomKilledLine.FindStringSubmatch(msg)
 	if m == nil {
-		return Event{}, false
+		return event{}, false
 	}
 	if c.oomPending {
 		c.oomPending = false
-		return Event{}, false
+		return event{}, false
 	}
 	if m[1] == "Memory cgroup out of memory" {
-		return Event{Kind: oomKill, Constraint: Cgroup}, true
+		return event{Kind: oomKill, Constraint: Cgroup}, true
 	}
-	return Event{Kind: oomKill, Constraint: Global}, true
+	return event{Kind: oomKill, Constraint: Global}, true
 }
 
 // oomConstraint: CONSTRAINT_MEMCG and CONSTRAINT_CPUSET are a cgroup's limit;

@@ -70,11 +70,11 @@ func TestXidCapKeepsPagingCodes(t *testing.T) {
 	c := NewCounts()
 	for code := 1; len(c.Xid) < maxXidCodes; code++ {
 		if !judge.XidPages(code) {
-			c.add(Event{Kind: xid, Code: code})
+			c.add(event{Kind: xid, Code: code})
 		}
 	}
-	c.add(Event{Kind: xid, Code: 79})
-	c.add(Event{Kind: xid, Code: 999})
+	c.add(event{Kind: xid, Code: 79})
+	c.add(event{Kind: xid, Code: 999})
 	if c.Xid[79] != 1 || c.Xid[999] != 0 || c.LeftOut != 1 {
 		t.Errorf("Xid 79 %d, 999 %d, left out %d; want 1, 0, 1", c.Xid[79], c.Xid[999], c.LeftOut)
 	}
