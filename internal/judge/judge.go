@@ -89,9 +89,9 @@ const (
 	// FabricTransferBytesPerSecond (1 Gb/s) separates a transfer from background traffic.
 	FabricTransferBytesPerSecond = 125e6
 
-	// fabricRailImbalanceRatio is the share of its twin's throughput under which
+	// FabricRailImbalanceRatio is the share of its twin's throughput under which
 	// a rail is stuck or unused; healthy twins differ by a few percent.
-	fabricRailImbalanceRatio = 0.25
+	FabricRailImbalanceRatio = 0.25
 )
 
 // A driver that does not answer, an engine that does not progress.
