@@ -34,12 +34,12 @@ type Static struct {
 	Address string
 }
 
-// MaxTargets: a Spark runs one or two engines.
-const MaxTargets = 16
+// maxTargets: a Spark runs one or two engines.
+const maxTargets = 16
 
 // Resolve joins the engines found with the --engines.target ones, static first;
 // then each user's first engine before any user's second, so that a crowd one
-// user starts cannot push another's past MaxTargets. An address is asked once,
+// user starts cannot push another's past maxTargets. An address is asked once,
 // never at a port of own (the exporter's).
 func Resolve(found []Target, static []Static, own []int) []Target {
 	asked := map[string]bool{}
@@ -66,7 +66,7 @@ func Resolve(found []Target, static []Static, own []int) []Target {
 		}
 	}
 	out = append(out, fair(rest)...)
-	return out[:min(len(out), MaxTargets)]
+	return out[:min(len(out), maxTargets)]
 }
 
 // holder is the engine of s's kind listening at s's port, or -1.

@@ -1,6 +1,6 @@
 // Package engine is the inference engines' own account of themselves, as plain
 // values. No prompt, request or user text is read: the one label taken from an
-// engine is Ollama's model name, checked (ModelLabel).
+// engine is Ollama's model name, checked (modelLabel).
 package engine
 
 import (

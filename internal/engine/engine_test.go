@@ -24,7 +24,7 @@ func TestModelLabels(t *testing.T) {
 	}
 	var many strings.Builder
 	many.WriteString(`{"models":[`)
-	for i := range MaxModels + 5 {
+	for i := range maxModels + 5 {
 		if i > 0 {
 			many.WriteString(",")
 		}
@@ -32,8 +32,8 @@ func TestModelLabels(t *testing.T) {
 	}
 	many.WriteString("]}")
 	r = Reading{}
-	if err := ParseOllamaPS(strings.NewReader(many.String()), &r); err != nil || len(r.Models) != MaxModels || r.ModelsLeftOut != 5 {
-		t.Errorf("%d models kept, %d left out (%v): want %d and 5", len(r.Models), r.ModelsLeftOut, err, MaxModels)
+	if err := ParseOllamaPS(strings.NewReader(many.String()), &r); err != nil || len(r.Models) != maxModels || r.ModelsLeftOut != 5 {
+		t.Errorf("%d models kept, %d left out (%v): want %d and 5", len(r.Models), r.ModelsLeftOut, err, maxModels)
 	}
 }
 
@@ -47,11 +47,11 @@ func FuzzParseOllamaPS(f *testing.F) {
 		if ParseOllamaPS(bytes.NewReader(body), &r) != nil {
 			return
 		}
-		if len(r.Models) > MaxModels {
+		if len(r.Models) > maxModels {
 			t.Errorf("%d models", len(r.Models))
 		}
 		for _, m := range r.Models {
-			if !ModelLabel(m.Name) {
+			if !modelLabel(m.Name) {
 				t.Errorf("model name %q kept", m.Name)
 			}
 		}
@@ -85,41 +85,41 @@ func TestResolve(t *testing.T) {
 	}
 }
 
-// 3×MaxTargets engines of one user found first, then one of another
+// 3×maxTargets engines of one user found first, then one of another
 // user's: the cap keeps the other user's, and the first user's lowest
 // PIDs, at every call.
 func TestResolveIsFair(t *testing.T) {
 	var found []Target
-	for i := range 3 * MaxTargets {
+	for i := range 3 * maxTargets {
 		found = append(found, Target{PID: 100 + i, Kind: KindVLLM, Address: fmt.Sprintf("127.0.0.1:%d", 20000+i), UID: 65534})
 	}
 	found = append(found, Target{PID: 9000, Kind: KindVLLM, Address: "127.0.0.1:8000", UID: 0})
 	got := Resolve(found, nil, nil)
-	if len(got) != MaxTargets {
-		t.Fatalf("%d targets, cap %d", len(got), MaxTargets)
+	if len(got) != maxTargets {
+		t.Fatalf("%d targets, cap %d", len(got), maxTargets)
 	}
-	if got[0].PID != 100 || got[1].PID != 9000 || got[MaxTargets-1].PID != 100+MaxTargets-2 {
+	if got[0].PID != 100 || got[1].PID != 9000 || got[maxTargets-1].PID != 100+maxTargets-2 {
 		t.Errorf("kept %+v: want PID 100, then 9000, then the first user's next lowest", got)
 	}
 }
 
 // An engine answering new names at each question shows at most
-// MaxModels names in a window, the first it showed.
+// maxModels names in a window, the first it showed.
 func TestModelNamesBounded(t *testing.T) {
 	names := ModelNames{}
 	for round := range 5 {
 		var r Reading
-		for i := range MaxModels {
+		for i := range maxModels {
 			r.Models = append(r.Models, Model{Name: fmt.Sprintf("m%d-%d", round, i)})
 		}
 		names.Keep(&r, now.Add(time.Duration(round)*time.Minute))
-		if want := map[bool]int{true: MaxModels, false: 0}[round == 0]; len(r.Models) != want {
+		if want := map[bool]int{true: maxModels, false: 0}[round == 0]; len(r.Models) != want {
 			t.Errorf("round %d: %d models kept, want %d", round, len(r.Models), want)
 		}
 	}
 	var r Reading
 	r.Models = []Model{{Name: "late"}}
-	names.Keep(&r, now.Add(2*ModelNamesWindow))
+	names.Keep(&r, now.Add(2*modelNamesWindow))
 	if len(r.Models) != 1 || len(names) != 1 {
 		t.Errorf("after the window: %d kept, %d names held; want the new name", len(r.Models), len(names))
 	}

@@ -13,18 +13,18 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/safetext"
 )
 
-// MaxModels: Ollama keeps OLLAMA_MAX_LOADED_MODELS loaded (3 per GPU by default).
-const MaxModels = 32
+// maxModels: Ollama keeps OLLAMA_MAX_LOADED_MODELS loaded (3 per GPU by default).
+const maxModels = 32
 
-// MaxListed: past it the answer is no Ollama's, and is refused as it is read.
-const MaxListed = 1000
+// maxListed: past it the answer is no Ollama's, and is refused as it is read.
+const maxListed = 1000
 
-// MaxModelName: Ollama's names (registry/namespace/model:tag) are far shorter.
-const MaxModelName = 200
+// maxModelName: Ollama's names (registry/namespace/model:tag) are far shorter.
+const maxModelName = 200
 
 var (
 	errNotPS     = errors.New("the answer of /api/ps is not Ollama's JSON")
-	errTooManyPS = fmt.Errorf("the answer of /api/ps lists more than %d models", MaxListed)
+	errTooManyPS = fmt.Errorf("the answer of /api/ps lists more than %d models", maxListed)
 )
 
 type psModel struct {
@@ -35,7 +35,7 @@ type psModel struct {
 }
 
 // ParseOllamaPS reads Ollama's GET /api/ps answer into r; a model whose name is
-// not a ModelLabel, or past MaxModels, is left out and counted.
+// not a modelLabel, or past maxModels, is left out and counted.
 func ParseOllamaPS(body io.Reader, r *Reading) error {
 	dec := json.NewDecoder(body)
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
@@ -72,7 +72,7 @@ func readModels(dec *json.Decoder, r *Reading) error {
 		return nil // "models": null
 	}
 	for listed := 0; dec.More(); listed++ {
-		if listed == MaxListed {
+		if listed == maxListed {
 			return errTooManyPS
 		}
 		var m psModel
@@ -83,7 +83,7 @@ func readModels(dec *json.Decoder, r *Reading) error {
 		if name == "" {
 			name = m.Model
 		}
-		if len(r.Models) == MaxModels || !ModelLabel(name) || m.Size < 0 || math.IsInf(m.Size, 0) {
+		if len(r.Models) == maxModels || !modelLabel(name) || m.Size < 0 || math.IsInf(m.Size, 0) {
 			r.ModelsLeftOut++
 			continue
 		}
@@ -95,24 +95,24 @@ func readModels(dec *json.Decoder, r *Reading) error {
 	return nil
 }
 
-// ModelLabel tells whether name may be a label value as it is: a name cut or changed would name another model.
-func ModelLabel(name string) bool {
-	return name != "" && len(name) <= MaxModelName && utf8.ValidString(name) && safetext.Index(name) < 0
+// modelLabel tells whether name may be a label value as it is: a name cut or changed would name another model.
+func modelLabel(name string) bool {
+	return name != "" && len(name) <= maxModelName && utf8.ValidString(name) && safetext.Index(name) < 0
 }
 
-const ModelNamesWindow = time.Hour
+const modelNamesWindow = time.Hour
 
 // ModelNames are the names one engine showed, with when each was last
-// answered, so that new names at each question make at most MaxModels a
-// ModelNamesWindow, not a new set of series each time.
+// answered, so that new names at each question make at most maxModels a
+// modelNamesWindow, not a new set of series each time.
 type ModelNames map[string]time.Time
 
 // Keep leaves out of r the models past the bound, counted in r.ModelsLeftOut.
 func (n ModelNames) Keep(r *Reading, now time.Time) {
-	maps.DeleteFunc(n, func(_ string, last time.Time) bool { return now.Sub(last) > ModelNamesWindow })
+	maps.DeleteFunc(n, func(_ string, last time.Time) bool { return now.Sub(last) > modelNamesWindow })
 	kept := r.Models[:0]
 	for _, m := range r.Models {
-		if _, ok := n[m.Name]; !ok && len(n) >= MaxModels {
+		if _, ok := n[m.Name]; !ok && len(n) >= maxModels {
 			r.ModelsLeftOut++
 			continue
 		}

@@ -110,15 +110,15 @@ func TestDamagedSlotsSkipped(t *testing.T) {
 	clear(slot(2)[100:]) // torn: the second half never written
 	clear(slot(4))       // zeroed
 	slot(6)[40] ^= 0x10  // one bit flipped
-	recs, damaged, err := Decode(data)
+	recs, damaged, err := decodeRing(data)
 	if err != nil || len(recs) != 7 || damaged != 2 {
 		t.Errorf("%d records, %d damaged (%v); want 7 and 2 (the zeroed slot is empty)", len(recs), damaged, err)
 	}
-	recs, _, err = Decode(data[:headerSize+5*SlotSize+100])
+	recs, _, err = decodeRing(data[:headerSize+5*SlotSize+100])
 	if err != nil || len(recs) != 3 {
 		t.Errorf("truncated: %d records (%v), want 3", len(recs), err)
 	}
-	if _, _, err := Decode(make([]byte, 8192)); !errors.Is(err, ErrNotFlight) {
+	if _, _, err := decodeRing(make([]byte, 8192)); !errors.Is(err, ErrNotFlight) {
 		t.Errorf("zeroed file: %v, want ErrNotFlight", err)
 	}
 }
@@ -163,7 +163,7 @@ func TestFullDisk(t *testing.T) {
 }
 
 func TestSizeBounds(t *testing.T) {
-	for _, size := range []uint64{0, MinSize - 1, MaxSize + 1} {
+	for _, size := range []uint64{0, MinSize - 1, maxSize + 1} {
 		if _, err := Open(filepath.Join(t.TempDir(), "f"), size); err == nil {
 			t.Errorf("size %d accepted", size)
 		}
@@ -303,7 +303,7 @@ func TestOpenLaysOutEmptyAndResized(t *testing.T) {
 }
 
 // Read checks what it reads first: a FIFO is refused without waiting for a
-// writer, a header claiming more than MaxSize is not a ring, and a file
+// writer, a header claiming more than maxSize is not a ring, and a file
 // longer than its header says reads no further.
 func TestReadChecksFirst(t *testing.T) {
 	dir := t.TempDir()
@@ -370,7 +370,7 @@ func TestVerdict(t *testing.T) {
 	}
 }
 
-// Whatever the file holds, Decode returns without a panic, and what it
+// Whatever the file holds, decodeRing returns without a panic, and what it
 // returns is bounded.
 func FuzzDecode(f *testing.F) {
 	path := filepath.Join(f.TempDir(), "flight")
@@ -397,7 +397,7 @@ func FuzzDecode(f *testing.F) {
 	version2[8] = 2
 	f.Add(version2)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		recs, damaged, err := Decode(data)
+		recs, damaged, err := decodeRing(data)
 		if err != nil {
 			return
 		}
@@ -460,7 +460,7 @@ func TestPreviousReadsTheWindowAcrossTheWrap(t *testing.T) {
 	if err != nil || prev == nil {
 		t.Fatalf("Previous: %v, %v", prev, err)
 	}
-	want := boots(all)[0].Window(time.Minute)
+	want := boots(all)[0].window(time.Minute)
 	if prev.ID != boot1 || prev.Clean() || !prev.End().Equal(sample(59).Time) || !reflect.DeepEqual(prev.Records, want) || len(want) != 13 {
 		t.Errorf("previous boot %x, clean %v, end %v, %d records; want %d", prev.ID, prev.Clean(), prev.End(), len(prev.Records), len(want))
 	}
@@ -649,4 +649,14 @@ func TestVerdictNamesTheSigns(t *testing.T) {
 			t.Errorf("%s named %d times, want once", once, n)
 		}
 	}
+}
+
+// decodeRing: only a wrong header is an error; a truncated file reads up to its end.
+func decodeRing(data []byte) ([]Record, int, error) {
+	slots, ok := parseHeader(data)
+	if !ok || len(data) > maxSize {
+		return nil, 0, ErrNotFlight
+	}
+	recs, _, damaged, err := scan(bytes.NewReader(data[min(len(data), headerSize):]), slots)
+	return recs, damaged, err
 }

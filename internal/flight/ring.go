@@ -2,7 +2,6 @@ package flight
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -24,10 +23,10 @@ const (
 	slotHeader = 16
 	// MinSize: the header and 16 slots.
 	MinSize   = headerSize + 16*SlotSize
-	MaxSize   = 1 << 30
+	maxSize   = 1 << 30
 	headerLen = 28
 	minSlots  = (MinSize - headerSize) / SlotSize
-	maxSlots  = (MaxSize - headerSize) / SlotSize
+	maxSlots  = (maxSize - headerSize) / SlotSize
 )
 
 var (
@@ -60,8 +59,8 @@ type Ring struct {
 // the exporter's own regular file, laid out afresh only if empty or a ring of
 // another size; anything else is refused and left as it is.
 func Open(path string, size uint64) (*Ring, error) {
-	if size < MinSize || size > MaxSize {
-		return nil, fmt.Errorf("flight: size %d outside %d..%d", size, MinSize, MaxSize)
+	if size < MinSize || size > maxSize {
+		return nil, fmt.Errorf("flight: size %d outside %d..%d", size, MinSize, maxSize)
 	}
 	slots := (size - headerSize) / SlotSize
 	size = headerSize + slots*SlotSize
@@ -141,7 +140,7 @@ func header(slots uint64) []byte {
 	return binary.LittleEndian.AppendUint32(h, crc32.Checksum(h, castagnoli))
 }
 
-// parseHeader: a ring never reads past MaxSize.
+// parseHeader: a ring never reads past maxSize.
 func parseHeader(data []byte) (uint64, bool) {
 	if len(data) < headerLen || [8]byte(data[:8]) != fileMagic ||
 		crc32.Checksum(data[:24], castagnoli) != binary.LittleEndian.Uint32(data[24:]) ||
@@ -226,16 +225,6 @@ func Read(path string) ([]Record, int, error) {
 		return nil, 0, err
 	}
 	recs, _, damaged, err := scan(io.NewSectionReader(f, headerSize, int64(slots*SlotSize)), slots)
-	return recs, damaged, err
-}
-
-// Decode: only a wrong header is an error; a truncated file reads up to its end.
-func Decode(data []byte) ([]Record, int, error) {
-	slots, ok := parseHeader(data)
-	if !ok || len(data) > MaxSize {
-		return nil, 0, ErrNotFlight
-	}
-	recs, _, damaged, err := scan(bytes.NewReader(data[min(len(data), headerSize):]), slots)
 	return recs, damaged, err
 }
 

@@ -47,7 +47,7 @@ func (b Boot) Since(d time.Duration) func(time.Time) bool {
 	}
 }
 
-func (b Boot) Window(d time.Duration) []Record {
+func (b Boot) window(d time.Duration) []Record {
 	keep := b.Since(d)
 	for i, r := range b.Records {
 		if keep(r.Time) {
@@ -164,7 +164,7 @@ func (d *Digest) Verdict(loc *time.Location) string {
 	clock := func(t time.Time) string { return t.In(loc).Format("15:04:05") }
 	var parts []string
 	low, _ := d.low.Usable()
-	ranOut := d.have && low < RanOutBytes
+	ranOut := d.have && low < ranOutBytes
 	if ranOut {
 		parts = append(parts, fmt.Sprintf("the pool ran out: usable %s at %s", gib(low), clock(d.low.Time)))
 	}
@@ -199,13 +199,13 @@ func (r Record) Usable() (uint64, bool) {
 	return r.Pool.Available, true
 }
 
-// RanOutBytes is the default --pool.reserve, what the OS and the driver need.
-const RanOutBytes = 4 << 30
+// ranOutBytes is the default --pool.reserve, what the OS and the driver need.
+const ranOutBytes = 4 << 30
 
 // Verdict is one line on a boot's last minutes (window).
 func Verdict(b Boot, window time.Duration, loc *time.Location) string {
 	var d Digest
-	for _, r := range b.Window(window) {
+	for _, r := range b.window(window) {
 		d.Add(r)
 	}
 	return d.Verdict(loc)

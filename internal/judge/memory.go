@@ -8,21 +8,21 @@ type PlanFit string
 const (
 	Fits           PlanFit = "fits" // within the headroom (free − reserve)
 	FitsAfterFlush PlanFit = "fits_after_flush"
-	WontFit        PlanFit = "wont_fit"
+	wontFit        PlanFit = "wont_fit"
 )
 
 // FitOf judges a run's peak need against the headroom now and after a flush,
-// in float64 so that a need beyond any integer type is WontFit, never wrapped.
+// in float64 so that a need beyond any integer type is wontFit, never wrapped.
 func FitOf(required, headroom, afterFlush float64) PlanFit {
 	switch {
 	case math.IsNaN(required):
-		return WontFit
+		return wontFit
 	case required <= headroom:
 		return Fits
 	case required <= afterFlush:
 		return FitsAfterFlush
 	}
-	return WontFit
+	return wontFit
 }
 
 const PlanSpareRatio = 0.10
@@ -33,11 +33,11 @@ func FitsWithMargin(peak, worst, budget float64) bool {
 	return peak*(1+PlanSpareRatio) <= budget && worst <= budget
 }
 
-func FlushWorthIt(flushableBytes float64) bool { return flushableBytes >= FlushWorthBytes }
+func flushWorthIt(flushableBytes float64) bool { return flushableBytes >= FlushWorthBytes }
 
 // CacheHoldsHeadroom: with training running, a plan that needs a flush may be that training itself.
 func CacheHoldsHeadroom(flushableBytes float64, belowReserve, planNeedsFlush, training bool) bool {
-	return FlushWorthIt(flushableBytes) && (belowReserve || planNeedsFlush && !training)
+	return flushWorthIt(flushableBytes) && (belowReserve || planNeedsFlush && !training)
 }
 
 func Heavy(hasCap bool, capRatio float64) bool { return !hasCap || !(capRatio <= HeavyCapRatio) }
@@ -46,7 +46,7 @@ func Heavy(hasCap bool, capRatio float64) bool { return !hasCap || !(capRatio <=
 type UsableTier string
 
 const (
-	UsableOK       UsableTier = "ok"
+	usableOK       UsableTier = "ok"
 	UsableLow      UsableTier = "low"      // below UsableLowBytes
 	UsableCritical UsableTier = "critical" // below UsableCriticalBytes
 )
@@ -58,7 +58,7 @@ func TierOf(usable float64) UsableTier {
 	case usable < UsableLowBytes:
 		return UsableLow
 	}
-	return UsableOK
+	return usableOK
 }
 
 func Fragmented(largeFreeBytes, compactionFailuresPerSecond float64) bool {

@@ -15,12 +15,12 @@ func TestFitOf(t *testing.T) {
 		{"within the headroom", 10 * gib, 20 * gib, 30 * gib, Fits},
 		{"exactly the headroom", 20 * gib, 20 * gib, 30 * gib, Fits},
 		{"only after a flush", 25 * gib, 20 * gib, 30 * gib, FitsAfterFlush},
-		{"beyond a flush", 31 * gib, 20 * gib, 30 * gib, WontFit},
-		{"headroom negative", 1, -gib, -gib, WontFit},
+		{"beyond a flush", 31 * gib, 20 * gib, 30 * gib, wontFit},
+		{"headroom negative", 1, -gib, -gib, wontFit},
 		// 6.3e20 bytes wraps to MinInt64 as an int64 and would "fit".
-		{"beyond any integer", 6.3e20, 20 * gib, 30 * gib, WontFit},
-		{"infinite", math.Inf(1), 20 * gib, 30 * gib, WontFit},
-		{"not a number", math.NaN(), 20 * gib, 30 * gib, WontFit},
+		{"beyond any integer", 6.3e20, 20 * gib, 30 * gib, wontFit},
+		{"infinite", math.Inf(1), 20 * gib, 30 * gib, wontFit},
+		{"not a number", math.NaN(), 20 * gib, 30 * gib, wontFit},
 	} {
 		if got := FitOf(tc.required, tc.headroom, tc.afterFlush); got != tc.want {
 			t.Errorf("%s: FitOf(%g, %g, %g) = %s, want %s", tc.name, tc.required, tc.headroom, tc.afterFlush, got, tc.want)
@@ -79,9 +79,9 @@ func TestTierOf(t *testing.T) {
 		usable float64
 		want   UsableTier
 	}{
-		{26.12 * gib, UsableOK}, // healthy serving idle
-		{14.1 * gib, UsableOK},  // before the fall
-		{12 * gib, UsableOK},    // at the tier: the alerts compare strictly
+		{26.12 * gib, usableOK}, // healthy serving idle
+		{14.1 * gib, usableOK},  // before the fall
+		{12 * gib, usableOK},    // at the tier: the alerts compare strictly
 		{10.89 * gib, UsableLow},
 		{8 * gib, UsableLow},
 		{7.85 * gib, UsableCritical},

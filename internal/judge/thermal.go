@@ -21,8 +21,8 @@ const (
 
 var ThermalStates = []ThermalState{Collecting, Normal, Watching, Throttled}
 
-// GapIntervals may pass between samples before the window breaks: a longer silence is not a flat stretch.
-const GapIntervals = 3
+// gapIntervals may pass between samples before the window breaks: a longer silence is not a flat stretch.
+const gapIntervals = 3
 
 type ThermalConfig struct {
 	Interval time.Duration // time between samples
@@ -54,15 +54,15 @@ func DefaultThermalConfig() ThermalConfig {
 
 const maxSamples = 1 << 17
 
-// MaxWindow is far from the 292 years a time.Duration holds, which a replay's steps must stay within.
-const MaxWindow = 7 * 24 * time.Hour
+// maxWindow is far from the 292 years a time.Duration holds, which a replay's steps must stay within.
+const maxWindow = 7 * 24 * time.Hour
 
 func (c ThermalConfig) Validate() error {
 	switch {
 	case c.Interval <= 0:
 		return errors.New("the sampling interval must be positive")
-	case c.Window > MaxWindow:
-		return fmt.Errorf("the window (%v) is longer than %v", c.Window, MaxWindow)
+	case c.Window > maxWindow:
+		return fmt.Errorf("the window (%v) is longer than %v", c.Window, maxWindow)
 	case c.Window < 3*c.Interval:
 		return fmt.Errorf("the window (%v) must hold at least three sampling intervals (%v each)", c.Window, c.Interval)
 	case c.Window/c.Interval > maxSamples:
@@ -85,7 +85,7 @@ func (c ThermalConfig) Validate() error {
 	return nil
 }
 
-func (c ThermalConfig) MaxGap() time.Duration { return GapIntervals * c.Interval }
+func (c ThermalConfig) MaxGap() time.Duration { return gapIntervals * c.Interval }
 
 // Capacity is the samples a Window needs, with room for jitter.
 func (c ThermalConfig) Capacity() int { return 2*int(c.Window/c.Interval) + 4 }
@@ -174,7 +174,7 @@ func AnalyzeThermalAfter(samples []ThermalSample, now time.Time, previous Therma
 	st := stats(run, now.Add(-cfg.Window/2))
 	v.Stats = &st
 
-	v.ThermalSlowdown = latest.ThermalSlowdown()
+	v.ThermalSlowdown = latest.thermalSlowdown()
 	if v.ThermalSlowdown {
 		v.SlowdownFor = now.Sub(slowdownStart(run))
 	}
@@ -307,7 +307,7 @@ func busy(run []ThermalSample, st ThermalStats, cfg ThermalConfig) bool {
 
 func slowdownStart(run []ThermalSample) time.Time {
 	i := len(run) - 1
-	for i > 0 && run[i-1].ThermalSlowdown() {
+	for i > 0 && run[i-1].thermalSlowdown() {
 		i--
 	}
 	return run[i].Time

@@ -11,10 +11,10 @@ import (
 const (
 	// ClockFallRatio: a healthy GB10 floats ±3 %, a thermal fall is 18 %.
 	ClockFallRatio = 0.10
-	// ComparablePowerWatts: the clock falls ~0.3 % per watt, which must not read as a loss.
-	ComparablePowerWatts = 5.0
-	// WarmTemperature (°C): SW thermal slowdown engages from ~80 °C.
-	WarmTemperature = 80.0
+	// comparablePowerWatts: the clock falls ~0.3 % per watt, which must not read as a loss.
+	comparablePowerWatts = 5.0
+	// warmTemperature (°C): SW thermal slowdown engages from ~80 °C.
+	warmTemperature = 80.0
 	// HotMargin (T.Limit, °C) is 94 °C less HotTemperature's default 88 °C.
 	HotMargin = 6.0
 )
@@ -24,15 +24,15 @@ const (
 	stayFallFactor    = 0.5 // of ClockFallRatio
 )
 
-// RecentSpan is no less than MaxGap, so that a clock level is a median of several samples.
-func (c ThermalConfig) RecentSpan() time.Duration {
+// recentSpan is no less than MaxGap, so that a clock level is a median of several samples.
+func (c ThermalConfig) recentSpan() time.Duration {
 	return max(c.Window/10, c.MaxGap())
 }
 
-// counterShare spans at least RecentSpan, so that one sample's growth right
+// counterShare spans at least recentSpan, so that one sample's growth right
 // after a start is not read as a whole span of slowdown.
 func counterShare(run []ThermalSample, now time.Time, cfg ThermalConfig) (share float64, ok bool) {
-	span := cfg.RecentSpan()
+	span := cfg.recentSpan()
 	from := now.Add(-span)
 	i := len(run) - 1
 	for i > 0 && run[i].Time.After(from) {
@@ -49,9 +49,9 @@ func counterShare(run []ThermalSample, now time.Time, cfg ThermalConfig) (share 
 // through idle dips shorter than a window.
 type ClockLoss struct {
 	HasClock bool
-	// Recent is the median SM clock (Hz) over the busy stretch's latest RecentSpan.
+	// Recent is the median SM clock (Hz) over the busy stretch's latest recentSpan.
 	Recent float64
-	// Level is the highest median of earlier RecentSpan blocks at comparable power.
+	// Level is the highest median of earlier recentSpan blocks at comparable power.
 	HasLevel                                   bool
 	Level                                      float64
 	LevelPower, RecentPower, RecentTemperature float64
@@ -71,7 +71,7 @@ type clockLevel struct {
 // maxClockLevels: one a watt, beyond any GPU's draw.
 const maxClockLevels = 1024
 
-func (c ClockLoss) Fell(ratio float64) bool {
+func (c ClockLoss) fell(ratio float64) bool {
 	return c.HasClock && c.HasLevel && c.Recent < (1-ratio)*c.Level
 }
 
@@ -92,7 +92,7 @@ func clockLoss(samples []ThermalSample, now time.Time, cfg ThermalConfig, carrie
 		return c
 	}
 	c.busyAt = stretch[len(stretch)-1].Time
-	span := cfg.RecentSpan()
+	span := cfg.recentSpan()
 	// clocks is buf, reused by each block and sorted by medianInPlace.
 	buf := make([]float64, 0, len(stretch))
 	block := func(from int) (next int, clocks []float64, power, temp float64) {
@@ -121,7 +121,7 @@ func clockLoss(samples []ThermalSample, now time.Time, cfg ThermalConfig, carrie
 		return c
 	}
 	c.HasClock, c.Recent, c.RecentPower, c.RecentTemperature = true, medianInPlace(clocks), recentPower, recentTemp
-	floor, ceiling := recentPower-ComparablePowerWatts, recentPower+cfg.FlatSpread
+	floor, ceiling := recentPower-comparablePowerWatts, recentPower+cfg.FlatSpread
 	comparable := func(power, clock float64) {
 		if power >= floor && power <= ceiling && (!c.HasLevel || clock > c.Level) {
 			c.HasLevel, c.Level, c.LevelPower = true, clock, power
@@ -219,8 +219,8 @@ func judgeClocks(v *ThermalVerdict, run, samples []ThermalSample, now time.Time,
 	v.CounterSlowdown = v.SlowdownShare >= share
 
 	v.Clock = clockLoss(samples, now, cfg, previous.Clock)
-	v.ClockFell = v.Clock.Fell(fall)
-	warm := WarmTemperature
+	v.ClockFell = v.Clock.fell(fall)
+	warm := warmTemperature
 	if previous.State == Throttled {
 		warm -= stayHotMargin
 	}

@@ -25,7 +25,7 @@ const (
 	thermalSlowdown = ReasonSWThermalSlowdown | ReasonHWThermalSlowdown
 )
 
-// ThermalSlowdown reports whether the sample carries a heat reason.
-func (s ThermalSample) ThermalSlowdown() bool {
+// thermalSlowdown reports whether the sample carries a heat reason.
+func (s ThermalSample) thermalSlowdown() bool {
 	return s.Reasons != nil && *s.Reasons&thermalSlowdown != 0
 }

@@ -18,7 +18,7 @@ func TestThermalReasonsMatchNVML(t *testing.T) {
 	}
 	for _, other := range []uint64{nvml.ClocksEventReasonGpuIdle, nvml.ClocksEventReasonSwPowerCap,
 		nvml.ClocksThrottleReasonHwSlowdown, nvml.ClocksThrottleReasonHwPowerBrakeSlowdown} {
-		if (ThermalSample{Reasons: &other}).ThermalSlowdown() {
+		if (ThermalSample{Reasons: &other}).thermalSlowdown() {
 			t.Errorf("reason %#x taken for a thermal slowdown", other)
 		}
 	}

@@ -6,8 +6,8 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/judge"
 )
 
-// MaxXidCodes bounds the quiet Xid codes kept (a GPU logs a handful); codes that page are always kept.
-const MaxXidCodes = 64
+// maxXidCodes bounds the quiet Xid codes kept (a GPU logs a handful); codes that page are always kept.
+const maxXidCodes = 64
 
 const (
 	Overrun   = "overrun"
@@ -36,21 +36,21 @@ func NewCounts() Counts {
 	}
 }
 
-func (c *Counts) Add(ev Event) {
+func (c *Counts) add(ev event) {
 	switch ev.Kind {
-	case OOMKill:
+	case oomKill:
 		c.OOMKills[ev.Constraint]++
-	case DriverOutOfMemory:
+	case driverOutOfMemory:
 		c.DriverOutOfMemory++
-	case SMMUTimeout:
+	case smmuTimeout:
 		c.SMMUTimeouts++
-	case Xid:
-		if _, ok := c.Xid[ev.Code]; !ok && !judge.XidPages(ev.Code) && c.quietXids() >= MaxXidCodes {
+	case xid:
+		if _, ok := c.Xid[ev.Code]; !ok && !judge.XidPages(ev.Code) && c.quietXids() >= maxXidCodes {
 			c.LeftOut++
 			return
 		}
 		c.Xid[ev.Code]++
-	case PCIeAER:
+	case pcieAER:
 		c.AER[ev.Severity]++
 	}
 }
@@ -65,7 +65,7 @@ func (c *Counts) quietXids() int {
 	return n
 }
 
-func (c Counts) Clone() Counts {
+func (c Counts) clone() Counts {
 	c.OOMKills, c.Xid, c.AER, c.Skipped = maps.Clone(c.OOMKills), maps.Clone(c.Xid), maps.Clone(c.AER), maps.Clone(c.Skipped)
 	return c
 }

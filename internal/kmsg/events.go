@@ -6,14 +6,14 @@ import (
 	"strings"
 )
 
-type Kind int
+type kind int
 
 const (
-	OOMKill Kind = iota + 1
-	DriverOutOfMemory
-	Xid
-	PCIeAER
-	SMMUTimeout
+	oomKill kind = iota + 1
+	driverOutOfMemory
+	xid
+	pcieAER
+	smmuTimeout
 )
 
 const (
@@ -27,15 +27,15 @@ const (
 	Fatal     = "fatal"
 )
 
-type Event struct {
-	Kind       Kind
+type event struct {
+	Kind       kind
 	Constraint string
 	Code       int
 	Severity   string
 }
 
-// MaxXid: NVIDIA's Xid catalogue ends below 200; a larger number is a misread line.
-const MaxXid = 999
+// maxXid: NVIDIA's Xid catalogue ends below 200; a larger number is a misread line.
+const maxXid = 999
 
 // A process's name (at most 15 bytes) may start a kernel message, so each
 // pattern goes on past 15 bytes with text such a line cannot carry there.
@@ -54,66 +54,66 @@ var (
 	smmuTimeoutLine = regexp.MustCompile(`^arm-smmu-v3 [A-Za-z0-9_.:-]+: CMD_SYNC timeout(?:$| at 0x)`)
 )
 
-// Classifier counts once an event that spans several records: an OOM kill's
+// classifier counts once an event that spans several records: an OOM kill's
 // constraint line (before 4.19, which prints none, its "Killed process" line);
 // a PCIe AER error's severity line, one per device. The zero value is ready.
-type Classifier struct {
+type classifier struct {
 	// oomPending: a constraint line was counted, its "Killed process" not yet.
 	oomPending bool
 }
 
-func (c *Classifier) Classify(msg string) (Event, bool) {
+func (c *classifier) classify(msg string) (event, bool) {
 	switch {
 	case strings.HasPrefix(msg, "NVRM: "):
 		return nvrmEvent(msg)
 	case strings.HasPrefix(msg, "oom-kill:"):
 		m := oomConstraintLine.FindStringSubmatch(msg)
 		if m == nil {
-			return Event{}, false
+			return event{}, false
 		}
 		c.oomPending = true
-		return Event{Kind: OOMKill, Constraint: oomConstraint(m[1])}, true
+		return event{Kind: oomKill, Constraint: oomConstraint(m[1])}, true
 	case strings.Contains(msg, ": Killed process "):
 		return c.killed(msg)
 	case smmuTimeoutLine.MatchString(msg):
-		return Event{Kind: SMMUTimeout}, true
+		return event{Kind: smmuTimeout}, true
 	case strings.Contains(msg, ": PCIe Bus Error: "):
 		if m := aerLine.FindStringSubmatch(msg); m != nil {
 			if sev, ok := aerSeverity(m[1]); ok {
-				return Event{Kind: PCIeAER, Severity: sev}, true
+				return event{Kind: pcieAER, Severity: sev}, true
 			}
 		}
 	}
-	return Event{}, false
+	return event{}, false
 }
 
-func nvrmEvent(msg string) (Event, bool) {
+func nvrmEvent(msg string) (event, bool) {
 	if m := xidLine.FindStringSubmatch(msg); m != nil {
 		code, _ := strconv.Atoi(m[1])
-		if code <= 0 || code > MaxXid {
-			return Event{}, false
+		if code <= 0 || code > maxXid {
+			return event{}, false
 		}
-		return Event{Kind: Xid, Code: code}, true
+		return event{Kind: xid, Code: code}, true
 	}
 	if driverNoMemoryLine.MatchString(msg) {
-		return Event{Kind: DriverOutOfMemory}, true
+		return event{Kind: driverOutOfMemory}, true
 	}
-	return Event{}, false
+	return event{}, false
 }
 
-func (c *Classifier) killed(msg string) (Event, bool) {
+func (c *classifier) killed(msg string) (event, bool) {
 	m := oomKilledLine.FindStringSubmatch(msg)
 	if m == nil {
-		return Event{}, false
+		return event{}, false
 	}
 	if c.oomPending {
 		c.oomPending = false
-		return Event{}, false
+		return event{}, false
 	}
 	if m[1] == "Memory cgroup out of memory" {
-		return Event{Kind: OOMKill, Constraint: Cgroup}, true
+		return event{Kind: oomKill, Constraint: Cgroup}, true
 	}
-	return Event{Kind: OOMKill, Constraint: Global}, true
+	return event{Kind: oomKill, Constraint: Global}, true
 }
 
 // oomConstraint: CONSTRAINT_MEMCG and CONSTRAINT_CPUSET are a cgroup's limit;

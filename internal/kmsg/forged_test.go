@@ -20,7 +20,7 @@ func TestForgedNamesAreNoEvent(t *testing.T) {
 	}
 	msgs := []string{"oom-kill:", "NVRM: Xid ): 8,", "NVRM: Xid (PCI:", "Out of memory: "}
 	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte{'\n'}) {
-		rec, err := Parse(line)
+		rec, err := parse(line)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -29,8 +29,8 @@ func TestForgedNamesAreNoEvent(t *testing.T) {
 		}
 	}
 	for _, msg := range msgs {
-		var c Classifier
-		if ev, ok := c.Classify(msg); ok {
+		var c classifier
+		if ev, ok := c.classify(msg); ok {
 			t.Errorf("Classify(%q) = %+v, want no event", msg, ev)
 		}
 	}
@@ -68,13 +68,13 @@ func counted(t *testing.T, names ...string) Counts {
 // all the same.
 func TestXidCapKeepsPagingCodes(t *testing.T) {
 	c := NewCounts()
-	for code := 1; len(c.Xid) < MaxXidCodes; code++ {
+	for code := 1; len(c.Xid) < maxXidCodes; code++ {
 		if !judge.XidPages(code) {
-			c.Add(Event{Kind: Xid, Code: code})
+			c.add(event{Kind: xid, Code: code})
 		}
 	}
-	c.Add(Event{Kind: Xid, Code: 79})
-	c.Add(Event{Kind: Xid, Code: 999})
+	c.add(event{Kind: xid, Code: 79})
+	c.add(event{Kind: xid, Code: 999})
 	if c.Xid[79] != 1 || c.Xid[999] != 0 || c.LeftOut != 1 {
 		t.Errorf("Xid 79 %d, 999 %d, left out %d; want 1, 0, 1", c.Xid[79], c.Xid[999], c.LeftOut)
 	}
@@ -83,11 +83,11 @@ func TestXidCapKeepsPagingCodes(t *testing.T) {
 // 64 Xid codes written at the user facility, then the kernel's Xid 79.
 func TestUserXidsDoNotCrowdOutTheKernels(t *testing.T) {
 	r := &Reader{counts: NewCounts()}
-	for code := 1; code <= MaxXidCodes; code++ {
+	for code := 1; code <= maxXidCodes; code++ {
 		r.feed(fmt.Appendf(nil, "12,%d,1,-;NVRM: Xid (PCI:0000:01:00): %d, forged\n", code, code))
 	}
 	r.feed([]byte("4,100,2,-;NVRM: Xid (PCI:000f:01:00): 79, GPU has fallen off the bus.\n"))
-	if c := r.Counts(); len(c.Xid) != 1 || c.Xid[79] != 1 || c.Skipped[NotKernel] != MaxXidCodes {
+	if c := r.Counts(); len(c.Xid) != 1 || c.Xid[79] != 1 || c.Skipped[NotKernel] != maxXidCodes {
 		t.Errorf("Xid counts %v, skipped %v; want only 79 once, the user's 64 skipped", c.Xid, c.Skipped)
 	}
 }

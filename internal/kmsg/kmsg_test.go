@@ -12,24 +12,24 @@ import (
 )
 
 func TestParse(t *testing.T) {
-	rec, err := Parse([]byte("6,339,5140900,-;NET: Registered protocol family 10\n"))
+	rec, err := parse([]byte("6,339,5140900,-;NET: Registered protocol family 10\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rec.Priority != 6 || rec.Facility != 0 || rec.Seq != 339 || rec.Since != 5140900*time.Microsecond || rec.Message != "NET: Registered protocol family 10" {
 		t.Errorf("got %+v", rec)
 	}
-	if rec, err := Parse([]byte("6,1,2;m")); err != nil || rec.Message != "m" {
+	if rec, err := parse([]byte("6,1,2;m")); err != nil || rec.Message != "m" {
 		t.Errorf("a header without flags: %+v, %v", rec, err)
 	}
 	// A later kernel's extra header field (the caller id), a facility, and
 	// a semicolon in the message.
-	rec, err = Parse([]byte("30,7,12,c,caller=T1;a;b"))
+	rec, err = parse([]byte("30,7,12,c,caller=T1;a;b"))
 	if err != nil || rec.Facility != 3 || rec.Priority != 6 || rec.Message != "a;b" {
 		t.Errorf("got %+v, %v", rec, err)
 	}
 	for _, bad := range []string{"", "no header", "6,1;x", "x,1,2,-;m", "6,-1,2,-;m", "6,1,99999999999999999999,-;m"} {
-		if _, err := Parse([]byte(bad)); err == nil {
+		if _, err := parse([]byte(bad)); err == nil {
 			t.Errorf("Parse(%q) = nil error", bad)
 		}
 	}
@@ -38,46 +38,46 @@ func TestParse(t *testing.T) {
 func TestClassify(t *testing.T) {
 	for _, tc := range []struct {
 		msg  string
-		want Event
+		want event
 		ok   bool
 	}{
-		{"NVRM: Xid (PCI:000f:01:00): 79, pid=1, GPU has fallen off the bus.", Event{Kind: Xid, Code: 79}, true},
-		{"NVRM: Xid (PCI:0000:01:00): 13, Graphics Exception", Event{Kind: Xid, Code: 13}, true},
-		{"NVRM: Xid (PCI:0000:01:00): 1000, x", Event{}, false},
-		{"NVRM: Xid (PCI:0000:01:00): 0, x", Event{}, false},
-		{"NVRM: Xid (PCI:0000:01:00): 12abc", Event{}, false},
-		{"NVRM: Xid (PCI:0000:01:00) 13", Event{}, false},
-		{"NVRM: nvCheckOkFailedNoLog: Check failed: Out of memory [NV_ERR_NO_MEMORY] (0x00000051)", Event{Kind: DriverOutOfMemory}, true},
-		{"somebody: NV_ERR_NO_MEMORY", Event{}, false},
-		{"NVRM: x: NV_ERR_NO_MEMORY", Event{}, false},
-		{"x 0000:01:00.0: PCIe Bus Error: severity=Corrected, type=Physical Layer", Event{Kind: PCIeAER, Severity: Corrected}, true},
-		{"pcieport 0000:00:01.0: PCIe Bus Error: severity=Uncorrected (Non-Fatal), type=Transaction Layer, (Requester ID)", Event{Kind: PCIeAER, Severity: NonFatal}, true},
-		{"nvme 0004:01:00.0: PCIe Bus Error: severity=Uncorrected (Fatal), type=Inaccessible, (Unregistered Agent ID)", Event{Kind: PCIeAER, Severity: Fatal}, true},
-		{"x 0000:01:00.0: PCIe Bus Error: severity=Weird, type=x", Event{}, false},
-		{"x 0000:01:00.0: PCIe Bus Error: severity=Uncorrectable (Fatal)", Event{}, false},
-		{"x: PCIe Bus Error: severity=Uncorrected (Fatal), type=Inaccessible", Event{}, false},
-		{"x 0000:01:00.0 y: PCIe Bus Error: severity=Uncorrected (Fatal), type=Inaccessible", Event{}, false},
-		{"pcieport 0000:00:1c.5: AER: Corrected error received: id=00e5", Event{}, false},
-		{"oom-kill:constraint=CONSTRAINT_CPUSET,nodemask=(null)", Event{Kind: OOMKill, Constraint: Cgroup}, true},
-		{"oom-kill:constraint=CONSTRAINT_MEMORY_POLICY,nodemask=(null)", Event{Kind: OOMKill, Constraint: Global}, true},
-		{"oom-kill:", Event{}, false},
-		{"oom-kill:constraint=", Event{}, false},
-		{"Out of memory (oom_kill_allocating_task): Killed process 5 (x) total-vm:1kB", Event{Kind: OOMKill, Constraint: Global}, true},
-		{"NVRM: GPU0 nvAssertOkFailedNoLog: Assertion failed: Out of memory [NV_ERR_NO_MEMORY] (0x00000051) returned from x @ y.c:1", Event{Kind: DriverOutOfMemory}, true},
-		{"NVRM: nvCheckOkFailedNoLog: Check failed: Call not supported [NV_ERR_NOT_SUPPORTED] (0x00000056) returned from x", Event{}, false},
-		{"NVRM: Xid (0000:01:00): 79, GPU has fallen off the bus.", Event{}, false},
-		{"NVRM: Xid (PCI:0000:01:0): 79, x", Event{}, false},
-		{" NVRM: Xid (PCI:0000:01:00): 79, x", Event{}, false},
-		{"arm-smmu-v3 arm-smmu-v3.1.auto: CMD_SYNC timeout at 0x00017d73 [hwprod 0x00017d73, hwcons 0x00017d72]", Event{Kind: SMMUTimeout}, true},
-		{"arm-smmu-v3 arm-smmu-v3.0.auto: CMD_SYNC timeout", Event{Kind: SMMUTimeout}, true},
-		{"arm-smmu-v3 2b400000.iommu: CMD_SYNC timeout at 0x00000146 [hwprod 0x00000146, hwcons 0x00000000]", Event{Kind: SMMUTimeout}, true},
-		{"arm-smmu-v3 arm-smmu-v3.1.auto: CMDQ error (cons 0x0100b1b7): ATC invalidate timeout", Event{}, false},
-		{"arm-smmu-v3 arm-smmu-v3.1.auto: CMD_SYNC timeouts", Event{}, false},
-		{"arm-smmu-v3 a:[4247]: segfault at 0 ip 0 sp 0 error 4 in x: CMD_SYNC timeout at 0x00017d73[5+1]", Event{}, false},
-		{"x arm-smmu-v3 arm-smmu-v3.1.auto: CMD_SYNC timeout", Event{}, false},
+		{"NVRM: Xid (PCI:000f:01:00): 79, pid=1, GPU has fallen off the bus.", event{Kind: xid, Code: 79}, true},
+		{"NVRM: Xid (PCI:0000:01:00): 13, Graphics Exception", event{Kind: xid, Code: 13}, true},
+		{"NVRM: Xid (PCI:0000:01:00): 1000, x", event{}, false},
+		{"NVRM: Xid (PCI:0000:01:00): 0, x", event{}, false},
+		{"NVRM: Xid (PCI:0000:01:00): 12abc", event{}, false},
+		{"NVRM: Xid (PCI:0000:01:00) 13", event{}, false},
+		{"NVRM: nvCheckOkFailedNoLog: Check failed: Out of memory [NV_ERR_NO_MEMORY] (0x00000051)", event{Kind: driverOutOfMemory}, true},
+		{"somebody: NV_ERR_NO_MEMORY", event{}, false},
+		{"NVRM: x: NV_ERR_NO_MEMORY", event{}, false},
+		{"x 0000:01:00.0: PCIe Bus Error: severity=Corrected, type=Physical Layer", event{Kind: pcieAER, Severity: Corrected}, true},
+		{"pcieport 0000:00:01.0: PCIe Bus Error: severity=Uncorrected (Non-Fatal), type=Transaction Layer, (Requester ID)", event{Kind: pcieAER, Severity: NonFatal}, true},
+		{"nvme 0004:01:00.0: PCIe Bus Error: severity=Uncorrected (Fatal), type=Inaccessible, (Unregistered Agent ID)", event{Kind: pcieAER, Severity: Fatal}, true},
+		{"x 0000:01:00.0: PCIe Bus Error: severity=Weird, type=x", event{}, false},
+		{"x 0000:01:00.0: PCIe Bus Error: severity=Uncorrectable (Fatal)", event{}, false},
+		{"x: PCIe Bus Error: severity=Uncorrected (Fatal), type=Inaccessible", event{}, false},
+		{"x 0000:01:00.0 y: PCIe Bus Error: severity=Uncorrected (Fatal), type=Inaccessible", event{}, false},
+		{"pcieport 0000:00:1c.5: AER: Corrected error received: id=00e5", event{}, false},
+		{"oom-kill:constraint=CONSTRAINT_CPUSET,nodemask=(null)", event{Kind: oomKill, Constraint: Cgroup}, true},
+		{"oom-kill:constraint=CONSTRAINT_MEMORY_POLICY,nodemask=(null)", event{Kind: oomKill, Constraint: Global}, true},
+		{"oom-kill:", event{}, false},
+		{"oom-kill:constraint=", event{}, false},
+		{"Out of memory (oom_kill_allocating_task): Killed process 5 (x) total-vm:1kB", event{Kind: oomKill, Constraint: Global}, true},
+		{"NVRM: GPU0 nvAssertOkFailedNoLog: Assertion failed: Out of memory [NV_ERR_NO_MEMORY] (0x00000051) returned from x @ y.c:1", event{Kind: driverOutOfMemory}, true},
+		{"NVRM: nvCheckOkFailedNoLog: Check failed: Call not supported [NV_ERR_NOT_SUPPORTED] (0x00000056) returned from x", event{}, false},
+		{"NVRM: Xid (0000:01:00): 79, GPU has fallen off the bus.", event{}, false},
+		{"NVRM: Xid (PCI:0000:01:0): 79, x", event{}, false},
+		{" NVRM: Xid (PCI:0000:01:00): 79, x", event{}, false},
+		{"arm-smmu-v3 arm-smmu-v3.1.auto: CMD_SYNC timeout at 0x00017d73 [hwprod 0x00017d73, hwcons 0x00017d72]", event{Kind: smmuTimeout}, true},
+		{"arm-smmu-v3 arm-smmu-v3.0.auto: CMD_SYNC timeout", event{Kind: smmuTimeout}, true},
+		{"arm-smmu-v3 2b400000.iommu: CMD_SYNC timeout at 0x00000146 [hwprod 0x00000146, hwcons 0x00000000]", event{Kind: smmuTimeout}, true},
+		{"arm-smmu-v3 arm-smmu-v3.1.auto: CMDQ error (cons 0x0100b1b7): ATC invalidate timeout", event{}, false},
+		{"arm-smmu-v3 arm-smmu-v3.1.auto: CMD_SYNC timeouts", event{}, false},
+		{"arm-smmu-v3 a:[4247]: segfault at 0 ip 0 sp 0 error 4 in x: CMD_SYNC timeout at 0x00017d73[5+1]", event{}, false},
+		{"x arm-smmu-v3 arm-smmu-v3.1.auto: CMD_SYNC timeout", event{}, false},
 	} {
-		var c Classifier
-		got, ok := c.Classify(tc.msg)
+		var c classifier
+		got, ok := c.classify(tc.msg)
 		if ok != tc.ok || got != tc.want {
 			t.Errorf("Classify(%q) = %+v, %v; want %+v, %v", tc.msg, got, ok, tc.want, tc.ok)
 		}
@@ -88,7 +88,7 @@ func TestClassify(t *testing.T) {
 // prints one, by its "Killed process" line where it does not (before 4.19).
 func TestOOMKillCountedOnce(t *testing.T) {
 	counts := NewCounts()
-	var c Classifier
+	var c classifier
 	for _, msg := range []string{
 		"python invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=0",
 		"oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0,global_oom,task=python,pid=1,uid=0",
@@ -98,8 +98,8 @@ func TestOOMKillCountedOnce(t *testing.T) {
 		"Killed process 28438 (java) total-vm:20255636kB, anon-rss:466160kB, file-rss:13684kB",
 		"Memory cgroup out of memory: Killed process 3 (uwsgi) total-vm:1kB",
 	} {
-		if ev, ok := c.Classify(msg); ok {
-			counts.Add(ev)
+		if ev, ok := c.classify(msg); ok {
+			counts.add(ev)
 		}
 	}
 	if counts.OOMKills[Global] != 1 || counts.OOMKills[Cgroup] != 1 {
@@ -198,13 +198,13 @@ func TestFollowFIFO(t *testing.T) {
 func TestLongLineDropped(t *testing.T) {
 	var s lineSplitter
 	var got []string
-	long := strings.Repeat("x", MaxRecord+10)
+	long := strings.Repeat("x", maxRecord+10)
 	dropped := 0
 	line, tooLong := func(b []byte) { got = append(got, string(b)) }, func() { dropped++ }
-	s.split([]byte(long[:MaxRecord-5]), line, tooLong)
-	s.split([]byte(long[MaxRecord-5:]+"\nnext\n"), line, tooLong)
-	s.split([]byte(long+"\n"+long[:MaxRecord]+"\n"), line, tooLong)
-	if len(got) != 2 || got[0] != "next" || got[1] != long[:MaxRecord] || dropped != 2 {
+	s.split([]byte(long[:maxRecord-5]), line, tooLong)
+	s.split([]byte(long[maxRecord-5:]+"\nnext\n"), line, tooLong)
+	s.split([]byte(long+"\n"+long[:maxRecord]+"\n"), line, tooLong)
+	if len(got) != 2 || got[0] != "next" || got[1] != long[:maxRecord] || dropped != 2 {
 		t.Errorf("lines %.20q, %d dropped; want \"next\", the line of MaxRecord bytes, and 2 dropped", got, dropped)
 	}
 }
@@ -235,11 +235,11 @@ func FuzzFeed(f *testing.F) {
 			data = data[n:]
 		}
 		c := r.Counts()
-		if c.quietXids() > MaxXidCodes || len(c.OOMKills) != 2 || len(c.AER) != 3 || len(c.Skipped) != 3 || len(r.lines.partial) > MaxRecord {
+		if c.quietXids() > maxXidCodes || len(c.OOMKills) != 2 || len(c.AER) != 3 || len(c.Skipped) != 3 || len(r.lines.partial) > maxRecord {
 			t.Errorf("counts out of bounds: %+v", c)
 		}
 		for code := range c.Xid {
-			if code <= 0 || code > MaxXid {
+			if code <= 0 || code > maxXid {
 				t.Errorf("Xid code %d counted", code)
 			}
 		}

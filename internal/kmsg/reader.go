@@ -18,7 +18,7 @@ type Reader struct {
 	mu       sync.Mutex
 	counts   Counts
 	lines    lineSplitter
-	classify Classifier
+	classify classifier
 	lastSeq  uint64
 	seen     bool
 	overrun  bool // an EPIPE since the last record read
@@ -69,7 +69,7 @@ func Open(path string) (*Reader, error) {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
 	r := &Reader{counts: NewCounts(), fifo: fifo, stop: make(chan struct{}), done: make(chan struct{})}
-	buf := make([]byte, MaxRecord+1)
+	buf := make([]byte, maxRecord+1)
 	more, err := r.catchUp(fd, buf)
 	if err != nil || !more {
 		unix.Close(fd)
@@ -173,7 +173,7 @@ func (r *Reader) Readable() bool {
 func (r *Reader) Counts() Counts {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.counts.Clone()
+	return r.counts.clone()
 }
 
 func (r *Reader) Close() error {
@@ -212,7 +212,7 @@ func (r *Reader) line(line []byte) {
 	if len(line) == 0 || line[0] == ' ' {
 		return // a continuation line: a property of the record before
 	}
-	rec, err := Parse(line)
+	rec, err := parse(line)
 	if err != nil {
 		r.counts.Skipped[Malformed]++
 		return
@@ -229,8 +229,8 @@ func (r *Reader) line(line []byte) {
 		r.counts.Skipped[NotKernel]++
 		return
 	}
-	if ev, ok := r.classify.Classify(rec.Message); ok {
-		r.counts.Add(ev)
+	if ev, ok := r.classify.classify(rec.Message); ok {
+		r.counts.add(ev)
 	}
 }
 
@@ -242,7 +242,7 @@ func (r *Reader) gap(seq uint64) uint64 {
 	return 1
 }
 
-// lineSplitter drops a line longer than MaxRecord whole, so that memory stays bounded.
+// lineSplitter drops a line longer than maxRecord whole, so that memory stays bounded.
 type lineSplitter struct {
 	partial []byte
 	tooLong bool
@@ -255,7 +255,7 @@ func (s *lineSplitter) split(data []byte, line func([]byte), tooLong func()) {
 		if end >= 0 {
 			chunk = data[:end]
 		}
-		if !s.tooLong && len(s.partial)+len(chunk) > MaxRecord {
+		if !s.tooLong && len(s.partial)+len(chunk) > maxRecord {
 			s.partial, s.tooLong = s.partial[:0], true
 			tooLong()
 		}

@@ -9,9 +9,9 @@ import (
 	"github.com/prometheus/procfs"
 )
 
-// ParseMeminfo refuses what procfs's parser takes (a key twice, a size cut
+// parseMeminfo refuses what procfs's parser takes (a key twice, a size cut
 // before its unit, a file cut mid-number): a wrong figure is worse than none.
-func ParseMeminfo(data []byte) (procfs.Meminfo, error) {
+func parseMeminfo(data []byte) (procfs.Meminfo, error) {
 	var m procfs.Meminfo
 	if len(data) == 0 {
 		return m, errors.New("meminfo: empty")

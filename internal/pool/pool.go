@@ -57,18 +57,18 @@ func Read(procPath string) (Snapshot, error) {
 }
 
 func Parse(data []byte) (Snapshot, error) {
-	m, err := ParseMeminfo(data)
+	m, err := parseMeminfo(data)
 	if err != nil {
 		return Snapshot{}, err
 	}
-	return FromMeminfo(m)
+	return fromMeminfo(m)
 }
 
 // maxKiB: headroom arithmetic cannot wrap.
 const maxKiB = math.MaxInt64 / 1024 / 4
 
-// FromMeminfo: a missing field is an error, as the figures would be wrong rather than missing.
-func FromMeminfo(m procfs.Meminfo) (Snapshot, error) {
+// fromMeminfo: a missing field is an error, as the figures would be wrong rather than missing.
+func fromMeminfo(m procfs.Meminfo) (Snapshot, error) {
 	var err error
 	kib := func(name string, v *uint64) uint64 {
 		switch {

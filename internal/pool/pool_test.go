@@ -16,7 +16,7 @@ func TestParseMeminfo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := ParseMeminfo(data)
+	m, err := parseMeminfo(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestParseMeminfoRefuses(t *testing.T) {
 		{"MemTotal:\n", "MemTotal: value is not a number of kB"},
 		{"HugePages_Total:       3 kB\n", "HugePages_Total: value is not a number"},
 	} {
-		if _, err := ParseMeminfo([]byte(tc.in)); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := parseMeminfo([]byte(tc.in)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("ParseMeminfo(%q) = %v, want an error containing %q", tc.in, err, tc.want)
 		}
 	}
@@ -117,14 +117,14 @@ func FuzzParseMeminfo(f *testing.F) {
 	}
 	f.Add([]byte("MemTotal: 18446744073709551615 kB\nHugePages_Total: 9\nHugepagesize: 1048576 kB\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		m, err := ParseMeminfo(data)
+		m, err := parseMeminfo(data)
 		if err != nil {
 			return
 		}
 		if data[len(data)-1] != '\n' {
 			t.Fatal("a file without its last line end accepted")
 		}
-		s, err := FromMeminfo(m)
+		s, err := fromMeminfo(m)
 		if err != nil {
 			return
 		}

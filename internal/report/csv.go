@@ -20,13 +20,13 @@ type LogOptions struct {
 	MachineGPU func() string
 }
 
-type ColumnError struct {
+type columnError struct {
 	Column string
 	Format string
 	Has    []string
 }
 
-func (e *ColumnError) Error() string {
+func (e *columnError) Error() string {
 	has := "none the report reads"
 	if len(e.Has) > 0 {
 		has = strings.Join(e.Has, ", ")
@@ -64,7 +64,7 @@ type gpuRows struct {
 func FromRows(meta thermallog.Trace, rows RowSource, cfg judge.ThermalConfig, opt LogOptions) (Report, error) {
 	for _, col := range []string{"temperature.gpu", "power.draw"} {
 		if !meta.Has(col) {
-			return Report{}, &ColumnError{col, meta.Format, meta.Columns}
+			return Report{}, &columnError{col, meta.Format, meta.Columns}
 		}
 	}
 	byGPU, err := surveyGPUs(rows)
@@ -225,7 +225,7 @@ type logPass struct {
 
 func newLogPass(rows RowSource, c chosenGPU, cfg judge.ThermalConfig, repeated int) *logPass {
 	p := &logPass{rows: rows, index: c.index, cfg: cfg, stepCfg: cfg}
-	if step := cfg.Window / MaxWindowSamples; cfg.Interval < step {
+	if step := cfg.Window / maxWindowSamples; cfg.Interval < step {
 		p.stepCfg.Interval, p.averaged = step, true
 	}
 	p.back.RepeatedHour = repeated
@@ -318,9 +318,9 @@ type gpuModel struct {
 	why     []string
 }
 
-// GB10MaxSMClockHz is the GB10's highest SM clock (nvidia-smi -q's max
+// gb10MaxSMClockHz is the GB10's highest SM clock (nvidia-smi -q's max
 // clocks, Blackwellboy/model-serving-minefield).
-const GB10MaxSMClockHz = 3003e6
+const gb10MaxSMClockHz = 3003e6
 
 type observed struct{ maxPower, maxClock float64 }
 
@@ -344,8 +344,8 @@ func identifyGPU(name string, limit, given float64, seen observed, cfg judge.The
 		switch {
 		case seen.maxPower > cfg.NominalPower:
 			contradiction = fmt.Sprintf("it draws up to %.0f W, above GB10's %.0f W rating", seen.maxPower, cfg.NominalPower)
-		case seen.maxClock > GB10MaxSMClockHz:
-			contradiction = fmt.Sprintf("its SM clock reaches %.0f MHz, above GB10's %.0f MHz", seen.maxClock/1e6, GB10MaxSMClockHz/1e6)
+		case seen.maxClock > gb10MaxSMClockHz:
+			contradiction = fmt.Sprintf("its SM clock reaches %.0f MHz, above GB10's %.0f MHz", seen.maxClock/1e6, gb10MaxSMClockHz/1e6)
 		default:
 			g.gb10, g.assumed = true, true
 		}

@@ -39,7 +39,7 @@ func FuzzFromLog(f *testing.F) {
 			if err != nil {
 				continue
 			}
-			if r.Start.IsZero() || r.End.Before(r.Start) || r.Samples == 0 || len(r.Throttle.Episodes) > MaxListed {
+			if r.Start.IsZero() || r.End.Before(r.Start) || r.Samples == 0 || len(r.Throttle.Episodes) > maxListed {
 				t.Fatalf("start %v, end %v, %d samples, %d episodes listed", r.Start, r.End, r.Samples, len(r.Throttle.Episodes))
 			}
 			var js, text, svg bytes.Buffer

@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// MaxListed: the first, the last and the longest between; the rest are counted.
-const MaxListed = 10
+// maxListed: the first, the last and the longest between; the rest are counted.
+const maxListed = 10
 
 type listing[T any] struct {
 	length      func(T) time.Duration
@@ -23,7 +23,7 @@ func (l *listing[T]) add(v T) {
 		return
 	case l.n > 2:
 		l.between = append(l.between, l.last)
-		if len(l.between) > MaxListed-2 {
+		if len(l.between) > maxListed-2 {
 			k := l.shortest()
 			l.between = slices.Delete(l.between, k, k+1)
 		}
@@ -43,7 +43,7 @@ func (l *listing[T]) shortest() int {
 }
 
 func (l *listing[T]) list() (kept []T, leftOut int) {
-	kept = make([]T, 0, min(l.n, MaxListed))
+	kept = make([]T, 0, min(l.n, maxListed))
 	if l.n > 0 {
 		kept = append(kept, l.first)
 	}

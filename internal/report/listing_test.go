@@ -13,14 +13,14 @@ import (
 func TestListingKeepsTheFirstTheLastAndTheLongest(t *testing.T) {
 	start := time.Date(2025, 11, 24, 14, 0, 0, 0, time.UTC)
 	long := map[int]time.Duration{3: 5 * time.Minute, 40: 9 * time.Minute, 41: time.Minute, 500: 7 * time.Minute}
-	for _, n := range []int{0, 1, 2, MaxListed, 1000} {
+	for _, n := range []int{0, 1, 2, maxListed, 1000} {
 		l := spanListing()
 		for i := 0; i < n; i++ {
 			at := start.Add(time.Duration(i) * time.Hour)
 			l.add(Span{Start: at, End: at.Add(time.Second + long[i])})
 		}
 		kept, leftOut := l.list()
-		if len(kept) != min(n, MaxListed) || leftOut != n-len(kept) {
+		if len(kept) != min(n, maxListed) || leftOut != n-len(kept) {
 			t.Fatalf("%d added: %d kept, %d left out", n, len(kept), leftOut)
 		}
 		for i := 1; i < len(kept); i++ {
@@ -76,10 +76,10 @@ func TestFlappingLogIsListedBounded(t *testing.T) {
 	if err := r.WriteJSON(&out); err != nil {
 		t.Fatal(err)
 	}
-	if n := r.Throttle.count(); len(r.Throttle.Episodes) != MaxListed || n < 4900 || out.Len() > 32<<10 {
+	if n := r.Throttle.count(); len(r.Throttle.Episodes) != maxListed || n < 4900 || out.Len() > 32<<10 {
 		t.Errorf("%d of %d episodes listed, %d bytes of JSON", len(r.Throttle.Episodes), n, out.Len())
 	}
-	if r.VerdictState != Throttled {
+	if r.VerdictState != verdictThrottled {
 		t.Errorf("verdict %s: %s", r.VerdictState, r.Verdict)
 	}
 }

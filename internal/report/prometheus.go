@@ -24,11 +24,11 @@ type Query struct {
 	Instance string // the instance label; empty: the only Spark there is
 	GPU      string // the gpu label
 	From, To time.Time
-	Step     time.Duration // resolution; 0 picks one (Resolution)
+	Step     time.Duration // resolution; 0 picks one (resolution)
 }
 
-// Resolution is coarse enough for Prometheus's limit of 11,000 points a series.
-func Resolution(span time.Duration) time.Duration {
+// resolution is coarse enough for Prometheus's limit of 11,000 points a series.
+func resolution(span time.Duration) time.Duration {
 	return max(time.Second, (span / 10000).Round(time.Second))
 }
 
@@ -37,7 +37,7 @@ var ErrInstance = errors.New("instance")
 // FromPrometheus: cfg replays the scraped samples where the thermal collector was off.
 func FromPrometheus(ctx context.Context, api v1.API, q Query, cfg judge.ThermalConfig) (Report, error) {
 	if q.Step <= 0 {
-		q.Step = Resolution(q.To.Sub(q.From))
+		q.Step = resolution(q.To.Sub(q.From))
 	}
 	p := &prom{ctx: ctx, api: api, q: q, span: fmt.Sprintf("[%ds]", int(math.Ceil(q.To.Sub(q.From).Seconds())))}
 	if q.Instance == "" {

@@ -7,8 +7,8 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/thermal"
 )
 
-// MaxWindowSamples: a faster log is averaged into steps, so that a report takes time linear in its rows.
-const MaxWindowSamples = 600
+// maxWindowSamples: a faster log is averaged into steps, so that a report takes time linear in its rows.
+const maxWindowSamples = 600
 
 // replay: judged is false when no step covered a whole window.
 func replay(samples []judge.ThermalSample, cfg judge.ThermalConfig, each func(Episode)) (throttled time.Duration, judged bool) {
@@ -122,8 +122,8 @@ func (m *merger) sample() judge.ThermalSample {
 	return out
 }
 
-// MaxPictureSamples: --svg is 1,000-odd pixels wide.
-const MaxPictureSamples = 8192
+// maxPictureSamples: --svg is 1,000-odd pixels wide.
+const maxPictureSamples = 8192
 
 type picture struct {
 	k       int
@@ -133,7 +133,7 @@ type picture struct {
 }
 
 func newPicture(total int, maxGap time.Duration) *picture {
-	return &picture{k: max(1, (total+MaxPictureSamples-1)/MaxPictureSamples), maxGap: maxGap}
+	return &picture{k: max(1, (total+maxPictureSamples-1)/maxPictureSamples), maxGap: maxGap}
 }
 
 func (p *picture) add(s judge.ThermalSample) {

@@ -14,19 +14,19 @@ import (
 )
 
 const (
-	NotThrottled  = "not_throttled"
-	Throttled     = "throttled"
-	SignatureOnly = "signature_only"
-	CannotTell    = "cannot_tell"
+	verdictNotThrottled  = "not_throttled"
+	verdictThrottled     = "throttled"
+	verdictSignatureOnly = "signature_only"
+	verdictCannotTell    = "cannot_tell"
 )
 
 // verdict never reads "not throttled" where the run could not be judged.
 func verdict(r Report) (string, string) {
 	if r.Samples == 0 {
-		return "cannot tell: no usable sample (temperature and power) in the run", CannotTell
+		return "cannot tell: no usable sample (temperature and power) in the run", verdictCannotTell
 	}
 	var b strings.Builder
-	state := NotThrottled
+	state := verdictNotThrottled
 	if eps := r.Throttle.Episodes; len(eps) > 0 {
 		// Without a clock the signature is not measured throttling.
 		signatureOnly, signature, clockLost := true, false, false
@@ -36,9 +36,9 @@ func verdict(r Report) (string, string) {
 			clockLost = clockLost || strings.Contains(e, "clock_fall")
 		}
 		what := "throttled"
-		state = Throttled
+		state = verdictThrottled
 		if signatureOnly {
-			what, state = "with the throttle signature", SignatureOnly
+			what, state = "with the throttle signature", verdictSignatureOnly
 		}
 		fmt.Fprintf(&b, "%s %s from %s", percent(r.Throttle.ThrottledRatio), what, clock(eps[0].Start, r.Start))
 		if n := r.Throttle.count(); n > 1 {
@@ -62,7 +62,7 @@ func verdict(r Report) (string, string) {
 			b.WriteString(": thermal, not configuration")
 		}
 	} else if why := cannotTell(r); why != "" {
-		state = CannotTell
+		state = verdictCannotTell
 		fmt.Fprintf(&b, "cannot tell: %s", why)
 		if r.Temperature != nil {
 			fmt.Fprintf(&b, "; peak %.0f °C", r.Temperature.Max)
@@ -217,7 +217,7 @@ func (r Report) writeSource(line lineFunc) {
 		line("GPU", "assumed GB10 (nothing names the GPU, nothing contradicts one): %.0f W rating, ~100 W plateau; --gpu.name or --gpu.power-limit for another", *r.PowerRatingWatts)
 	}
 	if r.StepSeconds > r.IntervalSeconds {
-		line("judged", "every %s (the rows averaged: a window holds at most %d steps)", duration(r.StepSeconds), MaxWindowSamples)
+		line("judged", "every %s (the rows averaged: a window holds at most %d steps)", duration(r.StepSeconds), maxWindowSamples)
 	}
 }
 

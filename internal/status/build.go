@@ -14,8 +14,8 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/workload"
 )
 
-// MaxPoints: a window of 10 minutes at 5 s holds 120.
-const MaxPoints = 240
+// maxPoints: a window of 10 minutes at 5 s holds 120.
+const maxPoints = 240
 
 // Build makes the model as of st.At.
 func Build(build BuildInfo, st collected.State) Model {
@@ -260,9 +260,9 @@ func capText(c *Cap) string {
 	case c == nil:
 		return "no memory cap"
 	case c.Source == "default":
-		return fmt.Sprintf("default cap %s", Percent(c.Ratio))
+		return fmt.Sprintf("default cap %s", percent(c.Ratio))
 	}
-	return fmt.Sprintf("cap %s", Percent(c.Ratio))
+	return fmt.Sprintf("cap %s", percent(c.Ratio))
 }
 
 func plans(in []collected.Plan, p *Pool, training bool) *Plans {
@@ -359,7 +359,7 @@ func thermalOf(st thermal.GPUState, cfg judge.ThermalConfig, now time.Time) *The
 	switch st := v.State; {
 	case st == judge.Collecting:
 		t.Text = fmt.Sprintf("Collecting: the samples cover %s of the %s window; the verdict waits for a whole one.",
-			Duration(v.Span), Duration(cfg.Window))
+			duration(v.Span), duration(cfg.Window))
 	case st == judge.Normal:
 		t.Text = "Normal: not throttling."
 	case st == judge.Watching && v.ClockHolding:
@@ -377,11 +377,11 @@ func thermalOf(st thermal.GPUState, cfg judge.ThermalConfig, now time.Time) *The
 func evidence(v judge.ThermalVerdict, cfg judge.ThermalConfig) []string {
 	out := []string{}
 	if v.ThermalSlowdown {
-		out = append(out, fmt.Sprintf("NVML reports a thermal slowdown, for %s now.", Duration(v.SlowdownFor)))
+		out = append(out, fmt.Sprintf("NVML reports a thermal slowdown, for %s now.", duration(v.SlowdownFor)))
 	}
 	if v.CounterSlowdown {
 		out = append(out, fmt.Sprintf("The driver's thermal slowdown counters are growing, %s of the time lately (from %s), %s of slowdown over the window, whatever its flags say.",
-			Percent(v.SlowdownShare), Percent(judge.ThermalSlowdownShare), Duration(time.Duration(v.SlowdownSeconds*float64(time.Second)))))
+			percent(v.SlowdownShare), percent(judge.ThermalSlowdownShare), duration(time.Duration(v.SlowdownSeconds*float64(time.Second)))))
 	}
 	if c := v.Clock; c.HasClock && c.HasLevel {
 		yes := "has fallen"
@@ -389,11 +389,11 @@ func evidence(v judge.ThermalVerdict, cfg judge.ThermalConfig) []string {
 			yes = "holds"
 		}
 		out = append(out, fmt.Sprintf("SM clock %s: %.2f GHz lately, against %.2f GHz earlier in the busy stretch (fallen beyond %s below).",
-			yes, c.Recent/1e9, c.Level/1e9, Percent(judge.ClockFallRatio)))
+			yes, c.Recent/1e9, c.Level/1e9, percent(judge.ClockFallRatio)))
 	}
 	if v.HasPowerCap && v.PowerCapSeconds > 0 {
 		out = append(out, fmt.Sprintf("The SW power cap held the clocks for %s over the window: the platform's ~100 W cap, not throttling.",
-			Duration(time.Duration(v.PowerCapSeconds*float64(time.Second)))))
+			duration(time.Duration(v.PowerCapSeconds*float64(time.Second)))))
 	}
 	st := v.Stats
 	if st == nil {
@@ -414,20 +414,20 @@ func evidence(v judge.ThermalVerdict, cfg judge.ThermalConfig) []string {
 	out = append(out,
 		yesNo(v.Busy, "GPU busy.", "GPU not busy."),
 		fmt.Sprintf("Power %s: %s to %s over the window (flat within %s).",
-			yesNo(v.Flat, "flat", "not flat"), Watts(st.PowerMax-st.PowerSpread), Watts(st.PowerMax), Watts(cfg.FlatSpread)),
+			yesNo(v.Flat, "flat", "not flat"), watts(st.PowerMax-st.PowerSpread), watts(st.PowerMax), watts(cfg.FlatSpread)),
 		fmt.Sprintf("Power %s the rating: at most %s, against %s (%s of %s).",
-			yesNo(v.BelowNominal, "below", "near"), Watts(st.PowerMax), Watts(cfg.BelowNominalRatio*cfg.NominalPower),
-			Percent(cfg.BelowNominalRatio), Watts(cfg.NominalPower)))
+			yesNo(v.BelowNominal, "below", "near"), watts(st.PowerMax), watts(cfg.BelowNominalRatio*cfg.NominalPower),
+			percent(cfg.BelowNominalRatio), watts(cfg.NominalPower)))
 	if st.HasSlope {
 		out = append(out, fmt.Sprintf("Temperature %s: %+.1f °C a minute (climbing from %+.1f).",
 			yesNo(v.Climbing, "climbing", yesNo(v.Rising, "rising, levelling off", "not climbing")), st.Slope*60, cfg.ClimbingSlope*60))
 	}
 	if v.HasMargin {
 		out = append(out, fmt.Sprintf("Temperature %s: mean %s, %s under the driver's slowdown limit (hot within %s of it).",
-			yesNo(v.Hot, "holding hot", "not hot"), Celsius(st.TemperatureMean), Celsius(v.MarginMean), Celsius(judge.HotMargin)))
+			yesNo(v.Hot, "holding hot", "not hot"), celsius(st.TemperatureMean), celsius(v.MarginMean), celsius(judge.HotMargin)))
 	} else {
 		out = append(out, fmt.Sprintf("Temperature %s: mean %s (hot from %s).",
-			yesNo(v.Hot, "holding hot", "not hot"), Celsius(st.TemperatureMean), Celsius(cfg.HotTemperature)))
+			yesNo(v.Hot, "holding hot", "not hot"), celsius(st.TemperatureMean), celsius(cfg.HotTemperature)))
 	}
 	return out
 }
@@ -442,7 +442,7 @@ func window(samples []judge.ThermalSample, cfg judge.ThermalConfig, now time.Tim
 			in = append(in, s)
 		}
 	}
-	step := max(1, (len(in)+MaxPoints-1)/MaxPoints)
+	step := max(1, (len(in)+maxPoints-1)/maxPoints)
 	for i := len(in) - 1; i >= 0; i -= step { // from the latest, which is always kept
 		s := in[i]
 		w.Samples = append(w.Samples, Point{SecondsAgo: round(now.Sub(s.Time).Seconds(), 1),

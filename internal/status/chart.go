@@ -80,36 +80,36 @@ func newChart(kind string, g GPU) chart {
 	c.Desc = chartDesc(kind, g)
 	switch kind {
 	case "temperature":
-		c.Title, c.Lo, c.Hi = "Temperature", Celsius(lo), Celsius(hi)
+		c.Title, c.Lo, c.Hi = "Temperature", celsius(lo), celsius(hi)
 	case "power":
-		c.Title, c.Lo, c.Hi = "Power", Watts(lo), Watts(hi)
+		c.Title, c.Lo, c.Hi = "Power", watts(lo), watts(hi)
 		c.Lines = []refLine{
 			{num(y(w.PlateauWatts)), fmt.Sprintf("~%.0f W plateau", w.PlateauWatts)},
 			{num(y(w.NominalWatts)), fmt.Sprintf("%.0f W rating", w.NominalWatts)},
 		}
 	case "clock":
-		c.Title, c.Lo, c.Hi = "SM clock", MHz(lo), MHz(hi)
+		c.Title, c.Lo, c.Hi = "SM clock", mhz(lo), mhz(hi)
 	}
 	return c
 }
 
 func chartDesc(kind string, g GPU) string {
 	w := g.Thermal.Window
-	span := Duration(secondsDuration(w.Seconds))
+	span := duration(secondsDuration(w.Seconds))
 	if len(w.Samples) == 0 {
 		return "No sample in the last " + span + "."
 	}
 	switch kind {
 	case "temperature":
 		r := w.Temperature
-		return fmt.Sprintf("Temperature over the last %s: %s to %s, now %s.", span, Celsius(r.Min), Celsius(r.Max), Celsius(r.Latest))
+		return fmt.Sprintf("Temperature over the last %s: %s to %s, now %s.", span, celsius(r.Min), celsius(r.Max), celsius(r.Latest))
 	case "power":
 		r := w.Power
 		return fmt.Sprintf("Power over the last %s: %s to %s, now %s; the ~%.0f W plateau and the %.0f W rating are marked.",
-			span, Watts(r.Min), Watts(r.Max), Watts(r.Latest), w.PlateauWatts, w.NominalWatts)
+			span, watts(r.Min), watts(r.Max), watts(r.Latest), w.PlateauWatts, w.NominalWatts)
 	}
 	if r := w.SMClock; r != nil {
-		return fmt.Sprintf("SM clock over the last %s: %s to %s, now %s.", span, MHz(r.Min), MHz(r.Max), MHz(r.Latest))
+		return fmt.Sprintf("SM clock over the last %s: %s to %s, now %s.", span, mhz(r.Min), mhz(r.Max), mhz(r.Latest))
 	}
 	return "NVML reports no SM clock."
 }

@@ -73,7 +73,7 @@ func engineCell(x Workload, now time.Time) string {
 	}
 	var parts []string
 	if e.KVCacheUsageRatio != nil {
-		parts = append(parts, "KV cache "+Percent(*e.KVCacheUsageRatio))
+		parts = append(parts, "KV cache "+percent(*e.KVCacheUsageRatio))
 	}
 	for _, m := range e.Models {
 		text := m.Name + " " + Bytes(m.Bytes)

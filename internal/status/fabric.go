@@ -110,9 +110,9 @@ func traffic(prev, latest *collected.FabricReading) *float64 {
 }
 
 func (f *Fabric) text() string {
-	t := fmt.Sprintf("%d of %d functions up, %s negotiated, ", f.PortsUp, f.Ports, GbitsPerSecond(f.NegotiatedBitsPerSecond))
+	t := fmt.Sprintf("%d of %d functions up, %s negotiated, ", f.PortsUp, f.Ports, gbitsPerSecond(f.NegotiatedBitsPerSecond))
 	if f.TrafficBytesPerSecond != nil {
-		t += "carrying " + GBytesPerSecond(*f.TrafficBytesPerSecond)
+		t += "carrying " + gbytesPerSecond(*f.TrafficBytesPerSecond)
 	} else {
 		t += "traffic not yet measured"
 	}

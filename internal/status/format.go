@@ -15,19 +15,19 @@ func Bytes(b int64) string {
 	return units.FormatGiB(float64(b))
 }
 
-func Percent(r float64) string { return fmt.Sprintf("%.0f %%", r*100) }
+func percent(r float64) string { return fmt.Sprintf("%.0f %%", r*100) }
 
-func Watts(w float64) string { return fmt.Sprintf("%.1f W", w) }
+func watts(w float64) string { return fmt.Sprintf("%.1f W", w) }
 
-func Celsius(c float64) string { return fmt.Sprintf("%.1f °C", c) }
+func celsius(c float64) string { return fmt.Sprintf("%.1f °C", c) }
 
-func MHz(hz float64) string { return fmt.Sprintf("%.0f MHz", hz/1e6) }
+func mhz(hz float64) string { return fmt.Sprintf("%.0f MHz", hz/1e6) }
 
-// Milliseconds is seconds as milliseconds, one decimal.
-func Milliseconds(s float64) string { return fmt.Sprintf("%.1f ms", s*1e3) }
+// milliseconds is seconds as milliseconds, one decimal.
+func milliseconds(s float64) string { return fmt.Sprintf("%.1f ms", s*1e3) }
 
-// Duration is a span in whole seconds, minutes and hours: 45s, 3m 20s, 1h 5m.
-func Duration(d time.Duration) string {
+// duration is a span in whole seconds, minutes and hours: 45s, 3m 20s, 1h 5m.
+func duration(d time.Duration) string {
 	s := int64(math.Round(d.Seconds()))
 	switch {
 	case s < 60:
@@ -61,10 +61,10 @@ func waited(d time.Duration) string {
 
 func secondsDuration(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
-func GbitsPerSecond(b float64) string { return fmt.Sprintf("%.0f Gb/s", b/1e9) }
+func gbitsPerSecond(b float64) string { return fmt.Sprintf("%.0f Gb/s", b/1e9) }
 
-// GBytesPerSecond is bytes per second as GB/s (10^9), one decimal under 10.
-func GBytesPerSecond(b float64) string {
+// gbytesPerSecond is bytes per second as GB/s (10^9), one decimal under 10.
+func gbytesPerSecond(b float64) string {
 	if b < 10e9 {
 		return fmt.Sprintf("%.1f GB/s", b/1e9)
 	}

@@ -19,7 +19,7 @@ const APIPath = "/api/v1/status"
 // ViewPath serves the page's own View, not an API.
 const ViewPath = "/status/view"
 
-const RefreshSeconds = 5
+const refreshSeconds = 5
 
 var (
 	//go:embed page.html
@@ -31,7 +31,7 @@ var (
 
 	// What the template formats itself stays until the page's shape changes.
 	page = template.Must(template.New("page").Funcs(template.FuncMap{
-		"seconds":    func(s float64) string { return Duration(secondsDuration(s)) },
+		"seconds":    func(s float64) string { return duration(secondsDuration(s)) },
 		"chart":      newChart,
 		"chartKinds": func() []string { return chartKinds },
 	}).Parse(pageHTML))
@@ -137,5 +137,5 @@ func (h *Handler) render(buf *bytes.Buffer, m Model, v View) error {
 		RefreshSeconds                 int
 		CSS                            template.CSS
 		JS                             template.JS
-	}{m, v, h.metricsHref, h.apiHref, h.viewHref, RefreshSeconds * 1000, RefreshSeconds, template.CSS(pageCSS), template.JS(pageJS)})
+	}{m, v, h.metricsHref, h.apiHref, h.viewHref, refreshSeconds * 1000, refreshSeconds, template.CSS(pageCSS), template.JS(pageJS)})
 }

@@ -224,7 +224,7 @@ func TestNVMLHung(t *testing.T) {
 }
 
 // A window of 10 minutes sampled every second holds 600 samples: the chart
-// gets at most MaxPoints of them, the latest among them, and only the
+// gets at most maxPoints of them, the latest among them, and only the
 // window's.
 func TestWindowThinned(t *testing.T) {
 	cfg := judge.DefaultThermalConfig()
@@ -234,8 +234,8 @@ func TestWindowThinned(t *testing.T) {
 		samples = append(samples, judge.ThermalSample{Time: now.Add(-time.Duration(i) * time.Second), Temperature: float64(i), Power: 100})
 	}
 	w := window(samples, cfg, now)
-	if n := len(w.Samples); n > MaxPoints || n < MaxPoints/2 {
-		t.Errorf("%d points, want at most %d and not far fewer", n, MaxPoints)
+	if n := len(w.Samples); n > maxPoints || n < maxPoints/2 {
+		t.Errorf("%d points, want at most %d and not far fewer", n, maxPoints)
 	}
 	if last := w.Samples[len(w.Samples)-1]; last.SecondsAgo != 0 || w.Temperature.Latest != 0 {
 		t.Errorf("latest point %+v", last)
@@ -250,9 +250,9 @@ func TestWindowThinned(t *testing.T) {
 
 func TestFormats(t *testing.T) {
 	for got, want := range map[string]string{
-		Bytes(17695264768): "16.5 GiB", Bytes(-2294967296): "-2.1 GiB", Percent(0.9): "90 %",
-		Watts(99.333): "99.3 W", MHz(1833e6): "1833 MHz", Duration(45 * time.Second): "45s",
-		Duration(200 * time.Second): "3m 20s", Duration(10 * time.Minute): "10m", Duration(65 * time.Minute): "1h 5m",
+		Bytes(17695264768): "16.5 GiB", Bytes(-2294967296): "-2.1 GiB", percent(0.9): "90 %",
+		watts(99.333): "99.3 W", mhz(1833e6): "1833 MHz", duration(45 * time.Second): "45s",
+		duration(200 * time.Second): "3m 20s", duration(10 * time.Minute): "10m", duration(65 * time.Minute): "1h 5m",
 	} {
 		if got != want {
 			t.Errorf("%q, want %q", got, want)

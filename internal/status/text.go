@@ -84,16 +84,16 @@ func textPool(line textLine, p *Pool) {
 func textGPU(line textLine, g GPU) {
 	var now []string
 	if g.TemperatureCelsius != nil {
-		now = append(now, Celsius(*g.TemperatureCelsius))
+		now = append(now, celsius(*g.TemperatureCelsius))
 	}
 	if g.PowerWatts != nil {
-		now = append(now, Watts(*g.PowerWatts))
+		now = append(now, watts(*g.PowerWatts))
 	}
 	if g.SMClockHertz != nil {
-		now = append(now, MHz(*g.SMClockHertz))
+		now = append(now, mhz(*g.SMClockHertz))
 	}
 	if g.UtilizationRatio != nil {
-		now = append(now, Percent(*g.UtilizationRatio)+" busy")
+		now = append(now, percent(*g.UtilizationRatio)+" busy")
 	}
 	line("GPU %-4d %s: %s", g.Index, g.Name, strings.Join(now, ", "))
 	if t := g.Thermal; t != nil {

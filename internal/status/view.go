@@ -16,12 +16,12 @@ type View struct {
 	State    map[string]string    `json:"state"`
 	Value    map[string]string    `json:"value"` // a <data> element's value attribute
 	Lists    map[string][]string  `json:"lists"`
-	Charts   map[string]ChartView `json:"charts"`
-	Bar      []BarSegment         `json:"bar"`
+	Charts   map[string]chartView `json:"charts"`
+	Bar      []barSegment         `json:"bar"`
 	BarTitle string               `json:"bar_title"`
 }
 
-type ChartView struct {
+type chartView struct {
 	Points string   `json:"points"`
 	Lines  []string `json:"lines"` // the y of each marked value
 	Lo     string   `json:"lo"`
@@ -29,7 +29,7 @@ type ChartView struct {
 	Desc   string   `json:"desc"`
 }
 
-type BarSegment struct {
+type barSegment struct {
 	X     string `json:"x"`
 	Width string `json:"width"`
 }
@@ -42,7 +42,7 @@ func (v View) V(key string) string { return v.Value[key] }
 
 func NewView(m Model) View {
 	v := View{Shape: shape(m), Text: map[string]string{}, State: map[string]string{}, Value: map[string]string{},
-		Lists: map[string][]string{}, Charts: map[string]ChartView{}}
+		Lists: map[string][]string{}, Charts: map[string]chartView{}}
 	v.Text["generated_at"] = m.GeneratedAt
 	if p := m.Pool; p != nil {
 		v.addPool(p)
@@ -75,7 +75,7 @@ func NewView(m Model) View {
 		}
 		v.State[k] = state
 		v.Text[k+".success"] = state
-		v.Text[k+".duration_seconds"] = Milliseconds(c.DurationSeconds)
+		v.Text[k+".duration_seconds"] = milliseconds(c.DurationSeconds)
 	}
 	return v
 }
@@ -99,7 +99,7 @@ func (v *View) addPool(p *Pool) {
 	var title []string
 	for i, s := range p.Bar {
 		v.bytes(fmt.Sprintf("pool.bar.%d.bytes", i), s.Bytes)
-		v.Bar = append(v.Bar, BarSegment{X: barX(p, i), Width: barWidth(p, i)})
+		v.Bar = append(v.Bar, barSegment{X: barX(p, i), Width: barWidth(p, i)})
 		title = append(title, s.Label+" "+Bytes(s.Bytes))
 	}
 	v.BarTitle = "The pool of " + Bytes(p.TotalBytes) + ": " + strings.Join(title, ", ") + "."
@@ -118,20 +118,20 @@ func (v *View) addGPU(k string, g GPU) {
 		v.verdict(k+"thermal.state", t.State, t.Text)
 		v.Lists[k+"thermal.evidence"] = t.Evidence
 		v.Text[k+"thermal.episodes"] = strconv.Itoa(t.Episodes)
-		v.Text[k+"thermal.throttled_seconds"] = Duration(secondsDuration(t.ThrottledSeconds))
+		v.Text[k+"thermal.throttled_seconds"] = duration(secondsDuration(t.ThrottledSeconds))
 		for _, kind := range chartKinds {
 			c := newChart(kind, g)
-			cv := ChartView{Points: c.Points, Lo: c.Lo, Hi: c.Hi, Desc: c.Desc, Lines: []string{}}
+			cv := chartView{Points: c.Points, Lo: c.Lo, Hi: c.Hi, Desc: c.Desc, Lines: []string{}}
 			for _, l := range c.Lines {
 				cv.Lines = append(cv.Lines, l.Y)
 			}
 			v.Charts[c.ID] = cv
 		}
 	}
-	v.optional(k+"temperature_celsius", g.TemperatureCelsius, Celsius)
-	v.optional(k+"power_watts", g.PowerWatts, Watts)
-	v.optional(k+"sm_clock_hertz", g.SMClockHertz, MHz)
-	v.optional(k+"utilization_ratio", g.UtilizationRatio, Percent)
+	v.optional(k+"temperature_celsius", g.TemperatureCelsius, celsius)
+	v.optional(k+"power_watts", g.PowerWatts, watts)
+	v.optional(k+"sm_clock_hertz", g.SMClockHertz, mhz)
+	v.optional(k+"utilization_ratio", g.UtilizationRatio, percent)
 	v.Text[k+"clock_events"] = "none"
 	if len(g.ClockEvents) > 0 {
 		v.Text[k+"clock_events"] = strings.Join(g.ClockEvents, ", ")
@@ -159,9 +159,9 @@ func capCell(c *Cap) string {
 	case c == nil:
 		return "none (uncapped)"
 	case c.Source == "default":
-		return Percent(c.Ratio) + " (default)"
+		return percent(c.Ratio) + " (default)"
 	}
-	return Percent(c.Ratio)
+	return percent(c.Ratio)
 }
 
 func largeBlocks(p *Pool) string {

@@ -10,7 +10,7 @@ import (
 // Monitor's time moves only when Step says so, so that Replay steps a log as the sampler steps live readings.
 type Monitor struct {
 	cfg     judge.ThermalConfig
-	window  *Window
+	window  *window
 	verdict judge.ThermalVerdict
 	stepped bool
 	last    time.Time // time of the previous Step
@@ -22,7 +22,7 @@ type Monitor struct {
 
 // NewMonitor starts a monitor; cfg must have passed Validate.
 func NewMonitor(cfg judge.ThermalConfig) *Monitor {
-	return &Monitor{cfg: cfg, window: NewWindow(cfg.Capacity()), verdict: judge.ThermalVerdict{State: judge.Collecting}}
+	return &Monitor{cfg: cfg, window: newWindow(cfg.Capacity()), verdict: judge.ThermalVerdict{State: judge.Collecting}}
 }
 
 type Transition struct {
@@ -36,7 +36,7 @@ type Transition struct {
 func (m *Monitor) Step(now time.Time, s *judge.ThermalSample) Transition {
 	var tr Transition
 	if s != nil {
-		tr.Refused = m.window.Add(*s) != nil
+		tr.Refused = m.window.add(*s) != nil
 	}
 	was := m.verdict.State
 	if m.stepped && was == judge.Throttled {
@@ -62,7 +62,7 @@ func (m *Monitor) Step(now time.Time, s *judge.ThermalSample) Transition {
 
 func (m *Monitor) Verdict() judge.ThermalVerdict { return m.verdict }
 
-func (m *Monitor) Samples() []judge.ThermalSample { return m.window.Samples() }
+func (m *Monitor) Samples() []judge.ThermalSample { return m.window.samples() }
 
 func (m *Monitor) Episodes() int { return m.episodes }
 

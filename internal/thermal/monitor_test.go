@@ -8,14 +8,14 @@ import (
 )
 
 func TestWindowKeepsTheLatestInOrder(t *testing.T) {
-	w := NewWindow(3)
+	w := newWindow(3)
 	for i := range 5 {
-		if err := w.Add(judge.ThermalSample{Time: t0.Add(time.Duration(i) * time.Second), Temperature: float64(i)}); err != nil {
+		if err := w.add(judge.ThermalSample{Time: t0.Add(time.Duration(i) * time.Second), Temperature: float64(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got := w.Samples()
-	if len(got) != 3 || w.Len() != 3 {
+	got := w.samples()
+	if len(got) != 3 || w.size() != 3 {
 		t.Fatalf("holds %d samples, want 3", len(got))
 	}
 	for i, s := range got {
@@ -23,10 +23,10 @@ func TestWindowKeepsTheLatestInOrder(t *testing.T) {
 			t.Errorf("sample %d is %v, want %d", i, s.Temperature, i+2)
 		}
 	}
-	if err := w.Add(judge.ThermalSample{Time: t0.Add(4 * time.Second)}); err == nil {
+	if err := w.add(judge.ThermalSample{Time: t0.Add(4 * time.Second)}); err == nil {
 		t.Error("a sample at the newest sample's time was accepted")
 	}
-	if err := w.Add(judge.ThermalSample{Time: t0}); err == nil {
+	if err := w.add(judge.ThermalSample{Time: t0}); err == nil {
 		t.Error("a sample older than the newest was accepted")
 	}
 }
@@ -35,13 +35,13 @@ func TestWindowKeepsTheLatestInOrder(t *testing.T) {
 // every sample it holds the latest, in order, and a copy taken before
 // stays as it was.
 func TestWindowSlidesOverItsBuffer(t *testing.T) {
-	w := NewWindow(3)
+	w := newWindow(3)
 	var kept [][]judge.ThermalSample
 	for i := range 20 {
-		if err := w.Add(judge.ThermalSample{Time: t0.Add(time.Duration(i) * time.Second), Temperature: float64(i)}); err != nil {
+		if err := w.add(judge.ThermalSample{Time: t0.Add(time.Duration(i) * time.Second), Temperature: float64(i)}); err != nil {
 			t.Fatal(err)
 		}
-		kept = append(kept, w.Samples())
+		kept = append(kept, w.samples())
 	}
 	for i, got := range kept {
 		from := max(0, i-2)
@@ -144,3 +144,5 @@ func smallConfig() judge.ThermalConfig {
 	cfg.Interval = 10 * time.Second
 	return cfg
 }
+
+func (w *window) size() int { return len(w.held) }

@@ -8,21 +8,21 @@ import (
 
 var errOutOfOrder = errors.New("sample is not later than the previous one")
 
-// Window slides over a buffer of twice its capacity, so that the analysis reads one slice without a copy per sample.
-type Window struct {
+// window slides over a buffer of twice its capacity, so that the analysis reads one slice without a copy per sample.
+type window struct {
 	capacity int
 	buf      []judge.ThermalSample // the buffer the window slides over
 	held     []judge.ThermalSample // the window: a slice of buf
 }
 
-func NewWindow(capacity int) *Window {
+func newWindow(capacity int) *window {
 	capacity = max(capacity, 2)
 	buf := make([]judge.ThermalSample, 0, 2*capacity)
-	return &Window{capacity: capacity, buf: buf, held: buf}
+	return &window{capacity: capacity, buf: buf, held: buf}
 }
 
-// Add refuses a sample not later than the newest: the analysis needs time to move forward.
-func (w *Window) Add(s judge.ThermalSample) error {
+// add refuses a sample not later than the newest: the analysis needs time to move forward.
+func (w *window) add(s judge.ThermalSample) error {
 	if n := len(w.held); n > 0 && !s.Time.After(w.held[n-1].Time) {
 		return errOutOfOrder
 	}
@@ -36,13 +36,11 @@ func (w *Window) Add(s judge.ThermalSample) error {
 	return nil
 }
 
-func (w *Window) Samples() []judge.ThermalSample {
+func (w *window) samples() []judge.ThermalSample {
 	out := make([]judge.ThermalSample, len(w.held))
 	copy(out, w.held)
 	return out
 }
 
 // view is valid until the next Add.
-func (w *Window) view() []judge.ThermalSample { return w.held }
-
-func (w *Window) Len() int { return len(w.held) }
+func (w *window) view() []judge.ThermalSample { return w.held }

@@ -26,27 +26,27 @@ const (
 	maxHeaderlessPower = 1500.0
 )
 
-const MaxLineBytes = 1 << 20
+const maxLineBytes = 1 << 20
 
 const maxComments = 64
 
-// MaxSkippedKept: the rest are only counted, so that bad lines cost no memory per line.
-const MaxSkippedKept = 10
+// maxSkippedKept: the rest are only counted, so that bad lines cost no memory per line.
+const maxSkippedKept = 10
 
 // A span between them fits in a time.Duration (292 years), and an unset clock's 1970 still reads.
 const (
-	FirstYear = 1950
-	LastYear  = 2199
+	firstYear = 1950
+	lastYear  = 2199
 )
 
 func PlausibleTime(t time.Time) error {
-	if y := t.UTC().Year(); y < FirstYear || y > LastYear {
-		return fmt.Errorf("year %d is outside %d–%d", y, FirstYear, LastYear)
+	if y := t.UTC().Year(); y < firstYear || y > lastYear {
+		return fmt.Errorf("year %d is outside %d–%d", y, firstYear, lastYear)
 	}
 	return nil
 }
 
-// maxRelativeSpan: rows timed from 1970 stay within LastYear once placed at today's date.
+// maxRelativeSpan: rows timed from 1970 stay within lastYear once placed at today's date.
 const maxRelativeSpan = 100 * 365 * 24 * time.Hour
 
 type Options struct {
@@ -103,7 +103,7 @@ func ParseEach(r io.Reader, opt Options, each func(Row)) (Trace, error) {
 			return p.trace(), err
 		}
 		if tooLong {
-			p.skip(LineError{line, fmt.Errorf("longer than %d bytes", MaxLineBytes)})
+			p.skip(LineError{line, fmt.Errorf("longer than %d bytes", maxLineBytes)})
 			continue
 		}
 		if line == 1 {
@@ -121,7 +121,7 @@ func ParseEach(r io.Reader, opt Options, each func(Row)) (Trace, error) {
 }
 
 func (p *parser) skip(e LineError) {
-	if len(p.tr.Skipped) < MaxSkippedKept {
+	if len(p.tr.Skipped) < maxSkippedKept {
 		p.tr.Skipped = append(p.tr.Skipped, e)
 	}
 	p.tr.SkippedTotal++
@@ -135,7 +135,7 @@ func readLine(br *bufio.Reader) (line string, tooLong bool, err error) {
 			return "", false, err
 		}
 		if !tooLong {
-			if len(buf)+len(chunk) > MaxLineBytes {
+			if len(buf)+len(chunk) > maxLineBytes {
 				tooLong, buf = true, nil
 			} else {
 				buf = append(buf, chunk...)
@@ -174,11 +174,11 @@ func (p *parser) trace() Trace {
 	tr.Elapsed = p.relative && p.elapsed >= 0 && p.names != nil
 	switch {
 	case p.dmon != nil:
-		tr.Format = FormatDmon
+		tr.Format = formatDmon
 	case p.names != nil:
 		tr.Format = FormatCSV
 	case p.data:
-		tr.Format = FormatHeaderless
+		tr.Format = formatHeaderless
 	}
 	return tr
 }
@@ -268,7 +268,7 @@ func (p *parser) startCSV(n int, names []string) error {
 			p.columns[c] = true
 		}
 		hasTime = hasTime || name == "timestamp"
-		if name == ElapsedColumn && p.elapsed < 0 && !hasTime {
+		if name == elapsedColumn && p.elapsed < 0 && !hasTime {
 			p.elapsed = i
 		}
 	}
@@ -323,10 +323,10 @@ func (p *parser) csvRow(n int, fields []string) (Row, error) {
 		if p.names != nil && i == p.elapsed {
 			v, err := parseNumber(f, "s")
 			if err != nil || v < 0 {
-				return row, fmt.Errorf("%s: not a number of seconds", ElapsedColumn)
+				return row, fmt.Errorf("%s: not a number of seconds", elapsedColumn)
 			}
 			if v > maxRelativeSpan.Seconds() {
-				return row, &spanError{fmt.Sprintf("%s %g: the log would span more than %d years", ElapsedColumn, v, int(maxRelativeSpan.Hours()/24/365))}
+				return row, &spanError{fmt.Sprintf("%s %g: the log would span more than %d years", elapsedColumn, v, int(maxRelativeSpan.Hours()/24/365))}
 			}
 			row.Time = time.Unix(0, 0).UTC().Add(time.Duration(v * float64(time.Second)))
 			continue
@@ -585,7 +585,7 @@ func canonical(name string) string {
 		return "power.limit"
 	case name == "uuid" || name == "pci.bus_id":
 		return "index"
-	case name == ElapsedColumn:
+	case name == elapsedColumn:
 		return "timestamp"
 	case strings.HasPrefix(name, "clocks_event_reasons") || strings.HasPrefix(name, "clocks_throttle_reasons"):
 		return "clocks_event_reasons"

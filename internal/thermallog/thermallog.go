@@ -60,7 +60,7 @@ type Trace struct {
 	Columns []string
 	// Repeated counts rows in the hour a fall-back to standard time repeats.
 	Repeated int
-	// Relative: rows timed from the Unix epoch, for the caller to place (Shift).
+	// Relative: rows timed from the Unix epoch, for the caller to place.
 	Relative bool
 	// Elapsed: the relative times are an elapsed_s column's, not the rows' count.
 	Elapsed bool
@@ -68,8 +68,8 @@ type Trace struct {
 
 const (
 	FormatCSV        = "nvidia-smi --query-gpu CSV"
-	FormatHeaderless = "headerless CSV (timestamp, temperature.gpu, power.draw)"
-	FormatDmon       = "nvidia-smi dmon"
+	formatHeaderless = "headerless CSV (timestamp, temperature.gpu, power.draw)"
+	formatDmon       = "nvidia-smi dmon"
 )
 
 func (t Trace) Has(column string) bool {
@@ -79,12 +79,6 @@ func (t Trace) Has(column string) bool {
 		}
 	}
 	return false
-}
-
-func (t Trace) Shift(d time.Duration) {
-	for i := range t.Rows {
-		t.Rows[i].Time = t.Rows[i].Time.Add(d)
-	}
 }
 
 type LineError struct {
@@ -108,8 +102,8 @@ func (e MalformedError) Error() string {
 
 type column func(r *Row, field string) error
 
-// Reasons' bits are nvml.h's.
-var Reasons = map[string]uint64{
+// reasons' bits are nvml.h's.
+var reasons = map[string]uint64{
 	"gpu_idle":                    0x1,
 	"applications_clocks_setting": 0x2,
 	"sw_power_cap":                0x4,
@@ -139,7 +133,7 @@ var columns = map[string]column{
 	"clocks.current.sm":              number("clocks.current.sm", "MHz", func(r *Row, v float64) { v *= 1e6; r.SMClock = &v }, "MHz", 0, 1e6),
 	"clocks_event_reasons.active":    parseReasons,
 	"clocks_throttle_reasons.active": parseReasons,
-	ElapsedColumn:                    func(*Row, string) error { return nil },
+	elapsedColumn:                    func(*Row, string) error { return nil },
 }
 
 // aliases are benchmark harnesses' names (djangodevreng/dgx-spark-benchmarks).
@@ -150,16 +144,7 @@ var aliases = map[string]string{
 	"gpu_util": "utilization.gpu", "util_pct": "utilization.gpu", "gpu_util_pct": "utilization.gpu",
 }
 
-const ElapsedColumn = "elapsed_s"
-
-// Columns leaves out clocks_event_reasons{,_counters}.REASON (and clocks_throttle_reasons.*).
-func Columns() []string {
-	names := make([]string, 0, len(columns))
-	for n := range columns {
-		names = append(names, n)
-	}
-	return names
-}
+const elapsedColumn = "elapsed_s"
 
 func lookup(name string) column {
 	if c, ok := columns[name]; ok {
@@ -167,12 +152,12 @@ func lookup(name string) column {
 	}
 	for _, family := range []string{"clocks_event_reasons", "clocks_throttle_reasons"} {
 		if reason, ok := strings.CutPrefix(name, family+"_counters."); ok {
-			if _, known := Reasons[reason]; known {
+			if _, known := reasons[reason]; known {
 				return counter(reason)
 			}
 		}
 		if reason, ok := strings.CutPrefix(name, family+"."); ok {
-			if bit, known := Reasons[reason]; known {
+			if bit, known := reasons[reason]; known {
 				return activeFlag(bit)
 			}
 		}
@@ -207,7 +192,7 @@ func ParseColumns(list string) ([]string, error) {
 	known := false
 	seen := map[string]bool{}
 	for _, n := range names {
-		known = known || lookup(n) != nil || n == ElapsedColumn
+		known = known || lookup(n) != nil || n == elapsedColumn
 		if seen[n] {
 			return nil, fmt.Errorf("it names %s twice: each column once, in the log's order", n)
 		}

@@ -260,7 +260,7 @@ func FuzzParse(f *testing.F) {
 		// Every line is a row, a comment, a header, blank or skipped,
 		// and a skipped line is named by a line that exists.
 		lines := strings.Count(in, "\n") + 1
-		if len(tr.Rows)+tr.SkippedTotal > lines || malformed.Total != tr.SkippedTotal || len(tr.Skipped) > MaxSkippedKept {
+		if len(tr.Rows)+tr.SkippedTotal > lines || malformed.Total != tr.SkippedTotal || len(tr.Skipped) > maxSkippedKept {
 			t.Fatalf("%d rows and %d skipped from %d lines", len(tr.Rows), len(tr.Skipped), lines)
 		}
 		for _, e := range tr.Skipped {
@@ -456,7 +456,7 @@ func TestParseISO8601Timestamps(t *testing.T) {
 // The captures people make. A harness header with its own
 // names, --columns over a noheader capture or a header, Not Supported as
 // an absent value, a UTF-16 file with its BOM; malformed lines named up to
-// MaxSkippedKept and counted; timestamps outside the years a Duration
+// maxSkippedKept and counted; timestamps outside the years a Duration
 // spans are malformed.
 func TestParseCaptures(t *testing.T) {
 	harness := "elapsed_s,power_w,temp_c,sm_mhz,gpu_util,mem_used_mb\n10,39.08,57,2509,96,117944\n20,39.63,59,2509,96,117729\n"
@@ -494,7 +494,7 @@ func TestParseCaptures(t *testing.T) {
 	}
 	tr, err = Parse(strings.NewReader(bad.String()))
 	var malformed MalformedError
-	if !errors.As(err, &malformed) || malformed.Total != 101 || len(tr.Skipped) != MaxSkippedKept ||
+	if !errors.As(err, &malformed) || malformed.Total != 101 || len(tr.Skipped) != maxSkippedKept ||
 		!strings.Contains(tr.Skipped[0].Err.Error(), "year 5 is outside 1950–2199") {
 		t.Errorf("%v; %d kept", err, len(tr.Skipped))
 	}

@@ -18,18 +18,18 @@ import (
 )
 
 const (
-	// DefaultTimeout includes reading the answer: one that trickles is given up.
-	DefaultTimeout = 2 * time.Second
-	// MaxBody: vLLM's /metrics, histograms and all, is tens of kB per model.
-	MaxBody = 4 << 20
-	// MaxPSBody: /api/ps is a few hundred bytes a model.
-	MaxPSBody = 1 << 20
+	// defaultTimeout includes reading the answer: one that trickles is given up.
+	defaultTimeout = 2 * time.Second
+	// maxBody: vLLM's /metrics, histograms and all, is tens of kB per model.
+	maxBody = 4 << 20
+	// maxPSBody: /api/ps is a few hundred bytes a model.
+	maxPSBody = 1 << 20
 )
 
 // Problems never quote the answer's text.
 const (
-	ProblemNeedsKey = "the engine asks for a key: name its address with --engines.target and give the key with --engines.bearer-token-file"
-	ProblemRedirect = "the engine answered with a redirect, which is not followed"
+	problemNeedsKey = "the engine asks for a key: name its address with --engines.target and give the key with --engines.bearer-token-file"
+	problemRedirect = "the engine answered with a redirect, which is not followed"
 )
 
 type Asker struct {
@@ -41,7 +41,7 @@ type Asker struct {
 // NewAsker asks with the bearer token token ("" for none).
 func NewAsker(token string) *Asker {
 	dialer := &net.Dialer{
-		Timeout: DefaultTimeout,
+		Timeout: defaultTimeout,
 		// Checked where dialled: a name that resolves elsewhere is refused too.
 		Control: func(_, address string, _ syscall.RawConn) error {
 			host, _, err := net.SplitHostPort(address)
@@ -61,14 +61,14 @@ func NewAsker(token string) *Asker {
 		MaxIdleConnsPerHost:    1,
 		IdleConnTimeout:        time.Minute,
 		MaxResponseHeaderBytes: 64 << 10,
-		ResponseHeaderTimeout:  DefaultTimeout,
+		ResponseHeaderTimeout:  defaultTimeout,
 		DisableCompression:     true,
 	}
 	return &Asker{
 		client: &http.Client{Transport: transport,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return errRedirect }},
 		token:   strings.TrimSpace(token),
-		Timeout: DefaultTimeout,
+		Timeout: defaultTimeout,
 	}
 }
 
@@ -104,9 +104,9 @@ func (a *Asker) Ask(ctx context.Context, t engine.Target, now time.Time) engine.
 		return engine.Reading{Target: t, At: now, Problem: problem}
 	}
 	defer resp.Body.Close()
-	limit := int64(MaxBody)
+	limit := int64(maxBody)
 	if t.Kind == engine.KindOllama {
-		limit = MaxPSBody
+		limit = maxPSBody
 	}
 	body := &counted{r: io.LimitReader(resp.Body, limit+1)}
 	r := engine.Reading{Target: t, At: now}
@@ -114,7 +114,7 @@ func (a *Asker) Ask(ctx context.Context, t engine.Target, now time.Time) engine.
 	if t.Kind == engine.KindOllama {
 		err = engine.ParseOllamaPS(body, &r)
 	} else {
-		err = ParseMetrics(t.Kind, body, &r)
+		err = parseMetrics(t.Kind, body, &r)
 	}
 	switch {
 	case body.err != nil:
@@ -167,7 +167,7 @@ func (a *Asker) get(ctx context.Context, t engine.Target) (*http.Response, strin
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		resp.Body.Close()
-		return nil, ProblemNeedsKey
+		return nil, problemNeedsKey
 	case resp.StatusCode != http.StatusOK:
 		resp.Body.Close()
 		return nil, "the engine answered " + strconv.Itoa(resp.StatusCode) + " to GET " + t.Path()
@@ -179,7 +179,7 @@ func (a *Asker) get(ctx context.Context, t engine.Target) (*http.Response, strin
 func describe(err error) string {
 	switch {
 	case errors.Is(err, errRedirect):
-		return ProblemRedirect
+		return problemRedirect
 	case errors.Is(err, errNotLoopback):
 		return "the address is not on loopback"
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, syscall.ETIMEDOUT):

@@ -54,7 +54,7 @@ func TestAskEachEngine(t *testing.T) {
 func TestOlderVLLMCacheName(t *testing.T) {
 	body := []byte("# TYPE vllm:gpu_cache_usage_perc gauge\nvllm:gpu_cache_usage_perc{model_name=\"m\"} 0.25\n")
 	var r engine.Reading
-	if err := ParseMetrics(engine.KindVLLM, bytes.NewReader(body), &r); err != nil || val(r.KVCacheUsage) != "0.25" {
+	if err := parseMetrics(engine.KindVLLM, bytes.NewReader(body), &r); err != nil || val(r.KVCacheUsage) != "0.25" {
 		t.Errorf("V0's gpu_cache_usage_perc: %v, %s", err, val(r.KVCacheUsage))
 	}
 }
@@ -63,7 +63,7 @@ func TestOlderVLLMCacheName(t *testing.T) {
 func TestCRLFLines(t *testing.T) {
 	body := strings.ReplaceAll(fakeengine.Metrics(engine.KindLlamaCpp, fakeengine.Figures{KVCache: 0.5, Running: 2}), "\n", "\r\n")
 	var r engine.Reading
-	if err := ParseMetrics(engine.KindLlamaCpp, strings.NewReader(body), &r); err != nil || val(r.KVCacheUsage) != "0.5" || val(r.Running) != "2" {
+	if err := parseMetrics(engine.KindLlamaCpp, strings.NewReader(body), &r); err != nil || val(r.KVCacheUsage) != "0.5" || val(r.Running) != "2" {
 		t.Errorf("a CRLF answer: %v, kv %s, running %s", err, val(r.KVCacheUsage), val(r.Running))
 	}
 }
@@ -75,7 +75,7 @@ vllm:num_requests_running{engine="0"} 2
 vllm:num_requests_running{engine="1"} 3
 `)
 	var r engine.Reading
-	if err := ParseMetrics(engine.KindVLLM, bytes.NewReader(body), &r); err != nil {
+	if err := parseMetrics(engine.KindVLLM, bytes.NewReader(body), &r); err != nil {
 		t.Fatal(err)
 	}
 	if val(r.KVCacheUsage) != "0.7" || val(r.Running) != "5" {
@@ -101,7 +101,7 @@ func TestAskOllama(t *testing.T) {
 func TestBearerToken(t *testing.T) {
 	e := fakeengine.Start(t, engine.KindVLLM, fakeengine.Figures{Model: "m"})
 	e.RequireToken("s3cret")
-	if r := ask(t, engine.KindVLLM, e.Address()); r.Up || r.Problem != ProblemNeedsKey {
+	if r := ask(t, engine.KindVLLM, e.Address()); r.Up || r.Problem != problemNeedsKey {
 		t.Errorf("without the key: up %v, problem %q", r.Up, r.Problem)
 	}
 	named := engine.Target{Kind: engine.KindVLLM, Address: e.Address(), Named: true}
@@ -110,7 +110,7 @@ func TestBearerToken(t *testing.T) {
 	}
 	// An engine found, not named: the key is not sent.
 	found := engine.Target{PID: 42, Kind: engine.KindVLLM, Address: e.Address()}
-	if r := NewAsker("s3cret").Ask(context.Background(), found, now); r.Up || r.Problem != ProblemNeedsKey {
+	if r := NewAsker("s3cret").Ask(context.Background(), found, now); r.Up || r.Problem != problemNeedsKey {
 		t.Errorf("an engine found was sent the key: up %v, problem %q", r.Up, r.Problem)
 	}
 }
@@ -142,10 +142,10 @@ func TestHostileEngines(t *testing.T) {
 			for i := range 100_000 {
 				fmt.Fprintf(w, "vllm:num_requests_running{i=\"%d\"} 1\n", i)
 			}
-		}, ErrTooManySeries.Error()},
+		}, errTooManySeries.Error()},
 		{"a redirect to another host", engine.KindVLLM, func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, "http://"+other+"/metrics", http.StatusFound)
-		}, ProblemRedirect},
+		}, problemRedirect},
 		{"malformed text", engine.KindVLLM, func(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprint(w, "vllm:num_requests_running{model_name=\"m} 1\n")
 		}, "malformed metrics text"},
@@ -224,7 +224,7 @@ func FuzzParseMetrics(f *testing.F) {
 	f.Add("llama_cpp", []byte("# TYPE llamacpp:kv_cache_usage_ratio gauge\r\nllamacpp:kv_cache_usage_ratio 0.5\r\n\r"))
 	f.Fuzz(func(t *testing.T, kind string, body []byte) {
 		var r engine.Reading
-		if ParseMetrics(kind, bytes.NewReader(body), &r) != nil {
+		if parseMetrics(kind, bytes.NewReader(body), &r) != nil {
 			return
 		}
 		if r.KVCacheUsage != nil && (*r.KVCacheUsage < 0 || *r.KVCacheUsage > 1) {

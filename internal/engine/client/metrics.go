@@ -52,9 +52,9 @@ var figures = map[string][]figure{
 	},
 }
 
-// MaxSeries: an engine has one sample per model and engine core. More is
+// maxSeries: an engine has one sample per model and engine core. More is
 // refused whole, not summed in part; so are more than maxKept bytes.
-const MaxSeries = 1000
+const maxSeries = 1000
 
 const (
 	maxKept = 256 << 10
@@ -62,13 +62,13 @@ const (
 )
 
 var (
-	ErrTooManySeries = fmt.Errorf("more than %d series or %d KiB of the metrics read", MaxSeries, maxKept>>10)
+	errTooManySeries = fmt.Errorf("more than %d series or %d KiB of the metrics read", maxSeries, maxKept>>10)
 	errLongLine      = fmt.Errorf("a line longer than %d KiB", maxLine>>10)
 )
 
-// ParseMetrics reads an engine's /metrics text into r; only the lines of the
+// parseMetrics reads an engine's /metrics text into r; only the lines of the
 // names read reach expfmt's parser.
-func ParseMetrics(kind string, body io.Reader, r *engine.Reading) error {
+func parseMetrics(kind string, body io.Reader, r *engine.Reading) error {
 	figs, ok := figures[kind]
 	if !ok {
 		return fmt.Errorf("no metrics are read from engines of kind %q", kind)
@@ -124,8 +124,8 @@ func keepLines(body io.Reader, wanted map[string]bool) ([]byte, error) {
 		if sample {
 			series++
 		}
-		if series > MaxSeries || len(out)+len(line) >= maxKept {
-			return nil, ErrTooManySeries
+		if series > maxSeries || len(out)+len(line) >= maxKept {
+			return nil, errTooManySeries
 		}
 		out = append(append(out, line...), '\n')
 	}
