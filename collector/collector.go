@@ -30,10 +30,13 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
 )
 
-// Collector is one source of metrics, read afresh on every scrape.
+// Collector is one source of metrics, read afresh on every scrape. Its
+// Factory starts any background work it needs; an io.Closer's Close stops it.
 type Collector interface {
-	// Update sends this scrape's metrics to ch; an error fails the collector
-	// for this scrape, keeping what was sent. ctx's deadline bounds its reads.
+	// Update sends this scrape's metrics to ch and stores its result in
+	// Env.Results for the views; an error fails the collector for this
+	// scrape, keeping what was sent. ctx's deadline bounds its file reads;
+	// NVML reads keep --gpu.timeout on the client's own worker.
 	Update(ctx context.Context, ch chan<- prometheus.Metric) error
 }
 
@@ -55,6 +58,9 @@ type Env struct {
 	Engines *engine.Directory
 	// GPU is --gpu.*, the process's NVML settings.
 	GPU gpu.Settings
+	// Results is where each collector stores its latest result; Build
+	// makes one when nil.
+	Results *collected.Results
 }
 
 // NVML is what the collectors read NVML through; *gpu.Client is one.
@@ -69,10 +75,6 @@ type NVML interface {
 }
 
 var errNoNVML = errors.New("no NVML client: open one when Selection.NeedsNVML")
-
-// starter is a collector that reads the other collectors' results (the
-// flight recorder): Build starts it once the exporter exists.
-type starter interface{ start(e *Exporter) }
 
 // Factory builds a collector once flags are parsed.
 type Factory func(env Env) (Collector, error)
@@ -210,6 +212,9 @@ func (s *Selection) Build(env Env) (*Exporter, error) {
 	if env.Engines == nil {
 		env.Engines = engine.NewDirectory()
 	}
+	if env.Results == nil {
+		env.Results = &collected.Results{}
+	}
 	cs := map[string]Collector{}
 	for _, name := range s.Enabled() {
 		cenv := env
@@ -223,16 +228,11 @@ func (s *Selection) Build(env Env) (*Exporter, error) {
 		}
 		cs[name] = c
 	}
-	e := NewExporter(cs, env.Logger)
+	e := NewExporter(cs, env.Results, env.Logger)
 	e.readTimeout = env.ReadTimeout
 	e.procfs = filepath.Clean(env.ProcFS)
 	if env.SysFS != "" {
 		e.sysfs = filepath.Clean(env.SysFS)
-	}
-	for _, c := range cs {
-		if s, ok := c.(starter); ok {
-			s.start(e)
-		}
 	}
 	return e, nil
 }
@@ -261,24 +261,26 @@ type health struct {
 type Exporter struct {
 	collectors map[string]Collector
 	health     map[string]*health
+	results    *collected.Results
 	logger     log.Logger
 	// procfs and sysfs are cut out of the errors logged: collectors' errors
 	// quote the files they failed on, and a mount point may be a private path.
 	procfs, sysfs string
 	// readTimeout is Env.ReadTimeout: each run's deadline.
 	readTimeout time.Duration
-
-	mu sync.Mutex
-	at time.Time // when the latest run of every collector ended
 }
 
-// NewExporter wraps built collectors, keyed by name.
-func NewExporter(collectors map[string]Collector, logger log.Logger) *Exporter {
+// NewExporter wraps built collectors, keyed by name, that store their
+// results in results (a new store when nil).
+func NewExporter(collectors map[string]Collector, results *collected.Results, logger log.Logger) *Exporter {
 	h := make(map[string]*health, len(collectors))
 	for name := range collectors {
 		h[name] = &health{}
 	}
-	return &Exporter{collectors: collectors, health: h, logger: logger}
+	if results == nil {
+		results = &collected.Results{}
+	}
+	return &Exporter{collectors: collectors, health: h, results: results, logger: logger}
 }
 
 // Names lists the collectors the exporter runs, sorted.
@@ -311,7 +313,7 @@ func (e *Exporter) collect(ch chan<- prometheus.Metric, names []string) {
 	}
 	wg.Wait()
 	if len(names) == len(e.collectors) {
-		e.complete()
+		e.results.Complete(time.Now())
 	}
 }
 
@@ -324,13 +326,10 @@ func (e *Exporter) run(name string, ch chan<- prometheus.Metric) {
 	// State's runs are these two values: the page says what the exposition does.
 	ch <- prometheus.MustNewConstMetric(scrapeDurationDesc, prometheus.GaugeValue, duration.Seconds(), name)
 	ch <- prometheus.MustNewConstMetric(scrapeSuccessDesc, prometheus.GaugeValue, success, name)
-	if c, ok := e.collectors[name].(capped); ok {
-		ch <- prometheus.MustNewConstMetric(entriesLeftOutDesc, prometheus.GaugeValue, float64(c.EntriesLeftOut()), name)
-	}
 }
 
-// timed runs f, a run of the collector name (Update or refresh), under the
-// one deadline of a collector run's reads, and records how it went.
+// timed runs f, a collector's Update, under the one deadline of a
+// collector run's reads, and records how it went.
 func (e *Exporter) timed(name string, f func(ctx context.Context) error) (time.Duration, error) {
 	start := time.Now()
 	ctx, cancel := hostfs.RunContext(context.Background(), e.readTimeout)

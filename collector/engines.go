@@ -47,7 +47,9 @@ func init() {
 			if found == nil {
 				found = engine.NewDirectory()
 			}
-			return newEnginesCollector(found, *targets, client.NewAsker(token), env.Logger), nil
+			c := newEnginesCollector(found, *targets, client.NewAsker(token), env.Logger)
+			c.results = env.Results
+			return c, nil
 		}
 	})
 }
@@ -96,10 +98,11 @@ var (
 )
 
 type enginesCollector struct {
-	found  *engine.Directory
-	static []engine.Static
-	asker  *client.Asker
-	logger log.Logger
+	found   *engine.Directory
+	static  []engine.Static
+	asker   *client.Asker
+	logger  log.Logger
+	results *collected.Results
 
 	kick chan struct{}
 	stop chan struct{}
@@ -207,29 +210,19 @@ func (c *enginesCollector) tell(key engineKey, r engine.Reading) {
 	}
 }
 
-func (c *enginesCollector) publish(st *collected.State) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	st.Engines = c.readings
-	if st.Engines == nil {
-		st.Engines = []engine.Reading{}
-	}
-}
-
-// refresh starts a round; publish shows the latest one's answers.
-func (c *enginesCollector) refresh(ctx context.Context) error {
+// Update starts a round and renders the latest one's answers.
+func (c *enginesCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
 	select {
 	case c.kick <- struct{}{}:
 	default: // a round is already due
 	}
-	return nil
-}
-
-func (c *enginesCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
-	c.refresh(ctx)
 	c.mu.Lock()
 	readings := c.readings
 	c.mu.Unlock()
+	if readings == nil {
+		readings = []engine.Reading{}
+	}
+	c.results.Set(func(st *collected.State) { st.Engines = readings })
 	now := time.Now()
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)

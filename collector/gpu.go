@@ -35,7 +35,11 @@ func init() {
 			if env.NVML == nil {
 				return nil, errNoNVML
 			}
-			return newGPUCollector(env.NVML, env.GPU.Timeout, env.GPU.MaxAge, hostfs.New(env.ProcFS), env.Logger)
+			c, err := newGPUCollector(env.NVML, env.GPU.Timeout, env.GPU.MaxAge, hostfs.New(env.ProcFS), env.Logger)
+			if c != nil {
+				c.results = env.Results
+			}
+			return c, err
 		}
 	})
 }
@@ -66,14 +70,9 @@ var (
 var gpuStalledDesc = newDesc("spark_gpu_nvml_stalled_seconds",
 	"How long the NVML call still outstanding has waited, in whole seconds; 0 when none. The exporter's own clock, sent also while the wedged call fails the gpu collector.")
 
-// snapshotter is the part of gpu.Client the collector uses.
-type snapshotter interface {
-	Recent(ctx context.Context, maxAge time.Duration) (readings.Snapshot, error)
-	Stalled() time.Duration
-}
-
 type gpuCollector struct {
-	nvml    snapshotter
+	nvml    NVML
+	results *collected.Results
 	timeout time.Duration
 	maxAge  time.Duration
 	procfs  hostfs.FS // --path.procfs, for each process's comm
@@ -95,13 +94,13 @@ type gpuReading struct {
 	stalled time.Duration
 }
 
-func (c *gpuCollector) publish(st *collected.State) {
+func (c *gpuCollector) store(st *collected.State) {
 	if r := c.latest.Load(); r != nil {
 		st.GPU = &collected.GPU{Loaded: r.loaded, Snapshot: r.snap, Stalled: r.stalled}
 	}
 }
 
-func newGPUCollector(nvml snapshotter, timeout, maxAge time.Duration, fs hostfs.FS, logger log.Logger) (*gpuCollector, error) {
+func newGPUCollector(nvml NVML, timeout, maxAge time.Duration, fs hostfs.FS, logger log.Logger) (*gpuCollector, error) {
 	if err := fs.CheckRoot(); err != nil {
 		return nil, err
 	}
@@ -129,15 +128,9 @@ func (c *gpuCollector) read() (readings.Snapshot, time.Duration, error) {
 	return snap, stalled, err
 }
 
-func (c *gpuCollector) refresh(ctx context.Context) error {
-	if _, _, err := c.read(); !errors.Is(err, gpu.ErrUnavailable) {
-		return err
-	}
-	return nil
-}
-
 func (c *gpuCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
 	snap, stalled, err := c.read()
+	c.results.Set(c.store)
 	// Whole seconds: a healthy call, in flight for milliseconds, reads 0.
 	ch <- prometheus.MustNewConstMetric(gpuStalledDesc, prometheus.GaugeValue, math.Floor(stalled.Seconds()))
 	switch {

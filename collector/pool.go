@@ -32,7 +32,11 @@ func init() {
 	registerCollector("pool", defaultEnabled, func(fg cliflag.FlagGroup) Factory {
 		settings := AddPoolFlags(fg)
 		return func(env Env) (Collector, error) {
-			return newPoolCollector(hostfs.New(env.ProcFS), settings.Reserve(), env.Logger)
+			c, err := newPoolCollector(hostfs.New(env.ProcFS), settings.Reserve(), env.Logger)
+			if c != nil {
+				c.results = env.Results
+			}
+			return c, err
 		}
 	})
 }
@@ -78,6 +82,7 @@ type poolCollector struct {
 	proc    hostfs.FS // --path.procfs
 	reserve uint64
 	logger  log.Logger
+	results *collected.Results
 	// last is what the latest Update rendered; nil when it failed.
 	last atomic.Pointer[collected.Pool]
 	// pageSize is the kernel's, once read: it does not change while the
@@ -89,7 +94,7 @@ type poolCollector struct {
 	compactFails pool.RateWindow
 }
 
-func (c *poolCollector) publish(st *collected.State) { st.Pool = c.last.Load() }
+func (c *poolCollector) store(st *collected.State) { st.Pool = c.last.Load() }
 
 func newPoolCollector(proc hostfs.FS, reserve uint64, logger log.Logger) (*poolCollector, error) {
 	return &poolCollector{
@@ -100,18 +105,15 @@ func newPoolCollector(proc hostfs.FS, reserve uint64, logger log.Logger) (*poolC
 	}, nil
 }
 
-func (c *poolCollector) refresh(ctx context.Context) error {
-	r, err := c.read(ctx)
-	c.remember(r, err)
-	return err
-}
-
 func (c *poolCollector) remember(r poolReading, err error) {
 	if err != nil {
 		c.last.Store(nil)
 		return
 	}
 	p := &collected.Pool{Snapshot: r.snap, Reserve: c.reserve}
+	if r.psiOK && r.psi.Some != nil {
+		p.Pressure = &r.psi
+	}
 	if large, ok := pool.LargeFreeBytes(r.zones, r.pageSize, judge.LargeBlockBytes); ok {
 		p.LargeFreeBytes = &large
 	}
@@ -131,6 +133,7 @@ func (c *poolCollector) Update(ctx context.Context, ch chan<- prometheus.Metric)
 	// sends no half set of pool figures.
 	r, err := c.read(ctx)
 	c.remember(r, err)
+	c.results.Set(c.store)
 	if err != nil {
 		return err
 	}

@@ -37,6 +37,7 @@ func init() {
 			}
 			sampler := thermalsampler.NewSampler(gpu.WithTimeout(env.NVML, env.GPU.Timeout), cfg, settings.CSVFile(), env.Logger)
 			c := newThermalCollector(sampler)
+			c.results = env.Results
 			c.start()
 			return c, nil
 		}
@@ -145,6 +146,7 @@ var (
 type thermalCollector struct {
 	sampler *thermalsampler.Sampler
 	latest  atomic.Pointer[thermal.Snapshot]
+	results *collected.Results
 
 	cancel    context.CancelFunc
 	done      chan struct{}
@@ -181,7 +183,7 @@ func (c *thermalCollector) Close() error {
 	return c.closeErr
 }
 
-func (c *thermalCollector) publish(st *collected.State) {
+func (c *thermalCollector) store(st *collected.State) {
 	if snap := c.latest.Load(); snap != nil {
 		st.Thermal = &collected.Thermal{Snapshot: *snap, Config: c.sampler.Config()}
 	}
@@ -196,13 +198,9 @@ func (c *thermalCollector) snapshot() (thermal.Snapshot, error) {
 	return snap, nil
 }
 
-func (c *thermalCollector) refresh(ctx context.Context) error {
-	_, err := c.snapshot()
-	return err
-}
-
 func (c *thermalCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
 	snap, err := c.snapshot()
+	c.results.Set(c.store)
 	sendThermal(ch, snap)
 	return err
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/spark-exporter/spark_exporter/internal/collected"
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
 	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 	"github.com/spark-exporter/spark_exporter/internal/gpu/thermalsampler"
@@ -455,7 +456,8 @@ func TestThermalCounterSlowdown(t *testing.T) {
 func TestThermalSnapshotIsTheRenderedOne(t *testing.T) {
 	src := &fakeSource{}
 	c, _ := newTestThermal(t, src, "")
-	e := NewExporter(map[string]Collector{"thermal": c}, nopLogger())
+	c.results = &collected.Results{}
+	e := NewExporter(map[string]Collector{"thermal": c}, c.results, nopLogger())
 	ctx := context.Background()
 	src.set([]readings.Reading{reading(0, 90, 100, 0.97)}, nil)
 	c.sampler.Sample(ctx, tick(0))
