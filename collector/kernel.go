@@ -26,7 +26,7 @@ func init() {
 	registerCollector("kernel", defaultEnabled, func(fg cliflag.FlagGroup) Factory {
 		path := fg.Flag("kernel.kmsg-path",
 			"The kernel log to read, in /dev/kmsg's record format; reading it needs CAP_SYSLOG where kernel.dmesg_restrict is set. "+
-				"Tests point it at a file (64 MiB at most) or FIFO; another device than /dev/kmsg is refused.").Default("/dev/kmsg").String()
+				"A file (64 MiB at most) or FIFO of such records is read too; another device than /dev/kmsg is refused.").Default("/dev/kmsg").String()
 		return func(env Env) (Collector, error) {
 			c := newKernelCollector(*path, env.Logger)
 			c.results = env.Results
