@@ -33,19 +33,17 @@ import (
 // Collector is one source of metrics, read afresh on every scrape. Its
 // Factory starts any background work it needs; an io.Closer's Close stops it.
 type Collector interface {
-	// Update sends this scrape's metrics to ch and stores its result in
-	// Env.Results for the views; an error fails the collector for this
-	// scrape, keeping what was sent. ctx's deadline bounds its file reads;
-	// NVML reads keep --gpu.timeout on the client's own worker.
+	// Update sends this scrape's metrics and stores its result in
+	// Env.Results; an error fails it for this scrape, keeping what was sent.
+	// ctx's deadline bounds file reads; NVML's is --gpu.timeout, on its worker.
 	Update(ctx context.Context, ch chan<- prometheus.Metric) error
 }
 
-// ErrNoData means the collector has nothing to report on this host: not a failure.
-var ErrNoData = errors.New("collector returned no data")
+// errNoData means the collector has nothing to report on this host: not a failure.
+var errNoData = errors.New("collector returned no data")
 
 // Env is what every collector may need besides its own flags (Setup).
 type Env struct {
-	// ProcFS and SysFS are --path.procfs and --path.sysfs (fixture trees in tests).
 	ProcFS, SysFS string
 	// ReadTimeout is --path.read-timeout (hostfs.DefaultTimeout when 0).
 	ReadTimeout time.Duration
@@ -56,27 +54,21 @@ type Env struct {
 	// Engines is where the workloads collector puts the engines it finds,
 	// for the engines collector and /sd/engines; Build makes one when nil.
 	Engines *engine.Directory
-	// GPU is --gpu.*, the process's NVML settings.
-	GPU gpu.Settings
-	// Results is where each collector stores its latest result; Build
-	// makes one when nil.
-	Results *collected.Results
+	GPU     gpu.Settings
+	Results *collected.Results // Build makes one when nil
 }
 
 // NVML is what the collectors read NVML through; *gpu.Client is one.
 type NVML interface {
 	Read(ctx context.Context) ([]readings.Reading, error)
-	// Recent serves the latest complete reading while at most maxAge old,
-	// else reads NVML.
+	// Recent serves the latest complete reading while at most maxAge old.
 	Recent(ctx context.Context, maxAge time.Duration) (readings.Snapshot, error)
-	// Stalled is how long the NVML call now outstanding has waited; 0
-	// when none is.
+	// Stalled is how long the NVML call outstanding has waited; 0 when none.
 	Stalled() time.Duration
 }
 
 var errNoNVML = errors.New("no NVML client: open one when Selection.NeedsNVML")
 
-// Factory builds a collector once flags are parsed.
 type Factory func(env Env) (Collector, error)
 
 // Setup registers a collector's own flags on fg and returns the factory that
@@ -131,11 +123,9 @@ type Selection struct {
 	nvml       map[string]bool // the collector reads NVML
 }
 
-// PoolSettings are the pool's flags (--pool.reserve), for every command that
-// judges against the pool's headroom: the pool collector's Setup and plan.
+// PoolSettings are --pool.*, shared by the pool collector and plan.
 type PoolSettings struct{ reserve *uint64 }
 
-// AddPoolFlags registers the pool's flags on fg.
 func AddPoolFlags(fg cliflag.FlagGroup) *PoolSettings {
 	return &PoolSettings{reserve: addPoolReserveFlag(fg)}
 }
@@ -143,7 +133,6 @@ func AddPoolFlags(fg cliflag.FlagGroup) *PoolSettings {
 // Reserve is --pool.reserve; read it once the flags are parsed.
 func (p *PoolSettings) Reserve() uint64 { return *p.reserve }
 
-// AddFlags registers --collector.NAME and the own flags of every collector.
 func AddFlags(fg cliflag.FlagGroup) *Selection {
 	s := &Selection{enabled: map[string]*bool{}, explicit: map[string]*bool{},
 		configured: map[string]*bool{}, factories: map[string]Factory{}, nvml: map[string]bool{}}
@@ -187,7 +176,6 @@ func (w watchFlag) Flag(name, help string) *kingpin.FlagClause {
 	return fc
 }
 
-// Enabled lists the enabled collectors, sorted.
 func (s *Selection) Enabled() []string {
 	var names []string
 	for name, on := range s.enabled {
@@ -200,8 +188,7 @@ func (s *Selection) Enabled() []string {
 	return names
 }
 
-// NeedsNVML reports whether an enabled collector reads NVML, so that the
-// NVML client (Env.NVML) is opened only then.
+// NeedsNVML: the NVML client is opened only for a collector that reads it.
 func (s *Selection) NeedsNVML() bool {
 	return slices.ContainsFunc(s.Enabled(), func(name string) bool { return s.nvml[name] })
 }
@@ -270,8 +257,7 @@ type Exporter struct {
 	readTimeout time.Duration
 }
 
-// NewExporter wraps built collectors, keyed by name, that store their
-// results in results (a new store when nil).
+// NewExporter wraps built collectors that store in results (new when nil).
 func NewExporter(collectors map[string]Collector, results *collected.Results, logger log.Logger) *Exporter {
 	h := make(map[string]*health, len(collectors))
 	for name := range collectors {
@@ -283,7 +269,6 @@ func NewExporter(collectors map[string]Collector, results *collected.Results, lo
 	return &Exporter{collectors: collectors, health: h, results: results, logger: logger}
 }
 
-// Names lists the collectors the exporter runs, sorted.
 func (e *Exporter) Names() []string {
 	names := make([]string, 0, len(e.collectors))
 	for name := range e.collectors {
@@ -301,7 +286,6 @@ func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	ch <- entriesLeftOutDesc
 }
 
-// Collect runs every collector concurrently.
 func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	e.collect(ch, e.Names())
 }
@@ -320,7 +304,7 @@ func (e *Exporter) collect(ch chan<- prometheus.Metric, names []string) {
 func (e *Exporter) run(name string, ch chan<- prometheus.Metric) {
 	duration, err := e.timed(name, func(ctx context.Context) error { return e.collectors[name].Update(ctx, ch) })
 	success := 1.0
-	if err != nil && !errors.Is(err, ErrNoData) {
+	if err != nil && !errors.Is(err, errNoData) {
 		success = 0
 	}
 	// State's runs are these two values: the page says what the exposition does.
@@ -344,7 +328,7 @@ func (e *Exporter) timed(name string, f func(ctx context.Context) error) (time.D
 // level, the recovery at info level; repeats only at debug level.
 func (e *Exporter) record(name string, err error, duration time.Duration) {
 	logger := log.With(e.logger, "collector", name)
-	if errors.Is(err, ErrNoData) {
+	if errors.Is(err, errNoData) {
 		level.Debug(logger).Log("msg", "collector returned no data", "duration_seconds", duration.Seconds())
 		err = nil
 	}
@@ -364,7 +348,6 @@ func (e *Exporter) record(name string, err error, duration time.Duration) {
 	}
 }
 
-// redact makes paths under --path.procfs and --path.sysfs relative to them.
 func (e *Exporter) redact(err error) string {
 	return redact.UnderRoots(err.Error(), e.procfs, e.sysfs)
 }
@@ -394,7 +377,6 @@ type filtered struct {
 func (f filtered) Describe(ch chan<- *prometheus.Desc) { f.e.Describe(ch) }
 func (f filtered) Collect(ch chan<- prometheus.Metric) { f.e.collect(ch, f.names) }
 
-// Close stops the collectors' background work (samplers, open files).
 func (e *Exporter) Close() error {
 	var errs []error
 	for _, name := range e.Names() {
@@ -418,7 +400,6 @@ func newDesc(name, help string, labels ...string) *prometheus.Desc {
 	return prometheus.NewDesc(name, help, labels, nil)
 }
 
-// boolToFloat64 is a gauge's 1 for true, 0 for false.
 func boolToFloat64(ok bool) float64 {
 	if ok {
 		return 1

@@ -61,7 +61,7 @@ func TestFailingCollectorDoesNotHideOthers(t *testing.T) {
 
 type noData struct{}
 
-func (noData) Update(context.Context, chan<- prometheus.Metric) error { return ErrNoData }
+func (noData) Update(context.Context, chan<- prometheus.Metric) error { return errNoData }
 
 func TestFailureLoggedWhenItStartsAndClears(t *testing.T) {
 	var buf bytes.Buffer

@@ -54,7 +54,6 @@ func init() {
 	})
 }
 
-// parseEngineTarget reads KIND=HOST:PORT.
 func parseEngineTarget(s string) (engine.Static, error) {
 	kind, address, ok := strings.Cut(s, "=")
 	if !ok || !slices.Contains(engine.Kinds, kind) {
@@ -112,11 +111,9 @@ type enginesCollector struct {
 	readings []engine.Reading
 	// told: the problem each engine was last logged with, so that it is
 	// logged once, and again only when it changes.
-	told map[engineKey]string
-	// models: the model names each engine showed.
+	told   map[engineKey]string
 	models map[engineKey]engine.ModelNames
-	// own are the ports the exporter itself listens at.
-	own []int
+	own    []int
 }
 
 type engineKey struct {

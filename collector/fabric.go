@@ -72,7 +72,6 @@ type fabricCollector struct {
 	last atomic.Pointer[collected.Fabric]
 }
 
-// fabricLayout is a discovery and the series built for it.
 type fabricLayout struct {
 	*fabric.Layout
 	series layoutSeries
@@ -82,7 +81,6 @@ func newFabricCollector(root string, logger log.Logger) *fabricCollector {
 	return &fabricCollector{sys: newSysfs(root), now: time.Now, logger: logger}
 }
 
-// read reads the values of the layout discovered at most layout.Every ago.
 func (c *fabricCollector) read(ctx context.Context) (fabric.Snapshot, layoutSeries, error) {
 	var err error
 	l := c.layout.Get(c.now(), func() *fabricLayout {

@@ -54,7 +54,6 @@ var (
 )
 
 type platformCollector struct {
-	// batch runs a job's reads under one deadline.
 	batch  func(ctx context.Context, job func(fsys layout.FS)) error
 	now    func() time.Time
 	logger log.Logger
@@ -66,7 +65,6 @@ type platformCollector struct {
 	layout layout.Kept[platformLayout]
 }
 
-// platformLayout is a discovery and the series built for it.
 type platformLayout struct {
 	*platform.Layout
 	series layoutSeries

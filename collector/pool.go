@@ -85,8 +85,7 @@ type poolCollector struct {
 	results *collected.Results
 	// last is what the latest Update rendered; nil when it failed.
 	last atomic.Pointer[collected.Pool]
-	// pageSize is the kernel's, once read: it does not change while the
-	// kernel runs.
+	// pageSize does not change while the kernel runs.
 	pageSize atomic.Uint64
 	now      func() time.Time
 	mu       sync.Mutex
@@ -239,7 +238,6 @@ func sendBlocks(gauge func(*prometheus.Desc, float64, ...string), r poolReading)
 	}
 }
 
-// poolReading is every source of one run, parsed.
 type poolReading struct {
 	snap     pool.Snapshot
 	vm       vmstat.Counters
@@ -249,7 +247,6 @@ type poolReading struct {
 	pageSize uint64      // 0 where unknown
 }
 
-// poolFiles are the files of one run, each with its read error.
 type poolFiles struct {
 	meminfo, vmstat, pressure, buddyinfo, smaps       []byte
 	meminfoErr, vmstatErr, psiErr, buddyErr, smapsErr error
@@ -315,9 +312,8 @@ func (c *poolCollector) readFiles(ctx context.Context) (f poolFiles, err error) 
 	return f, err
 }
 
-// memoryPressure reads /proc/pressure/memory. A kernel without PSI (before
-// 4.20, or booted with psi=0) has no such file or refuses the read; that is
-// a missing field, not a failure.
+// memoryPressure: a kernel without PSI (before 4.20, psi=0) is a missing
+// field, not a failure.
 func memoryPressure(data []byte, err error) (pool.Pressure, bool, error) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.EOPNOTSUPP):
@@ -344,9 +340,8 @@ func buddyinfo(data []byte, err error) ([]pool.Zone, error) {
 	return pool.ParseBuddyinfo(data)
 }
 
-// kernelPageSize is the page size, from the exporter's own smaps the first
-// time; a kernel without smaps (CONFIG_PROC_PAGE_MONITOR off) leaves it
-// unknown.
+// kernelPageSize reads the exporter's own smaps once; without smaps
+// (CONFIG_PROC_PAGE_MONITOR off) it stays unknown.
 func (c *poolCollector) kernelPageSize(data []byte, err error) (uint64, error) {
 	if size := c.pageSize.Load(); size != 0 {
 		return size, nil

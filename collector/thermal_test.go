@@ -222,8 +222,8 @@ func TestThermalNoGPU(t *testing.T) {
 		c.sampler.Sample(context.Background(), tick(i))
 	}
 	got, err := collect(t, c)
-	if !errors.Is(err, ErrNoData) || len(got) != 0 {
-		t.Errorf("got %v, %v; want no series and ErrNoData", got, err)
+	if !errors.Is(err, errNoData) || len(got) != 0 {
+		t.Errorf("got %v, %v; want no series and errNoData", got, err)
 	}
 	if lines := logLines(logs); len(lines) != 1 || !strings.Contains(lines[0], "level=info") {
 		t.Errorf("want one info line, got:\n%s", strings.Join(lines, "\n"))

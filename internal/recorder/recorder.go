@@ -46,8 +46,8 @@ const syncEvery = time.Second
 // uncleanFor is how long after the previous boot's end it is reported.
 const uncleanFor = 24 * time.Hour
 
-// VerdictWindow is the span of the previous boot's end the verdict reads.
-const VerdictWindow = 10 * time.Minute
+// verdictWindow is the span of the previous boot's end the verdict reads.
+const verdictWindow = 10 * time.Minute
 
 // Recorder writes the flight ring; it is a prometheus.Collector of its own
 // counters.
@@ -87,7 +87,7 @@ func Open(path string, size uint64, interval time.Duration, boot [16]byte, resul
 		return r, nil
 	}
 	r.ring = ring
-	if r.previous, err = ring.Previous(boot, VerdictWindow); err != nil {
+	if r.previous, err = ring.Previous(boot, verdictWindow); err != nil {
 		level.Error(logger).Log("msg", "the flight recorder cannot read the previous boot's last minutes", "err", redact.WithoutPath(err))
 	}
 	results.AfterFirst(r.begin)
@@ -233,7 +233,7 @@ func (r *Recorder) Account() *collected.Flight {
 	f := &collected.Flight{}
 	if b := r.unclean(); b != nil {
 		f.Unclean, f.EndedAt = true, b.End()
-		f.Verdict = flight.Verdict(*b, VerdictWindow, time.Local)
+		f.Verdict = flight.Verdict(*b, verdictWindow, time.Local)
 	}
 	return f
 }
