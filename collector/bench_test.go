@@ -36,7 +36,7 @@ func drain(b *testing.B, c Collector) {
 	}()
 	b.Cleanup(func() { close(ch); <-done })
 	cputime.Loop(b, func() {
-		if err := c.Update(context.Background(), ch); err != nil && err != ErrNoData {
+		if err := c.Update(context.Background(), ch); err != nil && err != errNoData {
 			b.Fatal(err)
 		}
 	})

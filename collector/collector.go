@@ -30,19 +30,20 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
 )
 
-// Collector is one source of metrics, read afresh on every scrape.
+// Collector is one source of metrics, read afresh on every scrape. Its
+// Factory starts any background work it needs; an io.Closer's Close stops it.
 type Collector interface {
-	// Update sends this scrape's metrics to ch; an error fails the collector
-	// for this scrape, keeping what was sent. ctx's deadline bounds its reads.
+	// Update sends this scrape's metrics and stores its result in
+	// Env.Results; an error fails it for this scrape, keeping what was sent.
+	// ctx's deadline bounds file reads; NVML's is --gpu.timeout, on its worker.
 	Update(ctx context.Context, ch chan<- prometheus.Metric) error
 }
 
-// ErrNoData means the collector has nothing to report on this host: not a failure.
-var ErrNoData = errors.New("collector returned no data")
+// errNoData means the collector has nothing to report on this host: not a failure.
+var errNoData = errors.New("collector returned no data")
 
 // Env is what every collector may need besides its own flags (Setup).
 type Env struct {
-	// ProcFS and SysFS are --path.procfs and --path.sysfs (fixture trees in tests).
 	ProcFS, SysFS string
 	// ReadTimeout is --path.read-timeout (hostfs.DefaultTimeout when 0).
 	ReadTimeout time.Duration
@@ -53,28 +54,21 @@ type Env struct {
 	// Engines is where the workloads collector puts the engines it finds,
 	// for the engines collector and /sd/engines; Build makes one when nil.
 	Engines *engine.Directory
-	// GPU is --gpu.*, the process's NVML settings.
-	GPU gpu.Settings
+	GPU     gpu.Settings
+	Results *collected.Results // Build makes one when nil
 }
 
 // NVML is what the collectors read NVML through; *gpu.Client is one.
 type NVML interface {
 	Read(ctx context.Context) ([]readings.Reading, error)
-	// Recent serves the latest complete reading while at most maxAge old,
-	// else reads NVML.
+	// Recent serves the latest complete reading while at most maxAge old.
 	Recent(ctx context.Context, maxAge time.Duration) (readings.Snapshot, error)
-	// Stalled is how long the NVML call now outstanding has waited; 0
-	// when none is.
+	// Stalled is how long the NVML call outstanding has waited; 0 when none.
 	Stalled() time.Duration
 }
 
 var errNoNVML = errors.New("no NVML client: open one when Selection.NeedsNVML")
 
-// starter is a collector that reads the other collectors' results (the
-// flight recorder): Build starts it once the exporter exists.
-type starter interface{ start(e *Exporter) }
-
-// Factory builds a collector once flags are parsed.
 type Factory func(env Env) (Collector, error)
 
 // Setup registers a collector's own flags on fg and returns the factory that
@@ -129,11 +123,9 @@ type Selection struct {
 	nvml       map[string]bool // the collector reads NVML
 }
 
-// PoolSettings are the pool's flags (--pool.reserve), for every command that
-// judges against the pool's headroom: the pool collector's Setup and plan.
+// PoolSettings are --pool.*, shared by the pool collector and plan.
 type PoolSettings struct{ reserve *uint64 }
 
-// AddPoolFlags registers the pool's flags on fg.
 func AddPoolFlags(fg cliflag.FlagGroup) *PoolSettings {
 	return &PoolSettings{reserve: addPoolReserveFlag(fg)}
 }
@@ -141,7 +133,6 @@ func AddPoolFlags(fg cliflag.FlagGroup) *PoolSettings {
 // Reserve is --pool.reserve; read it once the flags are parsed.
 func (p *PoolSettings) Reserve() uint64 { return *p.reserve }
 
-// AddFlags registers --collector.NAME and the own flags of every collector.
 func AddFlags(fg cliflag.FlagGroup) *Selection {
 	s := &Selection{enabled: map[string]*bool{}, explicit: map[string]*bool{},
 		configured: map[string]*bool{}, factories: map[string]Factory{}, nvml: map[string]bool{}}
@@ -185,7 +176,6 @@ func (w watchFlag) Flag(name, help string) *kingpin.FlagClause {
 	return fc
 }
 
-// Enabled lists the enabled collectors, sorted.
 func (s *Selection) Enabled() []string {
 	var names []string
 	for name, on := range s.enabled {
@@ -198,8 +188,7 @@ func (s *Selection) Enabled() []string {
 	return names
 }
 
-// NeedsNVML reports whether an enabled collector reads NVML, so that the
-// NVML client (Env.NVML) is opened only then.
+// NeedsNVML: the NVML client is opened only for a collector that reads it.
 func (s *Selection) NeedsNVML() bool {
 	return slices.ContainsFunc(s.Enabled(), func(name string) bool { return s.nvml[name] })
 }
@@ -209,6 +198,9 @@ func (s *Selection) NeedsNVML() bool {
 func (s *Selection) Build(env Env) (*Exporter, error) {
 	if env.Engines == nil {
 		env.Engines = engine.NewDirectory()
+	}
+	if env.Results == nil {
+		env.Results = &collected.Results{}
 	}
 	cs := map[string]Collector{}
 	for _, name := range s.Enabled() {
@@ -223,16 +215,11 @@ func (s *Selection) Build(env Env) (*Exporter, error) {
 		}
 		cs[name] = c
 	}
-	e := NewExporter(cs, env.Logger)
+	e := NewExporter(cs, env.Results, env.Logger)
 	e.readTimeout = env.ReadTimeout
 	e.procfs = filepath.Clean(env.ProcFS)
 	if env.SysFS != "" {
 		e.sysfs = filepath.Clean(env.SysFS)
-	}
-	for _, c := range cs {
-		if s, ok := c.(starter); ok {
-			s.start(e)
-		}
 	}
 	return e, nil
 }
@@ -261,27 +248,27 @@ type health struct {
 type Exporter struct {
 	collectors map[string]Collector
 	health     map[string]*health
+	results    *collected.Results
 	logger     log.Logger
 	// procfs and sysfs are cut out of the errors logged: collectors' errors
 	// quote the files they failed on, and a mount point may be a private path.
 	procfs, sysfs string
 	// readTimeout is Env.ReadTimeout: each run's deadline.
 	readTimeout time.Duration
-
-	mu sync.Mutex
-	at time.Time // when the latest run of every collector ended
 }
 
-// NewExporter wraps built collectors, keyed by name.
-func NewExporter(collectors map[string]Collector, logger log.Logger) *Exporter {
+// NewExporter wraps built collectors that store in results (new when nil).
+func NewExporter(collectors map[string]Collector, results *collected.Results, logger log.Logger) *Exporter {
 	h := make(map[string]*health, len(collectors))
 	for name := range collectors {
 		h[name] = &health{}
 	}
-	return &Exporter{collectors: collectors, health: h, logger: logger}
+	if results == nil {
+		results = &collected.Results{}
+	}
+	return &Exporter{collectors: collectors, health: h, results: results, logger: logger}
 }
 
-// Names lists the collectors the exporter runs, sorted.
 func (e *Exporter) Names() []string {
 	names := make([]string, 0, len(e.collectors))
 	for name := range e.collectors {
@@ -299,7 +286,6 @@ func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	ch <- entriesLeftOutDesc
 }
 
-// Collect runs every collector concurrently.
 func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	e.collect(ch, e.Names())
 }
@@ -311,26 +297,23 @@ func (e *Exporter) collect(ch chan<- prometheus.Metric, names []string) {
 	}
 	wg.Wait()
 	if len(names) == len(e.collectors) {
-		e.complete()
+		e.results.Complete(time.Now())
 	}
 }
 
 func (e *Exporter) run(name string, ch chan<- prometheus.Metric) {
 	duration, err := e.timed(name, func(ctx context.Context) error { return e.collectors[name].Update(ctx, ch) })
 	success := 1.0
-	if err != nil && !errors.Is(err, ErrNoData) {
+	if err != nil && !errors.Is(err, errNoData) {
 		success = 0
 	}
 	// State's runs are these two values: the page says what the exposition does.
 	ch <- prometheus.MustNewConstMetric(scrapeDurationDesc, prometheus.GaugeValue, duration.Seconds(), name)
 	ch <- prometheus.MustNewConstMetric(scrapeSuccessDesc, prometheus.GaugeValue, success, name)
-	if c, ok := e.collectors[name].(capped); ok {
-		ch <- prometheus.MustNewConstMetric(entriesLeftOutDesc, prometheus.GaugeValue, float64(c.EntriesLeftOut()), name)
-	}
 }
 
-// timed runs f, a run of the collector name (Update or refresh), under the
-// one deadline of a collector run's reads, and records how it went.
+// timed runs f, a collector's Update, under the one deadline of a
+// collector run's reads, and records how it went.
 func (e *Exporter) timed(name string, f func(ctx context.Context) error) (time.Duration, error) {
 	start := time.Now()
 	ctx, cancel := hostfs.RunContext(context.Background(), e.readTimeout)
@@ -345,7 +328,7 @@ func (e *Exporter) timed(name string, f func(ctx context.Context) error) (time.D
 // level, the recovery at info level; repeats only at debug level.
 func (e *Exporter) record(name string, err error, duration time.Duration) {
 	logger := log.With(e.logger, "collector", name)
-	if errors.Is(err, ErrNoData) {
+	if errors.Is(err, errNoData) {
 		level.Debug(logger).Log("msg", "collector returned no data", "duration_seconds", duration.Seconds())
 		err = nil
 	}
@@ -365,7 +348,6 @@ func (e *Exporter) record(name string, err error, duration time.Duration) {
 	}
 }
 
-// redact makes paths under --path.procfs and --path.sysfs relative to them.
 func (e *Exporter) redact(err error) string {
 	return redact.UnderRoots(err.Error(), e.procfs, e.sysfs)
 }
@@ -395,7 +377,6 @@ type filtered struct {
 func (f filtered) Describe(ch chan<- *prometheus.Desc) { f.e.Describe(ch) }
 func (f filtered) Collect(ch chan<- prometheus.Metric) { f.e.collect(ch, f.names) }
 
-// Close stops the collectors' background work (samplers, open files).
 func (e *Exporter) Close() error {
 	var errs []error
 	for _, name := range e.Names() {
@@ -419,7 +400,6 @@ func newDesc(name, help string, labels ...string) *prometheus.Desc {
 	return prometheus.NewDesc(name, help, labels, nil)
 }
 
-// boolToFloat64 is a gauge's 1 for true, 0 for false.
 func boolToFloat64(ok bool) float64 {
 	if ok {
 		return 1

@@ -40,7 +40,7 @@ func (f *fake) Update(_ context.Context, ch chan<- prometheus.Metric) error {
 
 func TestFailingCollectorDoesNotHideOthers(t *testing.T) {
 	broken := &fake{err: errors.New("cannot read /proc/x")}
-	e := NewExporter(map[string]Collector{"good": &fake{}, "broken": broken, "empty": noData{}}, nopLogger())
+	e := NewExporter(map[string]Collector{"good": &fake{}, "broken": broken, "empty": noData{}}, nil, nopLogger())
 	got := gatherAll(t, e)
 	for name, want := range map[string]float64{
 		`spark_scrape_collector_success{collector="good"}`:   1,
@@ -61,12 +61,12 @@ func TestFailingCollectorDoesNotHideOthers(t *testing.T) {
 
 type noData struct{}
 
-func (noData) Update(context.Context, chan<- prometheus.Metric) error { return ErrNoData }
+func (noData) Update(context.Context, chan<- prometheus.Metric) error { return errNoData }
 
 func TestFailureLoggedWhenItStartsAndClears(t *testing.T) {
 	var buf bytes.Buffer
 	broken := &fake{err: errors.New("boom")}
-	e := NewExporter(map[string]Collector{"broken": broken}, log.NewLogfmtLogger(&buf))
+	e := NewExporter(map[string]Collector{"broken": broken}, nil, log.NewLogfmtLogger(&buf))
 	for range 5 {
 		gatherAll(t, e)
 	}
@@ -93,7 +93,7 @@ func TestFailureLoggedWhenItStartsAndClears(t *testing.T) {
 }
 
 func TestFilter(t *testing.T) {
-	e := NewExporter(map[string]Collector{"a": &fake{}, "b": &fake{}, "c": &fake{}}, nopLogger())
+	e := NewExporter(map[string]Collector{"a": &fake{}, "b": &fake{}, "c": &fake{}}, nil, nopLogger())
 	for _, tc := range []struct {
 		include, exclude, want []string
 	}{
@@ -179,7 +179,7 @@ func TestFailureLogNamesNoProcfsPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	e := NewExporter(map[string]Collector{"pool": c}, log.NewLogfmtLogger(&buf))
+	e := NewExporter(map[string]Collector{"pool": c}, nil, log.NewLogfmtLogger(&buf))
 	e.procfs = dir
 	for range 2 { // the error, then the debug line
 		gatherAll(t, e)

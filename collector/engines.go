@@ -47,12 +47,13 @@ func init() {
 			if found == nil {
 				found = engine.NewDirectory()
 			}
-			return newEnginesCollector(found, *targets, client.NewAsker(token), env.Logger), nil
+			c := newEnginesCollector(found, *targets, client.NewAsker(token), env.Logger)
+			c.results = env.Results
+			return c, nil
 		}
 	})
 }
 
-// parseEngineTarget reads KIND=HOST:PORT.
 func parseEngineTarget(s string) (engine.Static, error) {
 	kind, address, ok := strings.Cut(s, "=")
 	if !ok || !slices.Contains(engine.Kinds, kind) {
@@ -96,10 +97,11 @@ var (
 )
 
 type enginesCollector struct {
-	found  *engine.Directory
-	static []engine.Static
-	asker  *client.Asker
-	logger log.Logger
+	found   *engine.Directory
+	static  []engine.Static
+	asker   *client.Asker
+	logger  log.Logger
+	results *collected.Results
 
 	kick chan struct{}
 	stop chan struct{}
@@ -109,11 +111,9 @@ type enginesCollector struct {
 	readings []engine.Reading
 	// told: the problem each engine was last logged with, so that it is
 	// logged once, and again only when it changes.
-	told map[engineKey]string
-	// models: the model names each engine showed.
+	told   map[engineKey]string
 	models map[engineKey]engine.ModelNames
-	// own are the ports the exporter itself listens at.
-	own []int
+	own    []int
 }
 
 type engineKey struct {
@@ -207,29 +207,19 @@ func (c *enginesCollector) tell(key engineKey, r engine.Reading) {
 	}
 }
 
-func (c *enginesCollector) publish(st *collected.State) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	st.Engines = c.readings
-	if st.Engines == nil {
-		st.Engines = []engine.Reading{}
-	}
-}
-
-// refresh starts a round; publish shows the latest one's answers.
-func (c *enginesCollector) refresh(ctx context.Context) error {
+// Update starts a round and renders the latest one's answers.
+func (c *enginesCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
 	select {
 	case c.kick <- struct{}{}:
 	default: // a round is already due
 	}
-	return nil
-}
-
-func (c *enginesCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
-	c.refresh(ctx)
 	c.mu.Lock()
 	readings := c.readings
 	c.mu.Unlock()
+	if readings == nil {
+		readings = []engine.Reading{}
+	}
+	c.results.Set(func(st *collected.State) { st.Engines = readings })
 	now := time.Now()
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)

@@ -25,7 +25,9 @@ import (
 func init() {
 	registerCollector("fabric", defaultEnabled, func(fg cliflag.FlagGroup) Factory {
 		return func(env Env) (Collector, error) {
-			return newFabricCollector(env.SysFS, env.Logger), nil
+			c := newFabricCollector(env.SysFS, env.Logger)
+			c.results = env.Results
+			return c, nil
 		}
 	})
 }
@@ -60,7 +62,8 @@ type fabricCollector struct {
 	logger log.Logger
 	// A host with more devices than fabric.MaxDevices, or a device with
 	// more ports than fabric.MaxPorts, is read up to those caps.
-	EntryCap
+	entryCap
+	results *collected.Results
 
 	mu     sync.Mutex // held through an Update: the series are built as sent
 	layout layout.Kept[fabricLayout]
@@ -69,7 +72,6 @@ type fabricCollector struct {
 	last atomic.Pointer[collected.Fabric]
 }
 
-// fabricLayout is a discovery and the series built for it.
 type fabricLayout struct {
 	*fabric.Layout
 	series layoutSeries
@@ -79,7 +81,6 @@ func newFabricCollector(root string, logger log.Logger) *fabricCollector {
 	return &fabricCollector{sys: newSysfs(root), now: time.Now, logger: logger}
 }
 
-// read reads the values of the layout discovered at most layout.Every ago.
 func (c *fabricCollector) read(ctx context.Context) (fabric.Snapshot, layoutSeries, error) {
 	var err error
 	l := c.layout.Get(c.now(), func() *fabricLayout {
@@ -112,17 +113,10 @@ func (c *fabricCollector) read(ctx context.Context) (fabric.Snapshot, layoutSeri
 	return s, l.series, nil
 }
 
-func (c *fabricCollector) refresh(ctx context.Context) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	_, _, err := c.take(ctx)
-	return err
-}
-
-// take reads the devices and keeps the reading for publish; c.mu held.
+// take reads the devices and stores the reading; c.mu held.
 func (c *fabricCollector) take(ctx context.Context) (fabric.Snapshot, layoutSeries, error) {
 	s, series, err := c.read(ctx)
-	c.Set(s.LeftOut)
+	c.set(s.LeftOut)
 	if err := sysfsOutcome(c.logger, err, s.Blocked, s.Problems); err != nil {
 		return s, nil, err
 	}
@@ -131,6 +125,7 @@ func (c *fabricCollector) take(ctx context.Context) (fabric.Snapshot, layoutSeri
 }
 
 func (c *fabricCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
+	defer c.send(ch, "fabric")
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s, series, err := c.take(ctx)
@@ -202,6 +197,5 @@ func (c *fabricCollector) remember(s fabric.Snapshot) {
 		next.Previous = &previous
 	}
 	c.last.Store(next)
+	c.results.Set(func(st *collected.State) { st.Fabric = next })
 }
-
-func (c *fabricCollector) publish(st *collected.State) { st.Fabric = c.last.Load() }

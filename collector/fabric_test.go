@@ -282,7 +282,7 @@ func TestFabricCountsWhatItLeavesOut(t *testing.T) {
 		if n := countSeries(got, "spark_fabric_info{"); n != fabric.MaxDevices-1+fabric.MaxPorts {
 			t.Errorf("%d ports reported, want %d", n, fabric.MaxDevices-1+fabric.MaxPorts)
 		}
-		if n, want := c.EntriesLeftOut(), extraDevices+ports-fabric.MaxPorts; n != want {
+		if n, want := c.get(), extraDevices+ports-fabric.MaxPorts; n != want {
 			t.Errorf("%d left out, want %d", n, want)
 		}
 	}
@@ -300,10 +300,10 @@ func TestFabricKeepsItsLastTwoReadings(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := newFabricCollector(dir, nopLogger())
+	c.results = &collected.Results{}
 	now := time.Unix(1e9, 0)
 	c.now = func() time.Time { return now }
-	var st collected.State
-	if c.publish(&st); st.Fabric != nil {
+	if st := c.results.Parts(); st.Fabric != nil {
 		t.Fatalf("a reading before the first scrape: %+v", st.Fabric)
 	}
 	rcv := func(r collected.FabricReading) float64 {
@@ -319,7 +319,8 @@ func TestFabricKeepsItsLastTwoReadings(t *testing.T) {
 	if _, err := collect(t, c); err != nil {
 		t.Fatal(err)
 	}
-	if c.publish(&st); st.Fabric == nil || st.Fabric.Previous != nil || !st.Fabric.Latest.At.Equal(now) {
+	st := c.results.Parts()
+	if st.Fabric == nil || st.Fabric.Previous != nil || !st.Fabric.Latest.At.Equal(now) {
 		t.Fatalf("after one scrape: %+v", st.Fabric)
 	}
 	first := rcv(st.Fabric.Latest)
@@ -331,7 +332,7 @@ func TestFabricKeepsItsLastTwoReadings(t *testing.T) {
 	if _, err := collect(t, c); err != nil {
 		t.Fatal(err)
 	}
-	c.publish(&st)
+	st = c.results.Parts()
 	if p := st.Fabric.Previous; p == nil || rcv(*p) != first || st.Fabric.Latest.At.Sub(p.At) != 15*time.Second || rcv(st.Fabric.Latest) != 12e9 {
 		t.Errorf("after two scrapes: %+v", st.Fabric)
 	}

@@ -25,17 +25,20 @@ import (
 // The gpu collector is NVML's view of each GPU, as `nvidia-smi` shows it,
 // and by spark_gpu_field_supported what a GB10 cannot report (memory info,
 // power limit: `[N/A]`). A wedged driver fails this collector after
-// --gpu.timeout, never the scrape; spark_gpu_nvml_stalled_seconds, from the
-// client's clock rather than NVML, is sent all the same. A scrape is served the thermal sampler's
-// reading while it is at most --gpu.max-age old, so that NVML is not read
-// twice for the same moment.
+// --gpu.timeout, never the scrape. A scrape is served the thermal sampler's
+// reading while it is at most --gpu.max-age old: NVML is not read twice for
+// the same moment.
 func init() {
 	registerNVMLCollector("gpu", defaultEnabled, func(cliflag.FlagGroup) Factory {
 		return func(env Env) (Collector, error) {
 			if env.NVML == nil {
 				return nil, errNoNVML
 			}
-			return newGPUCollector(env.NVML, env.GPU.Timeout, env.GPU.MaxAge, hostfs.New(env.ProcFS), env.Logger)
+			c, err := newGPUCollector(env.NVML, env.GPU.Timeout, env.GPU.MaxAge, hostfs.New(env.ProcFS), env.Logger)
+			if c != nil {
+				c.results = env.Results
+			}
+			return c, err
 		}
 	})
 }
@@ -66,22 +69,16 @@ var (
 var gpuStalledDesc = newDesc("spark_gpu_nvml_stalled_seconds",
 	"How long the NVML call still outstanding has waited, in whole seconds; 0 when none. The exporter's own clock, sent also while the wedged call fails the gpu collector.")
 
-// snapshotter is the part of gpu.Client the collector uses.
-type snapshotter interface {
-	Recent(ctx context.Context, maxAge time.Duration) (readings.Snapshot, error)
-	Stalled() time.Duration
-}
-
 type gpuCollector struct {
-	nvml    snapshotter
+	nvml    NVML
+	results *collected.Results
 	timeout time.Duration
 	maxAge  time.Duration
 	procfs  hostfs.FS // --path.procfs, for each process's comm
 	logger  log.Logger
 
-	// A reading is served for up to --gpu.max-age, so the metrics built from
-	// it are kept while it is (docs/performance.md, "Caches kept"); not the
-	// per-process ones, whose comm is read afresh.
+	// The metrics built from a served reading are kept while it is served;
+	// not the per-process ones, whose comm is read afresh.
 	mu        sync.Mutex
 	builtFrom *readings.Reading // &Devices[0] of the snapshot built; each read makes a new slice
 	built     []prometheus.Metric
@@ -95,23 +92,21 @@ type gpuReading struct {
 	stalled time.Duration
 }
 
-func (c *gpuCollector) publish(st *collected.State) {
+func (c *gpuCollector) store(st *collected.State) {
 	if r := c.latest.Load(); r != nil {
 		st.GPU = &collected.GPU{Loaded: r.loaded, Snapshot: r.snap, Stalled: r.stalled}
 	}
 }
 
-func newGPUCollector(nvml snapshotter, timeout, maxAge time.Duration, fs hostfs.FS, logger log.Logger) (*gpuCollector, error) {
+func newGPUCollector(nvml NVML, timeout, maxAge time.Duration, fs hostfs.FS, logger log.Logger) (*gpuCollector, error) {
 	if err := fs.CheckRoot(); err != nil {
 		return nil, err
 	}
 	return &gpuCollector{nvml: nvml, timeout: timeout, maxAge: maxAge, procfs: fs, logger: logger}, nil
 }
 
-// read serves the latest reading while it is at most --gpu.max-age old,
-// else reads NVML; with it, how long the call outstanding after it has
-// waited (the wedged one, when the read timed out). gpu.ErrUnavailable (no
-// driver or library) is a normal host state, not a failure.
+// read returns the reading and how long the call outstanding after it has
+// waited; gpu.ErrUnavailable (no driver) is a host state, not a failure.
 func (c *gpuCollector) read() (readings.Snapshot, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
@@ -129,15 +124,9 @@ func (c *gpuCollector) read() (readings.Snapshot, time.Duration, error) {
 	return snap, stalled, err
 }
 
-func (c *gpuCollector) refresh(ctx context.Context) error {
-	if _, _, err := c.read(); !errors.Is(err, gpu.ErrUnavailable) {
-		return err
-	}
-	return nil
-}
-
 func (c *gpuCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
 	snap, stalled, err := c.read()
+	c.results.Set(c.store)
 	// Whole seconds: a healthy call, in flight for milliseconds, reads 0.
 	ch <- prometheus.MustNewConstMetric(gpuStalledDesc, prometheus.GaugeValue, math.Floor(stalled.Seconds()))
 	switch {
@@ -248,10 +237,8 @@ func processes(ch chan<- prometheus.Metric, procfs hostfs.FS, r readings.Reading
 	}
 }
 
-// comm is the process's name from /proc/<pid>/comm, never its command line
-// (which can hold secrets). It is empty when the entry cannot be read: the
-// process exited, hidepid hides it, or it lives in another PID namespace (a
-// container sees host pids from NVML but not their /proc entries).
+// comm is /proc/<pid>/comm, never the command line (which can hold
+// secrets); empty when unreadable (exited, hidepid, another PID namespace).
 func comm(procfs hostfs.FS, pid uint32, blocked *error) string {
 	if *blocked != nil {
 		return ""

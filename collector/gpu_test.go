@@ -172,6 +172,7 @@ func TestGPUTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	c.results = &collected.Results{}
 	wedged.Store(true)
 	if _, err := collect(t, c); err == nil || !strings.Contains(err.Error(), "--gpu.timeout=30ms") {
 		t.Fatalf("error = %v, want a timeout naming --gpu.timeout", err)
@@ -182,9 +183,7 @@ func TestGPUTimeout(t *testing.T) {
 		t.Fatal("the collector succeeded while the driver is wedged")
 	}
 	compare(t, got, map[string]float64{"spark_gpu_nvml_up": 1, "spark_gpu_nvml_stalled_seconds": 540})
-	var st collected.State
-	c.publish(&st)
-	if st.GPU == nil || st.GPU.Stalled != 9*time.Minute+900*time.Millisecond {
+	if st := c.results.Parts(); st.GPU == nil || st.GPU.Stalled != 9*time.Minute+900*time.Millisecond {
 		t.Errorf("the status page is told %+v, want the stall of 9m0.9s", st.GPU)
 	}
 
@@ -383,7 +382,7 @@ func TestNeedsNVML(t *testing.T) {
 			t.Errorf("%s without NVML: %v", name, err)
 		}
 	}
-	if th := NewExporter(nil, nopLogger()).State().Thermal; th != nil {
+	if th := NewExporter(nil, nil, nopLogger()).State().Thermal; th != nil {
 		t.Error("a thermal snapshot without the thermal collector")
 	}
 }

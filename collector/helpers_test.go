@@ -50,7 +50,8 @@ func sample(m prometheus.Metric) (string, float64) {
 	}
 }
 
-// collect runs one Update and returns its samples, failing the test on a
+// collect runs one Update and returns its samples but the entry cap's
+// (a registry series, the same for every collector), failing the test on a
 // repeated series.
 func collect(t *testing.T, c Collector) (map[string]float64, error) {
 	t.Helper()
@@ -76,7 +77,9 @@ func collectWithin(t *testing.T, c Collector, timeout time.Duration) (map[string
 		if _, dup := got[name]; dup {
 			t.Errorf("series %s sent twice", name)
 		}
-		got[name] = v
+		if !strings.HasPrefix(name, "spark_scrape_collector_entries_left_out{") {
+			got[name] = v
+		}
 	}
 	return got, <-done
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spark-exporter/spark_exporter/internal/cliflag"
+	"github.com/spark-exporter/spark_exporter/internal/flight"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/journal"
 )
@@ -59,4 +60,14 @@ func (c *journalCollector) Update(_ context.Context, ch chan<- prometheus.Metric
 		ch <- prometheus.MustNewConstMetric(journalKillsDesc, prometheus.CounterValue, float64(st.Kills[k]), k)
 	}
 	return nil
+}
+
+// readBootID reads sys/kernel/random/boot_id; zero when it cannot (a fixture
+// tree without it).
+func readBootID(proc hostfs.FS) [16]byte {
+	data, err := proc.ReadFile("sys/kernel/random/boot_id", nil)
+	if err != nil {
+		return [16]byte{}
+	}
+	return flight.ParseBootID(data)
 }

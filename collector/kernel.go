@@ -26,9 +26,11 @@ func init() {
 	registerCollector("kernel", defaultEnabled, func(fg cliflag.FlagGroup) Factory {
 		path := fg.Flag("kernel.kmsg-path",
 			"The kernel log to read, in /dev/kmsg's record format; reading it needs CAP_SYSLOG where kernel.dmesg_restrict is set. "+
-				"Tests point it at a file (64 MiB at most) or FIFO; another device than /dev/kmsg is refused.").Default("/dev/kmsg").String()
+				"A file (64 MiB at most) or FIFO of such records is read too; another device than /dev/kmsg is refused.").Default("/dev/kmsg").String()
 		return func(env Env) (Collector, error) {
-			return newKernelCollector(*path, env.Logger), nil
+			c := newKernelCollector(*path, env.Logger)
+			c.results = env.Results
+			return c, nil
 		}
 	})
 }
@@ -53,8 +55,9 @@ var (
 )
 
 type kernelCollector struct {
-	reader *kmsg.Reader // nil: the log could not be read
-	EntryCap
+	reader  *kmsg.Reader // nil: the log could not be read
+	results *collected.Results
+	entryCap
 }
 
 func newKernelCollector(path string, logger log.Logger) *kernelCollector {
@@ -90,16 +93,10 @@ func (c *kernelCollector) state() collected.Kernel {
 	return collected.Kernel{Readable: c.reader.Readable(), Counts: c.reader.Counts()}
 }
 
-func (c *kernelCollector) publish(st *collected.State) {
-	k := c.state()
-	st.Kernel = &k
-}
-
-// refresh has nothing to read: the reader counts the log as it comes.
-func (c *kernelCollector) refresh(ctx context.Context) error { return nil }
-
 func (c *kernelCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
+	defer c.send(ch, "kernel")
 	k := c.state()
+	c.results.Set(func(st *collected.State) { st.Kernel = &k })
 	ch <- prometheus.MustNewConstMetric(kernelSupportedDesc, prometheus.GaugeValue, boolToFloat64(k.Readable), "kmsg")
 	if !k.Readable {
 		return nil
@@ -123,6 +120,6 @@ func (c *kernelCollector) Update(ctx context.Context, ch chan<- prometheus.Metri
 	for _, reason := range []string{kmsg.Overrun, kmsg.Malformed, kmsg.NotKernel} {
 		ch <- prometheus.MustNewConstMetric(kernelSkippedDesc, prometheus.CounterValue, float64(k.Counts.Skipped[reason]), reason)
 	}
-	c.Set(int(min(k.Counts.LeftOut, 1<<31)))
+	c.set(int(min(k.Counts.LeftOut, 1<<31)))
 	return nil
 }

@@ -23,7 +23,7 @@ func init() {
 		file := fg.Flag("plan.file",
 			"YAML list of planned training runs, each with a name and the fields of the plan command's flags (see `plan --help`). Turns on the plan collector.").
 			PlaceHolder("FILE").String()
-		return func(Env) (Collector, error) {
+		return func(env Env) (Collector, error) {
 			if *file == "" {
 				return nil, errors.New("needs --plan.file, the list of planned runs")
 			}
@@ -31,7 +31,11 @@ func init() {
 			if err != nil {
 				return nil, fmt.Errorf("--plan.file: %w", err)
 			}
-			return newPlanCollector(plans)
+			c, err := newPlanCollector(plans)
+			if c != nil {
+				c.results = env.Results
+			}
+			return c, err
 		}
 	})
 }
@@ -44,13 +48,9 @@ var planRequiredDesc = prometheus.NewDesc(
 // planCollector holds each plan's peak, worked out once: plans change only
 // with the file, which is read at start.
 type planCollector struct {
-	plans []collected.Plan
+	plans   []collected.Plan
+	results *collected.Results
 }
-
-func (c *planCollector) publish(st *collected.State) { st.Plans = c.plans }
-
-// refresh has nothing to read: the file was read at start.
-func (c *planCollector) refresh(ctx context.Context) error { return nil }
 
 func newPlanCollector(plans []plan.Named) (*planCollector, error) {
 	c := &planCollector{}
@@ -68,6 +68,7 @@ func newPlanCollector(plans []plan.Named) (*planCollector, error) {
 }
 
 func (c *planCollector) Update(_ context.Context, ch chan<- prometheus.Metric) error {
+	c.results.Set(func(st *collected.State) { st.Plans = c.plans })
 	for _, p := range c.plans {
 		ch <- prometheus.MustNewConstMetric(planRequiredDesc, prometheus.GaugeValue, p.PeakBytes, p.Name)
 	}

@@ -54,19 +54,17 @@ var (
 )
 
 type platformCollector struct {
-	// batch runs a job's reads under one deadline.
 	batch  func(ctx context.Context, job func(fsys layout.FS)) error
 	now    func() time.Time
 	logger log.Logger
 	// A host with thousands of zones or channels is read up to
-	// MaxEntriesPerScrape value files.
-	EntryCap
+	// maxEntriesPerScrape value files.
+	entryCap
 
 	mu     sync.Mutex // held through an Update: the series are built as sent
 	layout layout.Kept[platformLayout]
 }
 
-// platformLayout is a discovery and the series built for it.
 type platformLayout struct {
 	*platform.Layout
 	series layoutSeries
@@ -81,11 +79,11 @@ func (c *platformCollector) read(ctx context.Context) (platform.Snapshot, layout
 	var err error
 	l := c.layout.Get(c.now(), func() *platformLayout {
 		var d *platform.Layout
-		if err = c.batch(ctx, func(fsys layout.FS) { d = platform.DiscoverAtMost(fsys, MaxEntriesPerScrape) }); err != nil {
+		if err = c.batch(ctx, func(fsys layout.FS) { d = platform.DiscoverAtMost(fsys, maxEntriesPerScrape) }); err != nil {
 			return nil
 		}
 		if n, first := d.LeftOut(); n > 0 {
-			level.Debug(c.logger).Log("msg", "sysfs entries left out beyond the cap", "cap", MaxEntriesPerScrape,
+			level.Debug(c.logger).Log("msg", "sysfs entries left out beyond the cap", "cap", maxEntriesPerScrape,
 				"left_out", n, "first", first)
 		}
 		return &platformLayout{d, layoutSeries{}}
@@ -94,7 +92,7 @@ func (c *platformCollector) read(ctx context.Context) (platform.Snapshot, layout
 		return platform.Snapshot{}, nil, err
 	}
 	n, _ := l.LeftOut()
-	c.Set(n)
+	c.set(n)
 	var s platform.Snapshot
 	if err := c.batch(ctx, func(fsys layout.FS) { s = l.Read(fsys.ReadFile) }); err != nil {
 		c.layout.Forget()
@@ -108,15 +106,6 @@ func (c *platformCollector) read(ctx context.Context) (platform.Snapshot, layout
 	return s, l.series, nil
 }
 
-// refresh reads the sysfs files for the collector's success alone: the
-// status page shows nothing of them.
-func (c *platformCollector) refresh(ctx context.Context) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	_, _, err := c.take(ctx)
-	return err
-}
-
 // take reads the layout's files and logs those unreadable; c.mu held.
 func (c *platformCollector) take(ctx context.Context) (platform.Snapshot, layoutSeries, error) {
 	s, series, err := c.read(ctx)
@@ -127,6 +116,7 @@ func (c *platformCollector) take(ctx context.Context) (platform.Snapshot, layout
 }
 
 func (c *platformCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
+	defer c.send(ch, "platform")
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s, series, err := c.take(ctx)

@@ -32,7 +32,11 @@ func init() {
 	registerCollector("pool", defaultEnabled, func(fg cliflag.FlagGroup) Factory {
 		settings := AddPoolFlags(fg)
 		return func(env Env) (Collector, error) {
-			return newPoolCollector(hostfs.New(env.ProcFS), settings.Reserve(), env.Logger)
+			c, err := newPoolCollector(hostfs.New(env.ProcFS), settings.Reserve(), env.Logger)
+			if c != nil {
+				c.results = env.Results
+			}
+			return c, err
 		}
 	})
 }
@@ -78,10 +82,10 @@ type poolCollector struct {
 	proc    hostfs.FS // --path.procfs
 	reserve uint64
 	logger  log.Logger
+	results *collected.Results
 	// last is what the latest Update rendered; nil when it failed.
 	last atomic.Pointer[collected.Pool]
-	// pageSize is the kernel's, once read: it does not change while the
-	// kernel runs.
+	// pageSize does not change while the kernel runs.
 	pageSize atomic.Uint64
 	now      func() time.Time
 	mu       sync.Mutex
@@ -89,7 +93,7 @@ type poolCollector struct {
 	compactFails pool.RateWindow
 }
 
-func (c *poolCollector) publish(st *collected.State) { st.Pool = c.last.Load() }
+func (c *poolCollector) store(st *collected.State) { st.Pool = c.last.Load() }
 
 func newPoolCollector(proc hostfs.FS, reserve uint64, logger log.Logger) (*poolCollector, error) {
 	return &poolCollector{
@@ -100,18 +104,15 @@ func newPoolCollector(proc hostfs.FS, reserve uint64, logger log.Logger) (*poolC
 	}, nil
 }
 
-func (c *poolCollector) refresh(ctx context.Context) error {
-	r, err := c.read(ctx)
-	c.remember(r, err)
-	return err
-}
-
 func (c *poolCollector) remember(r poolReading, err error) {
 	if err != nil {
 		c.last.Store(nil)
 		return
 	}
 	p := &collected.Pool{Snapshot: r.snap, Reserve: c.reserve}
+	if r.psiOK && r.psi.Some != nil {
+		p.Pressure = &r.psi
+	}
 	if large, ok := pool.LargeFreeBytes(r.zones, r.pageSize, judge.LargeBlockBytes); ok {
 		p.LargeFreeBytes = &large
 	}
@@ -131,6 +132,7 @@ func (c *poolCollector) Update(ctx context.Context, ch chan<- prometheus.Metric)
 	// sends no half set of pool figures.
 	r, err := c.read(ctx)
 	c.remember(r, err)
+	c.results.Set(c.store)
 	if err != nil {
 		return err
 	}
@@ -236,7 +238,6 @@ func sendBlocks(gauge func(*prometheus.Desc, float64, ...string), r poolReading)
 	}
 }
 
-// poolReading is every source of one run, parsed.
 type poolReading struct {
 	snap     pool.Snapshot
 	vm       vmstat.Counters
@@ -246,7 +247,6 @@ type poolReading struct {
 	pageSize uint64      // 0 where unknown
 }
 
-// poolFiles are the files of one run, each with its read error.
 type poolFiles struct {
 	meminfo, vmstat, pressure, buddyinfo, smaps       []byte
 	meminfoErr, vmstatErr, psiErr, buddyErr, smapsErr error
@@ -312,9 +312,8 @@ func (c *poolCollector) readFiles(ctx context.Context) (f poolFiles, err error) 
 	return f, err
 }
 
-// memoryPressure reads /proc/pressure/memory. A kernel without PSI (before
-// 4.20, or booted with psi=0) has no such file or refuses the read; that is
-// a missing field, not a failure.
+// memoryPressure: a kernel without PSI (before 4.20, psi=0) is a missing
+// field, not a failure.
 func memoryPressure(data []byte, err error) (pool.Pressure, bool, error) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.EOPNOTSUPP):
@@ -341,9 +340,8 @@ func buddyinfo(data []byte, err error) ([]pool.Zone, error) {
 	return pool.ParseBuddyinfo(data)
 }
 
-// kernelPageSize is the page size, from the exporter's own smaps the first
-// time; a kernel without smaps (CONFIG_PROC_PAGE_MONITOR off) leaves it
-// unknown.
+// kernelPageSize reads the exporter's own smaps once; without smaps
+// (CONFIG_PROC_PAGE_MONITOR off) it stays unknown.
 func (c *poolCollector) kernelPageSize(data []byte, err error) (uint64, error) {
 	if size := c.pageSize.Load(); size != 0 {
 		return size, nil

@@ -619,13 +619,13 @@ func TestPoolReserveFlag(t *testing.T) {
 func TestPoolPublishesFragmentation(t *testing.T) {
 	dir := testexporter.CopyTree(t, "../testdata/proc/fragmented")
 	c := mustPool(t, dir)
+	c.results = &collected.Results{}
 	at := time.Date(2026, 8, 1, 0, 0, 0, 0, time.UTC)
 	c.now = func() time.Time { return at }
-	if err := c.refresh(t.Context()); err != nil {
+	if _, err := collect(t, c); err != nil {
 		t.Fatal(err)
 	}
-	var st collected.State
-	c.publish(&st)
+	st := c.results.Parts()
 	if p := st.Pool; p == nil || p.LargeFreeBytes == nil || *p.LargeFreeBytes != 0 || p.CompactionFailuresPerSecond != nil {
 		t.Fatalf("first run: %+v; want 0 large free bytes and no rate yet", p)
 	}
@@ -633,18 +633,19 @@ func TestPoolPublishesFragmentation(t *testing.T) {
 		t.Fatal(err)
 	}
 	at = at.Add(time.Minute)
-	if err := c.refresh(t.Context()); err != nil {
+	if _, err := collect(t, c); err != nil {
 		t.Fatal(err)
 	}
-	c.publish(&st)
+	st = c.results.Parts()
 	if r := st.Pool.CompactionFailuresPerSecond; r == nil || *r != 2 {
 		t.Errorf("a minute later: rate %v, want 2 a second", r)
 	}
 	fresh := mustPool(t, "../testdata/proc/fresh")
-	if err := fresh.refresh(t.Context()); err != nil {
+	fresh.results = &collected.Results{}
+	if _, err := collect(t, fresh); err != nil {
 		t.Fatal(err)
 	}
-	fresh.publish(&st)
+	st = fresh.results.Parts()
 	if l := st.Pool.LargeFreeBytes; l == nil || *l != 782*32<<20 {
 		t.Errorf("fresh rank: large free bytes %v, want 782 blocks of 32 MiB", l)
 	}

@@ -2,57 +2,27 @@ package collector
 
 import (
 	"context"
-	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// reads is a refresher: refresh counts its reads, and Update, which a
-// refresh must not call, fails the test.
-type reads struct {
-	t     *testing.T
-	n     int
-	err   error
-	scrap bool
-}
+// counted counts its Updates.
+type counted struct{ n int }
 
-func (r *reads) refresh(context.Context) error { r.n++; return r.err }
+func (c *counted) Update(context.Context, chan<- prometheus.Metric) error { c.n++; return nil }
 
-func (r *reads) Update(context.Context, chan<- prometheus.Metric) error {
-	if !r.scrap {
-		r.t.Error("Update called by a refresh: metrics built only to be dropped")
-	}
-	return r.refresh(context.Background())
-}
-
-// A refresh reads each collector once, builds no metric of a refresher,
-// records its success as a scrape would, and is a complete collection.
-func TestRefreshReadsWithoutMetrics(t *testing.T) {
-	ok, failing := &reads{t: t}, &reads{t: t, err: errors.New("boom")}
-	e := NewExporter(map[string]Collector{"ok": ok, "failing": failing, "plain": &fake{}}, nopLogger())
-	e.Refresh()
-	if ok.n != 1 || failing.n != 1 {
-		t.Errorf("reads %d and %d, want one each", ok.n, failing.n)
-	}
-	if e.At().IsZero() {
-		t.Error("a refresh is not counted as a complete collection")
-	}
-	success := map[string]bool{}
-	for _, r := range e.State().Runs {
-		success[r.Name] = r.Success
-	}
-	if len(success) != 3 || success["failing"] || !success["ok"] || !success["plain"] {
-		t.Errorf("runs %v, want failing false, ok and plain true", success)
-	}
-}
-
-// Complete is every collector: a scrape, a collect[] that names every
-// collector, and a refresh count as fresh for the status page; a collect[]
-// that leaves one out does not move At.
+// Complete is every collector: a scrape and a collect[] that names every
+// collector count as fresh for the status page; a collect[] that leaves one
+// out does not move At.
 func TestCompleteCollection(t *testing.T) {
-	e := NewExporter(map[string]Collector{"a": &reads{t: t, scrap: true}, "b": &reads{t: t, scrap: true}}, nopLogger())
+	e := NewExporter(map[string]Collector{"a": &counted{}, "b": &counted{}}, nil, nopLogger())
 	scrape := func(include []string) time.Time {
 		t.Helper()
 		f, err := e.Filter(include, nil)
@@ -77,25 +47,29 @@ func TestCompleteCollection(t *testing.T) {
 	}
 }
 
-// Every collector reads for a refresh without building metrics: none
-// falls back to Update.
-func TestEveryCollectorRefreshes(t *testing.T) {
-	types := map[string]Collector{
-		"engines": (*enginesCollector)(nil), "fabric": (*fabricCollector)(nil), "flight": (*flightCollector)(nil),
-		"gpu": (*gpuCollector)(nil), "kernel": (*kernelCollector)(nil), "plan": (*planCollector)(nil),
-		"platform": (*platformCollector)(nil), "pool": (*poolCollector)(nil), "thermal": (*thermalCollector)(nil),
-		"workloads": (*workloadsCollector)(nil), "journal": (*journalCollector)(nil),
+// The one contract: collector/ declares no interface but Collector and
+// NVML, so that no hook is found by type assertion.
+func TestOneCollectorContract(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
 	}
-	// Its Update reads nothing, only its reader's counts: Update is its refresh.
-	updateOnly := map[string]bool{"journal": true}
-	for _, r := range registrations {
-		c, ok := types[r.name]
-		if !ok {
-			t.Errorf("collector %s: add its type here", r.name)
+	fset := token.NewFileSet()
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
 			continue
 		}
-		if _, ok := c.(refresher); !ok && !updateOnly[r.name] {
-			t.Errorf("collector %s is not a refresher: a status refresh would build its metrics to drop them", r.name)
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
 		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if ts, ok := n.(*ast.TypeSpec); ok {
+				if _, ok := ts.Type.(*ast.InterfaceType); ok && ts.Name.Name != "Collector" && ts.Name.Name != "NVML" {
+					t.Errorf("%s declares interface %s", fset.Position(ts.Pos()), ts.Name.Name)
+				}
+			}
+			return true
+		})
 	}
 }

@@ -93,7 +93,6 @@ type series struct {
 	labels []*dto.LabelPair
 }
 
-// send sends the series of d with labels, valued v.
 func (m layoutSeries) send(ch chan<- prometheus.Metric, d *prometheus.Desc, kind prometheus.ValueType, v float64, labels ...string) {
 	k := seriesKey{desc: d}
 	if len(labels) > len(k.labels) {
@@ -114,7 +113,6 @@ func (m layoutSeries) send(ch chan<- prometheus.Metric, d *prometheus.Desc, kind
 	ch <- valued{s, v}
 }
 
-// valued is a series with this scrape's value.
 type valued struct {
 	*series
 	value float64

@@ -19,11 +19,9 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/thermal"
 )
 
-// The thermal collector is the thermal watch of docs/design.md: a sampler
-// (thermalsampler.Sampler) reads each GPU every --thermal.interval, keeps
-// --thermal.window of samples and judges the window (internal/judge); this
-// collector renders its snapshot. The sampler runs only while the collector
-// is enabled.
+// The thermal collector renders the snapshot of a sampler (thermalsampler)
+// that reads each GPU every --thermal.interval and judges --thermal.window;
+// its factory starts the sampler, Close stops it.
 func init() {
 	registerNVMLCollector("thermal", defaultEnabled, func(fg cliflag.FlagGroup) Factory {
 		settings := AddThermalFlags(fg)
@@ -37,18 +35,17 @@ func init() {
 			}
 			sampler := thermalsampler.NewSampler(gpu.WithTimeout(env.NVML, env.GPU.Timeout), cfg, settings.CSVFile(), env.Logger)
 			c := newThermalCollector(sampler)
+			c.results = env.Results
 			c.start()
 			return c, nil
 		}
 	})
 }
 
-// ThermalSettings are the --thermal.* flags, for every command that judges
-// a GPU's thermal window: the thermal collector's Setup, and report, which
-// replays a log as the collector would have judged it.
+// ThermalSettings are --thermal.*, shared by the thermal collector and
+// report, which replays a log as the collector would have judged it.
 type ThermalSettings struct{ flags thermalFlags }
 
-// AddThermalFlags registers the thermal flags on fg.
 func AddThermalFlags(fg cliflag.FlagGroup) *ThermalSettings {
 	return &ThermalSettings{flags: addThermalFlags(fg)}
 }
@@ -63,7 +60,6 @@ func (t *ThermalSettings) Config() (judge.ThermalConfig, error) {
 	return cfg, nil
 }
 
-// CSVFile is --thermal.csv-file, "" when not given.
 func (t *ThermalSettings) CSVFile() string { return *t.flags.csvFile }
 
 // thermalFlags are the --thermal.* flags. docs/thermal.md justifies each
@@ -101,7 +97,7 @@ func addThermalFlags(fg cliflag.FlagGroup) thermalFlags {
 	}
 }
 
-// durationText writes a default as a user would: 10m, not 10m0s.
+// durationText writes 10m, not 10m0s.
 func durationText(d time.Duration) string {
 	text := d.String()
 	for _, zeros := range []string{"0s", "0m"} {
@@ -145,6 +141,7 @@ var (
 type thermalCollector struct {
 	sampler *thermalsampler.Sampler
 	latest  atomic.Pointer[thermal.Snapshot]
+	results *collected.Results
 
 	cancel    context.CancelFunc
 	done      chan struct{}
@@ -181,7 +178,7 @@ func (c *thermalCollector) Close() error {
 	return c.closeErr
 }
 
-func (c *thermalCollector) publish(st *collected.State) {
+func (c *thermalCollector) store(st *collected.State) {
 	if snap := c.latest.Load(); snap != nil {
 		st.Thermal = &collected.Thermal{Snapshot: *snap, Config: c.sampler.Config()}
 	}
@@ -191,18 +188,14 @@ func (c *thermalCollector) snapshot() (thermal.Snapshot, error) {
 	snap := c.sampler.Snapshot()
 	c.latest.Store(&snap)
 	if len(snap.GPUs) == 0 {
-		return snap, ErrNoData
+		return snap, errNoData
 	}
 	return snap, nil
 }
 
-func (c *thermalCollector) refresh(ctx context.Context) error {
-	_, err := c.snapshot()
-	return err
-}
-
 func (c *thermalCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
 	snap, err := c.snapshot()
+	c.results.Set(c.store)
 	sendThermal(ch, snap)
 	return err
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/spark-exporter/spark_exporter/internal/collected"
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
 	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 	"github.com/spark-exporter/spark_exporter/internal/gpu/thermalsampler"
@@ -221,8 +222,8 @@ func TestThermalNoGPU(t *testing.T) {
 		c.sampler.Sample(context.Background(), tick(i))
 	}
 	got, err := collect(t, c)
-	if !errors.Is(err, ErrNoData) || len(got) != 0 {
-		t.Errorf("got %v, %v; want no series and ErrNoData", got, err)
+	if !errors.Is(err, errNoData) || len(got) != 0 {
+		t.Errorf("got %v, %v; want no series and errNoData", got, err)
 	}
 	if lines := logLines(logs); len(lines) != 1 || !strings.Contains(lines[0], "level=info") {
 		t.Errorf("want one info line, got:\n%s", strings.Join(lines, "\n"))
@@ -455,7 +456,8 @@ func TestThermalCounterSlowdown(t *testing.T) {
 func TestThermalSnapshotIsTheRenderedOne(t *testing.T) {
 	src := &fakeSource{}
 	c, _ := newTestThermal(t, src, "")
-	e := NewExporter(map[string]Collector{"thermal": c}, nopLogger())
+	c.results = &collected.Results{}
+	e := NewExporter(map[string]Collector{"thermal": c}, c.results, nopLogger())
 	ctx := context.Background()
 	src.set([]readings.Reading{reading(0, 90, 100, 0.97)}, nil)
 	c.sampler.Sample(ctx, tick(0))

@@ -33,6 +33,7 @@ func init() {
 		return func(env Env) (Collector, error) {
 			c := newWorkloadsCollector(hostfs.New(env.ProcFS), *patterns, env.Logger)
 			c.places.found = env.Engines
+			c.results = env.Results
 			if *dockerSocket != "" {
 				c.places.docker = dockerapi.NewDocker(*dockerSocket)
 			}
@@ -60,12 +61,13 @@ type workloadsCollector struct {
 	scanner *workload.Scanner
 	logger  log.Logger
 	places  workloadPlaces
+	results *collected.Results
 	// last is what the latest Update rendered; nil when it failed.
 	last       atomic.Pointer[workload.Result]
 	containers atomic.Pointer[collected.Containers]
 }
 
-func (c *workloadsCollector) publish(st *collected.State) {
+func (c *workloadsCollector) store(st *collected.State) {
 	st.Workloads, st.Containers = c.last.Load(), c.containers.Load()
 }
 
@@ -76,11 +78,6 @@ func newWorkloadsCollector(proc hostfs.FS, patterns []workload.Pattern, logger l
 
 // Close closes the /proc files the scanner keeps open between scrapes.
 func (c *workloadsCollector) Close() error { return c.scanner.Close() }
-
-func (c *workloadsCollector) refresh(ctx context.Context) error {
-	_, _, err := c.scan(ctx)
-	return err
-}
 
 func (c *workloadsCollector) scan(ctx context.Context) (workload.Result, *collected.Containers, error) {
 	res, err := c.scanner.Scan(ctx)
@@ -101,6 +98,7 @@ func (c *workloadsCollector) scan(ctx context.Context) (workload.Result, *collec
 
 func (c *workloadsCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
 	res, containers, err := c.scan(ctx)
+	c.results.Set(c.store)
 	if err != nil {
 		return err
 	}

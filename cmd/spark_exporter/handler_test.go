@@ -47,7 +47,7 @@ func get(h http.Handler, target string) *httptest.ResponseRecorder {
 // and the refusals of unfiltered scrapes are counted.
 func TestMaxRequestsHoldsForEveryScrape(t *testing.T) {
 	g := &gate{open: make(chan struct{}), entered: make(chan struct{}, 1)}
-	exporter := collector.NewExporter(map[string]collector.Collector{"gate": g, "idle": idle{}}, log.NewNopLogger())
+	exporter := collector.NewExporter(map[string]collector.Collector{"gate": g, "idle": idle{}}, nil, log.NewNopLogger())
 	h := newMetricsHandler(exporter, true, 1, log.NewNopLogger())
 
 	var wg sync.WaitGroup
@@ -83,7 +83,7 @@ func TestMaxRequestsHoldsForEveryScrape(t *testing.T) {
 // The exporter's own metrics are in unfiltered and collect[] scrapes
 // alike, and in neither with --web.disable-exporter-metrics.
 func TestExporterMetricsInEveryScrape(t *testing.T) {
-	exporter := collector.NewExporter(map[string]collector.Collector{"a": idle{}, "b": idle{}}, log.NewNopLogger())
+	exporter := collector.NewExporter(map[string]collector.Collector{"a": idle{}, "b": idle{}}, nil, log.NewNopLogger())
 	for _, exporterMetrics := range []bool{true, false} {
 		h := newMetricsHandler(exporter, exporterMetrics, 0, log.NewNopLogger())
 		for _, target := range []string{"/metrics", "/metrics?collect[]=a"} {
@@ -109,7 +109,7 @@ func TestExporterMetricsInEveryScrape(t *testing.T) {
 
 // A client that accepts gzip gets gzip; one that does not, plain text.
 func TestCompressedForClientsThatAcceptGzip(t *testing.T) {
-	exporter := collector.NewExporter(map[string]collector.Collector{"a": idle{}}, log.NewNopLogger())
+	exporter := collector.NewExporter(map[string]collector.Collector{"a": idle{}}, nil, log.NewNopLogger())
 	h := newMetricsHandler(exporter, true, 0, log.NewNopLogger())
 	for _, target := range []string{"/metrics", "/metrics?collect[]=a"} {
 		r := httptest.NewRequest(http.MethodGet, target, nil)

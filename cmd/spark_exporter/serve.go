@@ -18,6 +18,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
@@ -108,6 +109,11 @@ func serveCommand(cmd *kingpin.CmdClause, procfs, sysfs *string, readTimeout *ti
 		}()
 		for _, c := range exporter.Names() {
 			level.Info(logger).Log("msg", "collector enabled", "collector", c)
+		}
+		if slices.Contains(exporter.Names(), "flight") {
+			// The recorder's first record is of this collection: it never
+			// runs the collectors itself.
+			collectOnce(exporter)
 		}
 
 		server := newServer(serveMux(exporter, f, logger), f)
@@ -298,4 +304,18 @@ func parseURLPath(s string) (string, error) {
 		return "", errors.New("must not hold spaces, control characters or braces")
 	}
 	return s, nil
+}
+
+// collectOnce runs every collector, dropping the metrics.
+func collectOnce(c prometheus.Collector) {
+	ch := make(chan prometheus.Metric, 256)
+	done := make(chan struct{})
+	go func() {
+		for range ch {
+		}
+		close(done)
+	}()
+	c.Collect(ch)
+	close(ch)
+	<-done
 }

@@ -26,7 +26,7 @@ import (
 // page view in flight refuses a scrape and the JSON.
 func TestStatusSharesMaxRequests(t *testing.T) {
 	g := &gate{open: make(chan struct{}), entered: make(chan struct{}, 1)}
-	exporter := collector.NewExporter(map[string]collector.Collector{"gate": g}, log.NewNopLogger())
+	exporter := collector.NewExporter(map[string]collector.Collector{"gate": g}, nil, log.NewNopLogger())
 	metrics := newMetricsHandler(exporter, false, 1, log.NewNopLogger())
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", metrics)

@@ -5,6 +5,7 @@
 package collected
 
 import (
+	"sync"
 	"time"
 
 	"github.com/spark-exporter/spark_exporter/internal/container"
@@ -37,6 +38,61 @@ type State struct {
 	Plans      []Plan
 }
 
+// Results is where each collector's Update stores its part and the views
+// read it: one lock, so that a reader sees every part of one moment.
+type Results struct {
+	mu    sync.Mutex
+	parts State
+	// waiting run at the first Complete.
+	waiting []func()
+}
+
+// Complete marks the end of a collection of every collector at at.
+func (r *Results) Complete(at time.Time) {
+	r.mu.Lock()
+	waiting := r.waiting
+	r.waiting = nil
+	r.parts.At = at
+	r.mu.Unlock()
+	for _, f := range waiting {
+		f()
+	}
+}
+
+// AfterFirst runs f once the first complete collection has ended: now when
+// it has, else within that Complete.
+func (r *Results) AfterFirst(f func()) {
+	r.mu.Lock()
+	if r.parts.At.IsZero() {
+		r.waiting = append(r.waiting, f)
+		r.mu.Unlock()
+		return
+	}
+	r.mu.Unlock()
+	f()
+}
+
+// Set changes the parts under the lock; a nil Results keeps nothing.
+func (r *Results) Set(set func(parts *State)) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	set(&r.parts)
+	r.mu.Unlock()
+}
+
+// Parts is the parts and At (Runs unset), shared, not copied: read them,
+// never change them.
+func (r *Results) Parts() State {
+	if r == nil {
+		return State{}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.parts
+}
+
 // Run is one collector's latest run.
 type Run struct {
 	Name     string
@@ -55,6 +111,8 @@ type Pool struct {
 	// CompactionFailuresPerSecond is compact_fail's rate over the last few
 	// minutes; nil without the counter or before a rate is known.
 	CompactionFailuresPerSecond *float64
+	// Pressure is /proc/pressure/memory; nil without PSI.
+	Pressure *pool.Pressure
 }
 
 // GPU is the gpu collector's latest reading.

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/version"
 
 	"github.com/spark-exporter/spark_exporter/internal/collected"
@@ -16,8 +17,8 @@ type Collectors interface {
 	State() collected.State
 	// At is State's At, without the rest.
 	At() time.Time
-	// Refresh runs every collector now, building no metric.
-	Refresh()
+	// Collect runs every collector: a collection whose metrics the page drops.
+	Collect(ch chan<- prometheus.Metric)
 }
 
 // Source makes the model from the collectors' latest results when they are
@@ -134,7 +135,7 @@ func (s *Source) run(g *refresh) {
 	if !s.fresh(st.At) {
 		// A collector's error does not fail the run: what was read is
 		// shown, and each collector's success says which failed.
-		s.collectors.Refresh()
+		collect(s.collectors)
 		st = s.collectors.State()
 	}
 	g.res = &Result{Model: Build(s.build, st), At: st.At}
@@ -142,4 +143,17 @@ func (s *Source) run(g *refresh) {
 	s.last, s.pending = g.res, nil
 	s.mu.Unlock()
 	close(g.done)
+}
+
+func collect(c Collectors) {
+	ch := make(chan prometheus.Metric, 256)
+	done := make(chan struct{})
+	go func() {
+		for range ch {
+		}
+		close(done)
+	}()
+	c.Collect(ch)
+	close(ch)
+	<-done
 }
