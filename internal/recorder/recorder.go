@@ -23,8 +23,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spark-exporter/spark_exporter/internal/collected"
-	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/flight"
+	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/kmsg"
 	"github.com/spark-exporter/spark_exporter/internal/redact"
 	"github.com/spark-exporter/spark_exporter/internal/workload"
