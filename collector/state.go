@@ -3,6 +3,8 @@ package collector
 import (
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/spark-exporter/spark_exporter/internal/collected"
 )
 
@@ -25,3 +27,18 @@ func (e *Exporter) State() collected.State {
 // At is when the latest complete collection ended (State's At); zero
 // before the first.
 func (e *Exporter) At() time.Time { return e.results.Parts().At }
+
+// Refresh runs every collector, as a scrape does, and drops the metrics:
+// the parts State reads are then fresh.
+func (e *Exporter) Refresh() {
+	ch := make(chan prometheus.Metric, 256)
+	done := make(chan struct{})
+	go func() {
+		for range ch {
+		}
+		close(done)
+	}()
+	e.Collect(ch)
+	close(ch)
+	<-done
+}

@@ -18,7 +18,6 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
@@ -113,7 +112,7 @@ func serveCommand(cmd *kingpin.CmdClause, procfs, sysfs *string, readTimeout *ti
 		if slices.Contains(exporter.Names(), "flight") {
 			// The recorder's first record is of this collection: it never
 			// runs the collectors itself.
-			collectOnce(exporter)
+			exporter.Refresh()
 		}
 
 		server := newServer(serveMux(exporter, f, logger), f)
@@ -304,18 +303,4 @@ func parseURLPath(s string) (string, error) {
 		return "", errors.New("must not hold spaces, control characters or braces")
 	}
 	return s, nil
-}
-
-// collectOnce runs every collector, dropping the metrics.
-func collectOnce(c prometheus.Collector) {
-	ch := make(chan prometheus.Metric, 256)
-	done := make(chan struct{})
-	go func() {
-		for range ch {
-		}
-		close(done)
-	}()
-	c.Collect(ch)
-	close(ch)
-	<-done
 }

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/version"
 
 	"github.com/spark-exporter/spark_exporter/internal/collected"
@@ -17,8 +16,8 @@ type Collectors interface {
 	State() collected.State
 	// At is State's At, without the rest.
 	At() time.Time
-	// Collect runs every collector: a collection whose metrics the page drops.
-	Collect(ch chan<- prometheus.Metric)
+	// Refresh runs every collector: a collection whose metrics the page drops.
+	Refresh()
 }
 
 // Source makes the model from the collectors' latest results when they are
@@ -135,7 +134,7 @@ func (s *Source) run(g *refresh) {
 	if !s.fresh(st.At) {
 		// A collector's error does not fail the run: what was read is
 		// shown, and each collector's success says which failed.
-		collect(s.collectors)
+		s.collectors.Refresh()
 		st = s.collectors.State()
 	}
 	g.res = &Result{Model: Build(s.build, st), At: st.At}
@@ -143,17 +142,4 @@ func (s *Source) run(g *refresh) {
 	s.last, s.pending = g.res, nil
 	s.mu.Unlock()
 	close(g.done)
-}
-
-func collect(c Collectors) {
-	ch := make(chan prometheus.Metric, 256)
-	done := make(chan struct{})
-	go func() {
-		for range ch {
-		}
-		close(done)
-	}()
-	c.Collect(ch)
-	close(ch)
-	<-done
 }

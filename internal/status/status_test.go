@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/spark-exporter/spark_exporter/internal/collected"
 	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 	"github.com/spark-exporter/spark_exporter/internal/hostfs"
@@ -280,7 +278,7 @@ func (f *fakeCollectors) State() collected.State {
 
 func (f *fakeCollectors) At() time.Time { return f.State().At }
 
-func (f *fakeCollectors) Collect(chan<- prometheus.Metric) {
+func (f *fakeCollectors) Refresh() {
 	f.calls.Add(1)
 	<-f.release
 	f.mu.Lock()
