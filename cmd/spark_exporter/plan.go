@@ -29,11 +29,11 @@ func planCommand(app *kingpin.Application, procfs *string) command {
 		"Exit status 0: ready or ready-with-warnings; 1: blocked; 2: bad input.")
 	p := planFlags(cmd)
 	poolFlags := collector.AddPoolFlags(cmd)
-	asJSON := cmd.Flag("json", "Print the report as JSON (the preflight env-report.json shape plus the estimate).").Bool()
+	asJSON := cmd.Flag("json", "Print the answer as JSON (the preflight env-report.json shape plus the estimate).").Bool()
 
 	return func(stdout, stderr io.Writer) int {
 		snap, readErr := pool.Read(*procfs)
-		r, err := plan.NewReport(*p, snap, readErr, poolFlags.Reserve(), readPlatform(*procfs))
+		r, err := plan.NewAnswer(*p, snap, readErr, poolFlags.Reserve(), readPlatform(*procfs))
 		var fe *plan.FieldError
 		if errors.As(err, &fe) {
 			fmt.Fprintf(stderr, "%s: error: invalid flag --%s: %v; try --help\n", name, fe.Field, fe.Err)

@@ -20,9 +20,9 @@ import (
 )
 
 // statusCommand registers `spark_exporter status`, for a terminal over SSH.
-// Exit status 0: the report was printed; 1: the exporter did not answer.
+// Exit status 0: the summary was printed; 1: the exporter did not answer.
 func statusCommand(app *kingpin.Application) command {
-	cmd := app.Command("status", "Print the status of a running exporter (its "+status.APIPath+") as a short text report. "+
+	cmd := app.Command("status", "Print the status of a running exporter (its "+status.APIPath+") as a short text summary. "+
 		"Basic auth: --basic-auth-user with --basic-auth-password-file or the environment variable "+statusPasswordEnv+
 		", --http.config.file, or in the URL (http://user:password@host:port, which ps shows to every user).")
 	base := cliflag.Value(cmd.Flag("url", "The exporter's base URL.").Default("http://127.0.0.1"+defaultPort), parseBaseURL)

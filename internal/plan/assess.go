@@ -19,7 +19,7 @@ const (
 	levelInfo Level = "info"
 )
 
-// Check is one line of the report.
+// Check is one line of the answer.
 type Check struct {
 	Name   string
 	Level  Level
@@ -42,7 +42,7 @@ func (c Check) String() string {
 	return string(c.Level) + ": " + c.Detail
 }
 
-// Verdict is the report's conclusion.
+// Verdict is the answer's conclusion.
 type Verdict string
 
 const (

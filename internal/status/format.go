@@ -8,7 +8,7 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/units"
 )
 
-// page.js formats nothing: the page, its View and the text report format here.
+// page.js formats nothing: the page, its View and the text summary format here.
 
 // Bytes is GiB with one decimal, as free -g counts; negative headroom keeps its sign.
 func Bytes(b int64) string {

@@ -12,8 +12,8 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/redact"
 )
 
-// Report is what the plan command prints.
-type Report struct {
+// Answer is the plan command's answer: the assessment of a plan against this pool and platform.
+type Answer struct {
 	Assessment
 	Platform Platform
 	Pool     *pool.Snapshot // nil when meminfo could not be read
@@ -26,10 +26,10 @@ type Platform struct {
 	Kernel string
 }
 
-// NewReport assesses p against snap, or readErr; reserve is kept back from
+// NewAnswer assesses p against snap, or readErr; reserve is kept back from
 // the headroom as the pool collector does. Its errors are *FieldError.
-func NewReport(p Plan, snap pool.Snapshot, readErr error, reserve uint64, platform Platform) (Report, error) {
-	r := Report{Reserve: reserve, Platform: platform}
+func NewAnswer(p Plan, snap pool.Snapshot, readErr error, reserve uint64, platform Platform) (Answer, error) {
+	r := Answer{Reserve: reserve, Platform: platform}
 	var budget *poolBudget
 	poolCheck := Check{Name: "pool"}
 	if readErr != nil {
@@ -48,7 +48,7 @@ func NewReport(p Plan, snap pool.Snapshot, readErr error, reserve uint64, platfo
 	}
 	a, err := assessPlan(p, budget)
 	if err != nil {
-		return Report{}, err
+		return Answer{}, err
 	}
 	r.Assessment = a
 	r.Checks = append([]Check{poolCheck}, r.Checks...)
@@ -56,15 +56,15 @@ func NewReport(p Plan, snap pool.Snapshot, readErr error, reserve uint64, platfo
 	return r, nil
 }
 
-func (r Report) WriteJSON(w io.Writer) error {
+func (r Answer) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(r.json())
 }
 
-// reportJSON is docs/design.md's env-report.json; what the pool did not give is left out.
-type reportJSON struct {
+// answerJSON is docs/design.md's env-report.json; what the pool did not give is left out.
+type answerJSON struct {
 	Platform             platformJSON      `json:"platform"`
 	Pool                 poolJSON          `json:"pool"`
 	Checks               map[string]string `json:"checks"`
@@ -117,9 +117,9 @@ func gbPtr(bytes float64) *float64 {
 	return &v
 }
 
-func (r Report) json() reportJSON {
+func (r Answer) json() answerJSON {
 	e := r.Estimate
-	out := reportJSON{
+	out := answerJSON{
 		Platform: platformJSON{Arch: r.Platform.Arch, Kernel: r.Platform.Kernel},
 		Pool:     poolJSON{ReserveGB: gbRounded(float64(r.Reserve))},
 		Checks:   map[string]string{},
@@ -157,7 +157,7 @@ func (r Report) json() reportJSON {
 
 func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
-func (r Report) WriteText(w io.Writer) error {
+func (r Answer) WriteText(w io.Writer) error {
 	e := r.Estimate
 	p := e.Plan
 	var b strings.Builder
