@@ -379,12 +379,3 @@ func ptr[T any](v T) *T { return &v }
 
 // round: the same on every architecture (a fused multiply-add may change the last bits).
 func round(x float64) float64 { return math.Round(x*1000) / 1000 }
-
-func (r Report) Firing(name string) bool {
-	for _, a := range r.Alerts {
-		if a.Name == name {
-			return true
-		}
-	}
-	return false
-}

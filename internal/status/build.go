@@ -17,8 +17,8 @@ import (
 // maxPoints: a window of 10 minutes at 5 s holds 120.
 const maxPoints = 240
 
-// Build makes the model as of st.At.
-func Build(build BuildInfo, st collected.State) Model {
+// buildModel makes the model as of st.At.
+func buildModel(build BuildInfo, st collected.State) Model {
 	now := st.At
 	model := Model{
 		APIVersion:  APIVersion,
@@ -116,7 +116,7 @@ func poolOf(in *collected.Pool) *Pool {
 	p.Notes = []string{}
 	if s.CMA != nil && s.CMA.AccountingInvalid() {
 		p.Notes = append(p.Notes, fmt.Sprintf("The kernel's CMA accounting is wrong: CmaFree %s is above CmaTotal %s, as kernel 7.0.0-1019 prints it. "+
-			"Memory sits reserved that no figure shows; NVIDIA advised holding off that kernel.", Bytes(size(s.CMA.Free)), Bytes(size(s.CMA.Total))))
+			"Memory sits reserved that no figure shows; NVIDIA advised holding off that kernel.", gib(size(s.CMA.Free)), gib(size(s.CMA.Total))))
 	}
 	p.UsedBytes = max(0, p.TotalBytes-p.FreeBytes-p.PageCacheBytes)
 	flushable := min(p.FlushableBytes, p.PageCacheBytes)
@@ -141,37 +141,37 @@ func (p *Pool) judge(plans *Plans, training bool) {
 			planNeedsFlush = planNeedsFlush || pl.State != string(judge.Fits)
 		}
 	}
-	usable := fmt.Sprintf("Usable memory %s (MemAvailable less free CMA)", Bytes(p.UsableBytes))
-	forNewJob := fmt.Sprintf("headroom for a new job %s now, %s after a flush", Bytes(p.HeadroomBytes), Bytes(p.HeadroomAfterFlushBytes))
+	usable := fmt.Sprintf("Usable memory %s (MemAvailable less free CMA)", gib(p.UsableBytes))
+	forNewJob := fmt.Sprintf("headroom for a new job %s now, %s after a flush", gib(p.HeadroomBytes), gib(p.HeadroomAfterFlushBytes))
 	below := p.HeadroomBytes < 0
 	fragmented := p.fragmentation()
 	switch {
 	case p.UsableTier == string(judge.UsableCritical):
 		p.State = "usable_critical"
 		p.Text = fmt.Sprintf("%s, below %s: a global OOM kill or a wedge is minutes away. Stop or restart what grows now; %s.%s",
-			usable, Bytes(judge.UsableCriticalBytes), forNewJob, also(fragmented))
+			usable, gib(judge.UsableCriticalBytes), forNewJob, also(fragmented))
 	case p.UsableTier == string(judge.UsableLow):
 		p.State = "usable_low"
 		p.Text = fmt.Sprintf("%s, below %s: the engine's peak is nearing the pool. Cap or restart what grows; %s.%s",
-			usable, Bytes(judge.UsableLowBytes), forNewJob, also(fragmented))
+			usable, gib(judge.UsableLowBytes), forNewJob, also(fragmented))
 	case fragmented != "":
 		p.State = "fragmented"
 		p.Text = fmt.Sprintf("%s. The GPU driver's next large allocation can fail (NV_ERR_NO_MEMORY) and the host wedge, whatever usable memory (%s) says. "+
 			"Start no model load; stop the engines, flush the page cache and compact, and reboot if the large blocks do not come back (SparkPoolFragmented); %s.",
-			fragmented, Bytes(p.UsableBytes), forNewJob)
+			fragmented, gib(p.UsableBytes), forNewJob)
 	case judge.CacheHoldsHeadroom(float64(p.FlushableBytes), below, planNeedsFlush, training):
 		p.State = "cache_holds_headroom"
 		p.Text = fmt.Sprintf("%s: no danger. A new job needs a flush first: the page cache holds %s that a flush would give back; %s.",
-			usable, Bytes(p.FlushableBytes), forNewJob)
+			usable, gib(p.FlushableBytes), forNewJob)
 		p.OOMLadderStep = "Step 1 of the OOM ladder, before a new job: flush the page cache (sync; echo 3 > /proc/sys/vm/drop_caches, as root)."
 	case below:
 		p.State = "below_reserve"
 		p.Text = fmt.Sprintf("%s: no danger. A new job would not fit: free memory less free CMA is %s below the %s reserve; %s.",
-			usable, Bytes(-p.HeadroomBytes), Bytes(p.ReserveBytes), forNewJob)
+			usable, gib(-p.HeadroomBytes), gib(p.ReserveBytes), forNewJob)
 	default:
 		p.State = "ok"
 		p.Text = fmt.Sprintf("%s: no danger; %s (free less free CMA and the %s reserve).",
-			usable, forNewJob, Bytes(p.ReserveBytes))
+			usable, forNewJob, gib(p.ReserveBytes))
 	}
 }
 
@@ -185,7 +185,7 @@ func (p *Pool) fragmentation() string {
 	left := "no free block of " + block
 	if *p.LargeFreeBytes > 0 {
 		left = fmt.Sprintf("only %s free in blocks of %s or more (%d blocks' worth; a model load wants %d)",
-			Bytes(*p.LargeFreeBytes), block, *p.LargeFreeBytes/judge.LargeBlockBytes, judge.LargeBlocksWanted)
+			gib(*p.LargeFreeBytes), block, *p.LargeFreeBytes/judge.LargeBlockBytes, judge.LargeBlocksWanted)
 	}
 	return fmt.Sprintf("The pool is fragmented: %s, and compaction fails %.1f times a second", left, *p.CompactionFailuresPerSecond)
 }
@@ -279,11 +279,11 @@ func plans(in []collected.Plan, p *Pool, training bool) *Plans {
 		pl.State = string(fit)
 		switch fit {
 		case judge.Fits:
-			pl.Text = fmt.Sprintf("Fits now: needs %s at its peak, %s of headroom.", Bytes(pl.RequiredBytes), Bytes(p.HeadroomBytes))
+			pl.Text = fmt.Sprintf("Fits now: needs %s at its peak, %s of headroom.", gib(pl.RequiredBytes), gib(p.HeadroomBytes))
 		case judge.FitsAfterFlush:
-			pl.Text = fmt.Sprintf("Fits after a flush: needs %s at its peak, %s of headroom after a flush.", Bytes(pl.RequiredBytes), Bytes(p.HeadroomAfterFlushBytes))
+			pl.Text = fmt.Sprintf("Fits after a flush: needs %s at its peak, %s of headroom after a flush.", gib(pl.RequiredBytes), gib(p.HeadroomAfterFlushBytes))
 		default:
-			pl.Text = fmt.Sprintf("Will not fit: needs %s at its peak, %s more than the headroom after a flush.", Bytes(pl.RequiredBytes), Bytes(saturated(required-float64(p.HeadroomAfterFlushBytes))))
+			pl.Text = fmt.Sprintf("Will not fit: needs %s at its peak, %s more than the headroom after a flush.", gib(pl.RequiredBytes), gib(saturated(required-float64(p.HeadroomAfterFlushBytes))))
 		}
 		if training && pl.State != "fits" && pl.State != "" {
 			pl.Text += " A training job runs now; it may be this run."

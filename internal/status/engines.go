@@ -76,7 +76,7 @@ func engineCell(x Workload, now time.Time) string {
 		parts = append(parts, "KV cache "+percent(*e.KVCacheUsageRatio))
 	}
 	for _, m := range e.Models {
-		text := m.Name + " " + Bytes(m.Bytes)
+		text := m.Name + " " + gib(m.Bytes)
 		if at, err := time.Parse(time.RFC3339, m.UnloadsAt); err == nil {
 			if left := at.Sub(now); left > 0 {
 				text += fmt.Sprintf(", unloads in %s", left.Round(time.Second))

@@ -64,7 +64,7 @@ func TestFabricLine(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			st := collected.State{At: now, Fabric: c.in, Runs: []collected.Run{{Name: "fabric", Success: true}}}
-			m := Build(BuildInfo{}, st)
+			m := buildModel(BuildInfo{}, st)
 			if c.text == "" {
 				if m.Fabric != nil {
 					t.Fatalf("a fabric line: %+v", m.Fabric)
@@ -74,7 +74,7 @@ func TestFabricLine(t *testing.T) {
 			if m.Fabric == nil || m.Fabric.State != c.state || m.Fabric.Text != c.text {
 				t.Fatalf("fabric %+v, want %s %q", m.Fabric, c.state, c.text)
 			}
-			if v := NewView(m); v.T("fabric.state") != c.text || v.S("fabric.state") != c.state {
+			if v := newView(m); v.T("fabric.state") != c.text || v.S("fabric.state") != c.state {
 				t.Errorf("view %q %q", v.S("fabric.state"), v.T("fabric.state"))
 			}
 			var b bytes.Buffer
@@ -85,7 +85,7 @@ func TestFabricLine(t *testing.T) {
 	}
 	// A failed run shows no line, whatever was kept.
 	st := collected.State{At: now, Fabric: fabricReadings(t, "spark-fabric", time.Second, 1), Runs: []collected.Run{{Name: "fabric"}}}
-	if m := Build(BuildInfo{}, st); m.Fabric != nil {
+	if m := buildModel(BuildInfo{}, st); m.Fabric != nil {
 		t.Errorf("a failed collector's line: %+v", m.Fabric)
 	}
 }
@@ -99,7 +99,7 @@ func TestFabricTrafficAfterACounterWentBack(t *testing.T) {
 			*p.ReceiveBytes += 1e9
 		}
 	}
-	m := Build(BuildInfo{}, collected.State{At: now, Fabric: f, Runs: []collected.Run{{Name: "fabric", Success: true}}})
+	m := buildModel(BuildInfo{}, collected.State{At: now, Fabric: f, Runs: []collected.Run{{Name: "fabric", Success: true}}})
 	if m.Fabric == nil || m.Fabric.TrafficBytesPerSecond != nil || !strings.Contains(m.Fabric.Text, "traffic not yet measured") {
 		t.Errorf("fabric %+v", m.Fabric)
 	}

@@ -10,8 +10,8 @@ import (
 
 // page.js formats nothing: the page, its View and the text summary format here.
 
-// Bytes is GiB with one decimal, as free -g counts; negative headroom keeps its sign.
-func Bytes(b int64) string {
+// gib is GiB with one decimal, as free -g counts; negative headroom keeps its sign.
+func gib(b int64) string {
 	return units.FormatGiB(float64(b))
 }
 

@@ -71,7 +71,7 @@ const timeout = 30 * time.Second
 func (h *Handler) model(w http.ResponseWriter, r *http.Request) *Result {
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
-	res, err := h.source.Get(ctx)
+	res, err := h.source.get(ctx)
 	if err != nil {
 		http.Error(w, "The status could not be collected; try again.", http.StatusServiceUnavailable)
 		return nil
@@ -83,7 +83,7 @@ func (h *Handler) model(w http.ResponseWriter, r *http.Request) *Result {
 
 func (h *Handler) API() http.Handler {
 	return h.serveJSON(func(res *Result) []byte {
-		if body := res.JSON(); len(body) > 0 {
+		if body := res.jsonBody(); len(body) > 0 {
 			return append(body, '\n')
 		}
 		return nil

@@ -41,7 +41,7 @@ func TestPoolFragmented(t *testing.T) {
 		if tc.usable != 0 {
 			st.Pool.Snapshot.Available = tc.usable
 		}
-		m := Build(BuildInfo{}, st)
+		m := buildModel(BuildInfo{}, st)
 		p := m.Pool
 		if p.State != tc.state || !strings.HasPrefix(p.Text, tc.want) {
 			t.Errorf("%s: state %q, text %q; want %q, %q…", tc.name, p.State, p.Text, tc.state, tc.want)
@@ -74,11 +74,11 @@ func TestPoolCMAAccountingNote(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := sparkState(t)
-	if m := Build(BuildInfo{}, st); len(m.Pool.Notes) != 0 {
+	if m := buildModel(BuildInfo{}, st); len(m.Pool.Notes) != 0 {
 		t.Errorf("a healthy kernel's pool has notes %q", m.Pool.Notes)
 	}
 	st.Pool = &collected.Pool{Snapshot: snap, Reserve: 4 << 30}
-	m := Build(BuildInfo{}, st)
+	m := buildModel(BuildInfo{}, st)
 	p := m.Pool
 	if len(p.Notes) != 1 || !strings.HasPrefix(p.Notes[0], want) {
 		t.Fatalf("notes %q, want one beginning %q", p.Notes, want)
@@ -97,7 +97,7 @@ func TestPoolCMAAccountingNote(t *testing.T) {
 func renderPage(t *testing.T, m Model) string {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := (&Handler{}).render(&buf, m, NewView(m)); err != nil {
+	if err := (&Handler{}).render(&buf, m, newView(m)); err != nil {
 		t.Fatal(err)
 	}
 	return buf.String()

@@ -25,7 +25,7 @@ type Collectors interface {
 // asking meanwhile share: a page open in several browsers so costs at most
 // about one run per MaxAge, and none while Prometheus scrapes more often.
 type Source struct {
-	// MaxAge is how old a state may be shown; set it before the first Get.
+	// MaxAge is how old a state may be shown; set it before the first request.
 	MaxAge time.Duration
 
 	collectors Collectors
@@ -52,10 +52,10 @@ type Result struct {
 	viewBody []byte
 }
 
-// JSON is the model as JSON; nil if it could not be encoded (a NaN, which
-// Build leaves out): the API then answers an error rather than a body that
+// jsonBody is the model as JSON; nil if it could not be encoded (a NaN, which
+// buildModel leaves out): the API then answers an error rather than a body that
 // breaks its schema.
-func (r *Result) JSON() []byte {
+func (r *Result) jsonBody() []byte {
 	r.jsonOnce.Do(func() {
 		if body, err := json.Marshal(r.Model); err == nil {
 			r.body = body
@@ -66,7 +66,7 @@ func (r *Result) JSON() []byte {
 
 func (r *Result) render() {
 	r.once.Do(func() {
-		r.viewed = NewView(r.Model)
+		r.viewed = newView(r.Model)
 		// Texts and numbers as strings: Marshal cannot fail on them.
 		r.viewBody, _ = json.Marshal(r.viewed)
 	})
@@ -98,10 +98,10 @@ func NewSource(c Collectors) *Source {
 		build: BuildInfo{Version: version.Version, Revision: version.GetRevision(), GoVersion: version.GoVersion}}
 }
 
-// Get returns a model of the newest state, running the collectors when it
+// get returns a model of the newest state, running the collectors when it
 // is older than MaxAge; it returns early with ctx's error when ctx ends
 // while they run (the run goes on for the others waiting).
-func (s *Source) Get(ctx context.Context) (*Result, error) {
+func (s *Source) get(ctx context.Context) (*Result, error) {
 	s.mu.Lock()
 	// The model made last is shown again while it is fresh and no scrape
 	// has rendered a newer state since.
@@ -137,7 +137,7 @@ func (s *Source) run(g *refresh) {
 		s.collectors.Refresh()
 		st = s.collectors.State()
 	}
-	g.res = &Result{Model: Build(s.build, st), At: st.At}
+	g.res = &Result{Model: buildModel(s.build, st), At: st.At}
 	s.mu.Lock()
 	s.last, s.pending = g.res, nil
 	s.mu.Unlock()

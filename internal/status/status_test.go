@@ -73,7 +73,7 @@ func sparkState(t testing.TB) collected.State {
 }
 
 func TestBuildFromSparkState(t *testing.T) {
-	m := Build(BuildInfo{}, sparkState(t))
+	m := buildModel(BuildInfo{}, sparkState(t))
 	p := m.Pool
 	if p == nil {
 		t.Fatal("no pool")
@@ -176,7 +176,7 @@ func TestVerdicts(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			st := sparkState(t)
 			tc.edit(&st)
-			if msg := tc.check(Build(BuildInfo{}, st)); msg != "" {
+			if msg := tc.check(buildModel(BuildInfo{}, st)); msg != "" {
 				t.Error(msg)
 			}
 		})
@@ -206,7 +206,7 @@ func TestNVMLHung(t *testing.T) {
 				st.Runs[i].Success = false
 			}
 		}
-		m := Build(BuildInfo{}, st)
+		m := buildModel(BuildInfo{}, st)
 		if m.NVML.State != tc.state || !strings.HasPrefix(m.NVML.Text, tc.want) {
 			t.Errorf("stalled %v: nvml %q, %q; want %q, %q...", tc.stalled, m.NVML.State, m.NVML.Text, tc.state, tc.want)
 		}
@@ -250,7 +250,7 @@ func TestWindowThinned(t *testing.T) {
 
 func TestFormats(t *testing.T) {
 	for got, want := range map[string]string{
-		Bytes(17695264768): "16.5 GiB", Bytes(-2294967296): "-2.1 GiB", percent(0.9): "90 %",
+		gib(17695264768): "16.5 GiB", gib(-2294967296): "-2.1 GiB", percent(0.9): "90 %",
 		watts(99.333): "99.3 W", mhz(1833e6): "1833 MHz", duration(45 * time.Second): "45s",
 		duration(200 * time.Second): "3m 20s", duration(10 * time.Minute): "10m", duration(65 * time.Minute): "1h 5m",
 	} {
@@ -303,7 +303,7 @@ func TestSourceSharesOneRun(t *testing.T) {
 	results := make(chan *Result, viewers)
 	for range viewers {
 		wg.Go(func() {
-			r, err := src.Get(context.Background())
+			r, err := src.get(context.Background())
 			if err != nil {
 				t.Error(err)
 			}
@@ -323,7 +323,7 @@ func TestSourceSharesOneRun(t *testing.T) {
 			t.Error("viewers got different models")
 		}
 	}
-	if _, err := src.Get(context.Background()); err != nil || c.calls.Load() != 1 {
+	if _, err := src.get(context.Background()); err != nil || c.calls.Load() != 1 {
 		t.Errorf("a model younger than MaxAge was collected again: %d runs", c.calls.Load())
 	}
 	// A scrape half a second later: its state is shown, nothing runs.
@@ -333,11 +333,11 @@ func TestSourceSharesOneRun(t *testing.T) {
 	c.state.Pool.Snapshot.Free = 3 << 30
 	c.mu.Unlock()
 	clock.Add(int64(DefaultMaxAge / 2))
-	if r, err := src.Get(context.Background()); err != nil || c.calls.Load() != 1 || r.Model.Pool.FreeBytes != 3<<30 {
+	if r, err := src.get(context.Background()); err != nil || c.calls.Load() != 1 || r.Model.Pool.FreeBytes != 3<<30 {
 		t.Errorf("the scrape's state was not shown: %d runs", c.calls.Load())
 	}
 	clock.Add(int64(DefaultMaxAge))
-	if _, err := src.Get(context.Background()); err != nil || c.calls.Load() != 2 {
+	if _, err := src.get(context.Background()); err != nil || c.calls.Load() != 2 {
 		t.Errorf("a stale state was shown: %d runs", c.calls.Load())
 	}
 }
@@ -476,11 +476,11 @@ func BenchmarkRender(b *testing.B) {
 	}
 	st.Thermal = &collected.Thermal{Config: cfg, Snapshot: thermal.Snapshot{GPUs: []thermal.GPUState{{Index: 0,
 		Verdict: judge.ThermalVerdict{State: judge.Normal}, Window: window}}}}
-	m := Build(BuildInfo{}, st)
+	m := buildModel(BuildInfo{}, st)
 	h := NewHandler(nil, "/metrics", true, true)
 	b.Run("json", func(b *testing.B) {
 		for b.Loop() {
-			(&Result{Model: m}).JSON()
+			(&Result{Model: m}).jsonBody()
 		}
 	})
 	b.Run("view", func(b *testing.B) {
@@ -492,7 +492,7 @@ func BenchmarkRender(b *testing.B) {
 		var buf bytes.Buffer
 		for b.Loop() {
 			buf.Reset()
-			if err := h.render(&buf, m, NewView(m)); err != nil {
+			if err := h.render(&buf, m, newView(m)); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -557,7 +557,7 @@ func TestPoolOnServingFixtures(t *testing.T) {
 		}
 		st := collected.State{At: now, Pool: &collected.Pool{Snapshot: snap, Reserve: 4 << 30},
 			Runs: []collected.Run{{Name: "pool", Success: true, Duration: time.Millisecond}}}
-		m := Build(BuildInfo{}, st)
+		m := buildModel(BuildInfo{}, st)
 		p := m.Pool
 		if p.UsableBytes != (tc.available-tc.cmaFree)*1024 || p.CMAFreeBytes == nil || *p.CMAFreeBytes != tc.cmaFree*1024 {
 			t.Errorf("%s: usable %d, CMA free %v; want %d = MemAvailable − CmaFree", tc.tree, p.UsableBytes, p.CMAFreeBytes, (tc.available-tc.cmaFree)*1024)
@@ -572,7 +572,7 @@ func TestPoolOnServingFixtures(t *testing.T) {
 		if sum != p.TotalBytes || p.Bar[5].Part != "cma" || p.Bar[5].Bytes != tc.cmaFree*1024 {
 			t.Errorf("%s: bar %+v adds up to %d of %d", tc.tree, p.Bar, sum, p.TotalBytes)
 		}
-		v := NewView(m)
+		v := newView(m)
 		if v.State["pool.usable_tier"] != tc.tier || v.Value["pool.usable_bytes"] != strconv.FormatInt(p.UsableBytes, 10) {
 			t.Errorf("%s: view tier %q, usable %q", tc.tree, v.State["pool.usable_tier"], v.Value["pool.usable_bytes"])
 		}
@@ -580,7 +580,7 @@ func TestPoolOnServingFixtures(t *testing.T) {
 		if err := WriteText(&out, m); err != nil {
 			t.Fatal(err)
 		}
-		if want := "Pool     " + tc.text; !strings.Contains(out.String(), want) || !strings.Contains(out.String(), "danger:  usable "+Bytes(p.UsableBytes)+" ("+tc.tier+")") {
+		if want := "Pool     " + tc.text; !strings.Contains(out.String(), want) || !strings.Contains(out.String(), "danger:  usable "+gib(p.UsableBytes)+" ("+tc.tier+")") {
 			t.Errorf("%s: status report\n%s\nlacks %q and the usable line", tc.tree, out.String(), want)
 		}
 	}

@@ -33,7 +33,7 @@ func WriteText(w io.Writer, m Model) error {
 		for _, x := range wl.List {
 			res := "not read"
 			if x.ResidentBytes != nil {
-				res = Bytes(*x.ResidentBytes)
+				res = gib(*x.ResidentBytes)
 			}
 			line("           %-10s pid %-7d %-9s %s resident, %s", x.Kind, x.PID, x.Role, res, capText(x.Cap))
 		}
@@ -62,16 +62,16 @@ func textPool(line textLine, p *Pool) {
 		return
 	}
 	line("Pool     %s", p.Text)
-	line("         danger:  usable %s (%s)", Bytes(p.UsableBytes), p.UsableTier)
-	line("         new job: headroom %s now, %s after a flush", Bytes(p.HeadroomBytes), Bytes(p.HeadroomAfterFlushBytes))
+	line("         danger:  usable %s (%s)", gib(p.UsableBytes), p.UsableTier)
+	line("         new job: headroom %s now, %s after a flush", gib(p.HeadroomBytes), gib(p.HeadroomAfterFlushBytes))
 	cma := "no CMA"
 	if p.CMAFreeBytes != nil {
-		cma = "free CMA " + Bytes(*p.CMAFreeBytes)
+		cma = "free CMA " + gib(*p.CMAFreeBytes)
 	}
 	line("         total %s, used %s, page cache %s (%s flushable), free %s (%s), reserve %s",
-		Bytes(p.TotalBytes), Bytes(p.UsedBytes), Bytes(p.PageCacheBytes), Bytes(p.FlushableBytes), Bytes(p.FreeBytes), cma, Bytes(p.ReserveBytes))
+		gib(p.TotalBytes), gib(p.UsedBytes), gib(p.PageCacheBytes), gib(p.FlushableBytes), gib(p.FreeBytes), cma, gib(p.ReserveBytes))
 	if p.LargeFreeBytes != nil {
-		line("         large blocks: %s free in blocks of 32 MiB or more%s", Bytes(*p.LargeFreeBytes), compactionText(p))
+		line("         large blocks: %s free in blocks of 32 MiB or more%s", gib(*p.LargeFreeBytes), compactionText(p))
 	}
 	if p.OOMLadderStep != "" {
 		line("         %s", p.OOMLadderStep)

@@ -40,7 +40,7 @@ func (v View) S(key string) string { return v.State[key] }
 
 func (v View) V(key string) string { return v.Value[key] }
 
-func NewView(m Model) View {
+func newView(m Model) View {
 	v := View{Shape: shape(m), Text: map[string]string{}, State: map[string]string{}, Value: map[string]string{},
 		Lists: map[string][]string{}, Charts: map[string]chartView{}}
 	v.Text["generated_at"] = m.GeneratedAt
@@ -83,7 +83,7 @@ func NewView(m Model) View {
 func (v *View) verdict(key, state, text string) { v.State[key], v.Text[key] = state, text }
 
 func (v *View) bytes(key string, b int64) {
-	v.Text[key], v.Value[key] = Bytes(b), strconv.FormatInt(b, 10)
+	v.Text[key], v.Value[key] = gib(b), strconv.FormatInt(b, 10)
 }
 
 func (v *View) optional(key string, x *float64, format func(float64) string) {
@@ -100,9 +100,9 @@ func (v *View) addPool(p *Pool) {
 	for i, s := range p.Bar {
 		v.bytes(fmt.Sprintf("pool.bar.%d.bytes", i), s.Bytes)
 		v.Bar = append(v.Bar, barSegment{X: barX(p, i), Width: barWidth(p, i)})
-		title = append(title, s.Label+" "+Bytes(s.Bytes))
+		title = append(title, s.Label+" "+gib(s.Bytes))
 	}
-	v.BarTitle = "The pool of " + Bytes(p.TotalBytes) + ": " + strings.Join(title, ", ") + "."
+	v.BarTitle = "The pool of " + gib(p.TotalBytes) + ": " + strings.Join(title, ", ") + "."
 	v.bytes("pool.usable_bytes", p.UsableBytes)
 	v.State["pool.usable_tier"], v.Text["pool.usable_tier"] = p.UsableTier, p.UsableTier
 	v.bytes("pool.total_bytes", p.TotalBytes)
@@ -144,7 +144,7 @@ func (v *View) addWorkloads(w *Workloads, now time.Time) {
 		k := "workloads.list." + strconv.Itoa(i) + "."
 		v.Text[k+"resident_bytes"] = "not read"
 		if x.ResidentBytes != nil {
-			v.Text[k+"resident_bytes"] = Bytes(*x.ResidentBytes)
+			v.Text[k+"resident_bytes"] = gib(*x.ResidentBytes)
 		}
 		v.Text[k+"cap"] = capCell(x.Cap)
 		v.Text[k+"container"] = containerCell(x)
@@ -168,7 +168,7 @@ func largeBlocks(p *Pool) string {
 	if p.LargeFreeBytes == nil {
 		return "not known"
 	}
-	return Bytes(*p.LargeFreeBytes) + compactionText(p)
+	return gib(*p.LargeFreeBytes) + compactionText(p)
 }
 
 func compactionText(p *Pool) string {

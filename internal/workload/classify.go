@@ -53,10 +53,10 @@ type Identity struct {
 	Cap  Cap
 }
 
-// Classify tells whether cmd is a workload and which. User patterns come
+// identify tells whether cmd is a workload and which. User patterns come
 // first, so that they can correct a built-in rule. A process with no
 // arguments (a kernel thread, a zombie) is never a workload.
-func Classify(cmd Command, patterns []Pattern) (Identity, bool) {
+func identify(cmd Command, patterns []Pattern) (Identity, bool) {
 	if len(cmd.Argv) == 0 {
 		return Identity{}, false
 	}

@@ -97,7 +97,7 @@ func TestClassify(t *testing.T) {
 			if tc.cmd != "" {
 				argv = strings.Split(tc.cmd, "|")
 			}
-			got, ok := Classify(Command{Argv: argv, Comm: tc.comm}, nil)
+			got, ok := identify(Command{Argv: argv, Comm: tc.comm}, nil)
 			switch {
 			case tc.want == nil && ok:
 				t.Errorf("classified as %+v, want no workload", got)
@@ -130,7 +130,7 @@ func TestUserPatterns(t *testing.T) {
 		{"vllm|serve|m", &Identity{Inference, KindVLLM, defaultCap()}},
 		{"python3|/home/spark/evaluate.py", nil},
 	} {
-		got, ok := Classify(Command{Argv: strings.Split(tc.cmd, "|")}, patterns)
+		got, ok := identify(Command{Argv: strings.Split(tc.cmd, "|")}, patterns)
 		if tc.want == nil {
 			if ok {
 				t.Errorf("%s: classified as %+v, want no workload", tc.cmd, got)
@@ -207,7 +207,7 @@ func FuzzClassify(f *testing.F) {
 	patterns := mustPatterns(f, "training:custom:^python3 train")
 	problems := map[string]bool{"": true, ProblemCapNotANumber: true, ProblemCapInConfigFile: true, ProblemCapNotOnCommandLine: true}
 	f.Fuzz(func(t *testing.T, cmdline []byte, comm string) {
-		id, ok := Classify(Command{Argv: splitCmdline(cmdline), Comm: comm}, patterns)
+		id, ok := identify(Command{Argv: splitCmdline(cmdline), Comm: comm}, patterns)
 		if !ok {
 			return
 		}

@@ -371,7 +371,7 @@ func (s *Scanner) recheck(ctx context.Context, nodes []Node) error {
 }
 
 func (s *Scanner) classifyCmdline(cmdline []byte, comm string) *Identity {
-	if id, ok := Classify(Command{Argv: splitCmdline(cmdline), Comm: comm}, s.patterns); ok {
+	if id, ok := identify(Command{Argv: splitCmdline(cmdline), Comm: comm}, s.patterns); ok {
 		return &id
 	}
 	return nil

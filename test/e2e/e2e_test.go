@@ -498,11 +498,11 @@ func TestEndToEnd(t *testing.T) {
 		if !named {
 			t.Errorf("no episode of the report %+v covers the page of %v", throttle.Throttle.Episodes, pagedAt)
 		}
-		if !strings.Contains(throttle.Verdict, "throttled from") || !throttle.Firing("SparkGPUThrottling") {
+		if !strings.Contains(throttle.Verdict, "throttled from") || !firing(throttle, "SparkGPUThrottling") {
 			t.Errorf("throttling Spark: verdict %q, alerts %+v", throttle.Verdict, throttle.Alerts)
 		}
 		oom := runReport(t, s, "oom")
-		if oom.Memory.OOMKills == nil || *oom.Memory.OOMKills != 1 || !oom.Firing("SparkOOMKill") {
+		if oom.Memory.OOMKills == nil || *oom.Memory.OOMKills != 1 || !firing(oom, "SparkOOMKill") {
 			t.Errorf("OOM Spark: %v OOM kills, alerts %+v; want the one kill and SparkOOMKill", oom.Memory.OOMKills, oom.Alerts)
 		}
 	})
@@ -514,6 +514,10 @@ func TestEndToEnd(t *testing.T) {
 
 // runReport runs `spark_exporter report --json` on one Spark over the whole
 // run.
+func firing(r report.Report, name string) bool {
+	return slices.ContainsFunc(r.Alerts, func(a report.Alert) bool { return a.Name == name })
+}
+
 func runReport(t *testing.T, s *stack, instance string) report.Report {
 	t.Helper()
 	from := s.ready.Add(-time.Minute).Unix()

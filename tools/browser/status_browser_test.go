@@ -16,8 +16,8 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
-	"github.com/spark-exporter/spark_exporter/internal/status"
 	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
+	"github.com/spark-exporter/spark_exporter/internal/units"
 )
 
 // chromiumPath is Debian's chromium (`make deps` installs it), or
@@ -439,8 +439,8 @@ func checkBarAgainstMetrics(t *testing.T, s seen, metrics string) {
 		if got := s.Bar[id]; got != fmt.Sprint(b) {
 			t.Errorf("%s shows %s bytes, /metrics %d", id, got, b)
 		}
-		if got := s.BarText[id]; got != status.Bytes(b) {
-			t.Errorf("%s reads %q, want %q", id, got, status.Bytes(b))
+		if got := s.BarText[id]; got != units.FormatGiB(float64(b)) {
+			t.Errorf("%s reads %q, want %q", id, got, units.FormatGiB(float64(b)))
 		}
 	}
 }
