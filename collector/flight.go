@@ -32,6 +32,7 @@ func init() {
 			if err != nil {
 				return nil, err
 			}
+			r.Start()
 			return &flightCollector{recorder: r, results: env.Results}, nil
 		}
 	})

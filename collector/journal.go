@@ -23,7 +23,9 @@ func init() {
 			PlaceHolder("DIR").String()
 		return func(env Env) (Collector, error) {
 			boot := readBootID(hostfs.New(env.ProcFS).WithTimeout(env.ReadTimeout))
-			return newJournalCollector(journal.Source{Dir: *dir, Boot: boot}, env.Logger), nil
+			c := newJournalCollector(journal.Source{Dir: *dir, Boot: boot}, env.Logger)
+			c.start()
+			return c, nil
 		}
 	})
 }
@@ -36,16 +38,23 @@ var (
 		"1 when the source is readable (journal: the systemd journal; where it is not, without the systemd-journal group or a journal, the journal series are absent).", "field")
 )
 
-type journalCollector struct{ reader *journal.Reader }
+type journalCollector struct {
+	reader *journal.Reader
+	logger log.Logger
+}
 
 func newJournalCollector(src journal.Source, logger log.Logger) *journalCollector {
-	r := journal.Open(src)
-	if st := r.State(); !st.Readable {
+	return &journalCollector{reader: journal.New(src), logger: logger}
+}
+
+// start follows the journal in the background until Close.
+func (c *journalCollector) start() {
+	c.reader.Start()
+	if st := c.reader.State(); !st.Readable {
 		// Not a failure: this host's journal is not the exporter's to
 		// read, which the supported series says.
-		level.Info(logger).Log("msg", `the journal cannot be read; spark_journal_field_supported{field="journal"} is 0`, "err", st.Err)
+		level.Info(c.logger).Log("msg", `the journal cannot be read; spark_journal_field_supported{field="journal"} is 0`, "err", st.Err)
 	}
-	return &journalCollector{reader: r}
 }
 
 func (c *journalCollector) Close() error { return c.reader.Close() }

@@ -27,6 +27,7 @@ func journalFixture(t *testing.T) journal.Source {
 // exported, the forged lines and the previous boot's kill not counted.
 func TestJournalCollector(t *testing.T) {
 	c := newJournalCollector(journalFixture(t), nopLogger())
+	c.start()
 	defer c.Close()
 	got, err := collect(t, c)
 	if err != nil {
@@ -58,6 +59,7 @@ func TestJournalCollectorUnreadable(t *testing.T) {
 		"no libsystemd":     {Dir: src.Dir, Boot: src.Boot, Library: "libsystemd-absent.so.0"},
 	} {
 		c := newJournalCollector(s, nopLogger())
+		c.start()
 		got, err := collect(t, c)
 		c.Close()
 		if err != nil {

@@ -30,6 +30,7 @@ func init() {
 		return func(env Env) (Collector, error) {
 			c := newKernelCollector(*path, env.Logger)
 			c.results = env.Results
+			c.start()
 			return c, nil
 		}
 	})
@@ -77,6 +78,13 @@ func newKernelCollector(path string, logger log.Logger) *kernelCollector {
 		level.Info(logger).Log("msg", "the kernel log is a FIFO nothing was read from yet; spark_kernel_field_supported{field=\"kmsg\"} is 0 until a record is read")
 	}
 	return &kernelCollector{reader: r}
+}
+
+// start follows the log in the background until Close.
+func (c *kernelCollector) start() {
+	if c.reader != nil {
+		c.reader.Start()
+	}
 }
 
 func (c *kernelCollector) Close() error {

@@ -41,22 +41,29 @@ type Reader struct {
 	state State
 	tally tally
 
+	src      Source
 	stop     chan struct{}
 	stopOnce sync.Once
-	done     chan struct{}
+	done     chan struct{} // nil until Start
 }
 
-// Open waits, at most startWait, until what src holds now is counted.
-func Open(src Source) *Reader {
-	r := &Reader{tally: newTally(), stop: make(chan struct{}), done: make(chan struct{})}
+// New reads nothing until Start.
+func New(src Source) *Reader {
+	r := &Reader{src: src, tally: newTally(), stop: make(chan struct{})}
 	r.state.Err = errNoFiles
+	return r
+}
+
+// Start reads the journal in the background until Close, and waits, at
+// most startWait, until what it holds now is counted; call it once.
+func (r *Reader) Start() {
+	r.done = make(chan struct{})
 	ready := make(chan struct{})
-	go r.run(src, ready)
+	go r.run(r.src, ready)
 	select {
 	case <-ready:
 	case <-time.After(startWait):
 	}
-	return r
 }
 
 func (r *Reader) State() State {
@@ -69,6 +76,9 @@ func (r *Reader) State() State {
 
 func (r *Reader) Close() error {
 	r.stopOnce.Do(func() { close(r.stop) })
+	if r.done == nil {
+		return nil
+	}
 	select {
 	case <-r.done:
 	case <-time.After(closeWait):

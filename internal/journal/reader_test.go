@@ -29,7 +29,8 @@ func fixtureExport(t *testing.T) []byte {
 
 func openReader(t *testing.T, src Source) *Reader {
 	t.Helper()
-	r := Open(src)
+	r := New(src)
+	r.Start()
 	t.Cleanup(func() { r.Close() })
 	return r
 }

@@ -182,6 +182,7 @@ func TestFollowFIFO(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.Start()
 	if c := r.Counts(); c.AER[Fatal] != 0 {
 		t.Fatalf("counts before any write: %+v", c)
 	}
@@ -253,6 +254,7 @@ func TestRealDevice(t *testing.T) {
 	if err != nil {
 		t.Skipf("/dev/kmsg not readable here: %v", err)
 	}
+	r.Start()
 	c := r.Counts()
 	if err := r.Close(); err != nil {
 		t.Errorf("Close: %v", err)

@@ -25,9 +25,10 @@ type Reader struct {
 	readable bool
 
 	file *os.File
+	buf  []byte
 	fifo bool
 	stop chan struct{}
-	done chan struct{}
+	done chan struct{} // nil until Start
 }
 
 const (
@@ -47,8 +48,8 @@ var (
 	kmsgDevice  = unix.Mkdev(1, 11)
 )
 
-// Open reads what the log holds now within catchUpBytes and catchUpTime, and
-// the rest in the background. path is /dev/kmsg, or a file or FIFO for tests.
+// Open reads what the log holds now within catchUpBytes and catchUpTime;
+// Start reads the rest. path is /dev/kmsg, or a file or FIFO for tests.
 func Open(path string) (*Reader, error) {
 	// Checked before the open, which has effects on some devices (a
 	// watchdog), and again on what was opened.
@@ -68,21 +69,28 @@ func Open(path string) (*Reader, error) {
 		unix.Close(fd)
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	r := &Reader{counts: NewCounts(), fifo: fifo, stop: make(chan struct{}), done: make(chan struct{})}
+	r := &Reader{counts: NewCounts(), fifo: fifo, stop: make(chan struct{})}
 	buf := make([]byte, maxRecord+1)
 	more, err := r.catchUp(fd, buf)
 	if err != nil || !more {
 		unix.Close(fd)
-		close(r.done)
 		if err != nil {
 			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
 		}
 		return r, nil
 	}
 	// Non-blocking: a read waits in the runtime's poller, and Close ends it.
-	r.file = os.NewFile(uintptr(fd), path)
-	go r.follow(buf)
+	r.file, r.buf = os.NewFile(uintptr(fd), path), buf
 	return r, nil
+}
+
+// Start follows the log in the background until Close; call it once.
+func (r *Reader) Start() {
+	if r.file == nil {
+		return
+	}
+	r.done = make(chan struct{})
+	go r.follow(r.buf)
 }
 
 func sourceKind(st *unix.Stat_t) (fifo bool, err error) {
@@ -182,7 +190,9 @@ func (r *Reader) Close() error {
 		close(r.stop)
 		err = r.file.Close()
 	}
-	<-r.done
+	if r.done != nil {
+		<-r.done
+	}
 	return err
 }
 

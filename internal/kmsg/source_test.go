@@ -72,6 +72,7 @@ func TestOpenReturnsOnAnEndlessFIFO(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.Start()
 	if !r.Readable() || r.Counts().Xid[13] != 1 {
 		t.Errorf("readable %v, counts %v; want the first record counted (the others repeat its number)", r.Readable(), r.Counts().Xid)
 	}
@@ -94,6 +95,7 @@ func TestFIFOWithoutWriterFollowed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.Start()
 	defer r.Close()
 	if r.Readable() {
 		t.Error("a FIFO nothing was read from is readable")

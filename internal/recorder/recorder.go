@@ -70,7 +70,7 @@ type Recorder struct {
 	stop, done    chan struct{}
 }
 
-// Open opens the ring at path and starts recording results every interval.
+// Open opens the ring at path; Start records results every interval.
 // A file another recorder holds is an error; one that cannot be opened
 // (a read-only or full disk) stops the recorder, counted, never the exporter.
 func Open(path string, size uint64, interval time.Duration, boot [16]byte, results *collected.Results, logger log.Logger) (*Recorder, error) {
@@ -91,8 +91,14 @@ func Open(path string, size uint64, interval time.Duration, boot [16]byte, resul
 	if r.previous, err = ring.Previous(boot, verdictWindow); err != nil {
 		level.Error(logger).Log("msg", "the flight recorder cannot read the previous boot's last minutes", "err", redact.WithoutPath(err))
 	}
-	results.AfterFirst(r.begin)
 	return r, nil
+}
+
+// Start records from the end of the first collection on, until Close.
+func (r *Recorder) Start() {
+	if r.ring != nil {
+		r.results.AfterFirst(r.begin)
+	}
 }
 
 // begin writes the first record and starts the clock.

@@ -40,6 +40,7 @@ func TestRecorderSecondRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.Start()
 	results.Complete(time.Now())
 	if _, err := Open(path, 1<<20, time.Hour, [16]byte{}, results, log.NewNopLogger()); err == nil {
 		t.Error("a second recorder on the file was opened")
