@@ -52,10 +52,12 @@ type Env struct {
 	// opened and closed by whoever builds the collectors, not by them.
 	NVML NVML
 	// Engines is where the workloads collector puts the engines it finds,
-	// for the engines collector and /sd/engines; Build makes one when nil.
+	// for the engines collector; Build makes one when nil.
 	Engines *engine.Directory
-	GPU     gpu.Settings
-	Results *collected.Results // Build makes one when nil
+	// OwnPorts are the ports the exporter listens at.
+	OwnPorts []int
+	GPU      gpu.Settings
+	Results  *collected.Results // Build makes one when nil
 }
 
 // NVML is what the collectors read NVML through; *gpu.Client is one.

@@ -48,7 +48,8 @@ func init() {
 				found = engine.NewDirectory()
 			}
 			c := newEnginesCollector(found, *targets, client.NewAsker(token), env.Logger)
-			c.results = env.Results
+			c.results, c.own = env.Results, env.OwnPorts
+			c.start()
 			return c, nil
 		}
 	})
@@ -103,17 +104,21 @@ type enginesCollector struct {
 	logger  log.Logger
 	results *collected.Results
 
+	// own are the exporter's ports, never asked: an answer of its own
+	// would start another round.
+	own []int
+
 	kick chan struct{}
 	stop chan struct{}
-	done chan struct{}
+	done chan struct{} // nil until start
 
 	mu       sync.Mutex
+	asked    []engine.Target
 	readings []engine.Reading
 	// told: the problem each engine was last logged with, so that it is
 	// logged once, and again only when it changes.
 	told   map[engineKey]string
 	models map[engineKey]engine.ModelNames
-	own    []int
 }
 
 type engineKey struct {
@@ -123,10 +128,15 @@ type engineKey struct {
 
 func newEnginesCollector(found *engine.Directory, static []engine.Static, asker *client.Asker, logger log.Logger) *enginesCollector {
 	c := &enginesCollector{found: found, static: static, asker: asker, logger: logger,
-		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		kick: make(chan struct{}, 1), stop: make(chan struct{}),
 		told: map[engineKey]string{}, models: map[engineKey]engine.ModelNames{}}
-	go c.loop()
 	return c
+}
+
+// start asks the engines in the background, once per Update, until Close.
+func (c *enginesCollector) start() {
+	c.done = make(chan struct{})
+	go c.loop()
 }
 
 // loop asks the engines once per kick; kicks during a round make one more.
@@ -144,10 +154,7 @@ func (c *enginesCollector) loop() {
 
 // Targets are the engines a round asks now.
 func (c *enginesCollector) Targets() []engine.Target {
-	c.mu.Lock()
-	own := c.own
-	c.mu.Unlock()
-	return engine.Resolve(c.found.Targets(), c.static, own)
+	return engine.Resolve(c.found.Targets(), c.static, c.own)
 }
 
 // round asks every engine at once, each under its deadline.
@@ -188,7 +195,7 @@ func (c *enginesCollector) round() {
 			delete(c.models, key)
 		}
 	}
-	c.readings = readings
+	c.asked, c.readings = targets, readings
 }
 
 // tell logs an engine's problem once, and again only when it changes.
@@ -214,12 +221,12 @@ func (c *enginesCollector) Update(ctx context.Context, ch chan<- prometheus.Metr
 	default: // a round is already due
 	}
 	c.mu.Lock()
-	readings := c.readings
+	asked, readings := c.asked, c.readings
 	c.mu.Unlock()
 	if readings == nil {
 		readings = []engine.Reading{}
 	}
-	c.results.Set(func(st *collected.State) { st.Engines = readings })
+	c.results.Set(func(st *collected.State) { st.Engines, st.EngineTargets = readings, asked })
 	now := time.Now()
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
@@ -270,7 +277,9 @@ func (c *enginesCollector) Update(ctx context.Context, ch chan<- prometheus.Metr
 // Close stops the background asker, ending a round under way.
 func (c *enginesCollector) Close() error {
 	close(c.stop)
-	<-c.done
+	if c.done != nil {
+		<-c.done
+	}
 	c.asker.Close()
 	return nil
 }

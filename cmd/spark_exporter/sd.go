@@ -16,12 +16,13 @@ type sdGroup struct {
 	Labels  map[string]string `json:"labels"`
 }
 
-// engineSD lists Ollama too, though it serves no Prometheus metrics: a scrape
+// engineSD lists the engines the engines collector asked at its latest
+// round, Ollama too, though it serves no Prometheus metrics: a scrape
 // configuration keeps kinds by the kind label (examples/prometheus.yml).
 func engineSD(exporter *collector.Exporter) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		groups := []sdGroup{}
-		for _, t := range exporter.EngineTargets() {
+		for _, t := range exporter.State().EngineTargets {
 			labels := map[string]string{"kind": t.Kind, "container": t.Container}
 			if t.PID != 0 {
 				labels["pid"] = strconv.Itoa(t.PID)

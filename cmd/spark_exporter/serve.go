@@ -92,9 +92,17 @@ func serveCommand(cmd *kingpin.CmdClause, procfs, sysfs *string, readTimeout *ti
 			level.Error(logger).Log("msg", "cannot start", "err", err)
 			return 1
 		}
-		exporter, closeCollectors, err := buildExporter(f.selection, f.gpu.Settings(), collector.Env{
-			ProcFS: *procfs, SysFS: *sysfs, ReadTimeout: *readTimeout, Logger: logger})
+		// Listening first: the engines collector is built knowing the
+		// ports it must never ask.
+		listeners, ports, err := listen(f.web, *f.maxConnections)
 		if err != nil {
+			level.Error(logger).Log("msg", "cannot serve; check --web.listen-address", "err", err)
+			return 1
+		}
+		exporter, closeCollectors, err := buildExporter(f.selection, f.gpu.Settings(), collector.Env{
+			ProcFS: *procfs, SysFS: *sysfs, ReadTimeout: *readTimeout, Logger: logger, OwnPorts: ports})
+		if err != nil {
+			closeListeners(listeners)
 			level.Error(logger).Log("msg", "cannot start", "err", err)
 			return 1
 		}
@@ -123,7 +131,7 @@ func serveCommand(cmd *kingpin.CmdClause, procfs, sysfs *string, readTimeout *ti
 		defer signal.Stop(stop)
 		served := make(chan error, 1)
 		go func() {
-			served <- serveBounded(server, f.web, *f.maxConnections, exporter.ServesAt, withWebConfigRedacted(slogger, *f.web.WebConfigFile))
+			served <- serveBounded(server, f.web, listeners, withWebConfigRedacted(slogger, *f.web.WebConfigFile))
 		}()
 
 		for {
@@ -198,34 +206,46 @@ func newServer(mux *http.ServeMux, f *serveFlags) *http.Server {
 // sends them at once, so a connection silent for seconds is holding a slot.
 const requestHeaderTimeout = 5 * time.Second
 
-// serveBounded serves on listeners that each accept at most maxConnections
+// listen opens listeners that each accept at most maxConnections
 // (connlimit), so that idle or slow connections never take the descriptors
-// the collectors need. exporter-toolkit's ServeMultiple takes our listeners;
-// systemd socket activation and vsock keep the toolkit's, without the bound.
-// listening is told the ports listened at.
-func serveBounded(server *http.Server, flags *web.FlagConfig, maxConnections int, listening func([]int), logger *slog.Logger) error {
+// the collectors need, and returns the ports they listen at. Under systemd
+// socket activation or with vsock it opens none: the toolkit listens
+// itself, without the bound.
+func listen(flags *web.FlagConfig, maxConnections int) ([]net.Listener, []int, error) {
 	addresses := *flags.WebListenAddresses
 	if (flags.WebSystemdSocket != nil && *flags.WebSystemdSocket) || len(addresses) == 0 ||
 		slices.ContainsFunc(addresses, func(a string) bool { return strings.HasPrefix(a, "vsock://") }) {
-		return web.ListenAndServe(server, flags, logger)
+		return nil, nil, nil
 	}
 	listeners := make([]net.Listener, 0, len(addresses))
 	var ports []int
 	for _, address := range addresses {
 		l, err := net.Listen("tcp", address)
 		if err != nil {
-			for _, opened := range listeners {
-				opened.Close()
-			}
-			return err
+			closeListeners(listeners)
+			return nil, nil, err
 		}
-		defer l.Close()
 		listeners = append(listeners, connlimit.New(l, maxConnections))
 		if a, ok := l.Addr().(*net.TCPAddr); ok {
 			ports = append(ports, a.Port)
 		}
 	}
-	listening(ports)
+	return listeners, ports, nil
+}
+
+func closeListeners(listeners []net.Listener) {
+	for _, l := range listeners {
+		l.Close()
+	}
+}
+
+// serveBounded serves on listen's listeners through exporter-toolkit's
+// ServeMultiple; without any, the toolkit listens itself.
+func serveBounded(server *http.Server, flags *web.FlagConfig, listeners []net.Listener, logger *slog.Logger) error {
+	if listeners == nil {
+		return web.ListenAndServe(server, flags, logger)
+	}
+	defer closeListeners(listeners)
 	return web.ServeMultiple(listeners, server, flags, logger)
 }
 

@@ -32,10 +32,12 @@ type State struct {
 	Workloads  *workload.Result
 	Containers *Containers
 	Engines    []engine.Reading
-	Fabric     *Fabric
-	Kernel     *Kernel
-	Flight     *Flight
-	Plans      []Plan
+	// EngineTargets are the engines the latest round asked (/sd/engines).
+	EngineTargets []engine.Target
+	Fabric        *Fabric
+	Kernel        *Kernel
+	Flight        *Flight
+	Plans         []Plan
 }
 
 // Results is where each collector's Update stores its part and the views
