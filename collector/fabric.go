@@ -118,6 +118,7 @@ func (c *fabricCollector) take(ctx context.Context) (fabric.Snapshot, layoutSeri
 	s, series, err := c.read(ctx)
 	c.set(s.LeftOut)
 	if err := sysfsOutcome(c.logger, err, s.Blocked, s.Problems); err != nil {
+		c.results.Set(func(st *collected.State) { st.Fabric = nil })
 		return s, nil, err
 	}
 	c.remember(s)

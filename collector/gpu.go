@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-kit/log"
@@ -82,20 +81,6 @@ type gpuCollector struct {
 	mu        sync.Mutex
 	builtFrom *readings.Reading // &Devices[0] of the snapshot built; each read makes a new slice
 	built     []prometheus.Metric
-
-	latest atomic.Pointer[gpuReading]
-}
-
-type gpuReading struct {
-	loaded  bool
-	snap    readings.Snapshot
-	stalled time.Duration
-}
-
-func (c *gpuCollector) store(st *collected.State) {
-	if r := c.latest.Load(); r != nil {
-		st.GPU = &collected.GPU{Loaded: r.loaded, Snapshot: r.snap, Stalled: r.stalled}
-	}
 }
 
 func newGPUCollector(nvml NVML, timeout, maxAge time.Duration, fs hostfs.FS, logger log.Logger) (*gpuCollector, error) {
@@ -105,30 +90,36 @@ func newGPUCollector(nvml NVML, timeout, maxAge time.Duration, fs hostfs.FS, log
 	return &gpuCollector{nvml: nvml, timeout: timeout, maxAge: maxAge, procfs: fs, logger: logger}, nil
 }
 
-// read returns the reading and how long the call outstanding after it has
-// waited; gpu.ErrUnavailable (no driver) is a host state, not a failure.
-func (c *gpuCollector) read() (readings.Snapshot, time.Duration, error) {
+// read returns the reading, with how long the call outstanding after it
+// had waited; gpu.ErrUnavailable (no driver) is a host state, not a failure.
+func (c *gpuCollector) read() (*collected.GPU, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
 	snap, err := c.nvml.Recent(ctx, c.maxAge)
-	stalled := c.nvml.Stalled()
+	g := &collected.GPU{Loaded: true, Snapshot: snap, Stalled: c.nvml.Stalled()}
 	switch {
 	case errors.Is(err, gpu.ErrUnavailable):
-		c.latest.Store(&gpuReading{stalled: stalled})
-		return snap, stalled, err
+		g.Loaded, g.Snapshot = false, readings.Snapshot{}
 	case errors.Is(err, gpu.ErrTimeout):
-		c.latest.Store(&gpuReading{loaded: true, stalled: stalled})
-		return snap, stalled, fmt.Errorf("%w (--gpu.timeout=%s): is the driver wedged?", err, c.timeout)
+		g.Snapshot = readings.Snapshot{}
+		err = fmt.Errorf("%w (--gpu.timeout=%s): is the driver wedged?", err, c.timeout)
 	}
-	c.latest.Store(&gpuReading{loaded: true, snap: snap, stalled: stalled})
-	return snap, stalled, err
+	return g, err
 }
 
+// Update stores the reading failed or not: the page tells a wedged driver
+// by its wait.
 func (c *gpuCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
-	snap, stalled, err := c.read()
-	c.results.Set(c.store)
+	g, err := c.read()
+	err = c.send(ctx, ch, g, err)
+	g.Failing = err != nil
+	c.results.Set(func(st *collected.State) { st.GPU = g })
+	return err
+}
+
+func (c *gpuCollector) send(ctx context.Context, ch chan<- prometheus.Metric, g *collected.GPU, err error) error {
 	// Whole seconds: a healthy call, in flight for milliseconds, reads 0.
-	ch <- prometheus.MustNewConstMetric(gpuStalledDesc, prometheus.GaugeValue, math.Floor(stalled.Seconds()))
+	ch <- prometheus.MustNewConstMetric(gpuStalledDesc, prometheus.GaugeValue, math.Floor(g.Stalled.Seconds()))
 	switch {
 	case errors.Is(err, gpu.ErrUnavailable):
 		ch <- prometheus.MustNewConstMetric(gpuUpDesc, prometheus.GaugeValue, 0)
@@ -138,12 +129,12 @@ func (c *gpuCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) 
 		return err
 	}
 	ch <- prometheus.MustNewConstMetric(gpuUpDesc, prometheus.GaugeValue, 1)
-	for _, m := range c.metrics(snap, err) {
+	for _, m := range c.metrics(g.Snapshot, err) {
 		ch <- m
 	}
 	var blocked error
 	procfs := c.procfs.WithContext(ctx)
-	for _, r := range snap.Devices {
+	for _, r := range g.Snapshot.Devices {
 		processes(ch, procfs, r, &blocked)
 	}
 	// A device or field that failed (GPU lost) fails the collector, as does

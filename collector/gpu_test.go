@@ -183,8 +183,8 @@ func TestGPUTimeout(t *testing.T) {
 		t.Fatal("the collector succeeded while the driver is wedged")
 	}
 	compare(t, got, map[string]float64{"spark_gpu_nvml_up": 1, "spark_gpu_nvml_stalled_seconds": 540})
-	if st := c.results.Parts(); st.GPU == nil || st.GPU.Stalled != 9*time.Minute+900*time.Millisecond {
-		t.Errorf("the status page is told %+v, want the stall of 9m0.9s", st.GPU)
+	if st := c.results.Parts(); st.GPU == nil || st.GPU.Stalled != 9*time.Minute+900*time.Millisecond || !st.GPU.Failing {
+		t.Errorf("the status page is told %+v, want the stall of 9m0.9s, failing", st.GPU)
 	}
 
 	wedged.Store(false)
@@ -193,6 +193,9 @@ func TestGPUTimeout(t *testing.T) {
 		got, err = collect(t, c)
 		return err == nil && got["spark_gpu_nvml_stalled_seconds"] == 0
 	}, "a reading with no stall once the driver answered")
+	if st := c.results.Parts(); st.GPU == nil || st.GPU.Failing {
+		t.Errorf("the status page is told %+v once the driver answered, want not failing", st.GPU)
+	}
 }
 
 // testClock is a clock that moves only when told.

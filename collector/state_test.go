@@ -5,12 +5,17 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/spark-exporter/spark_exporter/internal/collected"
+	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
 
 // counted counts its Updates.
@@ -70,6 +75,63 @@ func TestOneCollectorContract(t *testing.T) {
 				}
 			}
 			return true
+		})
+	}
+}
+
+// A run that fails stores no part: the views never show a reading older
+// than the collector's latest run.
+func TestFailedRunStoresNoPart(t *testing.T) {
+	proc := testexporter.CopyTree(t, fixtures)
+	pool := mustPool(t, proc)
+	sys := t.TempDir()
+	if err := os.CopyFS(sys, os.DirFS(sysFixture("spark-fabric"))); err != nil {
+		t.Fatal(err)
+	}
+	fabric := newFabricCollector(sys, nopLogger())
+	state := filepath.Join(sys, "class/infiniband/rocep1s0f0/ports/1/state")
+	for _, tc := range []struct {
+		name  string
+		c     Collector
+		set   func(*collected.Results)
+		part  func(collected.State) bool
+		spoil func(t *testing.T)
+	}{
+		{"pool", pool, func(r *collected.Results) { pool.results = r }, func(st collected.State) bool { return st.Pool != nil },
+			func(t *testing.T) {
+				if err := os.Remove(filepath.Join(proc, "meminfo")); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		{"fabric", fabric, func(r *collected.Results) { fabric.results = r }, func(st collected.State) bool { return st.Fabric != nil },
+			func(t *testing.T) {
+				// A read that blocks, released at the end.
+				if err := os.Remove(state); err != nil {
+					t.Fatal(err)
+				}
+				if err := syscall.Mkfifo(state, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() {
+					if w, err := os.OpenFile(state, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+						w.Close()
+					}
+				})
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			results := &collected.Results{}
+			tc.set(results)
+			if _, err := collectWithin(t, tc.c, 50*time.Millisecond); err != nil || !tc.part(results.Parts()) {
+				t.Fatalf("a good run: %v, part stored %v", err, tc.part(results.Parts()))
+			}
+			tc.spoil(t)
+			if _, err := collectWithin(t, tc.c, 50*time.Millisecond); err == nil {
+				t.Fatal("the broken run succeeded")
+			}
+			if tc.part(results.Parts()) {
+				t.Error("a failed run left the previous part in place")
+			}
 		})
 	}
 }

@@ -20,7 +20,8 @@ import (
 )
 
 // State is each collector's latest result. A part is nil when its
-// collector is off, has not run yet, or failed at its latest run.
+// collector is off, has not run yet, or failed at its latest run; but GPU,
+// which says so in Failing.
 type State struct {
 	// At is when the latest complete collection ended; zero before the first.
 	At time.Time
@@ -125,6 +126,9 @@ type GPU struct {
 	// Stalled is how long the NVML call outstanding at the read had waited
 	// (spark_gpu_nvml_stalled_seconds); 0 when none was.
 	Stalled time.Duration
+	// Failing: the run failed (a timeout, a device or field lost); Snapshot
+	// is what did answer.
+	Failing bool
 }
 
 // Thermal is the thermal sampler's snapshot and the configuration it was

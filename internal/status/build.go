@@ -26,14 +26,10 @@ func buildModel(build BuildInfo, st collected.State) Model {
 		Exporter:    build,
 		Collectors:  collectors(st.Runs),
 	}
-	success := map[string]bool{}
-	for _, c := range model.Collectors {
-		success[c.Name] = c.Success
-	}
-	if success["pool"] && st.Pool != nil {
+	if st.Pool != nil {
 		model.Pool = poolOf(st.Pool)
 	}
-	if success["workloads"] && st.Workloads != nil {
+	if st.Workloads != nil {
 		model.Workloads = workloads(st.Workloads)
 		placeWorkloads(model.Workloads, st.Containers, st.Engines)
 	}
@@ -44,7 +40,7 @@ func buildModel(build BuildInfo, st collected.State) Model {
 	if model.Pool != nil {
 		model.Pool.judge(model.Plans, training)
 	}
-	if success["fabric"] && st.Fabric != nil {
+	if st.Fabric != nil {
 		model.Fabric = fabricOf(st.Fabric)
 	}
 	if f := st.Flight; f != nil && f.Unclean {
@@ -52,7 +48,7 @@ func buildModel(build BuildInfo, st collected.State) Model {
 		model.Flight = &Flight{Unclean: true, EndedAt: ended, Verdict: f.Verdict, State: "unclean",
 			Text: "The previous boot ended without a clean shutdown at " + ended + ": " + f.Verdict + ". Details: spark_exporter report --flight."}
 	}
-	model.NVML = nvmlState(st.GPU, success)
+	model.NVML = nvmlState(st.GPU)
 	model.GPUs = gpus(st.GPU, st.Thermal, now)
 	return model
 }
@@ -294,19 +290,16 @@ func plans(in []collected.Plan, p *Pool, training bool) *Plans {
 	return out
 }
 
-func nvmlState(g *collected.GPU, success map[string]bool) NVML {
+func nvmlState(g *collected.GPU) NVML {
 	switch {
 	case g == nil:
-		if _, on := success["gpu"]; on {
-			return NVML{State: "failing", Text: "NVML did not answer: see the exporter's log."}
-		}
 		return NVML{State: "off", Text: "The gpu collector is disabled."}
 	case g.Stalled.Seconds() > judge.NVMLStalledSeconds:
 		return NVML{State: "hung", Text: fmt.Sprintf("The GPU driver has not answered for %s: it is wedged, and nvidia-smi blocks too. "+
 			"A GB10 GPU cannot be reset: let the jobs save what they can, then reboot (SparkGPUDriverHung).", waited(g.Stalled))}
 	case !g.Loaded:
 		return NVML{State: "down", Text: "NVML is not loaded: no NVIDIA driver or library on this host. The exporter retries in the background."}
-	case !success["gpu"]:
+	case g.Failing:
 		return NVML{State: "failing", Text: "NVML is loaded but its reads fail (a wedged driver, or a GPU lost): see the exporter's log."}
 	}
 	return NVML{State: "up", Text: "NVML is up."}

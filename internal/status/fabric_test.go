@@ -83,8 +83,8 @@ func TestFabricLine(t *testing.T) {
 			}
 		})
 	}
-	// A failed run shows no line, whatever was kept.
-	st := collected.State{At: now, Fabric: fabricReadings(t, "spark-fabric", time.Second, 1), Runs: []collected.Run{{Name: "fabric"}}}
+	// A failed run, which stores no reading, shows no line.
+	st := collected.State{At: now, Runs: []collected.Run{{Name: "fabric"}}}
 	if m := buildModel(BuildInfo{}, st); m.Fabric != nil {
 		t.Errorf("a failed collector's line: %+v", m.Fabric)
 	}

@@ -166,6 +166,7 @@ func TestVerdicts(t *testing.T) {
 					st.Runs[i].Success = false
 				}
 			}
+			st.Pool = nil // as a failed run stores it
 		}, func(m Model) string {
 			if m.Pool != nil {
 				return "a pool from a failed collector"
@@ -200,7 +201,7 @@ func TestNVMLHung(t *testing.T) {
 		{6 * time.Second, "failing", "NVML is loaded but its reads fail", false},
 	} {
 		st := sparkState(t)
-		st.GPU = &collected.GPU{Loaded: true, Stalled: tc.stalled}
+		st.GPU = &collected.GPU{Loaded: true, Stalled: tc.stalled, Failing: true}
 		for i, r := range st.Runs {
 			if r.Name == "gpu" {
 				st.Runs[i].Success = false
