@@ -28,6 +28,10 @@ func (e *Exporter) State() collected.State {
 // before the first.
 func (e *Exporter) At() time.Time { return e.results.Parts().At }
 
+// Awaited: a consumer of the results waits for the first complete
+// collection (collected.Results.AfterFirst).
+func (e *Exporter) Awaited() bool { return e.results.Awaited() }
+
 // Refresh runs every collector, as a scrape does, and drops the metrics:
 // the parts State reads are then fresh.
 func (e *Exporter) Refresh() {

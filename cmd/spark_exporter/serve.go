@@ -117,9 +117,9 @@ func serveCommand(cmd *kingpin.CmdClause, procfs, sysfs *string, readTimeout *ti
 		for _, c := range exporter.Names() {
 			level.Info(logger).Log("msg", "collector enabled", "collector", c)
 		}
-		if slices.Contains(exporter.Names(), "flight") {
-			// The recorder's first record is of this collection: it never
-			// runs the collectors itself.
+		if exporter.Awaited() {
+			// The flight recorder's first record is of this collection:
+			// it never runs the collectors itself.
 			exporter.Refresh()
 		}
 

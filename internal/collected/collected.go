@@ -75,6 +75,13 @@ func (r *Results) AfterFirst(f func()) {
 	f()
 }
 
+// Awaited: AfterFirst waits for the first complete collection.
+func (r *Results) Awaited() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.waiting) > 0
+}
+
 // Set changes the parts under the lock; a nil Results keeps nothing.
 func (r *Results) Set(set func(parts *State)) {
 	if r == nil {
