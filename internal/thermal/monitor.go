@@ -10,7 +10,7 @@ import (
 // Monitor's time moves only when Step says so, so that Replay steps a log as the sampler steps live readings.
 type Monitor struct {
 	cfg     judge.ThermalConfig
-	window  *window
+	window  *judge.ThermalWindow
 	verdict judge.ThermalVerdict
 	stepped bool
 	last    time.Time // time of the previous Step
@@ -20,9 +20,11 @@ type Monitor struct {
 	episodeStart time.Time
 }
 
-// NewMonitor starts a monitor; cfg must have passed Validate.
-func NewMonitor(cfg judge.ThermalConfig) *Monitor {
-	return &Monitor{cfg: cfg, window: newWindow(cfg.Capacity()), verdict: judge.ThermalVerdict{State: judge.Collecting}}
+// NewMonitor starts a monitor whose verdicts' figures are exact; cfg must have passed Validate.
+func NewMonitor(cfg judge.ThermalConfig) *Monitor { return newMonitor(cfg, true) }
+
+func newMonitor(cfg judge.ThermalConfig, exact bool) *Monitor {
+	return &Monitor{cfg: cfg, window: judge.NewThermalWindow(cfg, exact), verdict: judge.ThermalVerdict{State: judge.Collecting}}
 }
 
 type Transition struct {
@@ -36,7 +38,7 @@ type Transition struct {
 func (m *Monitor) Step(now time.Time, s *judge.ThermalSample) Transition {
 	var tr Transition
 	if s != nil {
-		tr.Refused = m.window.add(*s) != nil
+		tr.Refused = m.window.Add(*s) != nil
 	}
 	was := m.verdict.State
 	if m.stepped && was == judge.Throttled {
@@ -44,7 +46,7 @@ func (m *Monitor) Step(now time.Time, s *judge.ThermalSample) Transition {
 		// what happened meanwhile.
 		m.throttled += min(now.Sub(m.last), m.cfg.MaxGap())
 	}
-	m.verdict = judge.AnalyzeThermalAfter(m.window.view(), now, m.verdict, m.cfg)
+	m.verdict = m.window.Analyze(now, m.verdict)
 	m.stepped = true
 	m.last = now
 
@@ -62,7 +64,7 @@ func (m *Monitor) Step(now time.Time, s *judge.ThermalSample) Transition {
 
 func (m *Monitor) Verdict() judge.ThermalVerdict { return m.verdict }
 
-func (m *Monitor) Samples() []judge.ThermalSample { return m.window.samples() }
+func (m *Monitor) Samples() []judge.ThermalSample { return m.window.Samples() }
 
 func (m *Monitor) Episodes() int { return m.episodes }
 

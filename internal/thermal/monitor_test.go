@@ -7,55 +7,6 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/judge"
 )
 
-func TestWindowKeepsTheLatestInOrder(t *testing.T) {
-	w := newWindow(3)
-	for i := range 5 {
-		if err := w.add(judge.ThermalSample{Time: t0.Add(time.Duration(i) * time.Second), Temperature: float64(i)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got := w.samples()
-	if len(got) != 3 || w.size() != 3 {
-		t.Fatalf("holds %d samples, want 3", len(got))
-	}
-	for i, s := range got {
-		if s.Temperature != float64(i+2) {
-			t.Errorf("sample %d is %v, want %d", i, s.Temperature, i+2)
-		}
-	}
-	if err := w.add(judge.ThermalSample{Time: t0.Add(4 * time.Second)}); err == nil {
-		t.Error("a sample at the newest sample's time was accepted")
-	}
-	if err := w.add(judge.ThermalSample{Time: t0}); err == nil {
-		t.Error("a sample older than the newest was accepted")
-	}
-}
-
-// The window slides over its buffer and back to the buffer's start: at
-// every sample it holds the latest, in order, and a copy taken before
-// stays as it was.
-func TestWindowSlidesOverItsBuffer(t *testing.T) {
-	w := newWindow(3)
-	var kept [][]judge.ThermalSample
-	for i := range 20 {
-		if err := w.add(judge.ThermalSample{Time: t0.Add(time.Duration(i) * time.Second), Temperature: float64(i)}); err != nil {
-			t.Fatal(err)
-		}
-		kept = append(kept, w.samples())
-	}
-	for i, got := range kept {
-		from := max(0, i-2)
-		if len(got) != i-from+1 {
-			t.Fatalf("after sample %d: %d samples, want %d", i, len(got), i-from+1)
-		}
-		for j, s := range got {
-			if s.Temperature != float64(from+j) {
-				t.Errorf("after sample %d: sample %d is %v, want %d", i, j, s.Temperature, from+j)
-			}
-		}
-	}
-}
-
 // Episodes and throttled time, stepped by hand on the small window:
 // throttled from the 7th sample (the window is covered and hot), out when
 // power drops.
@@ -144,5 +95,3 @@ func smallConfig() judge.ThermalConfig {
 	cfg.Interval = 10 * time.Second
 	return cfg
 }
-
-func (w *window) size() int { return len(w.held) }

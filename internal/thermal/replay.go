@@ -60,7 +60,7 @@ type Replayed struct {
 }
 
 // Replay steps with an empty Step at each sampling time that brought no sample,
-// so that a Sampler's log replays into its verdicts Step for Step.
+// so that a Sampler's log replays into its verdicts Step for Step (figures within rounding).
 func Replay(samples []judge.ThermalSample, cfg judge.ThermalConfig, each func(Step)) Replayed {
 	rp := NewReplayer(cfg, each)
 	for i := range samples {
@@ -79,7 +79,7 @@ type Replayer struct {
 }
 
 func NewReplayer(cfg judge.ThermalConfig, each func(Step)) *Replayer {
-	return &Replayer{cfg: cfg, each: each, m: NewMonitor(cfg)}
+	return &Replayer{cfg: cfg, each: each, m: newMonitor(cfg, false)}
 }
 
 func (rp *Replayer) step(now time.Time, s *judge.ThermalSample) {
