@@ -87,8 +87,8 @@ func (c ThermalConfig) Validate() error {
 
 func (c ThermalConfig) MaxGap() time.Duration { return gapIntervals * c.Interval }
 
-// Capacity is the samples a Window needs, with room for jitter.
-func (c ThermalConfig) Capacity() int { return 2*int(c.Window/c.Interval) + 4 }
+// capacity is the samples a Window needs, with room for jitter.
+func (c ThermalConfig) capacity() int { return 2*int(c.Window/c.Interval) + 4 }
 
 type ThermalStats struct {
 	PowerMean       float64 // W
@@ -148,14 +148,14 @@ const (
 // approach slows by e^(−W/2τ) per half window), not climbing at flat power.
 const settlingRatio = 0.5
 
-// AnalyzeThermal judges the samples (oldest first) at now; prev is the previous state (hysteresis).
-func AnalyzeThermal(samples []ThermalSample, now time.Time, prev ThermalState, cfg ThermalConfig) ThermalVerdict {
-	w := &ThermalWindow{cfg: cfg, capacity: max(len(samples), 2), buf: make([]ThermalSample, 0, len(samples)),
+// analyzeThermal judges the samples (oldest first) at now; prev is the previous state (hysteresis).
+func analyzeThermal(samples []ThermalSample, now time.Time, prev ThermalState, cfg ThermalConfig) ThermalVerdict {
+	w := &thermalWindow{cfg: cfg, capacity: max(len(samples), 2), buf: make([]ThermalSample, 0, len(samples)),
 		marks: make([]mark, 0, len(samples))}
 	for _, s := range samples {
-		_ = w.Add(s) // one out of order is left out, as a Monitor leaves it
+		_ = w.add(s) // one out of order is left out, as a monitor leaves it
 	}
-	return w.Analyze(now, ThermalVerdict{State: prev})
+	return w.analyze(now, ThermalVerdict{State: prev})
 }
 
 func powerMean(run []ThermalSample) float64 {
@@ -183,7 +183,7 @@ func powerExtremes(run []ThermalSample) (hi, lo float64) {
 }
 
 // exactSlope is the least-squares temperature slope over [a, b), in two passes.
-func (w *ThermalWindow) exactSlope(a, b int) (float64, bool) {
+func (w *thermalWindow) exactSlope(a, b int) (float64, bool) {
 	if b-a < 2 {
 		return 0, false
 	}

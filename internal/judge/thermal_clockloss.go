@@ -62,7 +62,7 @@ func (c ClockLoss) fell(ratio float64) bool {
 // clockLoss leaves out blocks at higher power (a warm-up boost above the cap:
 // the cap, not heat, took that clock) and at lower power. The previous verdict's
 // levels go on while the run does. The estimate is the latest block's temperature.
-func (w *ThermalWindow) clockLoss(st *step) (ClockLoss, estimate) {
+func (w *thermalWindow) clockLoss(st *step) (ClockLoss, estimate) {
 	cfg := w.cfg
 	c := st.previous.Clock.continued(w.buf[st.run].Time, st.run == w.lo, st.now, cfg.Window)
 	begin := st.end
@@ -106,7 +106,7 @@ func (w *ThermalWindow) clockLoss(st *step) (ClockLoss, estimate) {
 	return lv.ClockLoss, temp
 }
 
-func (w *ThermalWindow) blockMeans(lo, hi int, exact bool) (power, temp estimate) {
+func (w *thermalWindow) blockMeans(lo, hi int, exact bool) (power, temp estimate) {
 	return w.estimate(powerFigure, lo, hi, exact), w.estimate(temperatureFigure, lo, hi, exact)
 }
 

@@ -88,7 +88,7 @@ type estimate struct {
 	of     figure
 	a, b   int
 	per    float64 // shareFigure: the seconds the growth is shared over
-	w      *ThermalWindow
+	w      *thermalWindow
 }
 
 func (e *estimate) resolve() {
@@ -115,7 +115,7 @@ func (e *estimate) atMost(x float64) bool {
 }
 
 // full recomputes e's figure, as the analysis did before it kept sums.
-func (w *ThermalWindow) full(e *estimate) (float64, bool) {
+func (w *thermalWindow) full(e *estimate) (float64, bool) {
 	run := w.buf[e.a:e.b]
 	switch e.of {
 	case powerFigure:
@@ -139,7 +139,7 @@ func (w *ThermalWindow) full(e *estimate) (float64, bool) {
 
 // estimate is e's figure, recomputed in full when the window keeps no sums
 // (or odd ones) for it; otherwise from the sums.
-func (w *ThermalWindow) estimate(of figure, a, b int, exact bool) estimate {
+func (w *thermalWindow) estimate(of figure, a, b int, exact bool) estimate {
 	e := estimate{of: of, a: a, b: b, w: w}
 	switch {
 	case exact:
@@ -187,7 +187,7 @@ func (f *figures) stats() *ThermalStats {
 		EarlySlope: f.early.v, HasEarlySlope: f.early.has, RecentSlope: f.recent.v, HasRecentSlope: f.recent.has}
 }
 
-func (w *ThermalWindow) figures(st *step) figures {
+func (w *thermalWindow) figures(st *step) figures {
 	a, b, x := st.a, st.end, st.exact
 	f := figures{
 		powerMean: w.estimate(powerFigure, a, b, x), tempMean: w.estimate(temperatureFigure, a, b, x),
@@ -206,7 +206,7 @@ func (w *ThermalWindow) figures(st *step) figures {
 
 // ends are the sums to subtract and to subtract from for [a, b), and how
 // much rounding each may carry.
-func (w *ThermalWindow) ends(a, b int) (lo, hi *sums, rounding float64) {
+func (w *thermalWindow) ends(a, b int) (lo, hi *sums, rounding float64) {
 	start := w.marks[b-1].run
 	lo = &noSums
 	if a > start {
@@ -230,7 +230,7 @@ func (p *sums) of(f figure) (float64, float64, int) {
 	return p.margin, p.marginAbs, p.marginN
 }
 
-func (w *ThermalWindow) estimateMean(e *estimate) {
+func (w *thermalWindow) estimateMean(e *estimate) {
 	lo, hi, g := w.ends(e.a, e.b)
 	sLo, absLo, nLo := lo.of(e.of)
 	sHi, absHi, nHi := hi.of(e.of)
@@ -244,7 +244,7 @@ func (w *ThermalWindow) estimateMean(e *estimate) {
 
 // estimateSlope bounds both its own rounding and a two-pass least squares'
 // over [a, b); a run too short for the bound is recomputed.
-func (w *ThermalWindow) estimateSlope(e *estimate) {
+func (w *thermalWindow) estimateSlope(e *estimate) {
 	a, b := e.a, e.b
 	n := b - a
 	if n < 2 {
@@ -278,7 +278,7 @@ func (p *sums) counter(f figure) *counterSum {
 	return &p.slowdown
 }
 
-func (w *ThermalWindow) estimateGrowth(e *estimate) {
+func (w *thermalWindow) estimateGrowth(e *estimate) {
 	lo, hi, g := w.ends(e.a, e.b)
 	nLo := lo.counter(e.of).n
 	if hi.counter(e.of).n-nLo < 2 {
@@ -301,7 +301,7 @@ func (w *ThermalWindow) estimateGrowth(e *estimate) {
 
 // counterShare spans at least recentSpan, so that one sample's growth right
 // after a start is not read as a whole span of slowdown.
-func (w *ThermalWindow) counterShare(st *step) estimate {
+func (w *thermalWindow) counterShare(st *step) estimate {
 	span := w.cfg.recentSpan()
 	i := max(st.a, w.after(st.a, st.end, st.nowOff-span)-1)
 	e := estimate{of: shareFigure, a: i, b: st.end, w: w, per: max(st.now.Sub(w.buf[i].Time), span).Seconds()}

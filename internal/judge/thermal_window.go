@@ -8,9 +8,9 @@ import (
 
 var errOutOfOrder = errors.New("sample is not later than the previous one")
 
-// ThermalWindow holds the samples a verdict reads and what each adds to the
+// thermalWindow holds the samples a verdict reads and what each adds to the
 // analysis, so that a verdict costs about the same whatever the window's length.
-type ThermalWindow struct {
+type thermalWindow struct {
 	cfg      ThermalConfig
 	capacity int
 	// buf[lo:] is the window; it slides over twice its capacity, so that
@@ -31,17 +31,13 @@ type mark struct {
 	off  time.Duration // from the run's first sample
 }
 
-// NewThermalWindow: exact gives every figure as a full recomputation of the
+// newThermalWindow: exact gives every figure as a full recomputation of the
 // window does, bit for bit (what a page shows); otherwise the states and flags
-// are the same, the figures within rounding, and a verdict costs no pass over
-// the window. cfg must have passed Validate.
-func NewThermalWindow(cfg ThermalConfig, exact bool) *ThermalWindow {
-	return newThermalWindow(cfg, cfg.Capacity(), exact)
-}
-
-func newThermalWindow(cfg ThermalConfig, capacity int, exact bool) *ThermalWindow {
+// are the same, the figures within rounding, and a verdict makes no pass over
+// the window unless a figure sits at a threshold. cfg must have passed Validate.
+func newThermalWindow(cfg ThermalConfig, capacity int, exact bool) *thermalWindow {
 	capacity = max(capacity, 2)
-	w := &ThermalWindow{cfg: cfg, capacity: capacity, buf: make([]ThermalSample, 0, 2*capacity),
+	w := &thermalWindow{cfg: cfg, capacity: capacity, buf: make([]ThermalSample, 0, 2*capacity),
 		marks: make([]mark, 0, 2*capacity)}
 	if !exact {
 		w.sums = make([]sums, 0, 2*capacity)
@@ -49,8 +45,8 @@ func newThermalWindow(cfg ThermalConfig, capacity int, exact bool) *ThermalWindo
 	return w
 }
 
-// Add refuses a sample not later than the newest: the analysis needs time to move forward.
-func (w *ThermalWindow) Add(s ThermalSample) error {
+// add refuses a sample not later than the newest: the analysis needs time to move forward.
+func (w *thermalWindow) add(s ThermalSample) error {
 	if n := len(w.buf); n > w.lo && !s.Time.After(w.buf[n-1].Time) {
 		return errOutOfOrder
 	}
@@ -65,7 +61,7 @@ func (w *ThermalWindow) Add(s ThermalSample) error {
 	return nil
 }
 
-func (w *ThermalWindow) compact() {
+func (w *thermalWindow) compact() {
 	n := copy(w.buf, w.buf[w.lo:])
 	w.buf, w.marks, w.lo = w.buf[:n], w.marks[:0], 0
 	if w.sums != nil {
@@ -77,7 +73,7 @@ func (w *ThermalWindow) compact() {
 	w.power, w.blocks = extremes{}, clockBlocks{}
 }
 
-func (w *ThermalWindow) note(i int) {
+func (w *thermalWindow) note(i int) {
 	s := &w.buf[i]
 	m := mark{run: i, busy: -1, slow: i}
 	if busySample(*s, w.cfg) {
@@ -106,13 +102,13 @@ func (w *ThermalWindow) note(i int) {
 	}
 }
 
-// Samples is a copy of the window, oldest first.
-func (w *ThermalWindow) Samples() []ThermalSample {
+// samples is a copy of the window, oldest first.
+func (w *thermalWindow) samples() []ThermalSample {
 	return append([]ThermalSample(nil), w.buf[w.lo:]...)
 }
 
 // end is the index after the newest sample not after now.
-func (w *ThermalWindow) end(now time.Time) int {
+func (w *thermalWindow) end(now time.Time) int {
 	lo, hi := w.lo, len(w.buf)
 	if hi == lo || !w.buf[hi-1].Time.After(now) {
 		return hi
@@ -130,7 +126,7 @@ func (w *ThermalWindow) end(now time.Time) int {
 
 // after is the first index in [lo, hi) whose offset is over off (hi if none);
 // the indices share a run.
-func (w *ThermalWindow) after(lo, hi int, off time.Duration) int {
+func (w *thermalWindow) after(lo, hi int, off time.Duration) int {
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
 		if w.marks[mid].off > off {
@@ -154,9 +150,9 @@ type step struct {
 	share, fall, warmMin float64
 }
 
-// Analyze judges the window at now; previous is the verdict before (hysteresis
+// analyze judges the window at now; previous is the verdict before (hysteresis
 // and the clock level it carries). Only the unbroken run ending near now counts.
-func (w *ThermalWindow) Analyze(now time.Time, previous ThermalVerdict) ThermalVerdict {
+func (w *thermalWindow) analyze(now time.Time, previous ThermalVerdict) ThermalVerdict {
 	st, ok := w.view(now, previous)
 	if !ok {
 		return ThermalVerdict{State: Collecting}
@@ -171,7 +167,7 @@ func (w *ThermalWindow) Analyze(now time.Time, previous ThermalVerdict) ThermalV
 	return v
 }
 
-func (w *ThermalWindow) view(now time.Time, previous ThermalVerdict) (step, bool) {
+func (w *thermalWindow) view(now time.Time, previous ThermalVerdict) (step, bool) {
 	end := w.end(now)
 	if end == w.lo || now.Sub(w.buf[end-1].Time) > w.cfg.MaxGap() {
 		return step{}, false
@@ -189,7 +185,7 @@ func (w *ThermalWindow) view(now time.Time, previous ThermalVerdict) (step, bool
 	return st, true
 }
 
-func (w *ThermalWindow) thresholds(st *step) {
+func (w *thermalWindow) thresholds(st *step) {
 	cfg := w.cfg
 	st.climbing, st.hot, st.flat = cfg.ClimbingSlope, cfg.HotTemperature, cfg.FlatSpread
 	st.share, st.fall, st.warmMin = ThermalSlowdownShare, ClockFallRatio, warmTemperature
@@ -203,7 +199,7 @@ func (w *ThermalWindow) thresholds(st *step) {
 	}
 }
 
-func (w *ThermalWindow) judge(v *ThermalVerdict, st *step) {
+func (w *thermalWindow) judge(v *ThermalVerdict, st *step) {
 	cfg, run := w.cfg, w.buf[st.a:st.end]
 	f := w.figures(st)
 	if v.ThermalSlowdown = run[len(run)-1].thermalSlowdown(); v.ThermalSlowdown {
@@ -248,7 +244,7 @@ func (w *ThermalWindow) judge(v *ThermalVerdict, st *step) {
 	}
 }
 
-func (w *ThermalWindow) judgeClocks(v *ThermalVerdict, st *step, f *figures) {
+func (w *thermalWindow) judgeClocks(v *ThermalVerdict, st *step, f *figures) {
 	v.CounterSlowdown = f.share.atLeast(st.share)
 	v.SlowdownShare = f.share.v
 	var recentTemp estimate
@@ -275,7 +271,7 @@ func (s *ThermalSample) odd() bool {
 }
 
 // odd: an odd figure in [a, b) is left to a full recomputation.
-func (w *ThermalWindow) odd(a, b int) bool {
+func (w *thermalWindow) odd(a, b int) bool {
 	n := w.sums[b-1].odd
 	if a > w.marks[b-1].run {
 		n -= w.sums[a-1].odd

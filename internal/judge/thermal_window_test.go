@@ -24,11 +24,11 @@ func TestWindowKeepsTheLatestInOrder(t *testing.T) {
 func testWindowKeepsTheLatestInOrder(t *testing.T, exact bool) {
 	w := newThermalWindow(smallConfig(), 3, exact)
 	for i := range 5 {
-		if err := w.Add(ThermalSample{Time: t0.Add(time.Duration(i) * time.Second), Temperature: float64(i)}); err != nil {
+		if err := w.add(ThermalSample{Time: t0.Add(time.Duration(i) * time.Second), Temperature: float64(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got := w.Samples()
+	got := w.samples()
 	if len(got) != 3 || len(w.buf)-w.lo != 3 {
 		t.Fatalf("holds %d samples, want 3", len(got))
 	}
@@ -37,10 +37,10 @@ func testWindowKeepsTheLatestInOrder(t *testing.T, exact bool) {
 			t.Errorf("sample %d is %v, want %d", i, s.Temperature, i+2)
 		}
 	}
-	if err := w.Add(ThermalSample{Time: t0.Add(4 * time.Second)}); err == nil {
+	if err := w.add(ThermalSample{Time: t0.Add(4 * time.Second)}); err == nil {
 		t.Error("a sample at the newest sample's time was accepted")
 	}
-	if err := w.Add(ThermalSample{Time: t0}); err == nil {
+	if err := w.add(ThermalSample{Time: t0}); err == nil {
 		t.Error("a sample older than the newest was accepted")
 	}
 }
@@ -58,10 +58,10 @@ func testWindowSlidesOverItsBuffer(t *testing.T, exact bool) {
 	w := newThermalWindow(smallConfig(), 3, exact)
 	var kept [][]ThermalSample
 	for i := range 20 {
-		if err := w.Add(ThermalSample{Time: t0.Add(time.Duration(i) * time.Second), Temperature: float64(i)}); err != nil {
+		if err := w.add(ThermalSample{Time: t0.Add(time.Duration(i) * time.Second), Temperature: float64(i)}); err != nil {
 			t.Fatal(err)
 		}
-		kept = append(kept, w.Samples())
+		kept = append(kept, w.samples())
 	}
 	for i, got := range kept {
 		from := max(0, i-2)
@@ -150,13 +150,13 @@ func TestWindowOddFigures(t *testing.T) {
 		}
 	}
 	old := &full{cfg: cfg, verdict: ThermalVerdict{State: Collecting}}
-	exact, fast := NewThermalWindow(cfg, true), NewThermalWindow(cfg, false)
+	exact, fast := newThermalWindow(cfg, cfg.capacity(), true), newThermalWindow(cfg, cfg.capacity(), false)
 	vExact, vFast := old.verdict, old.verdict
 	for _, s := range samples {
 		old.add(s)
-		_, _ = exact.Add(s), fast.Add(s)
+		_, _ = exact.add(s), fast.add(s)
 		old.verdict = oldAnalyzeThermalAfter(old.held, s.Time, old.verdict, cfg)
-		vExact, vFast = exact.Analyze(s.Time, vExact), fast.Analyze(s.Time, vFast)
+		vExact, vFast = exact.analyze(s.Time, vExact), fast.analyze(s.Time, vFast)
 		want := old.verdict.State + ThermalState(old.verdict.Evidence())
 		for name, v := range map[string]ThermalVerdict{"exact": vExact, "fast": vFast} {
 			if got := v.State + ThermalState(v.Evidence()); got != want || v.Samples != old.verdict.Samples {
@@ -194,21 +194,14 @@ func logSamples(t *testing.T, path string) ([]ThermalSample, time.Duration) {
 	var out []ThermalSample
 	var gaps []time.Duration
 	for _, r := range tr.Rows {
-		if r.Temperature == nil || r.Power == nil || r.GPU != nil && *r.GPU != 0 {
+		s := rowSample(r)
+		if s == nil || r.GPU != nil && *r.GPU != 0 {
 			continue
 		}
 		if n := len(out); n > 0 {
 			gaps = append(gaps, r.Time.Sub(out[n-1].Time))
 		}
-		s := ThermalSample{Time: r.Time, Temperature: *r.Temperature, Power: *r.Power, SMClock: r.SMClock,
-			Utilization: r.Utilization, Reasons: r.Reasons}
-		if v, ok := r.EventSeconds["sw_thermal_slowdown"]; ok {
-			s.ThermalSlowdownSeconds = ptr(v + r.EventSeconds["hw_thermal_slowdown"])
-		}
-		if v, ok := r.EventSeconds["sw_power_cap"]; ok {
-			s.PowerCapSeconds = ptr(v)
-		}
-		out = append(out, s)
+		out = append(out, *s)
 	}
 	interval := 5 * time.Second
 	if len(gaps) > 0 {
@@ -295,7 +288,7 @@ func randomRegime(r *rand.Rand, regime int, s *ThermalSample, temp, power, clock
 		s.TemperatureMargin = ptr(float64(r.IntN(9)))
 		s.Utilization = ptr(0.97)
 		if r.IntN(3) == 0 {
-			s.Reasons = ptr(ReasonSWThermalSlowdown)
+			s.Reasons = ptr(reasonSWThermalSlowdown)
 		}
 	default: // a plateau at a constant
 		*temp, *power = 88, 100
@@ -314,7 +307,7 @@ func (f *full) add(s ThermalSample) {
 	if n := len(f.held); n > 0 && !s.Time.After(f.held[n-1].Time) {
 		return
 	}
-	if len(f.held) == max(f.cfg.Capacity(), 2) {
+	if len(f.held) == max(f.cfg.capacity(), 2) {
 		f.held = f.held[1:]
 	}
 	f.held = append(f.held, s)
@@ -323,13 +316,13 @@ func (f *full) add(s ThermalSample) {
 func compareWithFull(t *testing.T, name string, cfg ThermalConfig, samples []ThermalSample, seed uint64) {
 	t.Helper()
 	old := &full{cfg: cfg, verdict: ThermalVerdict{State: Collecting}}
-	exact, fast := NewThermalWindow(cfg, true), NewThermalWindow(cfg, false)
+	exact, fast := newThermalWindow(cfg, cfg.capacity(), true), newThermalWindow(cfg, cfg.capacity(), false)
 	vExact, vFast := old.verdict, old.verdict
 	r := rand.New(rand.NewPCG(seed, 1))
 	judged := 0
 	step := func(now time.Time) bool {
 		old.verdict = oldAnalyzeThermalAfter(old.held, now, old.verdict, cfg)
-		vExact, vFast = exact.Analyze(now, vExact), fast.Analyze(now, vFast)
+		vExact, vFast = exact.analyze(now, vExact), fast.analyze(now, vFast)
 		if old.verdict.State != Collecting {
 			judged++
 		}
@@ -349,7 +342,7 @@ func compareWithFull(t *testing.T, name string, cfg ThermalConfig, samples []The
 	}
 	for i, s := range samples {
 		old.add(s)
-		_, _ = exact.Add(s), fast.Add(s)
+		_, _ = exact.add(s), fast.add(s)
 		now := s.Time
 		if i+1 < len(samples) && r.IntN(4) == 0 {
 			// Between samples, as the replay's empty steps are.
@@ -369,7 +362,7 @@ func compareWithFull(t *testing.T, name string, cfg ThermalConfig, samples []The
 
 // outOfBounds: every estimate, over the step's ranges and a random one, is
 // within its bound of the full recomputation.
-func outOfBounds(w *ThermalWindow, now time.Time, r *rand.Rand) string {
+func outOfBounds(w *thermalWindow, now time.Time, r *rand.Rand) string {
 	st, ok := w.view(now, ThermalVerdict{})
 	if !ok || st.exact {
 		return ""
@@ -425,7 +418,7 @@ func ftoa(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 
 // The old computation, kept as the window's reference: every figure over the whole window at each step.
 
-// AnalyzeThermalAfter is AnalyzeThermal given the whole previous verdict,
+// AnalyzeThermalAfter is analyzeThermal given the whole previous verdict,
 // whose clock level carries a busy stretch longer than the samples held.
 func oldAnalyzeThermalAfter(samples []ThermalSample, now time.Time, previous ThermalVerdict, cfg ThermalConfig) ThermalVerdict {
 	prev := previous.State
