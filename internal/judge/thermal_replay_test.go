@@ -97,7 +97,7 @@ func TestReplayAgreesWithEveryStep(t *testing.T) {
 	if res.Throttled != m.ThrottledTime() || len(res.Episodes) != m.Episodes() {
 		t.Errorf("replay: %v throttled, %d episodes; monitor: %v, %d", res.Throttled, len(res.Episodes), m.ThrottledTime(), m.Episodes())
 	}
-	// The episodes run from the ThermalStep that entered Throttled to the one
+	// The episodes run from the step that entered Throttled to the one
 	// that left it, the last open to the end.
 	var episodes []ThermalEpisode
 	for _, w := range want {
