@@ -114,7 +114,7 @@ func (e *estimate) atMost(x float64) bool {
 	return e.v <= x
 }
 
-// full recomputes e's figure, as the analysis did before it kept sums.
+// full recomputes e's figure over its range, sample by sample.
 func (w *thermalWindow) full(e *estimate) (float64, bool) {
 	run := w.buf[e.a:e.b]
 	switch e.of {
