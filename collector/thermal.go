@@ -16,7 +16,6 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
 	"github.com/spark-exporter/spark_exporter/internal/gpu/thermalsampler"
 	"github.com/spark-exporter/spark_exporter/internal/judge"
-	"github.com/spark-exporter/spark_exporter/internal/thermal"
 )
 
 // The thermal collector renders the snapshot of a sampler (thermalsampler)
@@ -140,7 +139,7 @@ var (
 
 type thermalCollector struct {
 	sampler *thermalsampler.Sampler
-	latest  atomic.Pointer[thermal.Snapshot]
+	latest  atomic.Pointer[judge.ThermalSnapshot]
 	results *collected.Results
 
 	cancel    context.CancelFunc
@@ -184,7 +183,7 @@ func (c *thermalCollector) store(st *collected.State) {
 	}
 }
 
-func (c *thermalCollector) snapshot() (thermal.Snapshot, error) {
+func (c *thermalCollector) snapshot() (judge.ThermalSnapshot, error) {
 	snap := c.sampler.Snapshot()
 	c.latest.Store(&snap)
 	if len(snap.GPUs) == 0 {
@@ -200,7 +199,7 @@ func (c *thermalCollector) Update(ctx context.Context, ch chan<- prometheus.Metr
 	return err
 }
 
-func sendThermal(ch chan<- prometheus.Metric, snap thermal.Snapshot) {
+func sendThermal(ch chan<- prometheus.Metric, snap judge.ThermalSnapshot) {
 	if snap.CSV {
 		ch <- prometheus.MustNewConstMetric(thermalCSVErrorsDesc, prometheus.CounterValue, float64(snap.CSVErrors))
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/kmsg"
 	"github.com/spark-exporter/spark_exporter/internal/pool"
-	"github.com/spark-exporter/spark_exporter/internal/thermal"
 	"github.com/spark-exporter/spark_exporter/internal/workload"
 )
 
@@ -141,7 +140,7 @@ type GPU struct {
 // Thermal is the thermal sampler's snapshot and the configuration it was
 // judged with.
 type Thermal struct {
-	Snapshot thermal.Snapshot
+	Snapshot judge.ThermalSnapshot
 	Config   judge.ThermalConfig
 }
 

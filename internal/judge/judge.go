@@ -1,5 +1,6 @@
-// Package judge holds the judgements about a DGX Spark that every view shares,
-// and their thresholds; it does no I/O. docs/design.md gives the sources, and
+// Package judge holds the judgements about a DGX Spark that every view shares
+// (the thermal one stepped over time, live or over a log), and their thresholds;
+// it does no I/O. docs/design.md gives the sources, and
 // rules/thresholds_test.go checks the alert rules' numbers against these.
 package judge
 

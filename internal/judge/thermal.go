@@ -87,8 +87,8 @@ func (c ThermalConfig) Validate() error {
 
 func (c ThermalConfig) MaxGap() time.Duration { return gapIntervals * c.Interval }
 
-// Capacity is the samples a Window needs, with room for jitter.
-func (c ThermalConfig) Capacity() int { return 2*int(c.Window/c.Interval) + 4 }
+// capacity is the samples a Window needs, with room for jitter.
+func (c ThermalConfig) capacity() int { return 2*int(c.Window/c.Interval) + 4 }
 
 type ThermalStats struct {
 	PowerMean       float64 // W
@@ -148,140 +148,59 @@ const (
 // approach slows by e^(−W/2τ) per half window), not climbing at flat power.
 const settlingRatio = 0.5
 
-// AnalyzeThermal judges the samples (oldest first) at now; prev is the previous
-// state (hysteresis). Only the unbroken run ending near now counts.
-func AnalyzeThermal(samples []ThermalSample, now time.Time, prev ThermalState, cfg ThermalConfig) ThermalVerdict {
-	return AnalyzeThermalAfter(samples, now, ThermalVerdict{State: prev}, cfg)
+// analyzeThermal judges the samples (oldest first) at now; prev is the previous state (hysteresis).
+func analyzeThermal(samples []ThermalSample, now time.Time, prev ThermalState, cfg ThermalConfig) ThermalVerdict {
+	w := &thermalWindow{cfg: cfg, capacity: max(len(samples), 2), buf: make([]ThermalSample, 0, len(samples)),
+		marks: make([]mark, 0, len(samples))}
+	for _, s := range samples {
+		_ = w.add(s) // one out of order is left out, as a monitor leaves it
+	}
+	return w.analyze(now, ThermalVerdict{State: prev})
 }
 
-// AnalyzeThermalAfter is AnalyzeThermal given the whole previous verdict,
-// whose clock level carries a busy stretch longer than the samples held.
-func AnalyzeThermalAfter(samples []ThermalSample, now time.Time, previous ThermalVerdict, cfg ThermalConfig) ThermalVerdict {
-	prev := previous.State
-	run := unbroken(samples, now, cfg.MaxGap())
-	if len(run) == 0 {
-		return ThermalVerdict{State: Collecting}
-	}
-	windowStart := now.Add(-cfg.Window)
-	v := ThermalVerdict{Covered: !run[0].Time.After(windowStart)}
-	if v.Covered {
-		run = since(run, windowStart)
-	}
-	latest := run[len(run)-1]
-	v.Latest = &latest
-	v.Samples = len(run)
-	v.Span = now.Sub(run[0].Time)
-	st := stats(run, now.Add(-cfg.Window/2))
-	v.Stats = &st
-
-	v.ThermalSlowdown = latest.thermalSlowdown()
-	if v.ThermalSlowdown {
-		v.SlowdownFor = now.Sub(slowdownStart(run))
-	}
-	v.SlowdownSeconds, v.HasCounters = growth(run, func(s ThermalSample) *float64 { return s.ThermalSlowdownSeconds })
-	v.PowerCapSeconds, v.HasPowerCap = growth(run, func(s ThermalSample) *float64 { return s.PowerCapSeconds })
-
-	climbing, hot, flat := cfg.ClimbingSlope, cfg.HotTemperature, cfg.FlatSpread
-	if prev == Throttled {
-		climbing *= stayClimbingFactor
-		hot -= stayHotMargin
-		flat *= stayFlatFactor
-	}
-	v.Busy = busy(run, st, cfg)
-	v.Flat = st.PowerSpread <= flat
-	v.BelowNominal = st.PowerMax < cfg.BelowNominalRatio*cfg.NominalPower
-	v.Rising = rises(st, cfg.ClimbingSlope)
-	v.Climbing = rises(st, climbing) && !settling(st)
-	v.Hot = st.TemperatureMean >= hot
-	hotByMargin(&v, run, prev)
-	v.Signature = v.Covered && v.Busy && v.Flat && v.BelowNominal && (v.Climbing || v.Hot)
-	judgeClocks(&v, run, samples, now, previous, cfg)
-
-	switch {
-	case (v.Signature && !v.ClockHolding) || v.ClockLost || v.ThermalSlowdown || v.CounterSlowdown:
-		// A clock lost while warm needs no signature: a slow heat soak
-		// climbs under its slope. NVML's word needs no full window.
-		v.State = Throttled
-	case !v.Covered:
-		v.State = Collecting
-	case v.ClockHolding || (v.Rising && !(v.Flat && v.BelowNominal)):
-		v.State = Watching
-	default:
-		v.State = Normal
-	}
-	return v
-}
-
-func unbroken(samples []ThermalSample, now time.Time, maxGap time.Duration) []ThermalSample {
-	end := len(samples)
-	for end > 0 && samples[end-1].Time.After(now) {
-		end--
-	}
-	if end == 0 || now.Sub(samples[end-1].Time) > maxGap {
-		return nil
-	}
-	begin := end - 1
-	for begin > 0 && samples[begin].Time.Sub(samples[begin-1].Time) <= maxGap {
-		begin--
-	}
-	return samples[begin:end]
-}
-
-func since(samples []ThermalSample, t time.Time) []ThermalSample {
-	for i, s := range samples {
-		if !s.Time.Before(t) {
-			return samples[i:]
-		}
-	}
-	return nil
-}
-
-func stats(run []ThermalSample, recentFrom time.Time) ThermalStats {
-	st := ThermalStats{PowerMax: math.Inf(-1)}
-	minPower := math.Inf(1)
+func powerMean(run []ThermalSample) float64 {
+	var sum float64
 	for _, s := range run {
-		st.PowerMean += s.Power
-		st.TemperatureMean += s.Temperature
-		st.PowerMax = max(st.PowerMax, s.Power)
-		minPower = min(minPower, s.Power)
+		sum += s.Power
 	}
-	st.PowerMean /= float64(len(run))
-	st.TemperatureMean /= float64(len(run))
-	st.PowerSpread = st.PowerMax - minPower
-	st.Slope, st.HasSlope = slope(run)
-	recent := since(run, recentFrom)
-	st.EarlySlope, st.HasEarlySlope = slope(run[:len(run)-len(recent)])
-	st.RecentSlope, st.HasRecentSlope = slope(recent)
-	return st
+	return sum / float64(len(run))
 }
 
-// rises requires the latest half to climb too.
-func rises(st ThermalStats, rate float64) bool {
-	return st.HasSlope && st.HasRecentSlope && st.Slope >= rate && st.RecentSlope >= rate
+func temperatureMean(run []ThermalSample) float64 {
+	var sum float64
+	for _, s := range run {
+		sum += s.Temperature
+	}
+	return sum / float64(len(run))
 }
 
-func settling(st ThermalStats) bool {
-	return st.HasEarlySlope && st.HasRecentSlope && st.RecentSlope < settlingRatio*st.EarlySlope
+func powerExtremes(run []ThermalSample) (hi, lo float64) {
+	hi, lo = math.Inf(-1), math.Inf(1)
+	for _, s := range run {
+		hi, lo = max(hi, s.Power), min(lo, s.Power)
+	}
+	return hi, lo
 }
 
-func slope(run []ThermalSample) (float64, bool) {
-	if len(run) < 2 {
+// exactSlope is the least-squares temperature slope over [a, b), in two passes.
+func (w *thermalWindow) exactSlope(a, b int) (float64, bool) {
+	if b-a < 2 {
 		return 0, false
 	}
 	// Times relative to the first sample keep the sums small.
-	t0 := run[0].Time
+	t0 := w.marks[a].off
 	var meanT, meanY float64
-	for _, s := range run {
-		meanT += s.Time.Sub(t0).Seconds()
-		meanY += s.Temperature
+	for i := a; i < b; i++ {
+		meanT += (w.marks[i].off - t0).Seconds()
+		meanY += w.buf[i].Temperature
 	}
-	n := float64(len(run))
+	n := float64(b - a)
 	meanT /= n
 	meanY /= n
 	var sxy, sxx float64
-	for _, s := range run {
-		dt := s.Time.Sub(t0).Seconds() - meanT
-		sxy += dt * (s.Temperature - meanY)
+	for i := a; i < b; i++ {
+		dt := (w.marks[i].off - t0).Seconds() - meanT
+		sxy += dt * (w.buf[i].Temperature - meanY)
 		sxx += dt * dt
 	}
 	if sxx == 0 {
@@ -290,7 +209,7 @@ func slope(run []ThermalSample) (float64, bool) {
 	return sxy / sxx, true
 }
 
-func busy(run []ThermalSample, st ThermalStats, cfg ThermalConfig) bool {
+func utilizationMean(run []ThermalSample) (float64, bool) {
 	var sum float64
 	var n int
 	for _, s := range run {
@@ -299,19 +218,15 @@ func busy(run []ThermalSample, st ThermalStats, cfg ThermalConfig) bool {
 			n++
 		}
 	}
-	if n > 0 {
-		return sum/float64(n) >= cfg.BusyUtilization
+	if n == 0 {
+		return 0, false
 	}
-	return st.PowerMean >= cfg.BusyPower
+	return sum / float64(n), true
 }
 
-func slowdownStart(run []ThermalSample) time.Time {
-	i := len(run) - 1
-	for i > 0 && run[i-1].thermalSlowdown() {
-		i--
-	}
-	return run[i].Time
-}
+func slowdownSeconds(s ThermalSample) *float64 { return s.ThermalSlowdownSeconds }
+
+func powerCapSeconds(s ThermalSample) *float64 { return s.PowerCapSeconds }
 
 // growth adds up a counter's rises. A counter that went down was reset
 // (the driver reloaded) and counts from zero, as Prometheus's increase()

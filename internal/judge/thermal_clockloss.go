@@ -29,22 +29,6 @@ func (c ThermalConfig) recentSpan() time.Duration {
 	return max(c.Window/10, c.MaxGap())
 }
 
-// counterShare spans at least recentSpan, so that one sample's growth right
-// after a start is not read as a whole span of slowdown.
-func counterShare(run []ThermalSample, now time.Time, cfg ThermalConfig) (share float64, ok bool) {
-	span := cfg.recentSpan()
-	from := now.Add(-span)
-	i := len(run) - 1
-	for i > 0 && run[i].Time.After(from) {
-		i-- // down to the last sample at or before the span's start
-	}
-	grew, ok := growth(run[i:], func(s ThermalSample) *float64 { return s.ThermalSlowdownSeconds })
-	if !ok {
-		return 0, false
-	}
-	return grew / max(now.Sub(run[i].Time), span).Seconds(), true
-}
-
 // ClockLoss is what the SM clock did over the latest unbroken run of samples,
 // through idle dips shorter than a window.
 type ClockLoss struct {
@@ -76,72 +60,94 @@ func (c ClockLoss) fell(ratio float64) bool {
 }
 
 // clockLoss leaves out blocks at higher power (a warm-up boost above the cap:
-// the cap, not heat, took that clock) and at lower power. carried's levels go on while the run does.
-func clockLoss(samples []ThermalSample, now time.Time, cfg ThermalConfig, carried ClockLoss) ClockLoss {
-	run := unbroken(samples, now, cfg.MaxGap())
-	if len(run) == 0 {
-		return ClockLoss{}
+// the cap, not heat, took that clock) and at lower power. The previous verdict's
+// levels go on while the run does. The estimate is the latest block's temperature.
+func (w *thermalWindow) clockLoss(st *step) (ClockLoss, estimate) {
+	cfg := w.cfg
+	c := st.previous.Clock.continued(w.buf[st.run].Time, st.run == w.lo, st.now, cfg.Window)
+	begin := st.end
+	if b := w.marks[st.end-1].busy; b >= 0 {
+		begin = max(b, st.run)
 	}
-	c := carried.continued(run[0].Time, run[0].Time.Equal(samples[0].Time), now, cfg.Window)
-	begin := len(run)
-	for begin > 0 && busySample(run[begin-1], cfg) {
-		begin--
+	if begin == st.end {
+		return c, estimate{}
 	}
-	stretch := run[begin:]
-	if len(stretch) == 0 {
-		return c
-	}
-	c.busyAt = stretch[len(stretch)-1].Time
+	c.busyAt = w.buf[st.end-1].Time
 	span := cfg.recentSpan()
-	// clocks is buf, reused by each block and sorted by medianInPlace.
-	buf := make([]float64, 0, len(stretch))
-	block := func(from int) (next int, clocks []float64, power, temp float64) {
-		k := now.Sub(stretch[from].Time) / span
-		clocks = buf[:0]
-		next = from
-		for ; next < len(stretch) && now.Sub(stretch[next].Time)/span == k; next++ {
-			power += stretch[next].Power
-			temp += stretch[next].Temperature
-			if c := stretch[next].SMClock; c != nil {
-				clocks = append(clocks, *c)
-			}
-		}
-		n := float64(next - from)
-		return next, clocks, power / n, temp / n
+	recentFrom := w.after(begin, st.end, st.nowOff-span)
+	if recentFrom == st.end {
+		return c, estimate{}
 	}
-	recentFrom := len(stretch)
-	for recentFrom > 0 && now.Sub(stretch[recentFrom-1].Time) < span {
-		recentFrom--
+	recent := w.blocks.at(0)
+	recent.sync(w.buf, recentFrom, st.end)
+	if len(recent.clocks) == 0 {
+		return c, estimate{}
 	}
-	if recentFrom == len(stretch) {
-		return c
-	}
-	_, clocks, recentPower, recentTemp := block(recentFrom)
-	if len(clocks) == 0 {
-		return c
-	}
-	c.HasClock, c.Recent, c.RecentPower, c.RecentTemperature = true, medianInPlace(clocks), recentPower, recentTemp
-	floor, ceiling := recentPower-comparablePowerWatts, recentPower+cfg.FlatSpread
-	comparable := func(power, clock float64) {
-		if power >= floor && power <= ceiling && (!c.HasLevel || clock > c.Level) {
-			c.HasLevel, c.Level, c.LevelPower = true, clock, power
-		}
-	}
-	for _, l := range c.levels {
-		comparable(l.power, l.clock)
-	}
+	power, temp := w.blockMeans(recentFrom, st.end, st.exact)
+	lv := levelSearch{ClockLoss: c, cfg: cfg, recent: &power}
+	lv.HasClock, lv.Recent = true, recent.median()
+	lv.carried()
 	levels := levelUpdate{levels: c.levels}
-	for i := 0; i < recentFrom; {
-		var power float64
-		i, clocks, power, _ = block(i)
-		if len(clocks) > 0 {
-			m := medianInPlace(clocks)
-			comparable(power, m)
-			levels.add(power, m)
+	for k := int((st.nowOff - w.marks[begin].off) / span); k >= 1; k-- {
+		lo := w.after(begin, recentFrom, st.nowOff-time.Duration(k+1)*span)
+		hi := w.after(lo, recentFrom, st.nowOff-time.Duration(k)*span)
+		block := w.blocks.at(k)
+		block.sync(w.buf, lo, hi)
+		if lo == hi || len(block.clocks) == 0 {
+			continue
+		}
+		m := block.median()
+		p, _ := w.blockMeans(lo, hi, st.exact)
+		lv.comparable(&p, m)
+		levels.add(&p, m)
+	}
+	lv.levels = levels.levels
+	lv.RecentPower = power.v
+	return lv.ClockLoss, temp
+}
+
+func (w *thermalWindow) blockMeans(lo, hi int, exact bool) (power, temp estimate) {
+	return w.estimate(powerFigure, lo, hi, exact), w.estimate(temperatureFigure, lo, hi, exact)
+}
+
+// levelSearch finds the level: the highest clock at power comparable to the latest block's.
+type levelSearch struct {
+	ClockLoss
+	cfg    ThermalConfig
+	recent *estimate // the latest block's power
+}
+
+// carried: only levels at watts near the recent power can be comparable.
+func (l *levelSearch) carried() {
+	from := watt(l.recent.v - comparablePowerWatts - l.recent.err - 1)
+	to := watt(l.recent.v + l.cfg.FlatSpread + l.recent.err + 1)
+	k, _ := slices.BinarySearchFunc(l.levels, from, func(c clockLevel, w int) int { return cmp.Compare(c.watt, w) })
+	for ; k < len(l.levels) && l.levels[k].watt <= to; k++ {
+		p := estimate{v: l.levels[k].power}
+		l.comparable(&p, l.levels[k].clock)
+	}
+}
+
+func (l *levelSearch) comparable(p *estimate, clock float64) {
+	if l.HasLevel && !(clock > l.Level) || !l.within(p) {
+		return
+	}
+	l.HasLevel, l.Level, l.LevelPower = true, clock, p.v
+}
+
+// within: power at most comparablePowerWatts below the recent power, at most FlatSpread above.
+func (l *levelSearch) within(p *estimate) bool {
+	r := l.recent
+	if bound := p.err + r.err; bound > 0 {
+		floor, ceiling := r.v-comparablePowerWatts, r.v+l.cfg.FlatSpread
+		bound += 4 * unit * (math.Abs(floor) + math.Abs(ceiling))
+		if !(math.Abs(p.v-floor) > bound) || !(math.Abs(p.v-ceiling) > bound) {
+			p.resolve()
+			r.resolve()
 		}
 	}
-	c.levels = levels.levels
-	return c
+	floor, ceiling := r.v-comparablePowerWatts, r.v+l.cfg.FlatSpread
+	return p.v >= floor && p.v <= ceiling
 }
 
 // continued: after a pause as long as a window, a job starts afresh.
@@ -161,20 +167,27 @@ type levelUpdate struct {
 	copied bool
 }
 
-func (u *levelUpdate) add(power, clock float64) {
-	w := int(math.Floor(min(max(power, 0), 1e9)))
+func watt(power float64) int { return int(math.Floor(min(max(power, 0), 1e9))) }
+
+// add keeps the exact power of a level, which later verdicts compare.
+func (u *levelUpdate) add(p *estimate, clock float64) {
+	if p.err > 0 && watt(p.v-p.err) != watt(p.v+p.err) {
+		p.resolve()
+	}
+	w := watt(p.v)
 	k, found := slices.BinarySearchFunc(u.levels, w, func(l clockLevel, w int) int { return cmp.Compare(l.watt, w) })
 	if found && u.levels[k].clock >= clock || !found && len(u.levels) >= maxClockLevels {
 		return
 	}
+	p.resolve()
 	if !u.copied {
 		u.levels, u.copied = slices.Clone(u.levels), true
 	}
 	if found {
-		u.levels[k] = clockLevel{w, power, clock}
+		u.levels[k] = clockLevel{w, p.v, clock}
 		return
 	}
-	u.levels = slices.Insert(u.levels, k, clockLevel{w, power, clock})
+	u.levels = slices.Insert(u.levels, k, clockLevel{w, p.v, clock})
 }
 
 func busySample(s ThermalSample, cfg ThermalConfig) bool {
@@ -182,16 +195,6 @@ func busySample(s ThermalSample, cfg ThermalConfig) bool {
 		return *s.Utilization >= cfg.BusyUtilization
 	}
 	return s.Power >= cfg.BusyPower
-}
-
-// medianInPlace is the median of xs, which it sorts.
-func medianInPlace(xs []float64) float64 {
-	slices.Sort(xs)
-	n := len(xs)
-	if n%2 == 1 {
-		return xs[n/2]
-	}
-	return (xs[n/2-1] + xs[n/2]) / 2
 }
 
 func marginMean(run []ThermalSample) (mean float64, ok bool) {
@@ -206,41 +209,4 @@ func marginMean(run []ThermalSample) (mean float64, ok bool) {
 		return 0, false
 	}
 	return mean / float64(n), true
-}
-
-// judgeClocks: samples are all those held, as the busy stretch may begin before run.
-func judgeClocks(v *ThermalVerdict, run, samples []ThermalSample, now time.Time, previous ThermalVerdict, cfg ThermalConfig) {
-	share, fall := ThermalSlowdownShare, ClockFallRatio
-	if previous.State == Throttled {
-		share *= stayCounterFactor
-		fall *= stayFallFactor
-	}
-	v.SlowdownShare, _ = counterShare(run, now, cfg)
-	v.CounterSlowdown = v.SlowdownShare >= share
-
-	v.Clock = clockLoss(samples, now, cfg, previous.Clock)
-	v.ClockFell = v.Clock.fell(fall)
-	warm := warmTemperature
-	if previous.State == Throttled {
-		warm -= stayHotMargin
-	}
-	v.ClockLost = v.ClockFell && (v.Clock.RecentTemperature >= warm || v.Hot)
-	if v.Signature {
-		v.SignatureOnly = !v.Clock.HasClock
-		v.ClockHolding = v.Clock.HasClock && !v.ClockFell
-	}
-}
-
-// hotByMargin: the driver knows its own limit better than a fixed temperature does.
-func hotByMargin(v *ThermalVerdict, run []ThermalSample, prev ThermalState) {
-	m, ok := marginMean(run)
-	if !ok {
-		return
-	}
-	limit := HotMargin
-	if prev == Throttled {
-		limit += stayHotMargin
-	}
-	v.HasMargin, v.MarginMean = true, m
-	v.Hot = m <= limit
 }

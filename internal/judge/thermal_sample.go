@@ -19,10 +19,10 @@ type ThermalSample struct {
 
 // NVML's clock event reasons for heat, copied from nvml.h so that judge links no NVML; a test checks them.
 const (
-	ReasonSWThermalSlowdown uint64 = 0x20
+	reasonSWThermalSlowdown uint64 = 0x20
 	ReasonHWThermalSlowdown uint64 = 0x40
 
-	thermalSlowdown = ReasonSWThermalSlowdown | ReasonHWThermalSlowdown
+	thermalSlowdown = reasonSWThermalSlowdown | ReasonHWThermalSlowdown
 )
 
 // thermalSlowdown reports whether the sample carries a heat reason.

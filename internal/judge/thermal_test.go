@@ -10,8 +10,8 @@ import (
 
 // The reason bits are nvml.h's; go-nvml is the reference.
 func TestThermalReasonsMatchNVML(t *testing.T) {
-	if ReasonSWThermalSlowdown != nvml.ClocksEventReasonSwThermalSlowdown {
-		t.Errorf("sw thermal slowdown = %#x, nvml says %#x", ReasonSWThermalSlowdown, nvml.ClocksEventReasonSwThermalSlowdown)
+	if reasonSWThermalSlowdown != nvml.ClocksEventReasonSwThermalSlowdown {
+		t.Errorf("sw thermal slowdown = %#x, nvml says %#x", reasonSWThermalSlowdown, nvml.ClocksEventReasonSwThermalSlowdown)
 	}
 	if ReasonHWThermalSlowdown != nvml.ClocksThrottleReasonHwThermalSlowdown {
 		t.Errorf("hw thermal slowdown = %#x, nvml says %#x", ReasonHWThermalSlowdown, nvml.ClocksThrottleReasonHwThermalSlowdown)
@@ -103,7 +103,7 @@ func TestAnalyzeStates(t *testing.T) {
 		{"spread 25 W, staying", series(flat(90, 7), []float64{100, 75}, busyUtil), end, Throttled, Throttled, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v := AnalyzeThermal(tc.samples, tc.now, tc.prev, smallConfig())
+			v := analyzeThermal(tc.samples, tc.now, tc.prev, smallConfig())
 			if v.State != tc.want || v.Signature != tc.signature {
 				t.Errorf("state %s signature %v, want %s %v (busy %v flat %v below %v rising %v climbing %v hot %v)",
 					v.State, v.Signature, tc.want, tc.signature, v.Busy, v.Flat, v.BelowNominal, v.Rising, v.Climbing, v.Hot)
@@ -118,18 +118,18 @@ func TestAnalyzeGaps(t *testing.T) {
 	samples := series(linear(70, 1, 7), []float64{100}, busyUtil)
 	// Remove 10 s to 40 s: a 40 s hole inside the window.
 	holed := append(append([]ThermalSample{}, samples[:1]...), samples[5:]...)
-	v := AnalyzeThermal(holed, t0.Add(time.Minute), Normal, cfg)
+	v := analyzeThermal(holed, t0.Add(time.Minute), Normal, cfg)
 	if v.State != Collecting || v.Covered || v.Samples != 2 {
 		t.Errorf("window with a 40 s hole: state %s covered %v samples %d, want collecting on the 2 samples after the hole",
 			v.State, v.Covered, v.Samples)
 	}
 	// A 30 s hole is within the tolerance.
 	tolerated := append(append([]ThermalSample{}, samples[:2]...), samples[4:]...)
-	if v := AnalyzeThermal(tolerated, t0.Add(time.Minute), Normal, cfg); v.State != Throttled || !v.Covered {
+	if v := analyzeThermal(tolerated, t0.Add(time.Minute), Normal, cfg); v.State != Throttled || !v.Covered {
 		t.Errorf("window with a 30 s hole: state %s covered %v, want throttled and covered", v.State, v.Covered)
 	}
 	// Nothing for 40 s: the window is stale, nothing is reported from it.
-	v = AnalyzeThermal(samples, t0.Add(100*time.Second), Throttled, cfg)
+	v = analyzeThermal(samples, t0.Add(100*time.Second), Throttled, cfg)
 	if v.State != Collecting || v.Stats != nil || v.Latest != nil {
 		t.Errorf("stale window: state %s stats %v latest %v, want collecting with neither", v.State, v.Stats, v.Latest)
 	}
@@ -138,16 +138,16 @@ func TestAnalyzeGaps(t *testing.T) {
 func TestAnalyzeThermalSlowdown(t *testing.T) {
 	cfg := smallConfig()
 	samples := series(flat(70, 3), []float64{60, 100}, ptr(0.97))
-	samples[1].Reasons = ptr(ReasonSWThermalSlowdown)
+	samples[1].Reasons = ptr(reasonSWThermalSlowdown)
 	samples[2].Reasons = ptr(ReasonHWThermalSlowdown | 0x4)
 	now := t0.Add(20 * time.Second)
-	v := AnalyzeThermal(samples, now, Normal, cfg)
+	v := analyzeThermal(samples, now, Normal, cfg)
 	if v.State != Throttled || !v.ThermalSlowdown || v.Signature || v.SlowdownFor != 10*time.Second {
 		t.Errorf("state %s slowdown %v for %v signature %v; want throttled by NVML's reasons for 10s, without the signature",
 			v.State, v.ThermalSlowdown, v.SlowdownFor, v.Signature)
 	}
 	samples[2].Reasons = ptr(uint64(0x4)) // power cap only
-	if v := AnalyzeThermal(samples, now, Throttled, cfg); v.State != Collecting || v.ThermalSlowdown {
+	if v := analyzeThermal(samples, now, Throttled, cfg); v.State != Collecting || v.ThermalSlowdown {
 		t.Errorf("after the reasons cleared: state %s slowdown %v, want collecting", v.State, v.ThermalSlowdown)
 	}
 }
@@ -157,7 +157,7 @@ func TestAnalyzeStats(t *testing.T) {
 	// (0 s, 0 °C), (10 s, 1 °C), (20 s, 5 °C): slope = Σ(t−10)(y−2)/Σ(t−10)²
 	// = (20 + 0 + 30)/200 = 0.25 °C/s.
 	samples := series([]float64{0, 1, 5}, []float64{10, 40, 16}, nil)
-	v := AnalyzeThermal(samples, t0.Add(20*time.Second), Normal, cfg)
+	v := analyzeThermal(samples, t0.Add(20*time.Second), Normal, cfg)
 	st := v.Stats
 	if st == nil {
 		t.Fatal("no stats")
@@ -173,7 +173,7 @@ func TestAnalyzeStats(t *testing.T) {
 		t.Errorf("samples %d span %v latest %v", v.Samples, v.Span, v.Latest)
 	}
 
-	one := AnalyzeThermal(samples[:1], t0, Normal, cfg)
+	one := analyzeThermal(samples[:1], t0, Normal, cfg)
 	if one.Stats.HasSlope || one.Stats.PowerSpread != 0 {
 		t.Errorf("one sample: has slope %v, spread %v", one.Stats.HasSlope, one.Stats.PowerSpread)
 	}
@@ -184,7 +184,7 @@ func TestAnalyzeStats(t *testing.T) {
 func TestAnalyzeUsesTheWindowOnly(t *testing.T) {
 	cfg := smallConfig()
 	samples := series(append(flat(40, 5), flat(90, 7)...), append(flat(5, 5), flat(100, 7)...), nil)
-	v := AnalyzeThermal(samples, samples[len(samples)-1].Time, Normal, cfg)
+	v := analyzeThermal(samples, samples[len(samples)-1].Time, Normal, cfg)
 	if v.Samples != 7 || v.Stats.PowerSpread != 0 || v.State != Throttled {
 		t.Errorf("samples %d spread %v state %s; want the last 7 samples, flat and hot", v.Samples, v.Stats.PowerSpread, v.State)
 	}
@@ -226,7 +226,7 @@ func BenchmarkAnalyzeDefaultWindow(b *testing.B) {
 	now := samples[n].Time
 	b.ReportAllocs()
 	for b.Loop() {
-		AnalyzeThermal(samples, now, Normal, cfg)
+		analyzeThermal(samples, now, Normal, cfg)
 	}
 }
 
@@ -287,7 +287,7 @@ func TestCounterEvidence(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			samples := withCounters(series(cool, []float64{100}, busy), tc.slowdown, tc.cap)
-			v := AnalyzeThermal(samples, samples[len(samples)-1].Time, Normal, cfg)
+			v := analyzeThermal(samples, samples[len(samples)-1].Time, Normal, cfg)
 			if v.State != tc.want || v.CounterSlowdown != tc.counterSlowdown || v.Signature || v.ThermalSlowdown {
 				t.Errorf("state %s, counter slowdown %v (signature %v, flags %v); want %s, %v",
 					v.State, v.CounterSlowdown, v.Signature, v.ThermalSlowdown, tc.want, tc.counterSlowdown)
@@ -315,7 +315,7 @@ func TestCounterEvidence(t *testing.T) {
 // 30 s).
 func TestCounterEvidenceBeforeTheWindowIsFull(t *testing.T) {
 	samples := withCounters(series(flat(50, 2), []float64{30}, ptr(0.4)), counters(10, 12), counters(0, 0))
-	v := AnalyzeThermal(samples, samples[1].Time, Collecting, smallConfig())
+	v := analyzeThermal(samples, samples[1].Time, Collecting, smallConfig())
 	if v.Covered || v.State != Throttled || !v.CounterSlowdown {
 		t.Errorf("covered %v, state %s, counter slowdown %v; want throttled before the window is covered", v.Covered, v.State, v.CounterSlowdown)
 	}

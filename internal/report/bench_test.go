@@ -42,3 +42,25 @@ func BenchmarkFromLog(b *testing.B) {
 		}
 	}
 }
+
+// The report's cost per row at the default window against a 1-minute one, on 1 s rows (docs/performance.md).
+func BenchmarkReportWindow(b *testing.B) {
+	const n = 20000
+	log := fastLog(n, time.Second)
+	for _, window := range []time.Duration{10 * time.Minute, time.Minute} {
+		b.Run(window.String(), func(b *testing.B) {
+			cfg := judge.DefaultThermalConfig()
+			cfg.Window = window
+			for b.Loop() {
+				tr, err := thermallog.ParseOptions(strings.NewReader(log), thermallog.Options{Location: time.UTC})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := FromLog(tr, cfg, gb10); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/row")
+		})
+	}
+}

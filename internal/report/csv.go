@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/spark-exporter/spark_exporter/internal/judge"
-	"github.com/spark-exporter/spark_exporter/internal/thermal"
 	"github.com/spark-exporter/spark_exporter/internal/thermallog"
 )
 
@@ -130,7 +129,7 @@ func (g *gpuRows) add(r thermallog.Row) {
 	if r.PowerLimit != nil {
 		g.limit = max(g.limit, *r.PowerLimit)
 	}
-	s := thermal.SampleOf(r)
+	s := sampleOf(r)
 	if s == nil {
 		return
 	}
@@ -217,7 +216,7 @@ type logPass struct {
 	back     Backward
 	sum      *summary
 	episodes *episodeLog
-	replayer *thermal.Replayer
+	replayer *judge.ThermalReplayer
 	avg      averager
 	pic      *picture
 	last     time.Time
@@ -269,7 +268,7 @@ func (p *logPass) samples(each func(judge.ThermalSample)) error {
 		if row.GPU != nil && *row.GPU != p.index {
 			return
 		}
-		s := thermal.SampleOf(row)
+		s := sampleOf(row)
 		if s == nil {
 			return
 		}
@@ -296,6 +295,16 @@ func (p *logPass) samples(each func(judge.ThermalSample)) error {
 			p.replayer.Add(&m)
 		}
 	})
+}
+
+// sampleOf applies the Sampler's rule to a logged row.
+func sampleOf(r thermallog.Row) *judge.ThermalSample {
+	if r.Temperature == nil || r.Power == nil {
+		return nil
+	}
+	return &judge.ThermalSample{Time: r.Time, Temperature: *r.Temperature, Power: *r.Power,
+		SMClock: r.SMClock, Utilization: r.Utilization, Reasons: r.Reasons,
+		ThermalSlowdownSeconds: judge.ThermalSlowdownSeconds(r.EventSeconds), PowerCapSeconds: judge.PowerCapSeconds(r.EventSeconds)}
 }
 
 // medianGap: missed samples do not move it.

@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/spark-exporter/spark_exporter/internal/judge"
-	"github.com/spark-exporter/spark_exporter/internal/thermal"
 	"github.com/spark-exporter/spark_exporter/internal/thermallog"
 )
 
@@ -408,7 +407,7 @@ func recordedEpisodes(state, signature, slowdown map[time.Time]float64, each fun
 }
 
 func evidenceName(signature, nvml bool) string {
-	return thermal.Episode{Signature: signature, NVMLSlowdown: nvml}.Evidence()
+	return judge.ThermalEpisode{Signature: signature, NVMLSlowdown: nvml}.Evidence()
 }
 
 // spans: stretches no more than 1.5 steps apart.

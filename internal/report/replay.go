@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/spark-exporter/spark_exporter/internal/judge"
-	"github.com/spark-exporter/spark_exporter/internal/thermal"
 )
 
 // maxWindowSamples: a faster log is averaged into steps, so that a report takes time linear in its rows.
@@ -20,13 +19,13 @@ func replay(samples []judge.ThermalSample, cfg judge.ThermalConfig, each func(Ep
 	return res.Throttled, res.Judged > 0
 }
 
-func newReplayer(cfg judge.ThermalConfig, each func(Episode)) *thermal.Replayer {
-	rp := thermal.NewReplayer(cfg, nil)
-	rp.HandOff(func(e thermal.Episode) { each(episodeOf(e)) })
+func newReplayer(cfg judge.ThermalConfig, each func(Episode)) *judge.ThermalReplayer {
+	rp := judge.NewThermalReplayer(cfg, nil)
+	rp.HandOff(func(e judge.ThermalEpisode) { each(episodeOf(e)) })
 	return rp
 }
 
-func result(rp *thermal.Replayer, each func(Episode)) thermal.Replayed {
+func result(rp *judge.ThermalReplayer, each func(Episode)) judge.ThermalReplayed {
 	res := rp.Result()
 	for _, e := range res.Episodes {
 		each(episodeOf(e))
@@ -34,7 +33,7 @@ func result(rp *thermal.Replayer, each func(Episode)) thermal.Replayed {
 	return res
 }
 
-func episodeOf(e thermal.Episode) Episode {
+func episodeOf(e judge.ThermalEpisode) Episode {
 	return Episode{Start: e.Start, End: e.End, Open: e.Open, Evidence: e.Evidence()}
 }
 

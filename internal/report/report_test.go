@@ -16,7 +16,6 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 	"github.com/spark-exporter/spark_exporter/internal/gpu/thermalsampler"
 	"github.com/spark-exporter/spark_exporter/internal/judge"
-	"github.com/spark-exporter/spark_exporter/internal/thermal"
 	"github.com/spark-exporter/spark_exporter/internal/thermallog"
 )
 
@@ -173,7 +172,7 @@ func (s *source) Read(context.Context) ([]readings.Reading, error) {
 // and the replay's verdict equals the sampler's at every sampling time.
 // The exporter's log holds temperature and power only, so there the
 // readings do too; with every field (utilisation, clocks, NVML's reasons),
-// thermal.Replay over the trace's own rows agrees with the sampler just
+// judge.ReplayThermal over the trace's own rows agrees with the sampler just
 // the same.
 func TestReplayAgreesWithTheLiveSampler(t *testing.T) {
 	for _, name := range []string{"guide-format-throttle-30s", "two-episodes", "throttle-missed-samples", "nvml-sw-thermal", "plateau-steady"} {
@@ -257,8 +256,8 @@ func replayAgrees(t *testing.T, name string, full bool) {
 			t.Errorf("throttled %vs in the report, %v live", r.Throttle.ThrottledSeconds, liveThrottled)
 		}
 	}
-	var steps []thermal.Step
-	replayed := thermal.Replay(samples, cfg, func(st thermal.Step) { steps = append(steps, st) })
+	var steps []judge.ThermalStep
+	replayed := judge.ReplayThermal(samples, cfg, func(st judge.ThermalStep) { steps = append(steps, st) })
 	if len(steps)+replayed.Skipped != len(live) {
 		t.Fatalf("the replay took %d steps and skipped %d, the sampler took %d", len(steps), replayed.Skipped, len(live))
 	}
@@ -292,7 +291,7 @@ func replayAgrees(t *testing.T, name string, full bool) {
 func samplesOf(rows []thermallog.Row) []judge.ThermalSample {
 	var out []judge.ThermalSample
 	for _, r := range rows {
-		if s := thermal.SampleOf(r); s != nil {
+		if s := sampleOf(r); s != nil {
 			out = append(out, *s)
 		}
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/spark-exporter/spark_exporter/internal/collected"
 	"github.com/spark-exporter/spark_exporter/internal/judge"
-	"github.com/spark-exporter/spark_exporter/internal/thermal"
 	"github.com/spark-exporter/spark_exporter/internal/workload"
 )
 
@@ -339,7 +338,7 @@ func gpus(g *collected.GPU, th *collected.Thermal, now time.Time) []GPU {
 	return out
 }
 
-func thermalOf(st thermal.GPUState, cfg judge.ThermalConfig, now time.Time) *Thermal {
+func thermalOf(st judge.GPUThermalState, cfg judge.ThermalConfig, now time.Time) *Thermal {
 	v := st.Verdict
 	t := &Thermal{
 		State:            string(v.State),

@@ -22,7 +22,6 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/plan"
 	"github.com/spark-exporter/spark_exporter/internal/pool"
 	"github.com/spark-exporter/spark_exporter/internal/testing/jsonschema"
-	"github.com/spark-exporter/spark_exporter/internal/thermal"
 	"github.com/spark-exporter/spark_exporter/internal/workload"
 )
 
@@ -348,7 +347,7 @@ func TestHandler(t *testing.T) {
 	v := judge.ThermalVerdict{State: judge.Throttled, ThermalSlowdown: true, SlowdownFor: time.Minute,
 		Stats: &judge.ThermalStats{PowerMean: 99, PowerMax: 100, PowerSpread: 2, TemperatureMean: 90}}
 	clock := 1.8e9
-	snap := thermal.Snapshot{GPUs: []thermal.GPUState{{Index: 0, Verdict: v, Window: []judge.ThermalSample{
+	snap := judge.ThermalSnapshot{GPUs: []judge.GPUThermalState{{Index: 0, Verdict: v, Window: []judge.ThermalSample{
 		{Time: now.Add(-10 * time.Second), Temperature: 89, Power: 99, SMClock: &clock},
 		{Time: now, Temperature: 90, Power: 100, SMClock: &clock},
 	}}}}
@@ -475,7 +474,7 @@ func BenchmarkRender(b *testing.B) {
 		window = append(window, judge.ThermalSample{Time: now.Add(-time.Duration(119-i) * cfg.Interval),
 			Temperature: 80 + float64(i%10), Power: 99 + float64(i%3), SMClock: &clock})
 	}
-	st.Thermal = &collected.Thermal{Config: cfg, Snapshot: thermal.Snapshot{GPUs: []thermal.GPUState{{Index: 0,
+	st.Thermal = &collected.Thermal{Config: cfg, Snapshot: judge.ThermalSnapshot{GPUs: []judge.GPUThermalState{{Index: 0,
 		Verdict: judge.ThermalVerdict{State: judge.Normal}, Window: window}}}}
 	m := buildModel(BuildInfo{}, st)
 	h := NewHandler(nil, "/metrics", true, true)
@@ -523,14 +522,14 @@ func TestNum(t *testing.T) {
 func TestThermalTextOfTheClock(t *testing.T) {
 	cfg := judge.DefaultThermalConfig()
 	st := &judge.ThermalStats{PowerMean: 92, PowerMax: 95, PowerSpread: 6, TemperatureMean: 88.5}
-	holding := thermal.GPUState{Verdict: judge.ThermalVerdict{State: judge.Watching, Signature: true, ClockHolding: true, Busy: true,
+	holding := judge.GPUThermalState{Verdict: judge.ThermalVerdict{State: judge.Watching, Signature: true, ClockHolding: true, Busy: true,
 		Flat: true, BelowNominal: true, Hot: true, Stats: st,
 		Clock: judge.ClockLoss{HasClock: true, Recent: 2.43e9, HasLevel: true, Level: 2.45e9}}}
 	th := thermalOf(holding, cfg, time.Now())
 	if !strings.HasPrefix(th.Text, "Watching: hot, clock holding.") || !strings.Contains(strings.Join(th.Evidence, "\n"), "SM clock holds: 2.43 GHz lately, against 2.45 GHz") {
 		t.Errorf("clock holding: %q\n%s", th.Text, strings.Join(th.Evidence, "\n"))
 	}
-	only := thermal.GPUState{Verdict: judge.ThermalVerdict{State: judge.Throttled, Signature: true, SignatureOnly: true, Stats: st}}
+	only := judge.GPUThermalState{Verdict: judge.ThermalVerdict{State: judge.Throttled, Signature: true, SignatureOnly: true, Stats: st}}
 	if th := thermalOf(only, cfg, time.Now()); !strings.Contains(th.Text, "signature only; clocks not logged") {
 		t.Errorf("no clock: %q", th.Text)
 	}

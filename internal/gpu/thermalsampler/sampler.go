@@ -1,4 +1,4 @@
-// Package thermalsampler steps a thermal.Monitor per GPU, appends to the CSV
+// Package thermalsampler steps a judge.ThermalMonitor per GPU, appends to the CSV
 // log and logs episodes; internal/judge does the judging.
 package thermalsampler
 
@@ -16,7 +16,6 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/gpu"
 	"github.com/spark-exporter/spark_exporter/internal/gpu/readings"
 	"github.com/spark-exporter/spark_exporter/internal/judge"
-	"github.com/spark-exporter/spark_exporter/internal/thermal"
 	"github.com/spark-exporter/spark_exporter/internal/thermallog"
 )
 
@@ -27,8 +26,8 @@ type Sampler struct {
 	logger log.Logger
 	csv    *thermallog.Writer // nil without a CSV log
 
-	mu          sync.Mutex               // serialises Sample and Close; the fields below are theirs
-	monitors    map[int]*thermal.Monitor // by NVML device index
+	mu          sync.Mutex                    // serialises Sample and Close; the fields below are theirs
+	monitors    map[int]*judge.ThermalMonitor // by NVML device index
 	samples     uint64
 	csvErrors   int
 	csvFailing  bool
@@ -36,20 +35,20 @@ type Sampler struct {
 	everRead    bool
 	closed      bool
 
-	snap atomic.Pointer[thermal.Snapshot]
+	snap atomic.Pointer[judge.ThermalSnapshot]
 }
 
 // NewSampler takes a validated cfg; csvFile, when set, is opened at the first sample.
 func NewSampler(src gpu.Source, cfg judge.ThermalConfig, csvFile string, logger log.Logger) *Sampler {
-	s := &Sampler{src: src, cfg: cfg, logger: logger, monitors: map[int]*thermal.Monitor{}}
+	s := &Sampler{src: src, cfg: cfg, logger: logger, monitors: map[int]*judge.ThermalMonitor{}}
 	if csvFile != "" {
 		s.csv = thermallog.NewWriter(csvFile)
 	}
-	s.snap.Store(&thermal.Snapshot{CSV: s.csv != nil})
+	s.snap.Store(&judge.ThermalSnapshot{CSV: s.csv != nil})
 	return s
 }
 
-func (s *Sampler) Snapshot() thermal.Snapshot { return *s.snap.Load() }
+func (s *Sampler) Snapshot() judge.ThermalSnapshot { return *s.snap.Load() }
 
 func (s *Sampler) Config() judge.ThermalConfig { return s.cfg }
 
@@ -106,9 +105,9 @@ func (s *Sampler) Sample(ctx context.Context, now time.Time) {
 		}
 		if row.Temperature != nil && row.Power != nil {
 			samples[r.Index] = &judge.ThermalSample{Time: now, Temperature: *row.Temperature, Power: *row.Power,
-				SMClock: thermal.NonNegative(r.SMClockHertz), Utilization: ratio(r.Utilization), Reasons: r.ClockEventReasons,
+				SMClock: judge.NonNegative(r.SMClockHertz), Utilization: ratio(r.Utilization), Reasons: r.ClockEventReasons,
 				TemperatureMargin:      finite(r.TemperatureMarginCelsius),
-				ThermalSlowdownSeconds: thermal.ThermalSlowdownSeconds(r.ClockEventSeconds), PowerCapSeconds: thermal.PowerCapSeconds(r.ClockEventSeconds)}
+				ThermalSlowdownSeconds: judge.ThermalSlowdownSeconds(r.ClockEventSeconds), PowerCapSeconds: judge.PowerCapSeconds(r.ClockEventSeconds)}
 		}
 	}
 	s.noteRead(err)
@@ -117,7 +116,7 @@ func (s *Sampler) Sample(ctx context.Context, now time.Time) {
 	}
 	for idx := range samples {
 		if s.monitors[idx] == nil {
-			s.monitors[idx] = thermal.NewMonitor(s.cfg)
+			s.monitors[idx] = judge.NewThermalMonitor(s.cfg)
 		}
 	}
 	for idx, m := range s.monitors {
@@ -129,11 +128,11 @@ func (s *Sampler) Sample(ctx context.Context, now time.Time) {
 }
 
 // snapshot: s.mu is held.
-func (s *Sampler) snapshot() *thermal.Snapshot {
-	snap := &thermal.Snapshot{Samples: s.samples, CSV: s.csv != nil, CSVErrors: s.csvErrors,
-		GPUs: make([]thermal.GPUState, 0, len(s.monitors))}
+func (s *Sampler) snapshot() *judge.ThermalSnapshot {
+	snap := &judge.ThermalSnapshot{Samples: s.samples, CSV: s.csv != nil, CSVErrors: s.csvErrors,
+		GPUs: make([]judge.GPUThermalState, 0, len(s.monitors))}
 	for idx, m := range s.monitors {
-		snap.GPUs = append(snap.GPUs, thermal.GPUState{Index: idx, Verdict: m.Verdict(),
+		snap.GPUs = append(snap.GPUs, judge.GPUThermalState{Index: idx, Verdict: m.Verdict(),
 			Episodes: m.Episodes(), Throttled: m.ThrottledTime(), Window: m.Samples()})
 	}
 	sort.Slice(snap.GPUs, func(i, j int) bool { return snap.GPUs[i].Index < snap.GPUs[j].Index })
@@ -149,7 +148,7 @@ func logRow(r readings.Reading, now time.Time) thermallog.Row {
 	if t := r.TemperatureCelsius; t != nil && !math.IsNaN(*t) && !math.IsInf(*t, 0) && *t > -273.15 {
 		row.Temperature = t
 	}
-	row.Power = thermal.NonNegative(r.PowerWatts)
+	row.Power = judge.NonNegative(r.PowerWatts)
 	return row
 }
 
@@ -196,7 +195,7 @@ func (s *Sampler) noteCSV(err error) {
 	}
 }
 
-func (s *Sampler) logTransition(idx int, v judge.ThermalVerdict, tr thermal.Transition) {
+func (s *Sampler) logTransition(idx int, v judge.ThermalVerdict, tr judge.ThermalTransition) {
 	if tr.Refused {
 		level.Debug(s.logger).Log("msg", "sample older than the previous one left out (clock stepped back)", "gpu", idx)
 	}

@@ -152,10 +152,9 @@ func TestLayoutErrors(t *testing.T) {
 // no GPU driver is, and internal/judge takes plain values. ("os" itself
 // cannot be refused: fmt imports it.)
 var pureOf = map[string][]string{
-	"internal/judge":   {"github.com/NVIDIA/go-nvml", "github.com/go-kit/log", "net/http", "os/exec"},
-	"internal/thermal": {"github.com/NVIDIA/go-nvml", "github.com/go-kit/log", "net/http", "os/exec"},
-	"internal/status":  {"github.com/NVIDIA/go-nvml"},
-	"internal/report":  {"github.com/NVIDIA/go-nvml"},
+	"internal/judge":  {"github.com/NVIDIA/go-nvml", "github.com/go-kit/log", "net/http", "os/exec"},
+	"internal/status": {"github.com/NVIDIA/go-nvml"},
+	"internal/report": {"github.com/NVIDIA/go-nvml"},
 	// The collectors' typed state, which every view renders.
 	"internal/collected": {"github.com/NVIDIA/go-nvml", "github.com/go-kit/log", "net/http", "os/exec"},
 }

@@ -1,7 +1,6 @@
-package thermal
+package judge
 
 import (
-	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"math"
 	"os"
 	"path/filepath"
@@ -18,7 +17,7 @@ import (
 // window of the fall. The end-to-end test plays the same scenarios through
 // the library, Prometheus and the alert rules.
 func TestStandInScenarios(t *testing.T) {
-	cfg := judge.DefaultThermalConfig()
+	cfg := DefaultThermalConfig()
 	for _, tc := range []struct {
 		name     string
 		counters bool          // the scenario's driver answers the clock event counters
@@ -37,14 +36,14 @@ func TestStandInScenarios(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var samples []judge.ThermalSample
+			var samples []ThermalSample
 			for at := time.Duration(0); at <= time.Hour; at += cfg.Interval {
 				st, err := standin.Evaluate(text, 0, at.Seconds())
 				if err != nil {
 					t.Fatal(err)
 				}
 				reasons := st.Reasons
-				s := judge.ThermalSample{Time: t0.Add(at), Temperature: math.Round(st.Temperature), Power: st.Power,
+				s := ThermalSample{Time: t0.Add(at), Temperature: math.Round(st.Temperature), Power: st.Power,
 					SMClock: ptr(st.SMClock * 1e6), Utilization: ptr(st.Utilization / 100), Reasons: &reasons,
 					TemperatureMargin: ptr(math.Round(st.MarginCelsius))}
 				if tc.counters {
@@ -53,11 +52,11 @@ func TestStandInScenarios(t *testing.T) {
 				samples = append(samples, s)
 			}
 			steps, res := replaySteps(samples, cfg)
-			var first *Step
+			var first *ThermalStep
 			holding := false
 			for i, st := range steps {
 				holding = holding || st.Verdict.ClockHolding
-				if st.Verdict.State == judge.Throttled && first == nil {
+				if st.Verdict.State == Throttled && first == nil {
 					first = &steps[i]
 				}
 			}

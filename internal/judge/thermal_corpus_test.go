@@ -1,4 +1,4 @@
-package thermal
+package judge
 
 import (
 	"fmt"
@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/thermallog"
 )
 
@@ -27,11 +26,11 @@ type expectation struct {
 	throttled bool
 	onset     time.Duration
 	episodes  int
-	states    map[time.Duration]judge.ThermalState
+	states    map[time.Duration]ThermalState
 }
 
 func parseExpectation(comments []string) (expectation, error) {
-	e := expectation{states: map[time.Duration]judge.ThermalState{}, episodes: -1}
+	e := expectation{states: map[time.Duration]ThermalState{}, episodes: -1}
 	var sawExpect bool
 	for _, c := range comments {
 		key, value, ok := strings.Cut(c, ":")
@@ -59,7 +58,7 @@ func parseExpectation(comments []string) (expectation, error) {
 		case strings.HasPrefix(key, "state "):
 			var at time.Duration
 			at, err = time.ParseDuration(strings.TrimPrefix(key, "state "))
-			e.states[at] = judge.ThermalState(value)
+			e.states[at] = ThermalState(value)
 		}
 		if err != nil {
 			return e, err
@@ -78,16 +77,16 @@ func parseExpectation(comments []string) (expectation, error) {
 	return e, nil
 }
 
-// step is one Step of the replay.
-type step struct {
+// tracedStep is one step of the replay.
+type tracedStep struct {
 	at    time.Duration // since the trace's first row
-	state judge.ThermalState
-	tr    Transition
+	state ThermalState
+	tr    ThermalTransition
 }
 
 // replayResult is what the monitor made of a trace.
 type replayResult struct {
-	steps          []step
+	steps          []tracedStep
 	firstThrottled time.Duration // -1 when never
 	episodes       int
 	throttled      time.Duration // the monitor's own count
@@ -95,23 +94,23 @@ type replayResult struct {
 	duration       time.Duration
 }
 
-// replay feeds a trace's samples to Replay, which steps a Monitor as the
-// collector would: one Step per sample, and one empty Step per sampling
+// replay feeds a trace's samples to ReplayThermal, which steps a ThermalMonitor as the
+// collector would: one step per sample, and one empty step per sampling
 // time without one (NVML silent, or a row without temperature or power).
-func replay(rows []thermallog.Row, cfg judge.ThermalConfig) replayResult {
+func replay(rows []thermallog.Row, cfg ThermalConfig) replayResult {
 	res := replayResult{firstThrottled: -1}
 	start := rows[0].Time
-	var samples []judge.ThermalSample
+	var samples []ThermalSample
 	for _, r := range rows {
 		if s := rowSample(r); s != nil {
 			samples = append(samples, *s)
 		}
 	}
 	var entered time.Duration
-	replayed := Replay(samples, cfg, func(st Step) {
+	replayed := ReplayThermal(samples, cfg, func(st ThermalStep) {
 		at := st.Time.Sub(start)
-		res.steps = append(res.steps, step{at, st.Verdict.State, st.Transition})
-		if st.Verdict.State == judge.Throttled && res.firstThrottled < 0 {
+		res.steps = append(res.steps, tracedStep{at, st.Verdict.State, st.Transition})
+		if st.Verdict.State == Throttled && res.firstThrottled < 0 {
 			res.firstThrottled = at
 		}
 		if st.Transition.Entered {
@@ -122,7 +121,7 @@ func replay(rows []thermallog.Row, cfg judge.ThermalConfig) replayResult {
 		}
 	})
 	last := res.steps[len(res.steps)-1]
-	if last.state == judge.Throttled {
+	if last.state == Throttled {
 		res.episodeTime += last.at - entered
 	}
 	res.episodes = len(replayed.Episodes)
@@ -132,13 +131,18 @@ func replay(rows []thermallog.Row, cfg judge.ThermalConfig) replayResult {
 }
 
 // rowSample is the sample a row gives, nil when temperature or power is
-// missing (as the collector does with a reading).
-func rowSample(r thermallog.Row) *judge.ThermalSample {
-	return SampleOf(r)
+// missing (as the collector does with a reading; report's rule).
+func rowSample(r thermallog.Row) *ThermalSample {
+	if r.Temperature == nil || r.Power == nil {
+		return nil
+	}
+	return &ThermalSample{Time: r.Time, Temperature: *r.Temperature, Power: *r.Power,
+		SMClock: r.SMClock, Utilization: r.Utilization, Reasons: r.Reasons,
+		ThermalSlowdownSeconds: ThermalSlowdownSeconds(r.EventSeconds), PowerCapSeconds: PowerCapSeconds(r.EventSeconds)}
 }
 
 // stateAt is the state of the last step at or before at.
-func (r replayResult) stateAt(at time.Duration) (judge.ThermalState, bool) {
+func (r replayResult) stateAt(at time.Duration) (ThermalState, bool) {
 	i := sort.Search(len(r.steps), func(i int) bool { return r.steps[i].at > at })
 	if i == 0 {
 		return "", false
@@ -149,7 +153,7 @@ func (r replayResult) stateAt(at time.Duration) (judge.ThermalState, bool) {
 // TestCorpus replays every trace of testdata/thermal and checks its
 // verdicts; with -v it prints the detection report of docs/thermal.md:
 //
-//	go test ./internal/thermal -run TestCorpus -v
+//	go test ./internal/judge -run TestCorpus -v
 func TestCorpus(t *testing.T) {
 	paths, err := filepath.Glob(filepath.Join(corpusDir, "*.csv"))
 	if err != nil || len(paths) == 0 {
@@ -175,7 +179,7 @@ func TestCorpus(t *testing.T) {
 			t.Errorf("%s: expectations: %v", name, err)
 			continue
 		}
-		cfg := judge.DefaultThermalConfig()
+		cfg := DefaultThermalConfig()
 		cfg.Interval = want.interval
 		res := replay(tr.Rows, cfg)
 		target := cfg.Window + 2*cfg.Interval
@@ -223,5 +227,5 @@ func TestCorpus(t *testing.T) {
 	}
 	t.Logf("thermal corpus report (window %v, 5s traces unless noted):\n%s\n"+
 		"throttling traces detected: %d of %d, worst delay after onset %v; false throttled on non-throttling traces: %d",
-		judge.DefaultThermalConfig().Window, strings.Join(report, "\n"), detected, throttling, worstDelay, falsePositives)
+		DefaultThermalConfig().Window, strings.Join(report, "\n"), detected, throttling, worstDelay, falsePositives)
 }

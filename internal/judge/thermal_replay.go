@@ -1,45 +1,32 @@
-package thermal
+package judge
 
 import (
 	"math"
 	"time"
-
-	"github.com/spark-exporter/spark_exporter/internal/judge"
-	"github.com/spark-exporter/spark_exporter/internal/thermallog"
 )
 
-// SampleOf applies the Sampler's rule to a logged row.
-func SampleOf(r thermallog.Row) *judge.ThermalSample {
-	if r.Temperature == nil || r.Power == nil {
-		return nil
-	}
-	return &judge.ThermalSample{Time: r.Time, Temperature: *r.Temperature, Power: *r.Power,
-		SMClock: r.SMClock, Utilization: r.Utilization, Reasons: r.Reasons,
-		ThermalSlowdownSeconds: ThermalSlowdownSeconds(r.EventSeconds), PowerCapSeconds: PowerCapSeconds(r.EventSeconds)}
-}
-
-type Step struct {
+type ThermalStep struct {
 	Time       time.Time
-	Sample     *judge.ThermalSample // nil for a sampling time that brought no sample
-	Verdict    judge.ThermalVerdict
-	Transition Transition
+	Sample     *ThermalSample // nil for a sampling time that brought no sample
+	Verdict    ThermalVerdict
+	Transition ThermalTransition
 }
 
-// Episode is one stay in Throttled, to the last Step while Open.
-type Episode struct {
+// ThermalEpisode is one stay in Throttled, to the last Step while Open.
+type ThermalEpisode struct {
 	Start, End                               time.Time
 	Open                                     bool
 	Signature, NVMLSlowdown, CounterSlowdown bool
 	ClockFall, SignatureOnly, ClockLost      bool
 }
 
-func (e Episode) Evidence() string {
-	return judge.ThermalVerdict{Signature: e.Signature, ClockFell: e.ClockFall, SignatureOnly: e.SignatureOnly && !e.ClockFall,
+func (e ThermalEpisode) Evidence() string {
+	return ThermalVerdict{Signature: e.Signature, ClockFell: e.ClockFall, SignatureOnly: e.SignatureOnly && !e.ClockFall,
 		ClockLost: e.ClockLost && !e.Signature, ThermalSlowdown: e.NVMLSlowdown, CounterSlowdown: e.CounterSlowdown}.Evidence()
 }
 
 // note: a signature with the clock holding is no evidence of throttling.
-func (e *Episode) note(v judge.ThermalVerdict) {
+func (e *ThermalEpisode) note(v ThermalVerdict) {
 	signature := v.Signature && !v.ClockHolding
 	e.Signature = e.Signature || signature
 	e.ClockFall = e.ClockFall || signature && v.ClockFell
@@ -49,58 +36,58 @@ func (e *Episode) note(v judge.ThermalVerdict) {
 	e.CounterSlowdown = e.CounterSlowdown || v.CounterSlowdown
 }
 
-type Replayed struct {
-	Episodes  []Episode
-	Throttled time.Duration // the Monitor's ThrottledTime at the last Step
+type ThermalReplayed struct {
+	Episodes  []ThermalEpisode
+	Throttled time.Duration // the ThermalMonitor's ThrottledTime at the last Step
 	Steps     int           // Steps taken
-	// Skipped: the live Monitor's verdict at each is Collecting.
+	// Skipped: the live ThermalMonitor's verdict at each is Collecting.
 	Skipped int
 	Refused int // samples left out: not later than the one before
 	Judged  int
 }
 
-// Replay steps with an empty Step at each sampling time that brought no sample,
-// so that a Sampler's log replays into its verdicts Step for Step.
-func Replay(samples []judge.ThermalSample, cfg judge.ThermalConfig, each func(Step)) Replayed {
-	rp := NewReplayer(cfg, each)
+// ReplayThermal steps with an empty step at each sampling time that brought no sample,
+// so that a Sampler's log replays into its verdicts step for step (figures within rounding).
+func ReplayThermal(samples []ThermalSample, cfg ThermalConfig, each func(ThermalStep)) ThermalReplayed {
+	rp := NewThermalReplayer(cfg, each)
 	for i := range samples {
 		rp.Add(&samples[i])
 	}
 	return rp.Result()
 }
 
-type Replayer struct {
-	cfg  judge.ThermalConfig
-	each func(Step)
-	m    *Monitor
-	res  Replayed
+type ThermalReplayer struct {
+	cfg  ThermalConfig
+	each func(ThermalStep)
+	m    *ThermalMonitor
+	res  ThermalReplayed
 	open bool // the last episode is open
-	done func(Episode)
+	done func(ThermalEpisode)
 }
 
-func NewReplayer(cfg judge.ThermalConfig, each func(Step)) *Replayer {
-	return &Replayer{cfg: cfg, each: each, m: NewMonitor(cfg)}
+func NewThermalReplayer(cfg ThermalConfig, each func(ThermalStep)) *ThermalReplayer {
+	return &ThermalReplayer{cfg: cfg, each: each, m: newThermalMonitor(cfg, false)}
 }
 
-func (rp *Replayer) step(now time.Time, s *judge.ThermalSample) {
+func (rp *ThermalReplayer) step(now time.Time, s *ThermalSample) {
 	m, res := rp.m, &rp.res
 	tr := m.Step(now, s)
 	res.Steps++
-	if m.verdict.State != judge.Collecting {
+	if m.verdict.State != Collecting {
 		res.Judged++
 	}
 	if rp.each != nil {
-		rp.each(Step{Time: now, Sample: s, Verdict: m.verdict, Transition: tr})
+		rp.each(ThermalStep{Time: now, Sample: s, Verdict: m.verdict, Transition: tr})
 	}
 	if tr.Entered {
-		res.Episodes = append(res.Episodes, Episode{Start: now})
+		res.Episodes = append(res.Episodes, ThermalEpisode{Start: now})
 		rp.open = true
 	}
 	if !rp.open {
 		return
 	}
 	e := &res.Episodes[len(res.Episodes)-1]
-	if m.verdict.State == judge.Throttled {
+	if m.verdict.State == Throttled {
 		e.note(m.verdict)
 	}
 	e.End = now
@@ -112,9 +99,9 @@ func (rp *Replayer) step(now time.Time, s *judge.ThermalSample) {
 }
 
 // HandOff, so that a flapping run costs no memory per episode here.
-func (rp *Replayer) HandOff(done func(Episode)) { rp.done = done }
+func (rp *ThermalReplayer) HandOff(done func(ThermalEpisode)) { rp.done = done }
 
-func (rp *Replayer) Add(s *judge.ThermalSample) {
+func (rp *ThermalReplayer) Add(s *ThermalSample) {
 	m, cfg := rp.m, rp.cfg
 	if m.stepped {
 		if !s.Time.After(m.last) {
@@ -136,9 +123,9 @@ func (rp *Replayer) Add(s *judge.ThermalSample) {
 	rp.step(s.Time, s)
 }
 
-func (rp *Replayer) Result() Replayed {
+func (rp *ThermalReplayer) Result() ThermalReplayed {
 	res := rp.res
-	res.Episodes = append([]Episode(nil), rp.res.Episodes...)
+	res.Episodes = append([]ThermalEpisode(nil), rp.res.Episodes...)
 	if rp.open {
 		res.Episodes[len(res.Episodes)-1].Open = true
 	}

@@ -1,4 +1,4 @@
-package thermal
+package judge
 
 import (
 	"math"
@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/thermallog"
 )
 
@@ -24,11 +23,11 @@ type run struct {
 	withoutUtilization bool
 }
 
-func (r run) samples() []judge.ThermalSample {
-	var out []judge.ThermalSample
+func (r run) samples() []ThermalSample {
+	var out []ThermalSample
 	for at := time.Duration(0); at <= r.d; at += 5 * time.Second {
 		m := at.Minutes()
-		s := judge.ThermalSample{Time: t0.Add(at), Temperature: r.temp(m), Power: r.power(m)}
+		s := ThermalSample{Time: t0.Add(at), Temperature: r.temp(m), Power: r.power(m)}
 		if c := r.clock(m); !math.IsNaN(c) {
 			s.SMClock = ptr(c * 1e9)
 		}
@@ -60,16 +59,16 @@ func ripple(v, a float64) func(float64) float64 {
 // counter blips are never throttled; a clock that falls at flat power is,
 // within one window.
 func TestClockLossVerdicts(t *testing.T) {
-	cfg := judge.DefaultThermalConfig()
+	cfg := DefaultThermalConfig()
 	for _, tc := range []struct {
 		name string
 		run  run
-		// never: never judge.Throttled; else throttled from onset (minutes)
+		// never: never Throttled; else throttled from onset (minutes)
 		// within one window and two intervals.
 		never    bool
 		onset    float64
 		evidence string // of the first throttled verdict
-		// watchingText: some verdict is judge.Watching with the clock holding.
+		// watchingText: some verdict is Watching with the clock holding.
 		clockHolding bool
 	}{
 		{name: "warm-up from cool at a flat 90 W, clock steady", never: true, clockHolding: true, run: run{d: 30 * time.Minute,
@@ -125,8 +124,8 @@ func TestClockLossVerdicts(t *testing.T) {
 			steps, res := replaySteps(tc.run.samples(), cfg)
 			first, holding := -1, false
 			for i, st := range steps {
-				holding = holding || st.Verdict.State == judge.Watching && st.Verdict.ClockHolding
-				if st.Verdict.State == judge.Throttled && first < 0 {
+				holding = holding || st.Verdict.State == Watching && st.Verdict.ClockHolding
+				if st.Verdict.State == Throttled && first < 0 {
 					first = i
 				}
 			}
@@ -173,7 +172,7 @@ func TestClockFellThreshold(t *testing.T) {
 				return tc.to
 			}}
 		samples := r.samples()
-		v := judge.AnalyzeThermal(samples, samples[len(samples)-1].Time, judge.Normal, judge.DefaultThermalConfig())
+		v := analyzeThermal(samples, samples[len(samples)-1].Time, Normal, DefaultThermalConfig())
 		if v.ClockFell != tc.fell || v.Clock.Level != 2.45e9 || math.Abs(v.Clock.Recent-tc.to*1e9) > 1 {
 			t.Errorf("clock to %.3f GHz: fell %v (level %.0f, recent %.0f), want %v", tc.to, v.ClockFell, v.Clock.Level, v.Clock.Recent, tc.fell)
 		}
@@ -189,11 +188,11 @@ func TestHotByMargin(t *testing.T) {
 	}{{80, 5, true}, {90, 10, false}, {88, 6, true}} {
 		r := run{d: 12 * time.Minute, temp: constant(tc.temp), power: constant(95), clock: constant(2.45), margin: constant(tc.margin)}
 		samples := r.samples()
-		v := judge.AnalyzeThermal(samples, samples[len(samples)-1].Time, judge.Normal, judge.DefaultThermalConfig())
+		v := analyzeThermal(samples, samples[len(samples)-1].Time, Normal, DefaultThermalConfig())
 		if v.Hot != tc.hot || !v.HasMargin || v.MarginMean != tc.margin {
 			t.Errorf("%.0f °C, margin %.0f: hot %v (margin %v %.1f), want %v", tc.temp, tc.margin, v.Hot, v.HasMargin, v.MarginMean, tc.hot)
 		}
-		if want := map[bool]judge.ThermalState{true: judge.Watching, false: judge.Normal}[tc.hot]; v.State != want {
+		if want := map[bool]ThermalState{true: Watching, false: Normal}[tc.hot]; v.State != want {
 			t.Errorf("%.0f °C, margin %.0f: state %s, want %s (steady clock)", tc.temp, tc.margin, v.State, want)
 		}
 	}
@@ -206,7 +205,7 @@ func TestHotByMargin(t *testing.T) {
 // its power flat, and its clock falls 6–8 MHz a minute, so no 20 minutes
 // of it lose 10 %.
 func TestClockLevelOutlivesTheSamplesHeld(t *testing.T) {
-	cfg := judge.DefaultThermalConfig()
+	cfg := DefaultThermalConfig()
 	warm := func(m float64) float64 { return 82 + 5*m/65 }
 	for _, tc := range []struct {
 		name   string
@@ -258,7 +257,7 @@ func TestClockLevelOutlivesTheSamplesHeld(t *testing.T) {
 			steps, res := replaySteps(tc.run.samples(), cfg)
 			first := -1
 			for i, st := range steps {
-				if st.Verdict.State == judge.Throttled && first < 0 {
+				if st.Verdict.State == Throttled && first < 0 {
 					first = i
 				}
 				if d := st.Time.Sub(t0); d == time.Duration(tc.at*float64(time.Minute)) {
@@ -287,7 +286,7 @@ func TestClockLevelOutlivesTheSamplesHeld(t *testing.T) {
 // 8.0 % docs/thermal.md reports for the largest of 417 runs, however long
 // the level is kept.
 func TestRealGB10RunsFallLessThanTheRule(t *testing.T) {
-	cfg := judge.DefaultThermalConfig()
+	cfg := DefaultThermalConfig()
 	cfg.Interval = 10 * time.Second
 	for _, name := range []string{"gb10-harness-rate-sweep-1h44m.csv", "gb10-harness-power-ramp-28m.csv", "gb10-harness-plateau-25m.csv"} {
 		f, err := os.Open(filepath.Join("..", "..", "testdata", "reallogs", name))
@@ -299,9 +298,9 @@ func TestRealGB10RunsFallLessThanTheRule(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var samples []judge.ThermalSample
+		var samples []ThermalSample
 		for _, r := range tr.Rows {
-			if s := SampleOf(r); s != nil {
+			if s := rowSample(r); s != nil {
 				samples = append(samples, *s)
 			}
 		}
