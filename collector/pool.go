@@ -245,10 +245,9 @@ type poolReading struct {
 }
 
 type poolFiles struct {
-	mem                         pool.Memory
-	vmstat, buddyinfo, smaps    []byte
-	memErr, vmstatErr, buddyErr error
-	smapsErr                    error
+	mem                                   pool.Memory
+	vmstat, buddyinfo, smaps              []byte
+	memErr, vmstatErr, buddyErr, smapsErr error
 }
 
 // read reads and parses meminfo, vmstat, the memory pressure, buddyinfo
