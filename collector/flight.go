@@ -27,8 +27,8 @@ func init() {
 			if *interval < 100*time.Millisecond {
 				return nil, errors.New("--flight.interval: at least 100ms")
 			}
-			boot := readBootID(hostfs.New(env.ProcFS).WithTimeout(env.ReadTimeout))
-			r, err := recorder.Open(*file, *size, *interval, boot, env.Results, env.Logger)
+			proc := hostfs.New(env.ProcFS).WithTimeout(env.ReadTimeout)
+			r, err := recorder.Open(*file, *size, *interval, readBootID(proc), env.Results, proc, env.Logger)
 			if err != nil {
 				return nil, err
 			}

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/go-kit/log"
@@ -109,9 +108,9 @@ func (c *poolCollector) remember(r poolReading, err error) {
 		c.last.Store(nil)
 		return
 	}
-	p := &collected.Pool{Snapshot: r.snap, Reserve: c.reserve}
-	if r.psiOK && r.psi.Some != nil {
-		p.Pressure = &r.psi
+	p := &collected.Pool{Snapshot: r.mem.Snapshot, Reserve: c.reserve}
+	if ps := r.mem.Pressure; ps != nil && ps.Some != nil {
+		p.Pressure = ps
 	}
 	if large, ok := pool.LargeFreeBytes(r.zones, r.pageSize, judge.LargeBlockBytes); ok {
 		p.LargeFreeBytes = &large
@@ -139,7 +138,7 @@ func (c *poolCollector) Update(ctx context.Context, ch chan<- prometheus.Metric)
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
-	sendMeminfo(gauge, r.snap, c.reserve)
+	sendMeminfo(gauge, r.mem.Snapshot, c.reserve)
 	sendCounters(ch, r)
 	sendBlocks(gauge, r)
 	vm := r.vm
@@ -147,7 +146,7 @@ func (c *poolCollector) Update(ctx context.Context, ch chan<- prometheus.Metric)
 		field string
 		ok    bool
 	}{
-		{"psi", r.psiOK},
+		{"psi", r.mem.Pressure != nil},
 		{"major_faults", vm.MajorFaults != nil},
 		// Kernels before 5.9 count file refaults only; anon refaults are
 		// then absent while the field is still supported.
@@ -156,8 +155,8 @@ func (c *poolCollector) Update(ctx context.Context, ch chan<- prometheus.Metric)
 		{"allocation_stalls", vm.AllocStalls != nil},
 		{"oom_kills", vm.OOMKills != nil},
 		{"compaction", vm.CompactStalls != nil && vm.CompactFails != nil},
-		{"hugepages", r.snap.HugePages != nil},
-		{"cma", r.snap.CMA != nil},
+		{"hugepages", r.mem.Snapshot.HugePages != nil},
+		{"cma", r.mem.Snapshot.CMA != nil},
 		{"buddyinfo", r.zones != nil},
 		{"page_size", r.pageSize != 0},
 	} {
@@ -196,13 +195,13 @@ func sendCounters(ch chan<- prometheus.Metric, r poolReading) {
 			counter(d, float64(*v), labels...)
 		}
 	}
-	if r.psiOK {
+	if psi := r.mem.Pressure; psi != nil {
 		// PSI totals are in microseconds.
-		if r.psi.Some != nil {
-			counter(poolStallDesc, float64(*r.psi.Some)/1e6, "some")
+		if psi.Some != nil {
+			counter(poolStallDesc, float64(*psi.Some)/1e6, "some")
 		}
-		if r.psi.Full != nil {
-			counter(poolStallDesc, float64(*r.psi.Full)/1e6, "full")
+		if psi.Full != nil {
+			counter(poolStallDesc, float64(*psi.Full)/1e6, "full")
 		}
 	}
 	vm := r.vm
@@ -239,17 +238,16 @@ func sendBlocks(gauge func(*prometheus.Desc, float64, ...string), r poolReading)
 }
 
 type poolReading struct {
-	snap     pool.Snapshot
+	mem      pool.Memory
 	vm       vmstat.Counters
-	psi      pool.Pressure
-	psiOK    bool
 	zones    []pool.Zone // nil without /proc/buddyinfo
 	pageSize uint64      // 0 where unknown
 }
 
 type poolFiles struct {
-	meminfo, vmstat, pressure, buddyinfo, smaps       []byte
-	meminfoErr, vmstatErr, psiErr, buddyErr, smapsErr error
+	mem                                   pool.Memory
+	vmstat, buddyinfo, smaps              []byte
+	memErr, vmstatErr, buddyErr, smapsErr error
 }
 
 // read reads and parses meminfo, vmstat, the memory pressure, buddyinfo
@@ -259,20 +257,14 @@ func (c *poolCollector) read(ctx context.Context) (poolReading, error) {
 	if err != nil {
 		return poolReading{}, fmt.Errorf("reading the pool's files: %w", err)
 	}
-	var r poolReading
-	if f.meminfoErr != nil {
-		return r, fmt.Errorf("reading meminfo: %w", f.meminfoErr)
-	}
-	if r.snap, err = pool.Parse(f.meminfo); err != nil {
-		return r, err
+	r := poolReading{mem: f.mem}
+	if f.memErr != nil {
+		return r, f.memErr
 	}
 	if f.vmstatErr != nil {
 		return r, fmt.Errorf("reading vmstat: %w", f.vmstatErr)
 	}
 	if r.vm, err = vmstat.Parse(f.vmstat); err != nil {
-		return r, err
-	}
-	if r.psi, r.psiOK, err = memoryPressure(f.pressure, f.psiErr); err != nil {
 		return r, err
 	}
 	if r.zones, err = buddyinfo(f.buddyinfo, f.buddyErr); err != nil {
@@ -291,9 +283,7 @@ func (c *poolCollector) readFiles(ctx context.Context) (f poolFiles, err error) 
 		err  *error
 	}
 	files := []file{
-		{"meminfo", &f.meminfo, &f.meminfoErr},
 		{"vmstat", &f.vmstat, &f.vmstatErr},
-		{"pressure/memory", &f.pressure, &f.psiErr},
 		{"buddyinfo", &f.buddyinfo, &f.buddyErr},
 	}
 	if c.pageSize.Load() == 0 {
@@ -302,6 +292,9 @@ func (c *poolCollector) readFiles(ctx context.Context) (f poolFiles, err error) 
 	// One batch, so that a blocked file costs one wait of the run's
 	// deadline and no file after it is read.
 	err = c.proc.WithContext(ctx).Batch(func(r *hostfs.Reader) error {
+		if f.mem, f.memErr = pool.ReadMemory(r); errors.Is(f.memErr, hostfs.ErrBlocked) {
+			return nil
+		}
 		for _, file := range files {
 			if *file.data, *file.err = r.ReadFile(file.name, nil); errors.Is(*file.err, hostfs.ErrBlocked) {
 				break
@@ -310,22 +303,6 @@ func (c *poolCollector) readFiles(ctx context.Context) (f poolFiles, err error) 
 		return nil
 	})
 	return f, err
-}
-
-// memoryPressure: a kernel without PSI (before 4.20, psi=0) is a missing
-// field, not a failure.
-func memoryPressure(data []byte, err error) (pool.Pressure, bool, error) {
-	switch {
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.EOPNOTSUPP):
-		return pool.Pressure{}, false, nil
-	case err != nil:
-		return pool.Pressure{}, false, fmt.Errorf("reading memory pressure: %w", err)
-	}
-	psi, err := pool.ParsePressure(data)
-	if err != nil {
-		return pool.Pressure{}, false, err
-	}
-	return psi, true, nil
 }
 
 // buddyinfo parses /proc/buddyinfo; a tree without it (a fixture, a

@@ -189,3 +189,33 @@ func TestFlightOnAFullDisk(t *testing.T) {
 		t.Errorf("the log does not say why, or names the path:\n%s", logs)
 	}
 }
+
+// With nobody scraping, the records follow the pool: a MemFree changed
+// after the start-up collection reaches the ring.
+func TestFlightRecordsFollowThePoolUnscraped(t *testing.T) {
+	procfs := flightProcfs(t, "11111111-2222-3333-4444-555555555555")
+	file := filepath.Join(t.TempDir(), "flight")
+	p := testexporter.Start(t, nil, "--path.procfs="+procfs, "--path.sysfs="+sysFixture(t, "spark"), noGPU,
+		kmsgFixture(t, "spark.kmsg"), "--flight.file="+file, "--flight.interval=100ms", "--flight.size=1MiB")
+	defer p.Stop(t)
+	meminfo := filepath.Join(procfs, "meminfo")
+	data, err := os.ReadFile(meminfo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := strings.Replace(string(data), "MemFree:         21474836 kB", "MemFree:         12345678 kB", 1)
+	if changed == string(data) {
+		t.Fatal("the fixture has no such MemFree line")
+	}
+	next := meminfo + ".new"
+	if err := os.WriteFile(next, []byte(changed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(next, meminfo); err != nil {
+		t.Fatal(err)
+	}
+	testexporter.Eventually(t, 30*time.Second, func() bool {
+		recs, _, err := flight.Read(file)
+		return err == nil && len(recs) > 0 && recs[len(recs)-1].Pool != nil && recs[len(recs)-1].Pool.Free == 12345678<<10
+	}, "a record of the changed MemFree")
+}

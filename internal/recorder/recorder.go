@@ -4,8 +4,10 @@
 // fixed-size ring on disk (internal/flight), so that after a wedge and a
 // power cycle `spark_exporter report --flight` shows the minutes before.
 //
-// It never runs a collector: with nobody scraping, its records repeat the
-// last collection's values, and it writes none before the first collection.
+// It never runs a collector. When the latest collection is older than the
+// interval (nobody scraping, or scraping slower), it reads the pool and the
+// memory pressure afresh through internal/pool, as the pool collector does,
+// and takes the rest from that collection. It writes none before the first.
 package recorder
 
 import (
@@ -24,8 +26,10 @@ import (
 
 	"github.com/spark-exporter/spark_exporter/internal/collected"
 	"github.com/spark-exporter/spark_exporter/internal/flight"
+	"github.com/spark-exporter/spark_exporter/internal/hostfs"
 	"github.com/spark-exporter/spark_exporter/internal/judge"
 	"github.com/spark-exporter/spark_exporter/internal/kmsg"
+	"github.com/spark-exporter/spark_exporter/internal/pool"
 	"github.com/spark-exporter/spark_exporter/internal/redact"
 	"github.com/spark-exporter/spark_exporter/internal/workload"
 )
@@ -56,11 +60,15 @@ type Recorder struct {
 	ring     *flight.Ring // nil: the file could not be opened
 	interval time.Duration
 	results  *collected.Results
+	proc     hostfs.FS // read afresh between collections
 	logger   log.Logger
 	boot     [16]byte
 
 	records, writeErrors atomic.Uint64
 	previous             *flight.Boot // the boot before this one, if recorded
+
+	// readFailing: the latest fresh read of the pool failed (logged once).
+	readFailing bool
 
 	mu       sync.Mutex // serialises the ring's writes
 	lastSync time.Time
@@ -73,8 +81,8 @@ type Recorder struct {
 // Open opens the ring at path; Start records results every interval.
 // A file another recorder holds is an error; one that cannot be opened
 // (a read-only or full disk) stops the recorder, counted, never the exporter.
-func Open(path string, size uint64, interval time.Duration, boot [16]byte, results *collected.Results, logger log.Logger) (*Recorder, error) {
-	r := &Recorder{interval: interval, results: results, logger: logger, boot: boot,
+func Open(path string, size uint64, interval time.Duration, boot [16]byte, results *collected.Results, proc hostfs.FS, logger log.Logger) (*Recorder, error) {
+	r := &Recorder{interval: interval, results: results, proc: proc, logger: logger, boot: boot,
 		stop: make(chan struct{}), done: make(chan struct{})}
 	// A record before the first collection would hold nothing.
 	ring, err := flight.Open(path, size)
@@ -147,7 +155,11 @@ func (r *Recorder) Close() error {
 }
 
 func (r *Recorder) write(clean bool) {
-	rec := r.record(r.results.Parts())
+	st := r.results.Parts()
+	if time.Since(st.At) >= r.interval {
+		st.Pool = r.freshPool(st.Pool)
+	}
+	rec := r.record(st)
 	rec.Clean = clean
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -163,6 +175,33 @@ func (r *Recorder) write(clean bool) {
 		return
 	}
 	r.records.Add(1)
+}
+
+// freshPool is last with the pool and its pressure read now, under the
+// read deadline; nil when they cannot be read, as a failed collection.
+func (r *Recorder) freshPool(last *collected.Pool) *collected.Pool {
+	var m pool.Memory
+	err := r.proc.Batch(func(rd *hostfs.Reader) error {
+		var err error
+		m, err = pool.ReadMemory(rd)
+		return err
+	})
+	if err != nil {
+		if !r.readFailing {
+			level.Warn(r.logger).Log("msg", "the flight recorder cannot read the pool; its records hold none until it can", "err", redact.WithoutPath(err))
+		}
+		r.readFailing = true
+		return nil
+	}
+	r.readFailing = false
+	p := &collected.Pool{Snapshot: m.Snapshot}
+	if last != nil {
+		p.Reserve, p.LargeFreeBytes, p.CompactionFailuresPerSecond = last.Reserve, last.LargeFreeBytes, last.CompactionFailuresPerSecond
+	}
+	if m.Pressure != nil && m.Pressure.Some != nil {
+		p.Pressure = m.Pressure
+	}
+	return p
 }
 
 func (r *Recorder) record(st collected.State) flight.Record {
