@@ -69,10 +69,18 @@ func cgroupPath(data []byte) string {
 	return ""
 }
 
+// tryCgroup looks for the cgroup of a user process not looked for yet.
+func (s *Scanner) tryCgroup(ctx context.Context, pid int, k *known) {
+	if !k.tried && !k.kernel {
+		s.joinCgroup(ctx, pid, k)
+	}
+}
+
 // joinCgroup notes the process in the cgroup it is in now, opening the
 // cgroup's files if no process known was in it.
 func (s *Scanner) joinCgroup(ctx context.Context, pid int, k *known) {
 	s.leaveCgroup(k)
+	k.tried = true
 	if s.cgroupRoot == "" || s.held+3 > s.maxHeld {
 		return
 	}

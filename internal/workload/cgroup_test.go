@@ -93,7 +93,7 @@ func idleLauncher(t *testing.T, cgroupType string) (launcher fakeproc.Process, p
 	s = newScanner(files, nil)
 	s.cgroupRoot = cg
 	t.Cleanup(func() { s.Close() })
-	for range 3 {
+	for range 4 {
 		if res := scanOnce(t, s); len(res.Workloads) != 0 {
 			t.Fatalf("the launcher is taken for a workload: %+v", res.Workloads)
 		}
@@ -131,9 +131,9 @@ func TestScanQuietCgroupReadsNoProcess(t *testing.T) {
 	}
 }
 
-// A process first seen in a cgroup is read again at the next scan: it may
-// have exec'd between its stat's read and the cgroup's.
-func TestScanCgroupJoinedIsReadAtTheNextScan(t *testing.T) {
+// A process noted in a cgroup is read again at the next scan: it may have
+// exec'd between its last read and the cgroup's.
+func TestScanCgroupNotedIsReadAtTheNextScan(t *testing.T) {
 	launcher := fakeproc.Process{PID: 2600, PPID: 1987, Comm: "python3", Start: 4900000, RSSKB: 1 << 20,
 		Argv: []string{"/usr/bin/python3", "launcher.py"}, Sched: "1000 20 3\n", Cgroup: "0::" + launcherScope + "\n"}
 	proc, cg := fakeproc.WriteTree(t, host(launcher)...), t.TempDir()
@@ -142,9 +142,10 @@ func TestScanCgroupJoinedIsReadAtTheNextScan(t *testing.T) {
 	s.cgroupRoot = cg
 	t.Cleanup(func() { s.Close() })
 	scanOnce(t, s)
+	scanOnce(t, s) // the second sight notes the cgroup
 	execServer(t, launcher, proc)
 	if res := scanOnce(t, s); !isServer(res) {
-		t.Errorf("an exec just after the first scan: %+v, want the vLLM server", res.Workloads)
+		t.Errorf("an exec just after the scan that noted its cgroup: %+v, want the vLLM server", res.Workloads)
 	}
 }
 
@@ -180,8 +181,12 @@ func TestScanPidReuseInAQuietCgroup(t *testing.T) {
 	if res := scanOnce(t, s); !isServer(res) {
 		t.Errorf("the pid's next process: %+v, want the vLLM server", res.Workloads)
 	}
+	if g := s.cgroups[launcherScope]; g != nil {
+		t.Errorf("the cgroup: %+v, want none noted until the new process is seen twice", g)
+	}
+	scanOnce(t, s)
 	if g := s.cgroups[launcherScope]; g == nil || g.members != 1 {
-		t.Errorf("the cgroup: %+v, want one process known in it", g)
+		t.Errorf("the cgroup: %+v, want the new process noted in it", g)
 	}
 }
 

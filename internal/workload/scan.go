@@ -130,9 +130,12 @@ type known struct {
 	parentIno uint64
 	matched   bool
 
-	// cg is the cgroup it was in at the scan joined.
+	// cg is the cgroup it was in at the scan joined; tried, whether its
+	// cgroup was looked for. A process is first looked for the second time
+	// it is seen: most that live shorter never are.
 	cg     *cgroup
 	joined uint64
+	tried  bool
 }
 
 // NewScanner scans the /proc tree proc (--path.procfs).
@@ -317,6 +320,7 @@ func (s *Scanner) unchanged(ctx context.Context, t *tally, rereads []hostfs.Proc
 			continue
 		}
 		k.scan, k.recheck = s.scans, false
+		s.tryCgroup(ctx, e.PID, &k)
 		s.known[e.PID] = k
 		t.nodes = append(t.nodes, Node{PID: e.PID, PPID: k.ppid, Matched: k.matched})
 	}
@@ -562,7 +566,7 @@ func (s *Scanner) classify(ctx context.Context, e hostfs.Process, stat []byte, e
 	again := seen && k.ino == e.Ino && k.startTime == st.StartTime
 	if changed {
 		k = known{startTime: st.StartTime, comm: string(st.Comm), argStart: st.ArgStart, argEnd: st.ArgEnd,
-			sched: k.sched, schedHash: k.schedHash, cg: k.cg, joined: k.joined}
+			sched: k.sched, schedHash: k.schedHash, cg: k.cg, joined: k.joined, tried: k.tried}
 		if !kernel {
 			s.buf, err = s.proc.Read(ctx, pid, "cmdline", s.buf)
 			if gone(err) {
@@ -585,10 +589,11 @@ func (s *Scanner) classify(ctx context.Context, e hostfs.Process, stat []byte, e
 	// holds no memory and is no workload of its own.
 	n.Matched = k.identity != nil && !zombie
 	k.matched = n.Matched
-	if !again && !kernel && !zombie {
-		s.joinCgroup(ctx, pid, &k)
-	} else if !again {
+	if !again {
 		s.leaveCgroup(&k)
+		k.tried = false
+	} else if !zombie {
+		s.tryCgroup(ctx, pid, &k)
 	}
 	s.known[pid] = k
 	return n, true, nil
