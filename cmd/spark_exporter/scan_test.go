@@ -153,6 +153,10 @@ func newCgroup(tb testing.TB) string {
 	if err != nil {
 		tb.Skipf("cannot make a cgroup: %v", err)
 	}
+	// As systemd makes them: an unprivileged exporter reads them.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		tb.Fatal(err)
+	}
 	tb.Cleanup(func() {
 		if err := os.Remove(dir); err != nil {
 			tb.Errorf("removing the test's cgroup: %v", err)
