@@ -23,7 +23,8 @@ import (
 // costs a whole default scrape of the built binary (gzip, OpenMetrics), as
 // root and as nobody, against what listing /proc costs per process in the
 // same rounds: extra=80 and extra=500 `sleep` processes against none,
-// interleaved. The exporter's CPU is the sum of its threads' schedstat.
+// interleaved, in a cgroup v2 of their own (skipped where none can be
+// made) and in the exporter's. The exporter's CPU is the sum of its threads' schedstat.
 // ratio is the scrape's cost per extra process over the listing's.
 func BenchmarkScanPerProcess(b *testing.B) {
 	otheruser.Require(b)
@@ -31,9 +32,15 @@ func BenchmarkScanPerProcess(b *testing.B) {
 		b.Run("user="+user, func(b *testing.B) {
 			p := startBenchExporter(b, user == "nobody")
 			for _, extra := range []int{80, 500} {
-				b.Run("extra="+strconv.Itoa(extra), func(b *testing.B) {
-					perProcessCost(b, p, extra)
-				})
+				for _, cgroup := range []string{"own", "exporter's"} {
+					b.Run("extra="+strconv.Itoa(extra)+"/cgroup="+cgroup, func(b *testing.B) {
+						dir := ""
+						if cgroup == "own" {
+							dir = newCgroup(b)
+						}
+						perProcessCost(b, p, extra, dir)
+					})
+				}
 			}
 		})
 	}
@@ -63,15 +70,17 @@ func copyProgram(b *testing.B, from, to string) {
 	}
 }
 
-func perProcessCost(b *testing.B, p *testexporter.Process, extra int) {
+func perProcessCost(b *testing.B, p *testexporter.Process, extra int, cgroup string) {
 	const scrapes, rounds = 40, 3
 	pid := p.PID() // setpriv execs the exporter
 	var scrape, list [2]time.Duration
 	for b.Loop() {
 		for range rounds {
 			for i, n := range []int{0, extra} {
-				stop := idleProcesses(b, n)
-				scrapeOnce(b, p) // the first sight of each
+				stop := idleProcesses(b, n, cgroup)
+				for range 3 { // the first sights of each: its cgroup is noted at the second
+					scrapeOnce(b, p)
+				}
 				start := threadsCPU(b, pid)
 				for range scrapes {
 					scrapeOnce(b, p)
@@ -107,8 +116,10 @@ func scrapeOnce(b *testing.B, p *testexporter.Process) {
 	}
 }
 
-// idleProcesses starts n sleeps; stop kills and reaps them.
-func idleProcesses(b *testing.B, n int) (stop func()) {
+// idleProcesses starts n sleeps, in cgroup when it is not "" (as systemd
+// starts each service and session in a cgroup of its own); stop kills and
+// reaps them.
+func idleProcesses(b *testing.B, n int, cgroup string) (stop func()) {
 	cmds := make([]*exec.Cmd, 0, n)
 	stop = func() {
 		for _, c := range cmds {
@@ -123,6 +134,9 @@ func idleProcesses(b *testing.B, n int) (stop func()) {
 			b.Fatal(err)
 		}
 		cmds = append(cmds, c)
+		if cgroup != "" {
+			moveToCgroup(b, cgroup, c.Process.Pid)
+		}
 	}
 	return stop
 }

@@ -75,3 +75,99 @@ func TestScanSeesEachScrapesEngines(t *testing.T) {
 		t.Error("a process seen before that execs into an engine is not in the next scrape")
 	}
 }
+
+// A process seen idle in a cgroup of its own, moved to another cgroup,
+// that execs into an engine there: its first cgroup shows no CPU time, and
+// it is still in the next scrape.
+func TestScanSeesAnEngineMovedToAnotherCgroup(t *testing.T) {
+	engine := filepath.Join(t.TempDir(), "vllm")
+	data, err := os.ReadFile(testexporter.FakeEngine(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(engine, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	from, to := newCgroup(t), newCgroup(t)
+	p := testexporter.Start(t, nil, noGPU, "--web.disable-exporter-metrics")
+	shell := exec.Command("sh", "-c", `read line; exec "$ENGINE" serve --port 1`)
+	shell.Env = append(os.Environ(), "FAKEENGINE_LISTEN=no", "ENGINE="+engine)
+	stdin, err := shell.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := shell.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { shell.Process.Kill(); shell.Wait() })
+	pid := shell.Process.Pid
+	moveToCgroup(t, from, pid)
+	for range 4 { // long enough idle to be taken as unchanged
+		if engineInScrape(t, p, pid) {
+			t.Fatal("the shell is taken for an engine before its exec")
+		}
+	}
+	moveToCgroup(t, to, pid)
+	stdin.Write([]byte("go\n"))
+	cmdline := filepath.Join("/proc", strconv.Itoa(pid), "cmdline")
+	testexporter.Eventually(t, 30*1e9, func() bool {
+		data, _ := os.ReadFile(cmdline)
+		return strings.HasPrefix(string(data), engine+"\x00serve")
+	}, "the shell's exec")
+	if !engineInScrape(t, p, pid) {
+		t.Error("a process moved to another cgroup that execs into an engine there is not in the next scrape")
+	}
+}
+
+func engineInScrape(t *testing.T, p *testexporter.Process, pid int) bool {
+	for line := range strings.Lines(p.Get(t, "/metrics")) {
+		if strings.HasPrefix(line, "spark_workload_info{") && strings.Contains(line, `kind="vllm"`) &&
+			strings.Contains(line, fmt.Sprintf(`pid="%d"`, pid)) {
+			return true
+		}
+	}
+	return false
+}
+
+// newCgroup makes a cgroup v2 directory of its own, removed at the end
+// (after the cleanups registered later, which kill its processes); the
+// test is skipped where cgroup v2 is not mounted or not writable.
+func newCgroup(tb testing.TB) string {
+	tb.Helper()
+	mountinfo, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		tb.Skip(err)
+	}
+	root := ""
+	for line := range strings.Lines(string(mountinfo)) {
+		pre, post, _ := strings.Cut(line, " - ")
+		if f := strings.Fields(pre); strings.HasPrefix(post, "cgroup2 ") && len(f) >= 5 && f[3] == "/" {
+			root = f[4]
+			break
+		}
+	}
+	if root == "" {
+		tb.Skip("no cgroup v2 mount")
+	}
+	dir, err := os.MkdirTemp(root, "spark-exporter-test-")
+	if err != nil {
+		tb.Skipf("cannot make a cgroup: %v", err)
+	}
+	// As systemd makes them: an unprivileged exporter reads them.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := os.Remove(dir); err != nil {
+			tb.Errorf("removing the test's cgroup: %v", err)
+		}
+	})
+	return dir
+}
+
+func moveToCgroup(tb testing.TB, dir string, pid int) {
+	tb.Helper()
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+		tb.Fatalf("moving a process to a cgroup: %v", err)
+	}
+}

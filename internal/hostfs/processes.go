@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io/fs"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -137,10 +138,26 @@ func (d *Processes) batch(ctx context.Context, n int, read func(i int, r *Reader
 // Kept is a process's file held open from one scan to the next. procfs ties
 // the open file to the process, not to its pid: reading it again reads that
 // process's, and fails with ESRCH once it has exited, whoever has the pid now.
-type Kept struct{ fd1 int } // the descriptor plus one: the zero Kept holds none
+type Kept struct {
+	fd1   int // the descriptor plus one: the zero Kept holds none
+	limit int
+}
 
 // Keep opens the file name of process pid and reads it into buf[:0].
 func (d *Processes) Keep(ctx context.Context, pid int, name string, buf []byte) (Kept, []byte, error) {
+	return d.keep(ctx, strconv.Itoa(pid)+"/"+name, 256, buf)
+}
+
+// KeepFile opens the file at the absolute path and reads it into buf[:0],
+// as Keep does, for a file of at most limit bytes.
+func (d *Processes) KeepFile(ctx context.Context, path string, limit int, buf []byte) (Kept, []byte, error) {
+	if !filepath.IsAbs(path) {
+		return Kept{}, nil, &fs.PathError{Op: "open", Path: path, Err: fs.ErrInvalid}
+	}
+	return d.keep(ctx, path, limit, buf)
+}
+
+func (d *Processes) keep(ctx context.Context, rel string, limit int, buf []byte) (Kept, []byte, error) {
 	dir := d.fd
 	// The batch's worker may finish after a blocked call returned: what it
 	// opened then is closed, not lost.
@@ -150,7 +167,6 @@ func (d *Processes) Keep(ctx context.Context, pid int, name string, buf []byte) 
 	var data []byte
 	var err error
 	if blocked := d.fs.WithContext(ctx).Batch(func(r *Reader) error {
-		rel := strconv.Itoa(pid) + "/" + name
 		if e := r.begin(rel, rel); e != nil {
 			return nil
 		}
@@ -159,7 +175,7 @@ func (d *Processes) Keep(ctx context.Context, pid int, name string, buf []byte) 
 		var got []byte
 		var readErr error
 		if openErr == nil {
-			if got, readErr = pread(fd, buf); readErr != nil {
+			if got, readErr = pread(fd, buf, limit); readErr != nil {
 				readErr = &fs.PathError{Op: "read", Path: rel, Err: readErr}
 			}
 		}
@@ -171,7 +187,7 @@ func (d *Processes) Keep(ctx context.Context, pid int, name string, buf []byte) 
 		case gone:
 			syscall.Close(fd)
 		default:
-			k, data, err = Kept{fd + 1}, got, readErr
+			k, data, err = Kept{fd + 1, limit}, got, readErr
 		}
 		return nil
 	}); blocked != nil {
@@ -195,7 +211,7 @@ func (d *Processes) ReadKept(ctx context.Context, ks []Kept) ([]File, error) {
 			return nil, err
 		}
 		defer r.end()
-		return pread(ks[i].fd1-1, buf)
+		return pread(ks[i].fd1-1, buf, ks[i].limit)
 	})
 }
 
@@ -209,17 +225,23 @@ func (k Kept) Close() {
 // Held tells whether k holds a file.
 func (k Kept) Held() bool { return k.fd1 > 0 }
 
-// pread reads a short procfs file from its start into buf[:0].
-func pread(fd int, buf []byte) ([]byte, error) {
-	buf = slices.Grow(buf[:0], 256)
-	n, err := retry(func() (int, error) { return syscall.Pread(fd, buf[:cap(buf)], 0) })
-	if err != nil {
-		return buf[:0], err
+// pread reads a procfs file of at most limit bytes from its start into
+// buf[:0]: a seq_file (cgroup.procs) fills all of a read's buffer it can.
+func pread(fd int, buf []byte, limit int) ([]byte, error) {
+	buf = slices.Grow(buf[:0], min(256, limit+1))
+	for {
+		n, err := retry(func() (int, error) { return syscall.Pread(fd, buf[:cap(buf)], 0) })
+		if err != nil {
+			return buf[:0], err
+		}
+		if n < cap(buf) {
+			return buf[:n], nil
+		}
+		if n > limit {
+			return buf[:0], &TooLargeError{Limit: limit}
+		}
+		buf = slices.Grow(buf[:0], min(2*cap(buf), limit+1))
 	}
-	if n == cap(buf) {
-		return buf[:0], &TooLargeError{Limit: n - 1}
-	}
-	return buf[:n], nil
 }
 
 // Close closes the tree's directory.

@@ -102,3 +102,7 @@ func (fsFiles) Keep(context.Context, int, string, []byte) (hostfs.Kept, []byte, 
 func (fsFiles) ReadKept(context.Context, []hostfs.Kept) ([]hostfs.File, error) { return nil, nil }
 
 func (fsFiles) Close() error { return nil }
+
+func (fsFiles) KeepFile(context.Context, string, int, []byte) (hostfs.Kept, []byte, error) {
+	return hostfs.Kept{}, nil, errors.ErrUnsupported
+}

@@ -52,6 +52,8 @@ type procFiles interface {
 	ReadAll(ctx context.Context, ps []hostfs.Process, name string) ([]hostfs.File, error)
 	// Keep opens a process's file to be read again with ReadKept.
 	Keep(ctx context.Context, pid int, name string, buf []byte) (hostfs.Kept, []byte, error)
+	// KeepFile opens a file outside the tree (a cgroup's) as Keep does.
+	KeepFile(ctx context.Context, path string, limit int, buf []byte) (hostfs.Kept, []byte, error)
 	ReadKept(ctx context.Context, ks []hostfs.Kept) ([]hostfs.File, error)
 	Close() error
 }
@@ -89,6 +91,11 @@ type Scanner struct {
 	kept   []hostfs.Kept
 	// held counts the files kept open, at most maxHeld.
 	held, maxHeld int
+	// cgroupRoot is where cgroup v2 is mounted, "" if not; cgroups are
+	// those of the processes known, by path.
+	cgroupRoot string
+	cgroups    map[string]*cgroup
+	cgList     []*cgroup
 }
 
 // known is what is remembered of a process: never its command line.
@@ -122,15 +129,27 @@ type known struct {
 	schedHash uint64
 	parentIno uint64
 	matched   bool
+
+	// cg is the cgroup it was in at the scan joined; tried, whether its
+	// cgroup was looked for. A process is first looked for the second time
+	// it is seen: most that live shorter never are.
+	cg     *cgroup
+	joined uint64
+	tried  bool
 }
 
 // NewScanner scans the /proc tree proc (--path.procfs).
 func NewScanner(proc hostfs.FS, patterns []Pattern) *Scanner {
-	return newScanner(proc.Processes(), patterns)
+	s := newScanner(proc.Processes(), patterns)
+	if mountinfo, err := proc.ReadFile("self/mountinfo", nil); err == nil {
+		s.cgroupRoot = cgroupRoot(mountinfo)
+	}
+	return s
 }
 
 func newScanner(proc procFiles, patterns []Pattern) *Scanner {
-	return &Scanner{proc: proc, patterns: patterns, known: map[int]known{}, maxHeld: maxHeld()}
+	return &Scanner{proc: proc, patterns: patterns, known: map[int]known{}, maxHeld: maxHeld(),
+		cgroups: map[string]*cgroup{}}
 }
 
 // maxHeld is how many schedstat files a scanner keeps open: an eighth of
@@ -153,6 +172,11 @@ func (s *Scanner) Scan(ctx context.Context) (Result, error) {
 	// A command line of megabytes would pin as much in a kept buffer.
 	s.buf = nil
 	if err != nil {
+		// Its processes were not all read: the next scan may not take a
+		// cgroup that reads as in this one as quiet.
+		for _, g := range s.cgroups {
+			g.cpuHash = 0
+		}
 		return Result{}, err
 	}
 	return res, nil
@@ -194,6 +218,9 @@ func (t *tally) add(pid int, n Node, present bool, err error) error {
 func (s *Scanner) scan(ctx context.Context) (Result, error) {
 	s.scans++
 	s.rechecks = 0
+	if err := s.checkCgroups(ctx); err != nil {
+		return Result{}, err
+	}
 	var err error
 	s.entries, err = s.proc.List(ctx, s.entries[:0])
 	if err != nil {
@@ -236,6 +263,18 @@ func (s *Scanner) triage(ctx context.Context, t *tally) (rereads []hostfs.Proces
 	rereads, s.steady, s.kept = s.rereads[:0], s.steady[:0], s.kept[:0]
 	for _, e := range s.entries {
 		k, seen := s.known[e.PID]
+		if seen && !k.kernel && e.Ino != 0 && e.Ino == k.ino {
+			if s.stayed(e.PID, &k) {
+				k.scan, k.recheck = s.scans, false
+				s.known[e.PID] = k
+				t.nodes = append(t.nodes, Node{PID: e.PID, PPID: k.ppid, Matched: k.matched})
+				continue
+			}
+			if strayed(e.PID, &k) {
+				s.joinCgroup(ctx, e.PID, &k)
+				s.known[e.PID] = k
+			}
+		}
 		switch {
 		case seen && k.kernel && e.Ino != 0 && e.Ino == k.ino:
 		case seen && k.sched.Held() && e.Ino != 0 && e.Ino == k.ino:
@@ -281,6 +320,7 @@ func (s *Scanner) unchanged(ctx context.Context, t *tally, rereads []hostfs.Proc
 			continue
 		}
 		k.scan, k.recheck = s.scans, false
+		s.tryCgroup(ctx, e.PID, &k)
 		s.known[e.PID] = k
 		t.nodes = append(t.nodes, Node{PID: e.PID, PPID: k.ppid, Matched: k.matched})
 	}
@@ -316,6 +356,7 @@ func (s *Scanner) forget() {
 	for pid, k := range s.known {
 		if k.scan != s.scans {
 			s.release(&k)
+			s.leaveCgroup(&k)
 			delete(s.known, pid)
 		}
 	}
@@ -363,8 +404,9 @@ func (s *Scanner) recheck(ctx context.Context, nodes []Node) error {
 		k := s.known[pid]
 		if h := hashCmdline(cmdline.Data); h != k.cmdline {
 			k.cmdline, k.identity = h, s.classifyCmdline(cmdline.Data, k.comm)
+			k.matched = k.identity != nil
 			s.known[pid] = k
-			nodes[at[i]].Matched = k.identity != nil
+			nodes[at[i]].Matched = k.matched
 		}
 	}
 	return nil
@@ -520,9 +562,11 @@ func (s *Scanner) classify(ctx context.Context, e hostfs.Process, stat []byte, e
 	zombie := st.State == 'Z' || st.State == 'X'
 	changed := !seen || k.startTime != st.StartTime || k.comm != string(st.Comm) ||
 		k.argStart != st.ArgStart || k.argEnd != st.ArgEnd
+	// Another process with the pid is in a cgroup of its own.
+	again := seen && k.ino == e.Ino && k.startTime == st.StartTime
 	if changed {
 		k = known{startTime: st.StartTime, comm: string(st.Comm), argStart: st.ArgStart, argEnd: st.ArgEnd,
-			sched: k.sched, schedHash: k.schedHash}
+			sched: k.sched, schedHash: k.schedHash, cg: k.cg, joined: k.joined, tried: k.tried}
 		if !kernel {
 			s.buf, err = s.proc.Read(ctx, pid, "cmdline", s.buf)
 			if gone(err) {
@@ -545,6 +589,12 @@ func (s *Scanner) classify(ctx context.Context, e hostfs.Process, stat []byte, e
 	// holds no memory and is no workload of its own.
 	n.Matched = k.identity != nil && !zombie
 	k.matched = n.Matched
+	if !again {
+		s.leaveCgroup(&k)
+		k.tried = false
+	} else if !zombie {
+		s.tryCgroup(ctx, pid, &k)
+	}
 	s.known[pid] = k
 	return n, true, nil
 }
@@ -555,6 +605,7 @@ func (s *Scanner) Close() error {
 	defer s.mu.Unlock()
 	for _, k := range s.known {
 		s.release(&k)
+		s.leaveCgroup(&k)
 	}
 	clear(s.known)
 	return s.proc.Close()

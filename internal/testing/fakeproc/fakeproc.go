@@ -176,3 +176,42 @@ func Listen(t testing.TB, root string, pid, port int) {
 		t.Fatal(err)
 	}
 }
+
+// Cgroup is a cgroup v2 directory to write into a cgroup tree: its
+// cgroup.type, cpu.stat (as a kernel writes it without the cpu controller)
+// and cgroup.procs.
+type Cgroup struct {
+	Path      string // "/user.slice/session-2.scope"
+	UsageUsec uint64
+	PIDs      []int
+	Type      string // "domain" when empty
+}
+
+// Write puts the cgroup's files under root, rewriting them in place: a file
+// held open reads the new content, as a cgroup's does.
+func (c Cgroup) Write(t testing.TB, root string) {
+	t.Helper()
+	dir := filepath.Join(root, filepath.FromSlash(c.Path))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	kind := c.Type
+	if kind == "" {
+		kind = "domain"
+	}
+	var procs strings.Builder
+	for _, pid := range c.PIDs {
+		fmt.Fprintf(&procs, "%d\n", pid)
+	}
+	files := map[string]string{
+		"cgroup.type":  kind + "\n",
+		"cgroup.procs": procs.String(),
+		"cpu.stat": fmt.Sprintf("usage_usec %d\nuser_usec %d\nsystem_usec %d\nnice_usec 0\n",
+			c.UsageUsec, c.UsageUsec/2, c.UsageUsec-c.UsageUsec/2),
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
