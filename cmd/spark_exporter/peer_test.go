@@ -28,28 +28,57 @@ func TestPeerScrapeCost(t *testing.T) {
 	rounds, scrapes := envInt(t, "SPARK_PEER_ROUNDS", 5), envInt(t, "SPARK_PEER_SCRAPES", 100)
 	proc := benchProc(t, 100)
 	peerPressure(t, proc)
-	ours := testexporter.Start(t, testexporter.FrozenAt(t, "gb10-throttle", "45m"), "--path.procfs="+proc,
-		"--path.sysfs="+sysFixture(t, "spark"), "--gpu.nvml-library="+testexporter.StandInNVML(t))
-	theirs := testexporter.StartProgram(t, peer, nil, "--web.listen-address="+freeAddr(t),
-		"--path.procfs="+proc, "--collector.disable-defaults",
-		"--collector.meminfo", "--collector.vmstat", "--collector.pressure")
+	progs := []program{
+		{"spark_exporter", startPeerTarget(t, proc)},
+		// The floors: pool alone reads what node_exporter reads; with no
+		// collector, only the exporter's own go_* and process_* remain.
+		{"spark_exporter, pool only", startPeerTarget(t, proc, noCollectors("pool")...)},
+		{"spark_exporter, no collector", startPeerTarget(t, proc, noCollectors()...)},
+		{"node_exporter", testexporter.StartProgram(t, peer, nil, "--web.listen-address="+freeAddr(t),
+			"--path.procfs="+proc, "--collector.disable-defaults",
+			"--collector.meminfo", "--collector.vmstat", "--collector.pressure")},
+	}
 	for _, f := range []struct{ name, accept string }{
 		{"openmetrics", prometheusScrape().Header.Get("Accept")},
 		{"text", "text/plain;version=0.0.4"},
 	} {
-		var cost [2][]time.Duration
-		var served [2]string
+		cost := make([][]time.Duration, len(progs))
+		served := make([]string, len(progs))
 		for range rounds {
-			for i, p := range []*testexporter.Process{ours, theirs} {
+			for i, p := range progs {
 				var d time.Duration
-				d, served[i] = scrapeCost(t, p, f.accept, scrapes)
+				d, served[i] = scrapeCost(t, p.p, f.accept, scrapes)
 				cost[i] = append(cost[i], d)
 			}
 		}
-		t.Logf("%s: spark_exporter %s (%s), node_exporter %s (%s) per scrape; ratio %.2f (medians of %d rounds of %d)",
-			f.name, spread(cost[0]), served[0], spread(cost[1]), served[1],
-			float64(median(cost[0]))/float64(median(cost[1])), rounds, scrapes)
+		peerCost := median(cost[len(progs)-1])
+		for i, p := range progs {
+			t.Logf("%s, %s: %s per scrape, ×%.2f node_exporter's (%s; medians of %d rounds of %d)", f.name, p.name,
+				spread(cost[i]), float64(median(cost[i]))/float64(peerCost), served[i], rounds, scrapes)
+		}
 	}
+}
+
+type program struct {
+	name string
+	p    *testexporter.Process
+}
+
+func startPeerTarget(t *testing.T, proc string, args ...string) *testexporter.Process {
+	return testexporter.Start(t, testexporter.FrozenAt(t, "gb10-throttle", "45m"), append([]string{
+		"--path.procfs=" + proc, "--path.sysfs=" + sysFixture(t, "spark"),
+		"--gpu.nvml-library=" + testexporter.StandInNVML(t)}, args...)...)
+}
+
+// noCollectors turns off every default collector but keep.
+func noCollectors(keep ...string) []string {
+	var args []string
+	for _, c := range []string{"pool", "gpu", "thermal", "workloads", "platform", "fabric", "kernel", "journal", "engines"} {
+		if !slices.Contains(keep, c) {
+			args = append(args, "--no-collector."+c)
+		}
+	}
+	return args
 }
 
 // peerPressure adds the cpu and io pressure files node_exporter reads
