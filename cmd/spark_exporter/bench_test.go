@@ -125,6 +125,10 @@ func BenchmarkScrape(b *testing.B) {
 		// The cost of the fabric collector on a host without RDMA devices
 		// (the Spark /sys fixture has none): default less this.
 		{"no-fabric", busy, true, []string{"--no-collector.fabric"}},
+		// The floors: what node_exporter's meminfo, vmstat and pressure
+		// read, and the exporter's own go_* and process_* alone.
+		{"pool-only", busy, true, noCollectors("pool")},
+		{"no-collectors", busy, true, noCollectors()},
 		// This machine's own /proc: the kernel's procfs rather than files
 		// on ext4, with however many processes run here.
 		{"proc=host", "/proc", true, nil},

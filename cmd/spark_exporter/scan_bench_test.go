@@ -142,7 +142,7 @@ func idleProcesses(b *testing.B, n int, cgroup string) (stop func()) {
 }
 
 // threadsCPU is the CPU time of every thread of pid, in nanoseconds.
-func threadsCPU(b *testing.B, pid int) time.Duration {
+func threadsCPU(b testing.TB, pid int) time.Duration {
 	dir := fmt.Sprintf("/proc/%d/task", pid)
 	tasks, err := os.ReadDir(dir)
 	if err != nil {
