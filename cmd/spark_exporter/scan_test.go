@@ -16,14 +16,7 @@ import (
 // before a scrape is in it, one that exited is gone from the next, and a
 // process seen before that execs into an engine is in the next.
 func TestScanSeesEachScrapesEngines(t *testing.T) {
-	engine := filepath.Join(t.TempDir(), "vllm")
-	data, err := os.ReadFile(testexporter.FakeEngine(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(engine, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	engine := vllmEngine(t)
 	p := testexporter.Start(t, nil, noGPU, "--web.disable-exporter-metrics")
 	p.Get(t, "/metrics")
 	inScrape := func(pid int) bool {
@@ -50,27 +43,12 @@ func TestScanSeesEachScrapesEngines(t *testing.T) {
 		t.Error("an engine that exited is still in the next scrape")
 	}
 
-	shell := exec.Command("sh", "-c", `read line; exec "$ENGINE" serve --port 1`)
-	shell.Env = append(os.Environ(), "FAKEENGINE_LISTEN=no", "ENGINE="+engine)
-	stdin, err := shell.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := shell.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { shell.Process.Kill(); shell.Wait() })
-	pid := shell.Process.Pid
+	pid, execEngine := shellThatExecs(t, engine)
 	if inScrape(pid) {
 		t.Fatal("the shell is taken for an engine before its exec")
 	}
 	inScrape(pid) // seen twice: what is remembered of it is steady
-	stdin.Write([]byte("go\n"))
-	cmdline := filepath.Join("/proc", strconv.Itoa(pid), "cmdline")
-	testexporter.Eventually(t, 30*1e9, func() bool {
-		data, _ := os.ReadFile(cmdline)
-		return strings.HasPrefix(string(data), engine+"\x00serve")
-	}, "the shell's exec")
+	execEngine()
 	if !inScrape(pid) {
 		t.Error("a process seen before that execs into an engine is not in the next scrape")
 	}
@@ -80,27 +58,10 @@ func TestScanSeesEachScrapesEngines(t *testing.T) {
 // that execs into an engine there: its first cgroup shows no CPU time, and
 // it is still in the next scrape.
 func TestScanSeesAnEngineMovedToAnotherCgroup(t *testing.T) {
-	engine := filepath.Join(t.TempDir(), "vllm")
-	data, err := os.ReadFile(testexporter.FakeEngine(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(engine, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	engine := vllmEngine(t)
 	from, to := newCgroup(t), newCgroup(t)
 	p := testexporter.Start(t, nil, noGPU, "--web.disable-exporter-metrics")
-	shell := exec.Command("sh", "-c", `read line; exec "$ENGINE" serve --port 1`)
-	shell.Env = append(os.Environ(), "FAKEENGINE_LISTEN=no", "ENGINE="+engine)
-	stdin, err := shell.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := shell.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { shell.Process.Kill(); shell.Wait() })
-	pid := shell.Process.Pid
+	pid, execEngine := shellThatExecs(t, engine)
 	moveToCgroup(t, from, pid)
 	for range 4 { // long enough idle to be taken as unchanged
 		if engineInScrape(t, p, pid) {
@@ -108,12 +69,7 @@ func TestScanSeesAnEngineMovedToAnotherCgroup(t *testing.T) {
 		}
 	}
 	moveToCgroup(t, to, pid)
-	stdin.Write([]byte("go\n"))
-	cmdline := filepath.Join("/proc", strconv.Itoa(pid), "cmdline")
-	testexporter.Eventually(t, 30*1e9, func() bool {
-		data, _ := os.ReadFile(cmdline)
-		return strings.HasPrefix(string(data), engine+"\x00serve")
-	}, "the shell's exec")
+	execEngine()
 	if !engineInScrape(t, p, pid) {
 		t.Error("a process moved to another cgroup that execs into an engine there is not in the next scrape")
 	}
@@ -169,5 +125,42 @@ func moveToCgroup(tb testing.TB, dir string, pid int) {
 	tb.Helper()
 	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
 		tb.Fatalf("moving a process to a cgroup: %v", err)
+	}
+}
+
+// vllmEngine is the fake engine copied to a file named vllm.
+func vllmEngine(t *testing.T) string {
+	engine := filepath.Join(t.TempDir(), "vllm")
+	data, err := os.ReadFile(testexporter.FakeEngine(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(engine, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return engine
+}
+
+// shellThatExecs starts a shell that waits, and returns its pid and a
+// function that has it exec into engine and waits for the exec.
+func shellThatExecs(t *testing.T, engine string) (int, func()) {
+	shell := exec.Command("sh", "-c", `read line; exec "$ENGINE" serve --port 1`)
+	shell.Env = append(os.Environ(), "FAKEENGINE_LISTEN=no", "ENGINE="+engine)
+	stdin, err := shell.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := shell.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { shell.Process.Kill(); shell.Wait() })
+	pid := shell.Process.Pid
+	return pid, func() {
+		stdin.Write([]byte("go\n"))
+		cmdline := filepath.Join("/proc", strconv.Itoa(pid), "cmdline")
+		testexporter.Eventually(t, 30*1e9, func() bool {
+			data, _ := os.ReadFile(cmdline)
+			return strings.HasPrefix(string(data), engine+"\x00serve")
+		}, "the shell's exec")
 	}
 }
