@@ -230,18 +230,7 @@ func (w *thermalWindow) judge(v *ThermalVerdict, st *step) {
 	v.Signature = v.Covered && v.Busy && v.Flat && v.BelowNominal && (v.Climbing || v.Hot)
 	w.judgeClocks(v, st, &f)
 
-	switch {
-	case (v.Signature && !v.ClockHolding) || v.ClockLost || v.ThermalSlowdown || v.CounterSlowdown:
-		// A clock lost while warm needs no signature: a slow heat soak
-		// climbs under its slope. NVML's word needs no full window.
-		v.State = Throttled
-	case !v.Covered:
-		v.State = Collecting
-	case v.ClockHolding || (v.Rising && !(v.Flat && v.BelowNominal)):
-		v.State = Watching
-	default:
-		v.State = Normal
-	}
+	v.State = stateOf(v)
 }
 
 func (w *thermalWindow) judgeClocks(v *ThermalVerdict, st *step, f *figures) {
@@ -277,4 +266,19 @@ func (w *thermalWindow) odd(a, b int) bool {
 		n -= w.sums[a-1].odd
 	}
 	return n > 0
+}
+
+// stateOf is the state v's judgements add up to.
+func stateOf(v *ThermalVerdict) ThermalState {
+	switch {
+	case (v.Signature && !v.ClockHolding) || v.ClockLost || v.ThermalSlowdown || v.CounterSlowdown:
+		// A clock lost while warm needs no signature: a slow heat soak
+		// climbs under its slope. NVML's word needs no full window.
+		return Throttled
+	case !v.Covered:
+		return Collecting
+	case v.ClockHolding || (v.Rising && !(v.Flat && v.BelowNominal)):
+		return Watching
+	}
+	return Normal
 }

@@ -461,18 +461,7 @@ func oldAnalyzeThermalAfter(samples []ThermalSample, now time.Time, previous The
 	v.Signature = v.Covered && v.Busy && v.Flat && v.BelowNominal && (v.Climbing || v.Hot)
 	oldJudgeClocks(&v, run, samples, now, previous, cfg)
 
-	switch {
-	case (v.Signature && !v.ClockHolding) || v.ClockLost || v.ThermalSlowdown || v.CounterSlowdown:
-		// A clock lost while warm needs no signature: a slow heat soak
-		// climbs under its slope. NVML's word needs no full window.
-		v.State = Throttled
-	case !v.Covered:
-		v.State = Collecting
-	case v.ClockHolding || (v.Rising && !(v.Flat && v.BelowNominal)):
-		v.State = Watching
-	default:
-		v.State = Normal
-	}
+	v.State = stateOf(&v)
 	return v
 }
 
