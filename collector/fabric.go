@@ -81,6 +81,9 @@ func newFabricCollector(root string, logger log.Logger) *fabricCollector {
 	return &fabricCollector{sys: newSysfs(root), now: time.Now, logger: logger}
 }
 
+// Close closes the files held open from one scrape to the next.
+func (c *fabricCollector) Close() error { return c.sys.fs.Close() }
+
 func (c *fabricCollector) read(ctx context.Context) (fabric.Snapshot, layoutSeries, error) {
 	var err error
 	l := c.layout.Get(c.now(), func() *fabricLayout {

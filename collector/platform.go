@@ -55,6 +55,7 @@ var (
 
 type platformCollector struct {
 	batch  func(ctx context.Context, job func(fsys layout.FS)) error
+	close  func() error // closes the files batch holds open
 	now    func() time.Time
 	logger log.Logger
 	// A host with thousands of zones or channels is read up to
@@ -71,7 +72,15 @@ type platformLayout struct {
 }
 
 func newPlatformCollector(root string, logger log.Logger) *platformCollector {
-	return &platformCollector{batch: newSysfs(root).batch, now: time.Now, logger: logger}
+	sys := newSysfs(root)
+	return &platformCollector{batch: sys.batch, close: sys.fs.Close, now: time.Now, logger: logger}
+}
+
+func (c *platformCollector) Close() error {
+	if c.close == nil {
+		return nil
+	}
+	return c.close()
 }
 
 // read reads the values of the layout discovered at most layout.Every ago.

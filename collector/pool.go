@@ -94,9 +94,12 @@ type poolCollector struct {
 
 func (c *poolCollector) store(st *collected.State) { st.Pool = c.last.Load() }
 
+// Close closes the files held open from one scrape to the next.
+func (c *poolCollector) Close() error { return c.proc.Close() }
+
 func newPoolCollector(proc hostfs.FS, reserve uint64, logger log.Logger) (*poolCollector, error) {
 	return &poolCollector{
-		proc:    proc,
+		proc:    proc.Holding(),
 		reserve: reserve, logger: logger,
 		now:          time.Now,
 		compactFails: pool.RateWindow{Span: 5 * time.Minute, Step: 10 * time.Second},

@@ -21,11 +21,12 @@ import (
 
 // sysfs reads the sysfs mount point in batches (a layout.FS each): names
 // are relative to it and so are the files errors name, never the mount
-// point. Every file is bounded by the size of a sysfs attribute.
+// point. Every file is bounded by the size of a sysfs attribute. The value
+// files a scrape's batch reads are held open for the next (hostfs.Holding).
 type sysfs struct{ fs hostfs.FS }
 
 func newSysfs(root string) *sysfs {
-	return &sysfs{fs: hostfs.New(root).Sysfs()}
+	return &sysfs{fs: hostfs.New(root).Sysfs().Holding()}
 }
 
 // batch runs job with its reads under ctx's deadline, a collector run's. A

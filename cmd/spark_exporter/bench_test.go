@@ -21,11 +21,18 @@ import (
 	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
 
-// benchProc writes a /proc tree of a busy Spark: the Spark fixture's pool
-// files and n processes (fakeproc.Busy).
+// benchProc writes a /proc tree of a quiet Spark: the Spark fixture's pool
+// files and n processes, workloads among them, none of which ran since the
+// last scrape (fakeproc.Quiet).
 func benchProc(b testing.TB, n int) string {
+	return benchProcOf(b, fakeproc.Quiet(n))
+}
+
+// benchProcOf is a /proc tree of procs with the Spark's meminfo, vmstat
+// and memory pressure.
+func benchProcOf(b testing.TB, procs []fakeproc.Process) string {
 	b.Helper()
-	root := fakeproc.WriteTree(b, fakeproc.Busy(n)...)
+	root := fakeproc.WriteTree(b, procs...)
 	for _, name := range []string{"meminfo", "vmstat", "pressure/memory"} {
 		// Relative to the package's directory, where tests run: finding
 		// the repository root runs `go env`, a child process that
@@ -101,34 +108,37 @@ func (d *discard) WriteHeader(status int)      { d.status = status }
 func (d *discard) Write(p []byte) (int, error) { d.size += len(p); return len(p), nil }
 
 // BenchmarkScrape is a whole scrape through the /metrics handler, as
-// Prometheus asks for it (gzip), with the default collectors on a busy
+// Prometheus asks for it (gzip), with the default collectors on a quiet
 // host: pool, gpu on the stand-in, thermal, workloads at 100 processes.
 // cpu-ns/op is the process's CPU time per scrape, background work
 // included.
 func BenchmarkScrape(b *testing.B) {
 	// As the exporter runs by default (--runtime.gomaxprocs).
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	busy := benchProc(b, 100)
+	quiet := benchProc(b, 100)
 	for _, bc := range []struct {
 		name            string
 		procfs          string
 		exporterMetrics bool
 		args            []string
 	}{
-		{"default", busy, true, nil},
-		{"no-exporter-metrics", busy, false, nil},
+		{"default", quiet, true, nil},
+		// Every process ran since the last scrape (no schedstat reads the
+		// same): each one's stat is read again.
+		{"every-process-ran", benchProcOf(b, fakeproc.Busy(100)), true, nil},
+		{"no-exporter-metrics", quiet, false, nil},
 		// NVML read on every scrape rather than the thermal sampler's.
-		{"gpu-max-age=0", busy, true, []string{"--gpu.max-age=0"}},
+		{"gpu-max-age=0", quiet, true, []string{"--gpu.max-age=0"}},
 		// The cost of the platform collector (on the Spark /sys fixture,
 		// spbm included): default less this.
-		{"no-platform", busy, true, []string{"--no-collector.platform"}},
+		{"no-platform", quiet, true, []string{"--no-collector.platform"}},
 		// The cost of the fabric collector on a host without RDMA devices
 		// (the Spark /sys fixture has none): default less this.
-		{"no-fabric", busy, true, []string{"--no-collector.fabric"}},
+		{"no-fabric", quiet, true, []string{"--no-collector.fabric"}},
 		// The floors: what node_exporter's meminfo, vmstat and pressure
 		// read, and the exporter's own go_* and process_* alone.
-		{"pool-only", busy, true, noCollectors("pool")},
-		{"no-collectors", busy, true, noCollectors()},
+		{"pool-only", quiet, true, noCollectors("pool")},
+		{"no-collectors", quiet, true, noCollectors()},
 		// This machine's own /proc: the kernel's procfs rather than files
 		// on ext4, with however many processes run here.
 		{"proc=host", "/proc", true, nil},
@@ -159,7 +169,7 @@ func BenchmarkScrape(b *testing.B) {
 // runs nothing.
 func BenchmarkStatusRefresh(b *testing.B) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	busy := benchProc(b, 100)
+	quiet := benchProc(b, 100)
 	for _, bc := range []struct {
 		name, path string
 		maxAge     time.Duration
@@ -170,7 +180,7 @@ func BenchmarkStatusRefresh(b *testing.B) {
 		{"api-shared", status.APIPath, time.Hour},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			exporter, _ := benchExporter(b, busy)
+			exporter, _ := benchExporter(b, quiet)
 			mux := http.NewServeMux()
 			for pattern, h := range statusRoutes(exporter, "/metrics", bc.maxAge) {
 				mux.Handle(pattern, h)

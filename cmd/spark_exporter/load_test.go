@@ -34,7 +34,7 @@ func loadTest(t *testing.T) {
 }
 
 // envInt reads a positive whole number from the environment, or def.
-func envInt(t *testing.T, name string, def int) int {
+func envInt(t testing.TB, name string, def int) int {
 	t.Helper()
 	s := os.Getenv(name)
 	if s == "" {

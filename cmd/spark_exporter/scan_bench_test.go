@@ -23,9 +23,10 @@ import (
 // costs a whole default scrape of the built binary (gzip, OpenMetrics), as
 // root and as nobody, against what listing /proc costs per process in the
 // same rounds: extra=80 and extra=500 `sleep` processes against none,
-// interleaved, in a cgroup v2 of their own (skipped where none can be
-// made) and in the exporter's. The exporter's CPU is the sum of its threads' schedstat.
-// ratio is the scrape's cost per extra process over the listing's.
+// interleaved (SPARK_SCAN_ROUNDS rounds, 15 by default), in a cgroup v2 of
+// their own (skipped where none can be made) and in the exporter's. The
+// exporter's CPU is the sum of its threads' schedstat. ratio is the
+// scrape's cost per extra process over the listing's.
 func BenchmarkScanPerProcess(b *testing.B) {
 	otheruser.Require(b)
 	for _, user := range []string{"root", "nobody"} {
@@ -70,12 +71,20 @@ func copyProgram(b *testing.B, from, to string) {
 	}
 }
 
+// perProcessCost alternates none and extra idle processes, round by
+// round; a round's difference is what the extra processes cost. The medians
+// of those differences leave out the rounds that a neighbour on the shared
+// machine, or the exporter's own background work, made dearer.
 func perProcessCost(b *testing.B, p *testexporter.Process, extra int, cgroup string) {
-	const scrapes, rounds = 40, 3
+	// 10,000 sightings of an extra process a round, at 80 as at 500: fewer
+	// leave the difference inside the machine's noise.
+	scrapes := max(20, 10_000/extra)
+	rounds := envInt(b, "SPARK_SCAN_ROUNDS", 15)
 	pid := p.PID() // setpriv execs the exporter
-	var scrape, list [2]time.Duration
+	var scrape, list []time.Duration
 	for b.Loop() {
 		for range rounds {
+			var s, l [2]time.Duration
 			for i, n := range []int{0, extra} {
 				stop := idleProcesses(b, n, cgroup)
 				for range 3 { // the first sights of each: its cgroup is noted at the second
@@ -85,15 +94,14 @@ func perProcessCost(b *testing.B, p *testexporter.Process, extra int, cgroup str
 				for range scrapes {
 					scrapeOnce(b, p)
 				}
-				scrape[i] += threadsCPU(b, pid) - start
-				list[i] += listCPU(b, scrapes)
+				s[i] = threadsCPU(b, pid) - start
+				l[i] = listCPU(b, scrapes)
 				stop()
 			}
+			scrape, list = append(scrape, s[1]-s[0]), append(list, l[1]-l[0])
 		}
 	}
-	per := func(d [2]time.Duration) float64 {
-		return float64(d[1]-d[0]) / float64(b.N*rounds*scrapes*extra)
-	}
+	per := func(d []time.Duration) float64 { return float64(median(d)) / float64(scrapes*extra) }
 	b.ReportMetric(per(scrape), "scrape-ns/process")
 	b.ReportMetric(per(list), "list-ns/process")
 	b.ReportMetric(per(scrape)/per(list), "ratio")

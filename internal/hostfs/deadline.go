@@ -71,6 +71,8 @@ type Reader struct {
 	// batch, and whether it then put name in the set.
 	name, shown       string
 	abandoned, marked bool
+	// A holding FS's files: held from the last batch, and kept for the next.
+	held, keep map[string]int
 }
 
 // Batch runs job in a goroutine and waits for it until the collector run's
@@ -87,8 +89,17 @@ func (f FS) Batch(job func(r *Reader) error) error {
 		defer cancel()
 	}
 	r := &Reader{fs: f, timeout: timeout}
+	if f.held != nil {
+		r.held, r.keep = f.held.take()
+	}
 	done := make(chan error, 1)
-	go func() { done <- job(r) }()
+	go func() {
+		err := job(r)
+		if f.held != nil {
+			f.held.give(r.keep, r.held)
+		}
+		done <- err
+	}()
 	select {
 	case err := <-done:
 		return err
@@ -151,12 +162,20 @@ func (r *Reader) read(name string, dir int, path string, buf []byte, kind fileKi
 		return nil, err
 	}
 	defer r.end()
+	holding := r.keep != nil && dir == atFDCWD
+	if holding {
+		if data, ok := r.readHeld(name, buf, kind); ok {
+			return data, nil
+		}
+	}
 	fd, err := retry(func() (int, error) { return syscall.Openat(dir, path, openFlags, 0) })
 	if err != nil {
 		return buf[:0], &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	defer syscall.Close(fd)
-	data, err := readAll(fd, buf, kind, r.fs.limitFor(name))
+	data, err := readAll(fd, buf, kind, r.fs.limitFor(name), false)
+	if err != nil || !holding || !r.hold(name, fd) {
+		syscall.Close(fd)
+	}
 	if err != nil {
 		return data, &fs.PathError{Op: "read", Path: path, Err: err}
 	}

@@ -28,6 +28,7 @@ type FS struct {
 	maxSize int // every file's bound when not 0, else limitFor's
 	kind    fileKind
 	stuck   *stuckReads
+	held    *heldFiles // Holding's; nil: every read opens its file
 }
 
 // New returns the filesystem mounted at root.
@@ -132,15 +133,21 @@ type fileKind struct {
 }
 
 // readAll reads the file open at fd into buf[:0], grown as needed, up to
-// limit bytes; on error it returns buf emptied.
-func readAll(fd int, buf []byte, kind fileKind, limit int) ([]byte, error) {
+// limit bytes, from its start with pread when again, else from where the
+// descriptor is; on error it returns buf emptied.
+func readAll(fd int, buf []byte, kind fileKind, limit int, again bool) ([]byte, error) {
 	buf, given := buf[:0], buf[:0]
 	for {
 		if len(buf) == cap(buf) {
 			// One byte beyond the limit tells a file beyond it.
 			buf = slices.Grow(buf, min(max(kind.grow, cap(buf)), limit+1-len(buf)))
 		}
-		n, err := retry(func() (int, error) { return syscall.Read(fd, buf[len(buf):cap(buf)]) })
+		n, err := retry(func() (int, error) {
+			if again {
+				return syscall.Pread(fd, buf[len(buf):cap(buf)], int64(len(buf)))
+			}
+			return syscall.Read(fd, buf[len(buf):cap(buf)])
+		})
 		switch {
 		case err != nil:
 			return given, err

@@ -215,3 +215,15 @@ func (c Cgroup) Write(t testing.TB, root string) {
 		}
 	}
 }
+
+// Quiet returns Busy(n) idle, as on a quiet host: each process has the
+// schedstat every kernel since 2.6.23 with CONFIG_SCHED_INFO (every
+// distribution's) writes, "run-time-ns wait-time-ns timeslices", which reads
+// the same from one scrape to the next while the process does not run.
+func Quiet(n int) []Process {
+	procs := Busy(n)
+	for i := range procs {
+		procs[i].Sched = fmt.Sprintf("%d %d %d\n", 1_000_000+procs[i].PID*7919, 20_000+procs[i].PID*31, 4+procs[i].PID%97)
+	}
+	return procs
+}

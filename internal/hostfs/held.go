@@ -1,0 +1,119 @@
+package hostfs
+
+import (
+	"sync"
+	"syscall"
+)
+
+// A collector reads the same value files on every scrape (meminfo, a
+// sensor's input). Opening one was three quarters of its read's cost, so a
+// holding FS keeps each such file open from one batch to the next and
+// reads it again with pread: a seq_file or sysfs attribute read at offset 0
+// is generated afresh, as on a new open. What a batch read it hands back;
+// a held file it did not read is closed, so the set follows what is read.
+
+// maxHeld bounds the files one holding FS keeps open, far above a Spark's
+// value files (about 45), far below the descriptor limit.
+const maxHeld = 128
+
+// heldFiles are a holding FS's open files by name, taken by one batch at a
+// time: a batch that finds them taken (one given up on still runs) opens
+// its files afresh, and the second to hand its own back closes them.
+type heldFiles struct {
+	mu     sync.Mutex
+	files  map[string]int
+	taken  bool
+	closed bool // by Close: batches open afresh and hold nothing
+}
+
+// Holding returns f keeping open, between batches, the files its batches
+// read with ReadFile: for a collector's one batch of per-scrape reads.
+func (f FS) Holding() FS {
+	f.held = &heldFiles{}
+	return f
+}
+
+// Close closes the files f holds, for a collector's Close; f's batches
+// hold nothing after it. Closing an FS that holds nothing does nothing.
+func (f FS) Close() error {
+	if f.held == nil {
+		return nil
+	}
+	h := f.held
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	closeAll(h.files)
+	h.files, h.closed = nil, true
+	return nil
+}
+
+// take starts a batch: the files held, and where to put those it reads
+// (nil: hold none).
+func (h *heldFiles) take() (held, keep map[string]int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case h.closed:
+		return nil, nil
+	case h.taken:
+		return nil, map[string]int{}
+	}
+	held = h.files
+	h.files, h.taken = nil, true
+	return held, map[string]int{}
+}
+
+// give takes back what a batch read, and closes what it did not.
+func (h *heldFiles) give(kept, unread map[string]int) {
+	closeAll(unread)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.taken && h.files == nil && !h.closed {
+		h.files, h.taken = kept, false
+		return
+	}
+	closeAll(kept)
+}
+
+func closeAll(files map[string]int) {
+	for _, fd := range files {
+		syscall.Close(fd)
+	}
+}
+
+// readHeld reads name from the descriptor held for it, if any, and keeps
+// the descriptor for the next batch. A held file that fails (a device
+// removed: ENODEV) or was removed or replaced (a tree of plain files) is
+// closed, and ok is false: the caller opens it afresh.
+func (r *Reader) readHeld(name string, buf []byte, kind fileKind) (data []byte, ok bool) {
+	fd, held := r.held[name]
+	if !held {
+		return nil, false
+	}
+	delete(r.held, name)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil || st.Nlink == 0 {
+		syscall.Close(fd)
+		return nil, false
+	}
+	data, err := readAll(fd, buf, kind, r.fs.limitFor(name), true)
+	if err != nil {
+		syscall.Close(fd)
+		return nil, false
+	}
+	r.keep[name] = fd
+	return data, true
+}
+
+// hold keeps fd, just read whole, for the next batch; false when the FS
+// holds nothing or holds its most.
+func (r *Reader) hold(name string, fd int) bool {
+	if r.keep == nil || len(r.keep) >= maxHeld {
+		return false
+	}
+	if _, dup := r.keep[name]; dup {
+		return false
+	}
+	r.keep[name] = fd
+	return true
+}
