@@ -20,7 +20,11 @@ const maxHeld = 128
 // time: a batch that finds them taken (one given up on still runs) opens
 // its files afresh, and the second to hand its own back closes them.
 type heldFiles struct {
-	mu     sync.Mutex
+	// checkLinks: the mount point is not procfs or sysfs but a tree of
+	// plain files (a fixture), where a file removed or replaced reads on
+	// through the descriptor held; the kernel's files fail with ENODEV.
+	checkLinks bool
+	mu         sync.Mutex
 	files  map[string]int
 	taken  bool
 	closed bool // by Close: batches open afresh and hold nothing
@@ -29,9 +33,17 @@ type heldFiles struct {
 // Holding returns f keeping open, between batches, the files its batches
 // read with ReadFile: for a collector's one batch of per-scrape reads.
 func (f FS) Holding() FS {
-	f.held = &heldFiles{}
+	var st syscall.Statfs_t
+	kernel := syscall.Statfs(f.root, &st) == nil && (st.Type == procSuperMagic || st.Type == sysfsMagic)
+	f.held = &heldFiles{checkLinks: !kernel}
 	return f
 }
+
+// The filesystems' magic numbers, from linux/magic.h.
+const (
+	procSuperMagic = 0x9fa0
+	sysfsMagic     = 0x62656572
+)
 
 // Close closes the files f holds, for a collector's Close; f's batches
 // hold nothing after it. Closing an FS that holds nothing does nothing.
@@ -82,8 +94,8 @@ func closeAll(files map[string]int) {
 }
 
 // readHeld reads name from the descriptor held for it, if any, and keeps
-// the descriptor for the next batch. A held file that fails (a device
-// removed: ENODEV) or was removed or replaced (a tree of plain files) is
+// the descriptor for the next batch. A held file that fails (a sysfs device
+// removed: ENODEV) or was removed or replaced (in a tree of plain files) is
 // closed, and ok is false: the caller opens it afresh.
 func (r *Reader) readHeld(name string, buf []byte, kind fileKind) (data []byte, ok bool) {
 	fd, held := r.held[name]
@@ -91,10 +103,12 @@ func (r *Reader) readHeld(name string, buf []byte, kind fileKind) (data []byte, 
 		return nil, false
 	}
 	delete(r.held, name)
-	var st syscall.Stat_t
-	if err := syscall.Fstat(fd, &st); err != nil || st.Nlink == 0 {
-		syscall.Close(fd)
-		return nil, false
+	if r.fs.held.checkLinks {
+		var st syscall.Stat_t
+		if err := syscall.Fstat(fd, &st); err != nil || st.Nlink == 0 {
+			syscall.Close(fd)
+			return nil, false
+		}
 	}
 	data, err := readAll(fd, buf, kind, r.fs.limitFor(name), true)
 	if err != nil {

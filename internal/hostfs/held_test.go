@@ -48,6 +48,9 @@ func TestHoldingReadsEachFileAsItIsNow(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"a": "1\n", "b": "2\n"})
 	f := New(dir).Holding()
+	if !f.held.checkLinks {
+		t.Fatal("a temporary directory is taken for procfs or sysfs")
+	}
 	before := openFiles(t)
 
 	if got := readBatch(t, f, "a", "b"); fmt.Sprint(got) != "[1 2]" {
@@ -106,6 +109,9 @@ func TestHoldingRereadsProcfsAfresh(t *testing.T) {
 	}
 	f := New("/proc").Holding()
 	defer f.Close()
+	if f.held.checkLinks {
+		t.Error("/proc is taken for a tree of plain files: its held files are checked for links")
+	}
 	before := openFiles(t)
 	var last string
 	for i := range 3 {
