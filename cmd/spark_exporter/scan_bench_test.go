@@ -49,25 +49,18 @@ func BenchmarkScanPerProcess(b *testing.B) {
 
 func startBenchExporter(b *testing.B, asNobody bool) *testexporter.Process {
 	dir := otheruser.Dir(b)
-	bin, nvml := filepath.Join(dir, "spark_exporter"), filepath.Join(dir, "nvml.so")
-	copyProgram(b, testexporter.Binary(b), bin)
+	nvml := filepath.Join(dir, "nvml.so")
 	copyProgram(b, testexporter.StandInNVML(b), nvml)
-	args := []string{"--web.listen-address=127.0.0.1:0", "--gpu.nvml-library=" + nvml,
-		"--path.sysfs=" + sysFixture(b, "spark")}
-	cmd := exec.Command(bin, args...)
-	if asNobody {
-		cmd = otheruser.Command(b, bin, args...)
-	}
-	return testexporter.StartCommand(b, cmd, nil)
+	return startAs(b, asNobody, "--gpu.nvml-library="+nvml, "--path.sysfs="+sysFixture(b, "spark"))
 }
 
-func copyProgram(b *testing.B, from, to string) {
+func copyProgram(t testing.TB, from, to string) {
 	data, err := os.ReadFile(from)
 	if err != nil {
-		b.Fatal(err)
+		t.Fatal(err)
 	}
 	if err := os.WriteFile(to, data, 0o755); err != nil {
-		b.Fatal(err)
+		t.Fatal(err)
 	}
 }
 

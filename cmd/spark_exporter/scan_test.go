@@ -9,15 +9,25 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spark-exporter/spark_exporter/internal/testing/otheruser"
 	"github.com/spark-exporter/spark_exporter/internal/testing/testexporter"
 )
 
-// The workloads of the host's /proc, each scrape: an engine started just
-// before a scrape is in it, one that exited is gone from the next, and a
-// process seen before that execs into an engine is in the next.
+// The workloads of the host's /proc, each scrape, to the exporter run as
+// root and as nobody (as the .deb runs it, where stat hides arg_start and
+// the kernel's CPU clock, not schedstat, tells what ran): an engine started
+// just before a scrape is in it, one that exited is gone from the next, and
+// a process seen before that execs into an engine is in the next.
 func TestScanSeesEachScrapesEngines(t *testing.T) {
+	for _, user := range []string{"root", "nobody"} {
+		t.Run(user, func(t *testing.T) {
+			scanSeesEachScrapesEngines(t, startAs(t, user == "nobody", noGPU, "--web.disable-exporter-metrics"))
+		})
+	}
+}
+
+func scanSeesEachScrapesEngines(t *testing.T, p *testexporter.Process) {
 	engine := vllmEngine(t)
-	p := testexporter.Start(t, nil, noGPU, "--web.disable-exporter-metrics")
 	p.Get(t, "/metrics")
 	inScrape := func(pid int) bool {
 		for line := range strings.Lines(p.Get(t, "/metrics")) {
@@ -52,6 +62,19 @@ func TestScanSeesEachScrapesEngines(t *testing.T) {
 	if !inScrape(pid) {
 		t.Error("a process seen before that execs into an engine is not in the next scrape")
 	}
+}
+
+// startAs starts a copy of the built binary with args, as nobody when
+// asNobody (the copy where nobody may run it).
+func startAs(t testing.TB, asNobody bool, args ...string) *testexporter.Process {
+	t.Helper()
+	args = append([]string{"--web.listen-address=127.0.0.1:0"}, args...)
+	if !asNobody {
+		return testexporter.StartProgram(t, testexporter.Binary(t), nil, args...)
+	}
+	bin := filepath.Join(otheruser.Dir(t), "spark_exporter")
+	copyProgram(t, testexporter.Binary(t), bin)
+	return testexporter.StartCommand(t, otheruser.Command(t, bin, args...), nil)
 }
 
 // A process seen idle in a cgroup of its own, moved to another cgroup,

@@ -108,7 +108,10 @@ func (f FS) CheckRoot() error {
 // returns it, grown if need be: a batch of one read. Errors are
 // *fs.PathError, as os.ReadFile's. On error buf is returned emptied, but
 // after a *BlockedError: the blocked read still owns it.
-func (f FS) ReadFile(name string, buf []byte) (data []byte, err error) {
+func (f FS) ReadFile(name string, buf []byte) ([]byte, error) {
+	// Not the results: the batch may set these after a block returned.
+	var data []byte
+	var err error
 	if blocked := f.Batch(func(r *Reader) error {
 		data, err = r.ReadFile(name, buf)
 		return nil

@@ -2,11 +2,15 @@ package hostfs
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -150,5 +154,99 @@ func TestReadAllHoldsOneDescriptorAtATime(t *testing.T) {
 		if n := openFiles(t); read != processes || n != before {
 			t.Errorf("scan %d read %d processes (want %d), %d descriptors open after it, %d before", scan, read, processes, n, before)
 		}
+	}
+}
+
+// In this pid namespace's procfs a process's run time is its CPU clock:
+// it reads the same while the process waits, moves once it has run, and
+// fails once it has exited. In another tree (a fixture) it is the
+// schedstat file, held open only when asked to.
+func TestKeepRunTime(t *testing.T) {
+	cat := exec.Command("cat")
+	in, err := cat.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cat.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cat.Process.Kill()
+	// cat has run once it echoes a line: from then on it waits in read.
+	echo := func() {
+		t.Helper()
+		if _, err := in.Write([]byte("x\n")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(out, make([]byte, 2)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	echo()
+	// Its write may return before it is back in read: wait until it sleeps.
+	for i := 0; ; i++ {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(cat.Process.Pid) + "/stat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:])); len(f) > 0 && f[0] == "S" {
+			break
+		}
+		if i == 100_000 {
+			t.Fatal("cat never waits in read")
+		}
+		runtime.Gosched()
+	}
+
+	d := New("/proc").Processes()
+	defer d.Close()
+	k, first, err := d.KeepRunTime(context.Background(), cat.Process.Pid, false, nil)
+	if err != nil || !k.Held() || k.HoldsFile() {
+		t.Fatalf("KeepRunTime in /proc: %+v, %v; want the clock, no file", k, err)
+	}
+	first = slices.Clone(first)
+	again := func() File {
+		t.Helper()
+		files, err := d.ReadKept(context.Background(), []Kept{k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return files[0]
+	}
+	if f := again(); f.Err != nil || !bytes.Equal(f.Data, first) {
+		t.Errorf("cat waiting: %x, %v; want %x as before", f.Data, f.Err, first)
+	}
+	echo()
+	if f := again(); f.Err != nil || bytes.Equal(f.Data, first) {
+		t.Errorf("cat after it ran: %x, %v; want another time than %x", f.Data, f.Err, first)
+	}
+	cat.Process.Kill()
+	cat.Wait()
+	if f := again(); !errors.Is(f.Err, syscall.ESRCH) {
+		t.Errorf("cat exited: %x, %v; want ESRCH", f.Data, f.Err)
+	}
+
+	tree := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(tree, "7"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tree, "7", "schedstat"), []byte("1 2 3\n"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	fixture := New(tree).Processes()
+	defer fixture.Close()
+	if _, err := fixture.List(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if k, _, err := fixture.KeepRunTime(context.Background(), 7, false, nil); err != nil || k.Held() {
+		t.Errorf("a fixture, not asked to open: %+v, %v; want nothing held", k, err)
+	}
+	k, data, err := fixture.KeepRunTime(context.Background(), 7, true, nil)
+	defer k.Close()
+	if err != nil || !k.HoldsFile() || string(data) != "1 2 3\n" {
+		t.Errorf("a fixture: %+v, %q, %v; want its schedstat held open", k, data, err)
 	}
 }

@@ -43,9 +43,9 @@ func (c *countedFiles) ReadAll(ctx context.Context, ps []hostfs.Process, name st
 	return c.procFiles.ReadAll(ctx, ps, name)
 }
 
-func (c *countedFiles) Keep(ctx context.Context, pid int, name string, buf []byte) (hostfs.Kept, []byte, error) {
-	k, data, err := c.procFiles.Keep(ctx, pid, name, buf)
-	c.names[k] = strconv.Itoa(pid) + "/" + name
+func (c *countedFiles) KeepRunTime(ctx context.Context, pid int, open bool, buf []byte) (hostfs.Kept, []byte, error) {
+	k, data, err := c.procFiles.KeepRunTime(ctx, pid, open, buf)
+	c.names[k] = strconv.Itoa(pid) + "/schedstat"
 	return k, data, err
 }
 

@@ -94,8 +94,8 @@ func (f fsFiles) ReadAll(ctx context.Context, ps []hostfs.Process, name string) 
 	return files, nil
 }
 
-// Keep is not offered: the scanner rereads stat instead.
-func (fsFiles) Keep(context.Context, int, string, []byte) (hostfs.Kept, []byte, error) {
+// KeepRunTime is not offered: the scanner rereads stat instead.
+func (fsFiles) KeepRunTime(context.Context, int, bool, []byte) (hostfs.Kept, []byte, error) {
 	return hostfs.Kept{}, nil, errors.ErrUnsupported
 }
 

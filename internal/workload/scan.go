@@ -50,8 +50,9 @@ type procFiles interface {
 	// ReadAll reads one batch under one deadline: files[i] is what was read
 	// of ps[i], or why not. A read that blocks fails it.
 	ReadAll(ctx context.Context, ps []hostfs.Process, name string) ([]hostfs.File, error)
-	// Keep opens a process's file to be read again with ReadKept.
-	Keep(ctx context.Context, pid int, name string, buf []byte) (hostfs.Kept, []byte, error)
+	// KeepRunTime holds what tells whether a process ran, to be read
+	// again with ReadKept: a file only when open.
+	KeepRunTime(ctx context.Context, pid int, open bool, buf []byte) (hostfs.Kept, []byte, error)
 	// KeepFile opens a file outside the tree (a cgroup's) as Keep does.
 	KeepFile(ctx context.Context, path string, limit int, buf []byte) (hostfs.Kept, []byte, error)
 	ReadKept(ctx context.Context, ks []hostfs.Kept) ([]hostfs.File, error)
@@ -89,7 +90,7 @@ type Scanner struct {
 	// Processes whose schedstat is read again, and the files.
 	steady []hostfs.Process
 	kept   []hostfs.Kept
-	// held counts the files kept open, at most maxHeld.
+	// held counts the schedstat files kept open, at most maxHeld.
 	held, maxHeld int
 	// cgroupRoot is where cgroup v2 is mounted, "" if not; cgroups are
 	// those of the processes known, by path.
@@ -121,10 +122,11 @@ type known struct {
 	ino    uint64
 	ppid   int
 
-	// sched is the process's schedstat held open, and the hash of what it
-	// last read. Its run time grows with anything the process does, an
-	// exec included: while it reads the same, so do stat and the command
-	// line, but for the parent (parentIno), which is checked apart.
+	// sched is the process's run time held (its CPU-time clock, or its
+	// schedstat open), and the hash of what it last read. The run time
+	// grows with anything the process does, an exec included: while it
+	// reads the same, so do stat and the command line, but for the parent
+	// (parentIno), which is checked apart.
 	sched     hostfs.Kept
 	schedHash uint64
 	parentIno uint64
@@ -362,13 +364,13 @@ func (s *Scanner) forget() {
 	}
 }
 
-// release closes the process's schedstat, if held.
+// release lets the process's run time go, closing its schedstat if held.
 func (s *Scanner) release(k *known) {
-	if k.sched.Held() {
-		k.sched.Close()
-		k.sched = hostfs.Kept{}
+	if k.sched.HoldsFile() {
 		s.held--
 	}
+	k.sched.Close()
+	k.sched = hostfs.Kept{}
 }
 
 // recheck rereads the command lines of the processes whose stat hides
@@ -523,19 +525,18 @@ func (s *Scanner) process(ctx context.Context, e hostfs.Process) (Node, bool, er
 	return n, present, err
 }
 
-// keep opens the schedstat of a process about to be read, while fewer than
-// maxHeld are open: read before its stat, so that a change after the stat
-// read shows in the next scan's.
+// keep holds the run time of a process about to be read (a schedstat
+// opened only while fewer than maxHeld are): read before its stat, so that
+// a change after the stat read shows in the next scan's.
 func (s *Scanner) keep(ctx context.Context, pid int) (hostfs.Kept, uint64) {
-	if s.held >= s.maxHeld {
-		return hostfs.Kept{}, 0
-	}
-	sched, data, err := s.proc.Keep(ctx, pid, "schedstat", s.buf)
-	if err != nil {
+	sched, data, err := s.proc.KeepRunTime(ctx, pid, s.held < s.maxHeld, s.buf)
+	if err != nil || !sched.Held() {
 		sched.Close()
 		return hostfs.Kept{}, 0
 	}
-	s.held++
+	if sched.HoldsFile() {
+		s.held++
+	}
 	return sched, hashCmdline(data)
 }
 
