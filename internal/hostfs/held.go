@@ -25,9 +25,9 @@ type heldFiles struct {
 	// through the descriptor held; the kernel's files fail with ENODEV.
 	checkLinks bool
 	mu         sync.Mutex
-	files  map[string]int
-	taken  bool
-	closed bool // by Close: batches open afresh and hold nothing
+	files      map[string]int
+	taken      bool
+	closed     bool // by Close: batches open afresh and hold nothing
 }
 
 // Holding returns f keeping open, between batches, the files its batches
