@@ -28,12 +28,15 @@ func benchProc(b testing.TB, n int) string {
 	return benchProcOf(b, fakeproc.Quiet(n))
 }
 
-// benchProcOf is a /proc tree of procs with the Spark's meminfo, vmstat
-// and memory pressure.
+// benchProcOf is a /proc tree of procs with the Spark fixture's pool,
+// page-size and kernel files.
 func benchProcOf(b testing.TB, procs []fakeproc.Process) string {
 	b.Helper()
 	root := fakeproc.WriteTree(b, procs...)
-	for _, name := range []string{"meminfo", "vmstat", "pressure/memory"} {
+	// Every file of the Spark fixture's a real host has: one missing is
+	// tried again at every scrape.
+	for _, name := range []string{"meminfo", "vmstat", "pressure/memory", "buddyinfo", "self/smaps",
+		"sys/kernel/arch", "sys/kernel/osrelease"} {
 		// Relative to the package's directory, where tests run: finding
 		// the repository root runs `go env`, a child process that
 		// scripts/bench-counts.sh's callgrind cannot follow.
