@@ -12,9 +12,15 @@ import (
 // is generated afresh, as on a new open. What a batch read it hands back;
 // a held file it did not read is closed, so the set follows what is read.
 
-// maxHeld bounds the files one holding FS keeps open, far above a Spark's
-// value files (about 45), far below the descriptor limit.
-const maxHeld = 128
+// maxHeld bounds the files one holding FS keeps open: far above a Spark's
+// value files (about 45), and a sixteenth of the descriptor limit.
+func maxHeld() int {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return 0
+	}
+	return int(min(lim.Cur/16, 128))
+}
 
 // heldFiles are a holding FS's open files by name, taken by one batch at a
 // time: a batch that finds them taken (one given up on still runs) opens
@@ -24,6 +30,7 @@ type heldFiles struct {
 	// plain files (a fixture), where a file removed or replaced reads on
 	// through the descriptor held; the kernel's files fail with ENODEV.
 	checkLinks bool
+	max        int // maxHeld when made
 	mu         sync.Mutex
 	files      map[string]int
 	taken      bool
@@ -35,7 +42,7 @@ type heldFiles struct {
 func (f FS) Holding() FS {
 	var st syscall.Statfs_t
 	kernel := syscall.Statfs(f.root, &st) == nil && (st.Type == procSuperMagic || st.Type == sysfsMagic)
-	f.held = &heldFiles{checkLinks: !kernel}
+	f.held = &heldFiles{checkLinks: !kernel, max: maxHeld()}
 	return f
 }
 
@@ -122,7 +129,7 @@ func (r *Reader) readHeld(name string, buf []byte, kind fileKind) (data []byte, 
 // hold keeps fd, just read whole, for the next batch; false when the FS
 // holds nothing or holds its most.
 func (r *Reader) hold(name string, fd int) bool {
-	if r.keep == nil || len(r.keep) >= maxHeld {
+	if r.keep == nil || len(r.keep) >= r.fs.held.max {
 		return false
 	}
 	if _, dup := r.keep[name]; dup {
