@@ -245,8 +245,11 @@ func TestKeepRunTime(t *testing.T) {
 		t.Errorf("a fixture, not asked to open: %+v, %v; want nothing held", k, err)
 	}
 	k, data, err := fixture.KeepRunTime(context.Background(), 7, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer k.Close()
-	if err != nil || !k.HoldsFile() || string(data) != "1 2 3\n" {
-		t.Errorf("a fixture: %+v, %q, %v; want its schedstat held open", k, data, err)
+	if !k.HoldsFile() || string(data) != "1 2 3\n" {
+		t.Errorf("a fixture: %+v, %q; want its schedstat held open", k, data)
 	}
 }
