@@ -127,14 +127,21 @@ func (r *Reader) readHeld(name string, buf []byte, kind fileKind) (data []byte, 
 }
 
 // hold keeps fd, just read whole, for the next batch; false when the FS
-// holds nothing or holds its most.
+// holds nothing or holds its most, or fd is not a regular file (the
+// kernel's value files are): a pipe cannot be read again from offset 0,
+// and held open it would tell its writer a reader waits.
 func (r *Reader) hold(name string, fd int) bool {
 	if r.keep == nil || len(r.keep) >= r.fs.held.max {
 		return false
 	}
-	if _, dup := r.keep[name]; dup {
+	if _, dup := r.keep[name]; dup || !regular(fd) {
 		return false
 	}
 	r.keep[name] = fd
 	return true
+}
+
+func regular(fd int) bool {
+	var st syscall.Stat_t
+	return syscall.Fstat(fd, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFREG
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -226,5 +227,36 @@ func TestHoldingThroughABlockedBatch(t *testing.T) {
 	}
 	if got := readBatch(t, f, "a", "blocked"); fmt.Sprint(got) != "[2 3]" {
 		t.Errorf("after: %v", got)
+	}
+}
+
+// A pipe read is not held: it cannot be read again from offset 0, and a
+// reader kept open would tell its writer that a scrape is waiting on it.
+func TestHoldingHoldsNoPipe(t *testing.T) {
+	dir := t.TempDir()
+	path := fifo(t, dir, "p")
+	f := New(dir).Holding()
+	before := openFiles(t)
+	written := make(chan error, 1)
+	go func() {
+		w, err := os.OpenFile(path, os.O_WRONLY, 0) // until the batch opens it
+		if err == nil {
+			_, err = w.Write([]byte("1\n"))
+			w.Close()
+		}
+		written <- err
+	}()
+	if got := readBatch(t, f, "p"); fmt.Sprint(got) != "[1]" {
+		t.Fatalf("the pipe read %v, want [1]", got)
+	}
+	if err := <-written; err != nil {
+		t.Fatal(err)
+	}
+	if n := openFiles(t) - before; n != 0 {
+		t.Errorf("%d files held after a batch that read a pipe, want none", n)
+	}
+	if fd, err := syscall.Open(path, syscall.O_WRONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0); err == nil {
+		syscall.Close(fd)
+		t.Error("the pipe has a reader after the batch")
 	}
 }
