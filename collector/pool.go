@@ -111,10 +111,7 @@ func (c *poolCollector) remember(r poolReading, err error) {
 		c.last.Store(nil)
 		return
 	}
-	p := &collected.Pool{Snapshot: r.mem.Snapshot, Reserve: c.reserve}
-	if ps := r.mem.Pressure; ps != nil && ps.Some != nil {
-		p.Pressure = ps
-	}
+	p := collected.PoolOf(r.mem, c.reserve)
 	if large, ok := pool.LargeFreeBytes(r.zones, r.pageSize, judge.LargeBlockBytes); ok {
 		p.LargeFreeBytes = &large
 	}

@@ -124,6 +124,16 @@ type Pool struct {
 	Pressure *pool.Pressure
 }
 
+// PoolOf is the pool part of memory read m, judged against reserve: the
+// pressure kept where it has its "some" line, which the stall figures need.
+func PoolOf(m pool.Memory, reserve uint64) *Pool {
+	p := &Pool{Snapshot: m.Snapshot, Reserve: reserve}
+	if m.Pressure != nil && m.Pressure.Some != nil {
+		p.Pressure = m.Pressure
+	}
+	return p
+}
+
 // GPU is the gpu collector's latest reading.
 type GPU struct {
 	// Loaded: NVML is loaded and initialised (spark_gpu_nvml_up).

@@ -12,14 +12,15 @@ import (
 // is generated afresh, as on a new open. What a batch read it hands back;
 // a held file it did not read is closed, so the set follows what is read.
 
-// maxHeld bounds the files one holding FS keeps open: far above a Spark's
-// value files (about 45), and a sixteenth of the descriptor limit.
-func maxHeld() int {
+// DescriptorShare is how many files one holder may keep open: the
+// descriptor limit over share, and at most most (0 where the limit is
+// unknown: hold none).
+func DescriptorShare(share, most uint64) int {
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		return 0
 	}
-	return int(min(lim.Cur/16, 128))
+	return int(min(lim.Cur/share, most))
 }
 
 // heldFiles are a holding FS's open files by name, taken by one batch at a
@@ -30,7 +31,7 @@ type heldFiles struct {
 	// plain files (a fixture), where a file removed or replaced reads on
 	// through the descriptor held; the kernel's files fail with ENODEV.
 	checkLinks bool
-	max        int // maxHeld when made
+	max        int // far above a Spark's value files (about 45)
 	mu         sync.Mutex
 	files      map[string]int
 	taken      bool
@@ -42,7 +43,7 @@ type heldFiles struct {
 func (f FS) Holding() FS {
 	var st syscall.Statfs_t
 	kernel := syscall.Statfs(f.root, &st) == nil && (st.Type == procSuperMagic || st.Type == sysfsMagic)
-	f.held = &heldFiles{checkLinks: !kernel, max: maxHeld()}
+	f.held = &heldFiles{checkLinks: !kernel, max: DescriptorShare(16, 128)}
 	return f
 }
 

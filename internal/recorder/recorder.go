@@ -194,13 +194,11 @@ func (r *Recorder) freshPool(last *collected.Pool) *collected.Pool {
 		return nil
 	}
 	r.readFailing = false
-	p := &collected.Pool{Snapshot: m.Snapshot}
-	if last != nil {
-		p.Reserve, p.LargeFreeBytes, p.CompactionFailuresPerSecond = last.Reserve, last.LargeFreeBytes, last.CompactionFailuresPerSecond
+	if last == nil {
+		return collected.PoolOf(m, 0)
 	}
-	if m.Pressure != nil && m.Pressure.Some != nil {
-		p.Pressure = m.Pressure
-	}
+	p := collected.PoolOf(m, last.Reserve)
+	p.LargeFreeBytes, p.CompactionFailuresPerSecond = last.LargeFreeBytes, last.CompactionFailuresPerSecond
 	return p
 }
 

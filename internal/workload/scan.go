@@ -90,7 +90,8 @@ type Scanner struct {
 	// Processes whose schedstat is read again, and the files.
 	steady []hostfs.Process
 	kept   []hostfs.Kept
-	// held counts the schedstat files kept open, at most maxHeld.
+	// held counts the schedstat files kept open, at most maxHeld: an
+	// eighth of the descriptor limit, and no more than 4,096.
 	held, maxHeld int
 	// cgroupRoot is where cgroup v2 is mounted, "" if not; cgroups are
 	// those of the processes known, by path.
@@ -150,18 +151,8 @@ func NewScanner(proc hostfs.FS, patterns []Pattern) *Scanner {
 }
 
 func newScanner(proc procFiles, patterns []Pattern) *Scanner {
-	return &Scanner{proc: proc, patterns: patterns, known: map[int]known{}, maxHeld: maxHeld(),
+	return &Scanner{proc: proc, patterns: patterns, known: map[int]known{}, maxHeld: hostfs.DescriptorShare(8, 4096),
 		cgroups: map[string]*cgroup{}}
-}
-
-// maxHeld is how many schedstat files a scanner keeps open: an eighth of
-// the descriptors the exporter may open, and no more than 4,096.
-func maxHeld() int {
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		return 0
-	}
-	return int(min(lim.Cur/8, 4096))
 }
 
 // Scan lists the processes and groups them into workloads. Only a failure to
