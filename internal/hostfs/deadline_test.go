@@ -283,7 +283,7 @@ func TestBatchLeavesNoDescriptorOpen(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "large"), bytes.Repeat([]byte("9"), 9), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	before := openFiles(t)
+	before := openFiles(t, dir)
 	for range 20 {
 		if err := f.Batch(func(r *Reader) error {
 			for _, name := range []string{"a", "missing", "b", "large", "c"} {
@@ -308,7 +308,7 @@ func TestBatchLeavesNoDescriptorOpen(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := openFiles(t); n != before {
+	if n := openFiles(t, dir); n != before {
 		t.Errorf("%d files open after 20 batches, %d before", n, before)
 	}
 }

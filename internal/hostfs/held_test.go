@@ -52,12 +52,12 @@ func TestHoldingReadsEachFileAsItIsNow(t *testing.T) {
 	if !f.held.checkLinks {
 		t.Fatal("a temporary directory is taken for procfs or sysfs")
 	}
-	before := openFiles(t)
+	before := openFiles(t, dir)
 
 	if got := readBatch(t, f, "a", "b"); fmt.Sprint(got) != "[1 2]" {
 		t.Fatalf("first batch: %v", got)
 	}
-	if n := openFiles(t) - before; n != 2 {
+	if n := openFiles(t, dir) - before; n != 2 {
 		t.Fatalf("%d files held after a batch of two, want 2", n)
 	}
 
@@ -87,17 +87,17 @@ func TestHoldingReadsEachFileAsItIsNow(t *testing.T) {
 
 	// A batch that reads only b closes a.
 	readBatch(t, f, "b")
-	if n := openFiles(t) - before; n != 1 {
+	if n := openFiles(t, dir) - before; n != 1 {
 		t.Errorf("%d files held after a batch of one, want 1", n)
 	}
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if n := openFiles(t) - before; n != 0 {
+	if n := openFiles(t, dir) - before; n != 0 {
 		t.Errorf("%d files held after Close, want none", n)
 	}
-	if got := readBatch(t, f, "a", "b"); fmt.Sprint(got) != "[100 20]" || openFiles(t) != before {
-		t.Errorf("a batch after Close: %v, %d files held, want both read and none held", got, openFiles(t)-before)
+	if got := readBatch(t, f, "a", "b"); fmt.Sprint(got) != "[100 20]" || openFiles(t, dir) != before {
+		t.Errorf("a batch after Close: %v, %d files held, want both read and none held", got, openFiles(t, dir)-before)
 	}
 }
 
@@ -113,7 +113,7 @@ func TestHoldingRereadsProcfsAfresh(t *testing.T) {
 	if f.held.checkLinks {
 		t.Error("/proc is taken for a tree of plain files: its held files are checked for links")
 	}
-	before := openFiles(t)
+	before := openFiles(t, "/proc")
 	var last string
 	for i := range 3 {
 		got := readBatch(t, f, "self/io")[0]
@@ -125,7 +125,7 @@ func TestHoldingRereadsProcfsAfresh(t *testing.T) {
 		}
 		last = got
 	}
-	if n := openFiles(t) - before; n != 1 {
+	if n := openFiles(t, "/proc") - before; n != 1 {
 		t.Errorf("%d files held, want self/io alone", n)
 	}
 }
@@ -173,7 +173,7 @@ func TestHoldingIsBounded(t *testing.T) {
 		writeFiles(t, dir, map[string]string{name: fmt.Sprint(i)})
 		names = append(names, name)
 	}
-	before := openFiles(t)
+	before := openFiles(t, dir)
 	for range 2 {
 		got := readBatch(t, f, names...)
 		for i, g := range got {
@@ -182,7 +182,7 @@ func TestHoldingIsBounded(t *testing.T) {
 			}
 		}
 	}
-	if n := openFiles(t) - before; n != f.held.max || n == 0 {
+	if n := openFiles(t, dir) - before; n != f.held.max || n == 0 {
 		t.Errorf("%d files held, want at most %d", n, f.held.max)
 	}
 }
@@ -196,7 +196,7 @@ func TestHoldingThroughABlockedBatch(t *testing.T) {
 	blocked := fifo(t, dir, "blocked")
 	f := New(dir).Holding().WithTimeout(50 * time.Millisecond)
 	defer f.Close()
-	before := openFiles(t)
+	before := openFiles(t, dir)
 
 	err := f.Batch(func(r *Reader) error {
 		for _, name := range []string{"a", "blocked"} {
@@ -222,7 +222,7 @@ func TestHoldingThroughABlockedBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The last batch read only "blocked": it alone is held.
-	if n := openFiles(t) - before; n != 1 {
+	if n := openFiles(t, dir) - before; n != 1 {
 		t.Errorf("%d files held once the blocked batch returned, want the last batch's one", n)
 	}
 	if got := readBatch(t, f, "a", "blocked"); fmt.Sprint(got) != "[2 3]" {
@@ -236,7 +236,7 @@ func TestHoldingHoldsNoPipe(t *testing.T) {
 	dir := t.TempDir()
 	path := fifo(t, dir, "p")
 	f := New(dir).Holding()
-	before := openFiles(t)
+	before := openFiles(t, dir)
 	written := make(chan error, 1)
 	go func() {
 		w, err := os.OpenFile(path, os.O_WRONLY, 0) // until the batch opens it
@@ -252,7 +252,7 @@ func TestHoldingHoldsNoPipe(t *testing.T) {
 	if err := <-written; err != nil {
 		t.Fatal(err)
 	}
-	if n := openFiles(t) - before; n != 0 {
+	if n := openFiles(t, dir) - before; n != 0 {
 		t.Errorf("%d files held after a batch that read a pipe, want none", n)
 	}
 	if fd, err := syscall.Open(path, syscall.O_WRONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0); err == nil {
