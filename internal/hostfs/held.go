@@ -41,10 +41,23 @@ type heldFiles struct {
 // Holding returns f keeping open, between batches, the files its batches
 // read with ReadFile: for a collector's one batch of per-scrape reads.
 func (f FS) Holding() FS {
-	var st syscall.Statfs_t
-	kernel := syscall.Statfs(f.root, &st) == nil && (st.Type == procSuperMagic || st.Type == sysfsMagic)
+	magic := f.magic()
+	kernel := magic == procSuperMagic || magic == sysfsMagic
 	f.held = &heldFiles{checkLinks: !kernel, max: DescriptorShare(16, 128)}
 	return f
+}
+
+// IsProcfs tells whether the mount point is a procfs, not a tree of plain
+// files: its net/ is this process's network namespace's.
+func (f FS) IsProcfs() bool { return f.magic() == procSuperMagic }
+
+// magic is the mount point's filesystem type, 0 if it cannot be told.
+func (f FS) magic() int64 {
+	var st syscall.Statfs_t
+	if syscall.Statfs(f.root, &st) != nil {
+		return 0
+	}
+	return int64(st.Type)
 }
 
 // The filesystems' magic numbers, from linux/magic.h.

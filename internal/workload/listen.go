@@ -81,7 +81,17 @@ func permission(err error) error {
 // ReadListeners reads the listening sockets of /proc/net/tcp and tcp6 that
 // keep accepts. The kernel lists the listening sockets of each file
 // before any other (tcp_seq_start), so a file is read only that far.
+//
+// Where proc is a procfs, whose net/ is this process's network namespace,
+// the kernel's sock_diag is asked instead (sockdiag.go), and the files
+// read only if it fails (a kernel without inet_diag): keep may then have
+// been called for some listeners already, and is called again for them.
 func ReadListeners(proc hostfs.FS, keep func(Listener) bool) ([]Listener, error) {
+	if proc.IsProcfs() {
+		if out, err := diagListeners(keep); err == nil {
+			return out, nil
+		}
+	}
 	var out []Listener
 	for _, name := range []string{"net/tcp", "net/tcp6"} {
 		var err error
@@ -147,6 +157,15 @@ func onLoopback(hexAddr string, port uint16) netip.AddrPort {
 		b[i], b[i+1], b[i+2], b[i+3] = b[i+3], b[i+2], b[i+1], b[i]
 	}
 	addr, _ := netip.AddrFromSlice(b)
+	return reachedOnLoopback(addr, port)
+}
+
+// reachedOnLoopback is where loopback reaches a socket bound to addr: a
+// loopback address, or the wildcard's loopback; invalid for another.
+func reachedOnLoopback(addr netip.Addr, port uint16) netip.AddrPort {
+	if port == 0 {
+		return netip.AddrPort{}
+	}
 	switch u := addr.Unmap(); {
 	case u.IsLoopback():
 		addr = u
