@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -211,4 +212,68 @@ func fakeDockerSocket(t *testing.T) string {
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
 	return socket
+}
+
+// An engine's descriptors are read when it is found, and again only when
+// the loopback listeners change: a listener it opens late (a vLLM listens
+// once its model is loaded) is in the very next scan, one it closes is
+// gone from it, and another process's listener is never its own.
+func TestEngineSocketsReadAgainOnlyWhenListenersChange(t *testing.T) {
+	server := fakeproc.VLLMServer
+	server.Argv = append(slices.Clone(server.Argv), "--port", "8001")
+	other := fakeproc.LoginBash
+	tree := fakeproc.WriteTree(t, fakeproc.Init, other, server, fakeproc.EngineCore)
+	stdin := filepath.Join(tree, strconv.Itoa(server.PID), "fd", "0")
+	if err := os.MkdirAll(filepath.Dir(stdin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/null", stdin); err != nil {
+		t.Fatal(err)
+	}
+	found := engine.NewDirectory()
+	w := newWorkloadsCollector(hostfs.New(tree), nil, nopLogger())
+	w.places.found = found
+	defer w.Close()
+	scan := func(want string, walks int) {
+		t.Helper()
+		if _, err := collect(t, w); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, target := range found.Targets() {
+			got = append(got, fmt.Sprintf("%d@%s%v", target.PID, target.Address, target.Listens))
+		}
+		if fmt.Sprint(got) != want || w.places.sockets.walks != walks {
+			t.Errorf("targets %v after %d reads of the descriptors, want %s after %d", got, w.places.sockets.walks, want, walks)
+		}
+	}
+	scan("[]", 1) // loading its model: no listener yet
+	scan("[]", 1)
+	fakeproc.Listen(t, tree, server.PID, 8001)
+	scan("[2101@127.0.0.1:8001[127.0.0.1:8001]]", 2)
+	scan("[2101@127.0.0.1:8001[127.0.0.1:8001]]", 2)
+	fakeproc.Listen(t, tree, other.PID, 8002)
+	scan("[2101@127.0.0.1:8001[127.0.0.1:8001]]", 3)
+	fakeproc.Listen(t, tree, server.PID, 8003)
+	scan("[2101@127.0.0.1:8001[127.0.0.1:8001 127.0.0.1:8003]]", 4)
+	fakeproc.Unlisten(t, tree, server.PID, 8001)
+	scan("[2101@[127.0.0.1:8003]]", 5)
+	scan("[2101@[127.0.0.1:8003]]", 5)
+	fakeproc.Unlisten(t, tree, other.PID, 8002)
+	fakeproc.Listen(t, tree, other.PID, 8001) // its port, another's socket
+	scan("[2101@[127.0.0.1:8003]]", 6)
+	if len(w.places.sockets.byPID) != 1 {
+		t.Errorf("%d engines' sockets remembered, want 1", len(w.places.sockets.byPID))
+	}
+	// It exits, its engine core and its listener with it.
+	fakeproc.Unlisten(t, tree, server.PID, 8003)
+	for _, pid := range []int{server.PID, fakeproc.EngineCore.PID} {
+		if err := os.RemoveAll(filepath.Join(tree, strconv.Itoa(pid))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scan("[]", 6)
+	if len(w.places.sockets.byPID) != 0 {
+		t.Errorf("%d engines' sockets remembered after the engine exited, want none", len(w.places.sockets.byPID))
+	}
 }

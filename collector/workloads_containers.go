@@ -36,8 +36,10 @@ type workloadPlaces struct {
 	// docker is nil without --workloads.docker-socket.
 	docker *dockerapi.Docker
 	// found receives the engines of each scan; nil when nothing asks.
-	found  *engine.Directory
-	logger log.Logger
+	found *engine.Directory
+	// sockets are the engines' sockets, remembered between scans.
+	sockets engineSockets
+	logger  log.Logger
 	// dockerFailing: the failure has been logged, until it clears.
 	dockerFailing bool
 }
@@ -62,7 +64,7 @@ func (p *workloadPlaces) place(ctx context.Context, res *workload.Result) *colle
 		}
 	}
 	if p.found != nil {
-		p.found.Set(engineTargets(proc, engines, out.ByPID))
+		p.found.Set(p.sockets.targets(proc, engines, out.ByPID))
 	}
 	if p.docker != nil {
 		infos, err := p.docker.Containers(time.Now())

@@ -1,11 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -162,6 +168,58 @@ func BenchmarkScrape(b *testing.B) {
 			b.ReportMetric(float64(size), "gzip-bytes")
 		})
 	}
+}
+
+// BenchmarkScrapeWithEngine is BenchmarkScrape/proc=host with an
+// inference engine on the host, as root finds one: tools/fakeengine run as
+// `vllm serve --port N`, holding 200 descriptors (a vLLM holds hundreds),
+// which the engines collector asks at each scrape. What an engine adds to
+// a scrape is this less proc=host.
+func BenchmarkScrapeWithEngine(b *testing.B) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	port := strconv.Itoa(free.Addr().(*net.TCPAddr).Port)
+	free.Close()
+	engine := exec.Command(vllmEngine(b), "serve", "--port", port)
+	for range 196 {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		engine.ExtraFiles = append(engine.ExtraFiles, f)
+	}
+	stderr, err := engine.StderrPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := engine.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { engine.Process.Kill(); engine.Wait() }()
+	if line, err := bufio.NewReader(stderr).ReadString('\n'); err != nil || !strings.Contains(line, "Listening on") {
+		b.Fatalf("the engine did not listen: %q %v", line, err)
+	}
+	go io.Copy(io.Discard, stderr)
+
+	h := benchHandler(b, "/proc", true)
+	first := httptest.NewRecorder()
+	h.ServeHTTP(first, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if want := `kind="vllm",pid="` + strconv.Itoa(engine.Process.Pid) + `"`; !strings.Contains(first.Body.String(), want) {
+		b.Fatalf("the engine is not in the scrape: no %s", want)
+	}
+	req := prometheusScrape()
+	w := &discard{}
+	cputime.Loop(b, func() {
+		*w = discard{header: http.Header{}}
+		h.ServeHTTP(w, req)
+		if w.status != 0 && w.status != http.StatusOK {
+			b.Fatalf("status %d", w.status)
+		}
+	})
 }
 
 // BenchmarkStatusRefresh is what one viewer's refresh of the status page

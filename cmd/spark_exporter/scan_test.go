@@ -152,7 +152,7 @@ func moveToCgroup(tb testing.TB, dir string, pid int) {
 }
 
 // vllmEngine is the fake engine copied to a file named vllm.
-func vllmEngine(t *testing.T) string {
+func vllmEngine(t testing.TB) string {
 	engine := filepath.Join(t.TempDir(), "vllm")
 	data, err := os.ReadFile(testexporter.FakeEngine(t))
 	if err != nil {

@@ -156,7 +156,13 @@ func Listen(t testing.TB, root string, pid, port int) {
 		t.Fatal(err)
 	}
 	inode := 400000 + port
-	if err := os.Symlink(fmt.Sprintf("socket:[%d]", inode), filepath.Join(fds, strconv.Itoa(3+len(entries)))); err != nil {
+	fd := 3 + len(entries) // the lowest free number past those Unlisten left
+	for ; ; fd++ {
+		if _, err := os.Lstat(filepath.Join(fds, strconv.Itoa(fd))); os.IsNotExist(err) {
+			break
+		}
+	}
+	if err := os.Symlink(fmt.Sprintf("socket:[%d]", inode), filepath.Join(fds, strconv.Itoa(fd))); err != nil {
 		t.Fatal(err)
 	}
 	tcp := filepath.Join(root, "net", "tcp")
@@ -173,6 +179,39 @@ func Listen(t testing.TB, root string, pid, port int) {
 	line := fmt.Sprintf("%4d: 0100007F:%04X 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 %d 1 0000000000000000 100 0 0 10 0\n",
 		bytes.Count(old, []byte("\n"))-1, port, inode)
 	if err := os.WriteFile(tcp, append(old, line...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Unlisten closes what Listen opened: process pid's descriptor of the
+// socket at port, and the socket's LISTEN entry.
+func Unlisten(t testing.TB, root string, pid, port int) {
+	t.Helper()
+	socket := fmt.Sprintf("socket:[%d]", 400000+port)
+	fds := filepath.Join(root, strconv.Itoa(pid), "fd")
+	entries, err := os.ReadDir(fds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if link, err := os.Readlink(filepath.Join(fds, e.Name())); err == nil && link == socket {
+			if err := os.Remove(filepath.Join(fds, e.Name())); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tcp := filepath.Join(root, "net", "tcp")
+	old, err := os.ReadFile(tcp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []byte
+	for line := range bytes.Lines(old) {
+		if !bytes.Contains(line, []byte(fmt.Sprintf(" %d ", 400000+port))) {
+			kept = append(kept, line...)
+		}
+	}
+	if err := os.WriteFile(tcp, kept, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
