@@ -41,18 +41,15 @@ func (c *engineClaim) holds(l workload.Listener) bool {
 // the listeners next change.
 type engineSockets struct {
 	seed maphash.Seed
-	// byPID: the engines' sockets as last read, while each is an engine.
-	byPID map[int]readSockets
+	// diag: the listeners are the kernel's sock_diag's (procfs), told once.
+	diag bool
+	// byPID: the engines' claims with their sockets as last read, while
+	// each is an engine.
+	byPID map[int]engineClaim
 	// listeners is the digest of the loopback listeners when they were.
 	listeners listenerDigest
 	// walks counts the engines whose descriptors were read, for tests.
 	walks int
-}
-
-type readSockets struct {
-	kind   string
-	port   int
-	inodes map[uint64]bool
 }
 
 // listenerDigest stands for a set of listeners: their number and the sum
@@ -76,7 +73,7 @@ func (d *listenerDigest) add(seed maphash.Seed, l workload.Listener) {
 // another, so no finer line is drawn for them.
 func (s *engineSockets) targets(proc hostfs.FS, engines []workload.Workload, refs map[int]container.Ref) []engine.Target {
 	if s.byPID == nil {
-		s.seed, s.byPID = maphash.MakeSeed(), map[int]readSockets{}
+		s.seed, s.byPID, s.diag = maphash.MakeSeed(), map[int]engineClaim{}, proc.IsProcfs()
 	}
 	claims := readClaims(proc, engines)
 	remembered := false
@@ -99,7 +96,7 @@ func (s *engineSockets) targets(proc hostfs.FS, engines []workload.Workload, ref
 	var targets []engine.Target
 	for _, c := range claims {
 		if c.inodes != nil {
-			s.byPID[c.w.PID] = readSockets{kind: c.w.Kind, port: c.port, inodes: c.inodes}
+			s.byPID[c.w.PID] = c
 		}
 		t := engine.Target{PID: c.w.PID, Kind: c.w.Kind, Container: refs[c.w.PID].ID, UID: -1}
 		for _, l := range listeners {
@@ -125,7 +122,7 @@ func (s *engineSockets) sockets(proc hostfs.FS, c *engineClaim, remembered bool)
 	if c.read {
 		return
 	}
-	if r, ok := s.byPID[c.w.PID]; ok && remembered && r.kind == c.w.Kind && r.port == c.port {
+	if r, ok := s.byPID[c.w.PID]; ok && remembered && r.w.Kind == c.w.Kind && r.port == c.port {
 		c.inodes = r.inodes
 		return
 	}
@@ -153,7 +150,7 @@ func (s *engineSockets) readListeners(proc hostfs.FS, claims []engineClaim) ([]w
 		}
 	}
 	var digest listenerDigest
-	listeners, err := workload.ReadListeners(proc, func(l workload.Listener) bool {
+	listeners, err := workload.ReadListeners(proc, s.diag, func(l workload.Listener) bool {
 		digest.add(s.seed, l)
 		return inodes[l.Inode] || uids[l.UID]
 	})

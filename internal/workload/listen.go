@@ -82,12 +82,13 @@ func permission(err error) error {
 // keep accepts. The kernel lists the listening sockets of each file
 // before any other (tcp_seq_start), so a file is read only that far.
 //
-// Where proc is a procfs, whose net/ is this process's network namespace,
-// the kernel's sock_diag is asked instead (sockdiag.go), and the files
-// read only if it fails (a kernel without inet_diag): keep may then have
-// been called for some listeners already, and is called again for them.
-func ReadListeners(proc hostfs.FS, keep func(Listener) bool) ([]Listener, error) {
-	if proc.IsProcfs() {
+// With diag, where proc is a procfs (hostfs.FS.IsProcfs, told once by the
+// caller) whose net/ is this process's network namespace, the kernel's
+// sock_diag is asked instead (sockdiag.go), and the files read only if it
+// fails (a kernel without inet_diag): keep may then have been called for
+// some listeners already, and is called again for them.
+func ReadListeners(proc hostfs.FS, diag bool, keep func(Listener) bool) ([]Listener, error) {
+	if diag {
 		if out, err := diagListeners(keep); err == nil {
 			return out, nil
 		}

@@ -42,7 +42,9 @@ func diagListeners(keep func(Listener) bool) ([]Listener, error) {
 		return nil, fmt.Errorf("sock_diag: %w", err)
 	}
 	var out []Listener
-	buf := make([]byte, 64<<10)
+	// The kernel fills a dump's datagrams to at most 32 KiB
+	// (netlink_recvmsg's max_recvmsg_len); a larger one is MSG_TRUNC.
+	buf := make([]byte, 32<<10)
 	for _, family := range []uint8{unix.AF_INET, unix.AF_INET6} {
 		if out, err = diagDump(fd, buf, family, keep, out); err != nil {
 			return nil, err
