@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -177,13 +175,7 @@ func BenchmarkScrape(b *testing.B) {
 // a scrape is this less proc=host.
 func BenchmarkScrapeWithEngine(b *testing.B) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	free, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	port := strconv.Itoa(free.Addr().(*net.TCPAddr).Port)
-	free.Close()
-	engine := exec.Command(vllmEngine(b), "serve", "--port", port)
+	engine := exec.Command(vllmEngine(b), "serve", "--port", strconv.Itoa(freePort(b)))
 	for range 196 {
 		f, err := os.Open(os.DevNull)
 		if err != nil {
@@ -192,23 +184,12 @@ func BenchmarkScrapeWithEngine(b *testing.B) {
 		defer f.Close()
 		engine.ExtraFiles = append(engine.ExtraFiles, f)
 	}
-	stderr, err := engine.StderrPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := engine.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { engine.Process.Kill(); engine.Wait() }()
-	if line, err := bufio.NewReader(stderr).ReadString('\n'); err != nil || !strings.Contains(line, "Listening on") {
-		b.Fatalf("the engine did not listen: %q %v", line, err)
-	}
-	go io.Copy(io.Discard, stderr)
+	pid := testexporter.StartCommand(b, engine, nil).PID()
 
 	h := benchHandler(b, "/proc", true)
 	first := httptest.NewRecorder()
 	h.ServeHTTP(first, httptest.NewRequest(http.MethodGet, "/metrics", nil))
-	if want := `kind="vllm",pid="` + strconv.Itoa(engine.Process.Pid) + `"`; !strings.Contains(first.Body.String(), want) {
+	if want := `kind="vllm",pid="` + strconv.Itoa(pid) + `"`; !strings.Contains(first.Body.String(), want) {
 		b.Fatalf("the engine is not in the scrape: no %s", want)
 	}
 	req := prometheusScrape()

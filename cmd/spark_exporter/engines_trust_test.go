@@ -51,7 +51,7 @@ func startEngine(t *testing.T, path string, asRoot bool, port int, env ...string
 	return testexporter.StartCommand(t, cmd, env)
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
